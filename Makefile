@@ -1,0 +1,31 @@
+# Two entry points on a fresh machine: `make demo` and `make test`.
+# Both create .venv with pip when it is missing (uv would pull a CUDA torch here).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test venv report clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[campaigns,test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	rm -rf out/demo
+	$(BIN)/harness run campaigns/span_finding_quick.yaml --out out/demo
+	$(BIN)/harness verify out/demo
+	$(BIN)/python -S harness/rehash.py out/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+report: $(STAMP)
+	$(BIN)/harness report
+
+clean:
+	rm -rf out .cache
