@@ -1,0 +1,1 @@
+"""A tiny library under test for the harness demo: moving means over integer series."""

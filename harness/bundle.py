@@ -1,0 +1,123 @@
+"""The evidence bundle: a BagIt bag (RFC 8493) built in a staging folder and sealed last.
+
+Every file goes through a temporary file and a rename; the manifests are written only
+after everything else, the tag manifest last, and the staging folder is renamed into place
+only once sealed. An interrupted campaign therefore leaves no bundle at the output path, or
+a staging folder that `harness verify` reports as incomplete."""
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+from harness import __version__
+from harness.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
+
+TAG_FILES = ("bagit.txt", "bag-info.txt", "manifest-sha256.txt")
+BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
+FORBIDDEN_IN_NAMES = ("\r", "\n", "%", "\\")
+
+
+class BundleError(Exception):
+    pass
+
+
+class OutputLock:
+    """An exclusive lock beside the output path, so two runs cannot write the same bundle."""
+
+    def __init__(self, out: Path):
+        self.path = out.parent / f".{out.name}.lock"
+        self.fd = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise BundleError(f"{self.path.parent / self.path.name[1:-5]}: another harness run is writing "
+                              "this bundle (locked)") from None
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+class Staging:
+    """A bundle being written. `data(rel)` gives a path under data/ for payload files."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.root = out.parent / f"{out.name}.partial-{os.getpid()}"
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        (self.root / "data").mkdir(parents=True)
+
+    def data(self, rel: str) -> Path:
+        return self.root / "data" / rel
+
+    def write_json(self, rel: str, obj) -> None:
+        atomic_write_json(self.data(rel), obj)
+
+    def write_bytes(self, rel: str, blob: bytes) -> None:
+        atomic_write_bytes(self.data(rel), blob)
+
+    def seal(self, info: dict[str, str]) -> str:
+        """Write bagit.txt, bag-info.txt and both manifests; return the bundle digest."""
+        payload = payload_files(self.root)
+        rows = [(sha256_file(self.root / rel), rel) for rel in payload]
+        size = sum((self.root / rel).stat().st_size for rel in payload)
+        atomic_write_bytes(self.root / "bagit.txt", BAGIT_TXT)
+        fields = {
+            "Bag-Software-Agent": f"abba-harness {__version__}",
+            "Bagging-Date": _dt.date.today().isoformat(),
+            "Payload-Oxum": f"{size}.{len(payload)}",
+            **info,
+        }
+        text = "".join(f"{k}: {' '.join(str(v).split())}\n" for k, v in fields.items())
+        atomic_write_bytes(self.root / "bag-info.txt", text.encode())
+        atomic_write_bytes(self.root / "manifest-sha256.txt", manifest_text(rows).encode())
+        tag_rows = [(sha256_file(self.root / rel), rel) for rel in TAG_FILES]
+        atomic_write_bytes(self.root / "tagmanifest-sha256.txt", manifest_text(tag_rows).encode())
+        return sha256_file(self.root / "tagmanifest-sha256.txt")
+
+    def publish(self, force: bool) -> None:
+        """Move the sealed bundle to its output path (replacing one only with force)."""
+        if self.out.exists():
+            if not force:
+                raise BundleError(f"{self.out}: already exists (use --force to replace it)")
+            old = self.out.parent / f"{self.out.name}.replaced-{os.getpid()}"
+            os.rename(self.out, old)
+            os.rename(self.root, self.out)
+            shutil.rmtree(old)
+        else:
+            os.rename(self.root, self.out)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def payload_files(root: Path) -> list[str]:
+    """Every file under data/, as bag-relative POSIX paths sorted by bytes."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root / "data"):
+        dirnames.sort()
+        for name in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            if any(ch in rel for ch in FORBIDDEN_IN_NAMES):
+                raise BundleError(f"{rel!r}: file names in a bundle may not hold CR, LF, '%' or '\\'")
+            out.append(rel)
+    return sorted(out, key=str.encode)
+
+
+def manifest_text(rows) -> str:
+    return "".join(f"{digest}  {rel}\n" for digest, rel in sorted(rows, key=lambda r: r[1].encode()))

@@ -1,0 +1,58 @@
+"""`harness run CAMPAIGN [--out DIR] [--force]`: run a campaign and seal its bundle.
+
+Exit codes: 0 complete with parity, 3 parity mismatch, 4 a run failed or timed out (or
+the campaign was interrupted), 2 usage or input error (then no bundle is written)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness import spec
+from harness.bundle import BundleError
+from harness.progress import Progress
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="run an A/B/B/A campaign and seal its evidence bundle")
+    p.add_argument("campaign", help="campaign YAML file")
+    p.add_argument("--out", help="bundle directory to create (default: out/<campaign name>)")
+    p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from harness.runner import Runner
+
+    progress = Progress()
+    try:
+        campaign = spec.load(args.campaign)
+        out = Path(args.out) if args.out else Path("out") / campaign.name
+        outcome = Runner(campaign, out.absolute(), force=args.force, progress=progress).run()
+    except (spec.SpecError, BundleError) as exc:
+        progress.close()
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 2
+    progress.close()
+    result = outcome.comparison
+    print(f"bundle: {outcome.out}")
+    print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else ""))
+    wall = result["wall"]
+    if wall["speedup"] is not None:
+        print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
+              f"speedup {wall['speedup']:.3f}x ({wall['saving_pct']:.1f}% saved)")
+    p = result["parity"]
+    print(f"parity: {'identical' if p['identical'] else 'NOT identical'} ({p['fields_identical']}/"
+          f"{p['fields_compared']} fields, {p['items']} items, {p['error_returns']} recorded errors)")
+    line = _verdict_line(result)
+    if line:
+        print(line)
+    print(f"digest: {outcome.digest}")
+    return outcome.exit_code
+
+
+def _verdict_line(result: dict) -> str | None:
+    try:
+        from harness.stats import verdict_line
+    except ImportError:
+        return None
+    return verdict_line(result)

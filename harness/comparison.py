@@ -1,0 +1,100 @@
+"""comparison.json: everything derived from the per-run records. The runner writes it and
+`harness verify` re-derives it from the bundle, so a number can only be in it if the
+records produce it."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from harness import parity
+
+SCHEMA = "abba-harness/comparison/v1"
+
+
+def mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden: dict | None,
+           arrays_dir: Path) -> dict:
+    """campaign: data/campaign.json; runs: records in execution order; runner:
+    receipts/runner.json (interruptions, runs not started); cleanup: receipts/cleanup.json."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    by_variant = {v: [r for r in ok if r["variant"] == v] for v in ("base", "candidate")}
+
+    reasons = [f"{r['label']}: {r['reason']}" for r in runs if r["status"] != "ok"]
+    if runner.get("reason"):
+        reasons.append(runner["reason"])
+    if len(runs) < len(campaign["order"]):
+        reasons.append(f"only {len(runs)} of {len(campaign['order'])} runs were started")
+    if not cleanup.get("all_absent", False):
+        alive = [str(p["pid"]) for p in cleanup.get("processes", []) if not p["absent"]]
+        reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")
+    status = "complete" if not reasons else "failed"
+
+    base_walls = [r["wall_s"] for r in by_variant["base"]]
+    cand_walls = [r["wall_s"] for r in by_variant["candidate"]]
+    base_mean, cand_mean = mean(base_walls), mean(cand_walls)
+    wall = {"timer": "perf_counter", "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
+            "saving_s": None, "saving_pct": None, "speedup": None}
+    if base_mean is not None and cand_mean is not None and cand_mean > 0:
+        wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
+                    speedup=base_mean / cand_mean)
+
+    return {
+        "schema": SCHEMA,
+        "campaign": campaign["name"],
+        "status": status,
+        "reason": "; ".join(reasons) or None,
+        "order": campaign["order"],
+        "runs": [{"label": r["label"], "variant": r["variant"], "sha": r["sha"], "wall_s": r.get("wall_s"),
+                  "exit_code": r["exit_code"], "status": r["status"]} for r in runs],
+        "wall": wall,
+        "stages": _stages(campaign, ok),
+        "parity": _parity(ok, by_variant, golden, arrays_dir),
+        "stats": _stats(campaign, runs),
+    }
+
+
+def _stages(campaign: dict, ok: list[dict]) -> dict:
+    out = {}
+    for name in campaign.get("stages", {}):
+        per_run = {r["label"]: r["stages"].get(name, {}).get("calls", 0) for r in ok}
+        counts = set(per_run.values())
+        row = {"calls_per_run": counts.pop() if len(counts) == 1 else per_run}
+        for variant in ("base", "candidate"):
+            runs = [r for r in ok if r["variant"] == variant]
+            row[f"{variant}_self_cpu_s"] = mean([r["stages"].get(name, {}).get("self_cpu_s", 0.0) for r in runs])
+            row[f"{variant}_incl_cpu_s"] = mean([r["stages"].get(name, {}).get("incl_cpu_s", 0.0) for r in runs])
+            row[f"{variant}_installed"] = all(r.get("stages_installed", {}).get(name, True) for r in runs)
+        out[name] = row
+    return out
+
+
+def _parity(ok: list[dict], by_variant: dict, golden: dict | None, arrays_dir: Path) -> dict:
+    if not by_variant["base"] or not by_variant["candidate"]:
+        return {"identical": False, "reference": None, "items": 0, "fields_compared": 0,
+                "fields_identical": 0, "error_returns": 0, "errors_identical": False,
+                "call_counts_identical": False, "golden": None, "mismatch_count": 0, "mismatches": [],
+                "divergence": [], "note": "no successful run of both variants to compare"}
+    reference = by_variant["base"][0]
+    result = parity.compare_runs(reference, [r for r in ok if r is not reference])
+    # Call counts of stages installed in every run must not change between runs.
+    common = set.intersection(*({n for n, on in r.get("stages_installed", {}).items() if on} for r in ok))
+    result["call_counts_identical"] = all(
+        len({r["stages"][n]["calls"] for r in ok}) == 1 for n in sorted(common))
+    result["golden"] = parity.compare_golden(golden, ok) if golden is not None else None
+    result["divergence"] = parity.divergence(result["mismatches"], arrays_dir) if result["mismatches"] else []
+    result["identical"] = (result["mismatch_count"] == 0 and result["errors_identical"]
+                           and result["fields_compared"] == result["fields_identical"]
+                           and result["call_counts_identical"]
+                           and (result["golden"] is None or result["golden"]["identical"]))
+    return result
+
+
+def _stats(campaign: dict, runs: list[dict]) -> dict | None:
+    try:
+        from harness import stats
+    except ImportError:
+        return None
+    return stats.analyze(runs, threshold=campaign.get("threshold", 0.02))

@@ -1,0 +1,88 @@
+"""Hashing and atomic file writes shared by every step that reads or writes evidence."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+CHUNK = 1 << 20
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def tree_listing(root: str | os.PathLike) -> list[tuple[str, str]]:
+    """(sha256, relative path) of every regular file under root, sorted by path bytes.
+
+    Symlinks and other special files are refused: a digest must stand for bytes on disk.
+    """
+    root = Path(root)
+    rows = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if os.path.islink(full) or not os.path.isfile(full):
+                raise ValueError(f"{full}: not a regular file (symlinks are not hashed)")
+            rows.append((sha256_file(full), rel))
+    rows.sort(key=lambda row: row[1].encode())
+    return rows
+
+
+def tree_digest(root: str | os.PathLike) -> str:
+    """SHA-256 of the `sha256sum` listing of a folder, reproducible with coreutils:
+    (cd DIR && find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum
+    """
+    listing = "".join(f"{digest}  {rel}\n" for digest, rel in tree_listing(root))
+    return sha256_bytes(listing.encode())
+
+
+def path_digest(path: str | os.PathLike) -> tuple[str, str]:
+    """('file' | 'dir', digest) of an input path."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        return "dir", tree_digest(path)
+    return "file", sha256_file(path)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write through a temporary file in the same folder, fsync, then rename over path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dumps_json(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def atomic_write_json(path: str | os.PathLike, obj) -> None:
+    atomic_write_bytes(path, dumps_json(obj).encode())
+
+
+def read_json(path: str | os.PathLike):
+    with open(path, "rb") as fh:
+        return json.loads(fh.read().decode())

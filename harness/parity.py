@@ -1,0 +1,147 @@
+"""Parity: every field of every item of every run against the reference run (the first
+base run), byte for byte through the array digests; recorded errors must match too. Where
+fields differ, the divergence report says by how much."""
+from __future__ import annotations
+
+from pathlib import Path
+
+MAX_LISTED = 50
+
+
+def _items(record: dict) -> dict[str, dict]:
+    return {item["id"]: item for item in record.get("items", [])}
+
+
+def compare_runs(reference: dict, others: list[dict]) -> dict:
+    ref_items = _items(reference)
+    fields_compared = fields_identical = 0
+    errors_identical = True
+    mismatches = []
+    for run in others:
+        items = _items(run)
+        for item_id in sorted(set(ref_items) | set(items)):
+            ref, other = ref_items.get(item_id), items.get(item_id)
+            if ref is None or other is None:
+                mismatches.append({"run": run["label"], "item": item_id, "field": None,
+                                   "reason": f"item missing from {reference['label'] if ref is None else run['label']}"})
+                continue
+            if ref["error"] != other["error"]:
+                errors_identical = False
+                mismatches.append({"run": run["label"], "item": item_id, "field": None,
+                                   "reason": f"error differs: {_describe_error(ref['error'])} vs "
+                                             f"{_describe_error(other['error'])}"})
+            for name in sorted(set(ref["fields"]) | set(other["fields"])):
+                fields_compared += 1
+                a, b = ref["fields"].get(name), other["fields"].get(name)
+                if a is not None and b is not None and a["digest"] == b["digest"]:
+                    fields_identical += 1
+                    continue
+                if a is None or b is None:
+                    reason = f"field missing from {reference['label'] if a is None else run['label']}"
+                elif (a["dtype"], a["shape"]) != (b["dtype"], b["shape"]):
+                    reason = f"{a['dtype']}{a['shape']} vs {b['dtype']}{b['shape']}"
+                else:
+                    reason = "bytes differ"
+                mismatches.append({"run": run["label"], "item": item_id, "field": name, "reason": reason,
+                                   "reference_digest": a and a["digest"], "digest": b and b["digest"]})
+    return {
+        "reference": reference["label"],
+        "items": len(ref_items),
+        "fields_compared": fields_compared,
+        "fields_identical": fields_identical,
+        "error_returns": sum(1 for item in ref_items.values() if item["error"] is not None),
+        "errors_identical": errors_identical,
+        "mismatch_count": len(mismatches),
+        "mismatches": mismatches[:MAX_LISTED],
+    }
+
+
+def _describe_error(error: dict | None) -> str:
+    return "no error" if error is None else f"{error['type']}: {error['message'][:80]}"
+
+
+def compare_golden(golden: dict, runs: list[dict]) -> dict:
+    """Historical frozen parity: every run's digests against committed expected ones."""
+    expected = golden.get("items", {})
+    failing = []
+    for run in runs:
+        items = _items(run)
+        bad = 0
+        for item_id in sorted(set(expected) | set(items)):
+            want, got = expected.get(item_id), items.get(item_id)
+            if want is None or got is None:
+                bad += 1
+                continue
+            got_fields = {name: f["digest"] for name, f in got["fields"].items()}
+            if want.get("fields", {}) != got_fields or want.get("error") != got["error"]:
+                bad += 1
+        if bad:
+            failing.append({"run": run["label"], "items_differing": bad})
+    return {"checked": True, "items": len(expected), "runs": len(runs), "identical": not failing,
+            "failing": failing}
+
+
+def golden_from_run(run: dict) -> dict:
+    return {"schema": "abba-harness/golden/v1", "source_run": run["label"], "sha": run["sha"],
+            "items": {item["id"]: {"fields": {n: f["digest"] for n, f in item["fields"].items()},
+                                   "error": item["error"]} for item in run["items"]}}
+
+
+def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
+    """How far apart differing arrays are: elements differing, max abs and ULP difference."""
+    import numpy as np
+
+    from harness import tensors
+
+    out = []
+    for m in mismatches:
+        if not m.get("field") or not m.get("reference_digest") or not m.get("digest"):
+            continue
+        row = {"run": m["run"], "item": m["item"], "field": m["field"]}
+        try:
+            a = tensors.load(arrays_dir / f"{m['reference_digest']}.npy")
+            b = tensors.load(arrays_dir / f"{m['digest']}.npy")
+        except (OSError, ValueError) as exc:
+            out.append({**row, "note": f"arrays unreadable: {exc}"})
+            continue
+        if a.dtype != b.dtype or a.shape != b.shape:
+            out.append({**row, "kind": f"{a.dtype}", "elements": int(a.size),
+                        "note": f"dtype/shape changed: {a.dtype}{list(a.shape)} -> {b.dtype}{list(b.shape)}"})
+            continue
+        ia, ib = _as_bits(a), _as_bits(b)
+        differing = int(np.count_nonzero(ia != ib))
+        row.update({"kind": str(a.dtype), "elements": int(a.size), "differing": differing})
+        if a.dtype.kind == "f":
+            with np.errstate(invalid="ignore", over="ignore"):
+                diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            finite = diff[np.isfinite(diff)]
+            row["max_abs"] = float(finite.max()) if finite.size else None
+            row["max_ulp"] = int(np.abs(_ordered(ia) - _ordered(ib)).max()) if a.size else 0
+            row["nan_mismatch"] = int(np.count_nonzero(np.isnan(a) != np.isnan(b)))
+            row["note"] = "float values differ"
+        else:
+            d = np.abs(a.astype(np.int64) - b.astype(np.int64)) if a.dtype.kind in "biu" else None
+            row["max_abs"] = int(d.max()) if d is not None and d.size else None
+            row["note"] = "count or mask changed" if a.dtype.kind in "biu" else "values differ"
+        out.append(row)
+    return out
+
+
+def _as_bits(a):
+    import numpy as np
+
+    if a.dtype.kind in "fc" or a.dtype.kind == "b":
+        return a.view(np.dtype(f"<u{a.dtype.itemsize}")) if a.dtype.kind != "c" else a.view(np.uint8)
+    return a
+
+
+def _ordered(bits):
+    """Map IEEE bit patterns to integers whose difference is the distance in ULPs."""
+    import numpy as np
+
+    width = bits.dtype.itemsize * 8
+    signed = bits.astype(np.int64) if width < 64 else bits.view(np.int64)
+    if width < 64:
+        sign = np.int64(1) << (width - 1)
+        signed = np.where(signed >= sign, signed - (np.int64(1) << width), signed)
+    return np.where(signed < 0, np.int64(-(1 << (width - 1))) - signed, signed).astype(np.float64)

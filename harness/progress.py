@@ -1,0 +1,64 @@
+"""Campaign progress: a bar on a terminal, plain lines otherwise (logs, CI)."""
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _fmt(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class Progress:
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.bar = None
+        self.durations: list[float] = []
+
+    def note(self, msg: str) -> None:
+        if self.bar is not None:
+            self.bar.write(f"harness: {msg}", file=self.stream)
+        else:
+            print(f"harness: {msg}", file=self.stream, flush=True)
+
+    def start(self, name: str, labels: list[str]) -> None:
+        self.labels = labels
+        self.t0 = time.monotonic()
+        if self.tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=len(labels), desc=name, unit="run", file=self.stream,
+                            bar_format="{desc} {n_fmt}/{total_fmt} runs |{bar}| {elapsed} {postfix}")
+        else:
+            self.note(f"campaign '{name}': {len(labels)} runs in order {' '.join(labels)}")
+
+    def _estimate(self, index: int) -> str:
+        if not self.durations:
+            return "estimate after the first run"
+        mean = sum(self.durations) / len(self.durations)
+        return f"about {_fmt(mean * (len(self.labels) - index))} left"
+
+    def run_started(self, index: int, label: str, variant: str) -> None:
+        self.run_t0 = time.monotonic()
+        text = f"run {index + 1}/{len(self.labels)} {label} ({variant})"
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{text}, {self._estimate(index)}")
+        else:
+            self.note(f"{text} started; elapsed {_fmt(time.monotonic() - self.t0)}, {self._estimate(index)}")
+
+    def run_finished(self, index: int, label: str, record: dict) -> None:
+        self.durations.append(time.monotonic() - self.run_t0)
+        wall = record.get("wall_s")
+        detail = f"timed {wall:.3f} s" if wall is not None else record.get("reason") or ""
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.write(f"  {label}: {record['status']} {detail}", file=self.stream)
+        else:
+            self.note(f"{label}: {record['status']} {detail}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -1,0 +1,158 @@
+"""Git revisions: build the bundled targets reproducibly, resolve commit-ish to SHAs,
+export each revision into a scratch tree and check its source fence."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.fsutil import sha256_file, tree_digest
+from harness.spec import Campaign, Revision, SpecError, Target
+
+# A fixed identity and date make a built target's commit SHAs the same on every machine.
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "abba-harness",
+    "GIT_AUTHOR_EMAIL": "targets@abba-harness.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+0000",
+    "GIT_COMMITTER_NAME": "abba-harness",
+    "GIT_COMMITTER_EMAIL": "targets@abba-harness.invalid",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+0000",
+}
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+
+
+@dataclass(frozen=True)
+class Materialized:
+    variant: str
+    rev: str
+    sha: str
+    tree: Path
+    tree_sha256: str
+    fence: dict[str, str]
+
+    def receipt(self) -> dict:
+        return {"rev": self.rev, "sha": self.sha, "tree_sha256": self.tree_sha256,
+                "fence": {path: {"sha256": sha, "ok": True} for path, sha in self.fence.items()}}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("ABBA_HARNESS_CACHE") or Path.home() / ".cache" / "abba-harness")
+
+
+def _git(args: list[str], cwd: Path, env_extra: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env_extra or {})}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, **kw)
+
+
+def _build_key(target: Target) -> str:
+    h = hashlib.sha256(b"abba-target-v1\n")
+    for step in target.build:
+        digest = _tree_digest_ignoring_caches(step.path) if step.kind == "tree" else sha256_file(step.path)
+        h.update(f"{step.kind}\0{digest}\0{step.message}\n".encode())
+    return h.hexdigest()[:20]
+
+
+def _tree_digest_ignoring_caches(path: Path) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "t"
+        shutil.copytree(path, copy, ignore=_IGNORED)
+        return tree_digest(copy)
+
+
+def target_repo(campaign: Campaign) -> Path:
+    """The git repository holding the code under test, building it when the campaign says so."""
+    target = campaign.target
+    if target.repo is not None:
+        if _git(["rev-parse", "--git-dir"], cwd=target.repo if target.repo.is_dir() else Path("/")).returncode \
+                or not target.repo.is_dir():
+            raise SpecError(f"{campaign.source}: target.repo: expected a git repository, got '{target.repo}'")
+        return target.repo
+    for step in target.build:
+        if not step.path.exists():
+            raise SpecError(f"{campaign.source}: target.build: {step.kind} '{step.path}' does not exist")
+    repo = cache_root() / "targets" / f"{campaign.name}-{_build_key(target)}"
+    if (repo / ".git").is_dir():
+        return repo
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{repo.name}.", dir=repo.parent))
+    try:
+        _build(target, work, campaign.source)
+        try:
+            os.rename(work, repo)
+        except OSError:
+            if not (repo / ".git").is_dir():  # another process may have won the race
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return repo
+
+
+def _build(target: Target, work: Path, source: Path) -> None:
+    def ok(result: subprocess.CompletedProcess, what: str) -> None:
+        if result.returncode:
+            err = result.stderr.decode(errors="replace").strip().splitlines()
+            raise SpecError(f"{source}: target.build: {what} failed: {err[-1] if err else 'git error'}")
+
+    ok(_git(["init", "-q", "-b", "main", "."], cwd=work), "git init")
+    for step in target.build:
+        if step.kind == "tree":
+            for child in work.iterdir():
+                if child.name != ".git":
+                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            shutil.copytree(step.path, work, ignore=_IGNORED, dirs_exist_ok=True)
+            ok(_git(["add", "-A", "."], cwd=work), f"adding {step.path}")
+        else:
+            ok(_git(["apply", "--index", "--whitespace=nowarn", str(step.path)], cwd=work),
+               f"applying {step.path}")
+        ok(_git(["commit", "-q", "--allow-empty", "--no-verify", "-m", step.message], cwd=work,
+                env_extra=_IDENTITY), f"committing {step.message!r}")
+
+
+def commits(repo: Path) -> list[tuple[str, str]]:
+    """(sha, subject) of every commit on HEAD, oldest first."""
+    out = _git(["log", "--reverse", "--format=%H %s", "HEAD"], cwd=repo, text=True)
+    return [tuple(line.split(" ", 1)) for line in out.stdout.splitlines()]
+
+
+def resolve(campaign: Campaign, repo: Path, revision: Revision) -> str:
+    result = _git(["rev-parse", "--verify", "--quiet", f"{revision.rev}^{{commit}}"], cwd=repo, text=True)
+    if result.returncode:
+        raise SpecError(f"{campaign.source}: {revision.variant}.rev: commit '{revision.rev}' "
+                        f"does not exist in {repo}")
+    return result.stdout.strip()
+
+
+def export(repo: Path, sha: str, dest: Path) -> None:
+    """Write the revision's files (no .git) into dest with `git archive`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    proc = subprocess.Popen(["git", "archive", "--format=tar", sha], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+        tar.extractall(dest, filter="data")
+    proc.stdout.close()
+    err = proc.stderr.read().decode(errors="replace")
+    if proc.wait():
+        raise RuntimeError(f"git archive {sha} failed: {err.strip()}")
+
+
+def materialize(campaign: Campaign, repo: Path, revision: Revision, scratch: Path) -> Materialized:
+    sha = resolve(campaign, repo, revision)
+    tree = scratch / revision.variant
+    export(repo, sha, tree)
+    for rel, expected in revision.fence.items():
+        path = tree / rel
+        if not path.is_file():
+            raise SpecError(f"{campaign.source}: {revision.variant}.fence.{rel}: file not found "
+                            f"in revision {sha[:12]}")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise SpecError(f"{campaign.source}: {revision.variant}.fence.{rel}: source fence mismatch: "
+                            f"expected sha256 {expected[:16]}..., revision {sha[:12]} has {actual[:16]}...")
+    return Materialized(revision.variant, revision.rev, sha, tree, tree_digest(tree), dict(revision.fence))

@@ -1,0 +1,339 @@
+"""A campaign end to end: inputs, revisions, one fresh worker process per letter of the
+order (strictly sequential, each in its own process group), cleanup proof, comparison and
+the sealed bundle. This process never imports the code under test."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from harness import bundle, cleanup, comparison, environment, revisions
+from harness.fsutil import path_digest, read_json, sha256_file
+from harness.spec import Campaign, SpecError
+
+POLL_S = 0.05
+# Passed through from the harness's environment when set: locale-free basics, and the
+# OpenBLAS settings some CPUs need for correct results.
+PASS_THROUGH = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
+FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+             "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
+             "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+@dataclass
+class Outcome:
+    out: Path
+    digest: str
+    comparison: dict
+
+    @property
+    def exit_code(self) -> int:
+        if self.comparison["status"] != "complete":
+            return 4
+        return 0 if self.comparison["parity"]["identical"] else 3
+
+
+class Interrupted(Exception):
+    pass
+
+
+def worker_env(campaign: Campaign) -> dict[str, str]:
+    env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
+    env.update(FIXED_ENV)
+    env.update(campaign.env)
+    return env
+
+
+def prepare_inputs(campaign: Campaign, log) -> dict[str, dict]:
+    """Build missing inputs with their recorded command, then check every pinned hash."""
+    receipts = {}
+    for inp in campaign.inputs:
+        if not inp.path.exists() and inp.build:
+            log(f"building input '{inp.name}' -> {inp.path}")
+            _build_input(campaign, inp)
+        if not inp.path.exists():
+            raise SpecError(f"{campaign.source}: inputs.{inp.name}.path: '{inp.path}' does not exist")
+        kind, digest = path_digest(inp.path)
+        if digest != inp.sha256:
+            raise SpecError(f"{campaign.source}: inputs.{inp.name}.sha256: '{inp.path}' has sha256 "
+                            f"{digest[:16]}..., pinned {inp.sha256[:16]}...")
+        receipts[inp.name] = {"path": str(inp.path), "kind": kind, "sha256": digest, "build": inp.build}
+    return receipts
+
+
+def _build_input(campaign: Campaign, inp) -> None:
+    # Build beside the target path, then rename: a failed build leaves nothing behind.
+    inp.path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{inp.path.name}.", dir=inp.path.parent)) / inp.path.name
+    cmd = [a.replace("{python}", sys.executable).replace("{path}", str(tmp)) for a in inp.build]
+    try:
+        result = subprocess.run(cmd, cwd=campaign.source.parent, capture_output=True, text=True)
+        if result.returncode or not tmp.exists():
+            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SpecError(f"{campaign.source}: inputs.{inp.name}.build: command failed "
+                            f"(exit {result.returncode}): {last}")
+        os.rename(tmp, inp.path)
+    finally:
+        shutil.rmtree(tmp.parent, ignore_errors=True)
+
+
+def load_golden(campaign: Campaign) -> dict | None:
+    if campaign.golden is None:
+        return None
+    try:
+        golden = read_json(campaign.golden)
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{campaign.source}: golden: cannot read '{campaign.golden}': {exc}") from None
+    if not isinstance(golden, dict) or not isinstance(golden.get("items"), dict):
+        raise SpecError(f"{campaign.source}: golden: '{campaign.golden}' has no 'items' mapping")
+    return golden
+
+
+def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | None) -> dict:
+    def rel(p: Path | None) -> str | None:
+        if p is None:
+            return None
+        try:
+            return str(p.relative_to(repo_root)) if repo_root else str(p)
+        except ValueError:
+            return str(p)
+
+    return {
+        "schema": "abba-harness/campaign/v1",
+        "name": campaign.name,
+        "description": campaign.description,
+        "campaign_path": rel(campaign.source),
+        "order": campaign.order,
+        "labels": [label for label, _ in campaign.labels()],
+        "slots": campaign.slots,
+        "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
+        "workload": {"entry": campaign.workload.entry, "path": rel(campaign.workload.path),
+                     "params": campaign.workload.params},
+        "revisions": {v: {"rev": m.rev, "sha": m.sha} for v, m in materialized.items()},
+        "stages": campaign.stages,
+        "optional_stages": sorted(campaign.optional_stages),
+        "env": campaign.env,
+        "golden": rel(campaign.golden),
+        "threshold": campaign.threshold,
+    }
+
+
+class Runner:
+    def __init__(self, campaign: Campaign, out: Path, force: bool = False, progress=None):
+        self.campaign = campaign
+        self.out = out
+        self.force = force
+        self.progress = progress
+        self.ledger = cleanup.Ledger()
+        self.current: subprocess.Popen | None = None
+        self.interrupted: str | None = None
+
+    def log(self, msg: str) -> None:
+        if self.progress:
+            self.progress.note(msg)
+
+    # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
+    def _on_signal(self, signum, _frame):
+        self.interrupted = f"interrupted by {signal.Signals(signum).name}"
+        if self.current is not None:
+            _killpg(self.current.pid)
+
+    def run(self) -> Outcome:
+        campaign = self.campaign
+        if self.out.exists() and not self.force:
+            raise SpecError(f"{self.out}: already exists (use --force to replace it)")
+        cleanup.become_subreaper()
+        with bundle.OutputLock(self.out):
+            inputs = prepare_inputs(campaign, self.log)
+            golden = load_golden(campaign)
+            repo = revisions.target_repo(campaign)
+            scratch = Path(tempfile.mkdtemp(prefix=f"abba-{campaign.name}-"))
+            staging = None
+            old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
+                                for v in ("base", "candidate")}
+                staging = bundle.Staging(self.out)
+                return self._campaign(staging, scratch, materialized, inputs, golden)
+            except BaseException:
+                if staging is not None:
+                    staging.discard()
+                raise
+            finally:
+                for s, h in old_handlers.items():
+                    signal.signal(s, h)
+                self.ledger.kill_all()
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    def _campaign(self, staging, scratch, materialized, inputs, golden) -> Outcome:
+        campaign = self.campaign
+        env = worker_env(campaign)
+        repo_root = _repo_root(campaign.source)
+        resolved = resolved_campaign(campaign, materialized, repo_root)
+        staging.write_bytes("campaign.yaml", campaign.raw)
+        staging.write_json("campaign.json", resolved)
+        staging.write_json("environment.json", environment.capture(env))
+        staging.write_json("receipts/revisions.json", {v: m.receipt() for v, m in materialized.items()})
+        staging.write_json("receipts/inputs.json", inputs)
+        if golden is not None:
+            staging.write_json("golden.json", golden)
+
+        started = time.time()
+        deadline = time.monotonic() + campaign.campaign_timeout_s
+        records = []
+        labels = campaign.labels()
+        if self.progress:
+            self.progress.start(campaign.name, [label for label, _ in labels])
+        for index, (label, variant) in enumerate(labels):
+            if self.interrupted:
+                break
+            if time.monotonic() >= deadline:
+                self.interrupted = f"campaign timeout ({campaign.campaign_timeout_s:g} s) reached before {label}"
+                break
+            if self.progress:
+                self.progress.run_started(index, label, variant)
+            record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label,
+                                   variant, deadline)
+            records.append(record)
+            staging.write_json(f"runs/{label}.json", record)
+            if self.progress:
+                self.progress.run_finished(index, label, record)
+            if record["status"] != "ok":
+                break  # a failed run ends the campaign: its evidence is already unusable
+
+        self.ledger.kill_all()
+        cleanup_receipt = self.ledger.receipt()
+        runner_receipt = {"started_at": started, "ended_at": time.time(), "reason": self.interrupted,
+                          "runs_planned": len(labels), "runs_started": len(records)}
+        staging.write_json("receipts/cleanup.json", cleanup_receipt)
+        staging.write_json("receipts/runner.json", runner_receipt)
+        result = comparison.derive(resolved, records, runner_receipt, cleanup_receipt, golden,
+                                   staging.data("arrays"))
+        staging.write_json("comparison.json", result)
+        _figure(result, records, staging.data("figure.png"), self.log)
+        digest = staging.seal({"External-Identifier": campaign.name,
+                               "Abba-Status": result["status"],
+                               "Abba-Base-SHA": materialized["base"].sha,
+                               "Abba-Candidate-SHA": materialized["candidate"].sha})
+        staging.publish(self.force)
+        return Outcome(self.out, digest, result)
+
+    def _one_run(self, staging, scratch, mat, inputs, env, index, label, variant, deadline) -> dict:
+        campaign = self.campaign
+        run_dir = scratch / "runs" / label
+        run_dir.mkdir(parents=True)
+        job = {
+            "label": label, "variant": variant, "index": index, "sha": mat.sha, "tree": str(mat.tree),
+            "workload": {"entry": campaign.workload.entry, "params": campaign.workload.params,
+                         "path": str(campaign.workload.path) if campaign.workload.path else None},
+            "inputs": {name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
+            "slots": campaign.slots, "stages": campaign.stages,
+            "optional_stages": sorted(campaign.optional_stages),
+            "arrays_dir": str(staging.data("arrays")), "record_path": str(run_dir / "record.json"),
+        }
+        job_path = run_dir / "job.json"
+        job_path.write_text(json.dumps(job))
+        log_path = staging.data(f"logs/{label}.log")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        timeout = min(campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
+        t0 = time.monotonic()
+        with open(log_path, "wb") as log:
+            argv = [sys.executable, "-m", "harness.worker", str(job_path)]
+            proc = subprocess.Popen(argv, cwd=run_dir,
+                                    env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            self.current = proc
+            try:
+                self.ledger.add(psutil.Process(proc.pid), label, "worker", argv)
+            except psutil.NoSuchProcess:
+                pass
+            timed_out = False
+            while proc.poll() is None:
+                self.ledger.watch_descendants(proc.pid, label)
+                if time.monotonic() - t0 > timeout:
+                    timed_out = True
+                    _killpg(proc.pid)
+                    proc.wait()
+                    break
+                time.sleep(POLL_S)
+            self.current = None
+        exit_code = proc.returncode
+        # Anything of this run still running now was left behind by the worker: a failure.
+        cleanup.reap_orphans()
+        self.ledger.watch_descendants(os.getpid(), label)
+        leftovers = [p for p in self.ledger.alive(label) if p.pid != proc.pid]
+        _killpg(proc.pid)
+        self.ledger.kill_all(label)
+        process_wall = time.monotonic() - t0
+
+        record_path = Path(job["record_path"])
+        if timed_out:
+            status, reason = "timeout", f"killed after {timeout:.1f} s (run timeout {campaign.run_timeout_s:g} s)"
+        elif self.interrupted:
+            status, reason = "failed", self.interrupted
+        elif exit_code != 0:
+            status, reason = "failed", f"worker exited with {_describe_exit(exit_code)}: {_last_line(log_path)}"
+        elif not record_path.exists():
+            status, reason = "failed", "worker exited 0 without writing its record"
+        elif leftovers:
+            status, reason = "failed", ("worker left processes running: "
+                                        + ", ".join(f"pid {p.pid} ({' '.join(p.cmdline)[:60]})" for p in leftovers))
+        else:
+            status, reason = "ok", None
+        if status == "ok":
+            record = read_json(record_path)
+        else:
+            record = {"schema": "abba-harness/run/v1", "label": label, "variant": variant, "index": index,
+                      "sha": mat.sha, "timer": "perf_counter", "wall_s": None, "items": [], "stages": {},
+                      "metrics": {}, "machine": {}, "pid": proc.pid}
+        record.update({"status": status, "reason": reason, "exit_code": exit_code,
+                       "process_wall_s": process_wall, "log": f"data/logs/{label}.log"})
+        return record
+
+
+def _figure(result, records, path, log) -> None:
+    try:
+        from harness import figure
+    except ImportError:
+        return
+    figure.render(result, records, path)
+
+
+def _repo_root(path: Path) -> Path | None:
+    for parent in [path.parent, *path.parents]:
+        if (parent / ".git").exists():
+            return parent
+    return None
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return lines[-1][:200] if lines else "no output"

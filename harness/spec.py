@@ -1,0 +1,283 @@
+"""Campaign YAML -> typed, validated Campaign. Every error names the file, the key path
+and what was expected; nothing here touches git, runs a build or imports code under test."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_ORDER = "ABBA"
+DEFAULT_SLOTS = 4
+DEFAULT_RUN_TIMEOUT_S = 600.0
+DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
+MAX_RUNS = 64
+MAX_SLOTS = 256
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ENTRY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+STAGE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
+ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SpecError(Exception):
+    """A campaign that cannot be used; str() is the one-line message."""
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    kind: str  # "tree" | "patch"
+    path: Path
+    message: str
+
+
+@dataclass(frozen=True)
+class Target:
+    repo: Path | None
+    build: tuple[BuildStep, ...] = ()
+
+
+@dataclass(frozen=True)
+class Revision:
+    variant: str  # "base" | "candidate"
+    rev: str
+    fence: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Workload:
+    entry: str
+    path: Path | None
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    path: Path
+    sha256: str
+    build: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Campaign:
+    source: Path
+    raw: bytes
+    name: str
+    description: str
+    target: Target
+    base: Revision
+    candidate: Revision
+    workload: Workload
+    inputs: tuple[Input, ...]
+    order: str
+    slots: int
+    run_timeout_s: float
+    campaign_timeout_s: float
+    stages: dict[str, str]
+    optional_stages: frozenset[str]
+    env: dict[str, str]
+    golden: Path | None
+    threshold: float
+
+    def revision(self, variant: str) -> Revision:
+        return self.base if variant == "base" else self.candidate
+
+    def labels(self) -> list[tuple[str, str]]:
+        """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2."""
+        counts = {"A": 0, "B": 0}
+        out = []
+        for letter in self.order:
+            counts[letter] += 1
+            out.append((f"{letter}{counts[letter]}", "base" if letter == "A" else "candidate"))
+        return out
+
+
+class _Reader:
+    """Walks the YAML mapping, remembering the key path for error messages."""
+
+    def __init__(self, source: Path):
+        self.source = source
+
+    def fail(self, path: str, expected: str, got: Any = None, *, show_got: bool = True) -> SpecError:
+        msg = f"{self.source}: {path}: expected {expected}"
+        if show_got:
+            text = repr(got)
+            msg += f", got {text[:60] + '...' if len(text) > 60 else text}"
+        return SpecError(msg)
+
+    def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(path, "a mapping", value)
+        for key in value:
+            if not isinstance(key, str):
+                raise self.fail(path, "string keys", key)
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise self.fail(f"{path}.{unknown[0]}" if path else unknown[0],
+                            f"one of the known keys ({', '.join(sorted(allowed))})", show_got=False)
+        for key in sorted(required):
+            if key not in value:
+                raise self.fail(f"{path}.{key}" if path else key, "a value (required key is missing)",
+                                show_got=False)
+        return value
+
+    def string(self, value: Any, path: str, pattern: re.Pattern | None = None, what: str = "a string") -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(path, f"a non-empty {what}" if what == "a string" else what, value)
+        if pattern is not None and not pattern.match(value):
+            raise self.fail(path, what, value)
+        return value
+
+    def number(self, value: Any, path: str, low: float, high: float, integer: bool = False) -> float:
+        ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type or not (low <= value <= high):
+            kind = "an integer" if integer else "a number"
+            raise self.fail(path, f"{kind} from {low:g} to {high:g}", value)
+        return value
+
+    def path(self, value: Any, key: str) -> Path:
+        text = self.string(value, key, what="a path")
+        return (self.source.parent / text).resolve()
+
+
+def load(path: str | Path) -> Campaign:
+    source = Path(path)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{source}: cannot read campaign file ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise SpecError(f"{source}: not valid YAML{at}: {problem}") from None
+    return parse(data, source.resolve(), raw)
+
+
+def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
+    r = _Reader(source)
+    top = r.mapping(
+        data, "",
+        allowed={"name", "description", "target", "base", "candidate", "workload", "inputs", "order",
+                 "slots", "timeouts", "stages", "env", "golden", "verdict"},
+        required={"name", "target", "base", "candidate", "workload"},
+    )
+    name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail("description", "a string", description)
+
+    target = _target(r, top["target"])
+    base = _revision(r, top["base"], "base")
+    candidate = _revision(r, top["candidate"], "candidate")
+
+    wl = r.mapping(top["workload"], "workload", {"entry", "path", "params"}, {"entry"})
+    entry = r.string(wl["entry"], "workload.entry", ENTRY_RE, "'module:function'")
+    params = wl.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise r.fail("workload.params", "a mapping", params)
+    workload = Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params)
+
+    inputs = []
+    raw_inputs = top.get("inputs") or {}
+    if not isinstance(raw_inputs, dict):
+        raise r.fail("inputs", "a mapping of input name -> {path, sha256}", raw_inputs)
+    for key, value in raw_inputs.items():
+        p = f"inputs.{key}"
+        r.string(key, p, ENV_KEY_RE, "an input name made of letters, digits and '_'")
+        item = r.mapping(value, p, {"path", "sha256", "build"}, {"path", "sha256"})
+        sha = r.string(item["sha256"], f"{p}.sha256", HEX64_RE, "64 lowercase hex digits")
+        build = item.get("build")
+        if build is not None:
+            if not isinstance(build, list) or not build or not all(isinstance(x, str) and x for x in build):
+                raise r.fail(f"{p}.build", "a non-empty list of strings (a command)", build)
+            build = tuple(build)
+        inputs.append(Input(key, r.path(item["path"], f"{p}.path"), sha, build))
+
+    order = top.get("order", DEFAULT_ORDER)
+    if not isinstance(order, str) or not re.fullmatch(r"[AB]+", order or "") or "A" not in order or "B" not in order:
+        raise r.fail("order", "a string of A and B holding both letters, e.g. ABBA", order)
+    if len(order) > MAX_RUNS:
+        raise r.fail("order", f"at most {MAX_RUNS} runs", order)
+    slots = int(r.number(top.get("slots", DEFAULT_SLOTS), "slots", 1, MAX_SLOTS, integer=True))
+
+    timeouts = r.mapping(top.get("timeouts", {}), "timeouts", {"run_s", "campaign_s"})
+    run_timeout = float(r.number(timeouts.get("run_s", DEFAULT_RUN_TIMEOUT_S), "timeouts.run_s", 1, MAX_TIMEOUT_S))
+    campaign_timeout = float(r.number(timeouts.get("campaign_s", DEFAULT_CAMPAIGN_TIMEOUT_S),
+                                      "timeouts.campaign_s", 1, MAX_TIMEOUT_S))
+
+    raw_stages = top.get("stages") or {}
+    if not isinstance(raw_stages, dict):
+        raise r.fail("stages", "a mapping of stage name -> 'module:qualname'", raw_stages)
+    stages, optional = {}, set()
+    for key, value in raw_stages.items():
+        r.string(key, "stages", what="string stage names")
+        if isinstance(value, dict):  # {path: ..., optional: true}: may exist in one revision only
+            m = r.mapping(value, f"stages.{key}", {"path", "optional"}, {"path"})
+            if not isinstance(m.get("optional", False), bool):
+                raise r.fail(f"stages.{key}.optional", "true or false", m["optional"])
+            if m.get("optional"):
+                optional.add(key)
+            value = m["path"]
+        stages[key] = r.string(value, f"stages.{key}", STAGE_RE, "'module:function' or 'module:Class.method'")
+
+    env = top.get("env") or {}
+    if not isinstance(env, dict):
+        raise r.fail("env", "a mapping of variable -> string", env)
+    for key, value in env.items():
+        r.string(key, "env", ENV_KEY_RE, "environment variable names")
+        if not isinstance(value, str):
+            raise r.fail(f"env.{key}", "a string (quote numbers)", value)
+
+    golden = r.path(top["golden"], "golden") if top.get("golden") is not None else None
+    verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
+    threshold = float(r.number(verdict.get("threshold", 0.02), "verdict.threshold", 0, 0.5))
+
+    return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
+                    order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), dict(env), golden, threshold)
+
+
+def _target(r: _Reader, value: Any) -> Target:
+    t = r.mapping(value, "target", {"repo", "build"})
+    if ("repo" in t) == ("build" in t):
+        raise r.fail("target", "exactly one of 'repo' or 'build'", sorted(t))
+    if "repo" in t:
+        return Target(repo=r.path(t["repo"], "target.repo"))
+    steps = t["build"]
+    if not isinstance(steps, list) or not steps:
+        raise r.fail("target.build", "a non-empty list of {tree|patch, message}", steps)
+    out = []
+    for i, step in enumerate(steps):
+        p = f"target.build[{i}]"
+        s = r.mapping(step, p, {"tree", "patch", "message"}, {"message"})
+        kinds = [k for k in ("tree", "patch") if k in s]
+        if len(kinds) != 1:
+            raise r.fail(p, "exactly one of 'tree' or 'patch'", sorted(s))
+        if i == 0 and kinds[0] != "tree":
+            raise r.fail(p, "a 'tree' as the first step", sorted(s))
+        out.append(BuildStep(kinds[0], r.path(s[kinds[0]], f"{p}.{kinds[0]}"),
+                             r.string(s["message"], f"{p}.message")))
+    return Target(repo=None, build=tuple(out))
+
+
+def _revision(r: _Reader, value: Any, variant: str) -> Revision:
+    m = r.mapping(value, variant, {"rev", "fence"}, {"rev"})
+    rev = r.string(m["rev"], f"{variant}.rev", re.compile(r"^[^\s-][^\s]*$"), "a git commit-ish")
+    fence = m.get("fence") or {}
+    if not isinstance(fence, dict):
+        raise r.fail(f"{variant}.fence", "a mapping of path -> sha256", fence)
+    for key, sha in fence.items():
+        r.string(key, f"{variant}.fence", what="file paths")
+        if key.startswith("/") or ".." in Path(key).parts:
+            raise r.fail(f"{variant}.fence.{key}", "a relative path inside the tree", key)
+        r.string(sha, f"{variant}.fence.{key}", HEX64_RE, "64 lowercase hex digits")
+    return Revision(variant, rev, dict(fence))

@@ -1,0 +1,85 @@
+"""Output arrays: canonical form, digest, and a content-addressed `.npy` store.
+
+The digest covers dtype, shape and the raw C-contiguous little-endian bytes, so NaN payloads,
+-0.0 and dtype or shape changes all count. torch is never imported here: tensors are
+converted by duck typing, so a worker that returns numpy arrays never loads torch.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from harness.fsutil import atomic_write_bytes
+
+DIGEST_PREFIX = b"abba-array-v1\n"
+_SUPPORTED_KINDS = set("biufc")  # bool, int, uint, float, complex: plain bytes, no objects
+
+
+class ArrayError(ValueError):
+    pass
+
+
+def to_numpy(value) -> np.ndarray:
+    """numpy array or torch tensor -> canonical numpy array (C order, little endian)."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        tensor = value.detach().cpu()
+        if str(tensor.dtype) == "torch.bfloat16":
+            raise ArrayError("bfloat16 has no numpy dtype; convert to float32 or view as int16")
+        value = tensor.contiguous().numpy()
+    if not isinstance(value, np.ndarray):
+        if np.isscalar(value):
+            value = np.asarray(value)
+        else:
+            raise ArrayError(f"expected a numpy array or torch tensor, got {type(value).__name__}")
+    if value.dtype.kind not in _SUPPORTED_KINDS or value.dtype.fields is not None:
+        raise ArrayError(f"unsupported dtype {value.dtype} (only bool, int, uint, float, complex)")
+    if value.dtype.byteorder == ">":
+        value = value.astype(value.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(value)
+
+
+def header(dtype_str: str, shape) -> bytes:
+    return json.dumps({"dtype": dtype_str, "shape": list(shape)}, sort_keys=True,
+                      separators=(",", ":")).encode()
+
+
+def digest(array: np.ndarray) -> str:
+    array = to_numpy(array)
+    h = hashlib.sha256(DIGEST_PREFIX)
+    h.update(header(array.dtype.str, array.shape))
+    h.update(b"\n")
+    h.update(memoryview(array).cast("B") if array.size else b"")
+    return h.hexdigest()
+
+
+def describe(array: np.ndarray) -> dict:
+    array = to_numpy(array)
+    return {"digest": digest(array), "dtype": array.dtype.str, "shape": list(array.shape)}
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, to_numpy(array), version=(1, 0), allow_pickle=False)
+    return buf.getvalue()
+
+
+def store(array: np.ndarray, arrays_dir: Path) -> dict:
+    """Write the array once under its digest; identical outputs across runs share one file."""
+    array = to_numpy(array)
+    info = describe(array)
+    path = arrays_dir / f"{info['digest']}.npy"
+    if not path.exists():
+        atomic_write_bytes(path, npy_bytes(array))
+    return info
+
+
+def load(path: str | os.PathLike) -> np.ndarray:
+    """Read a stored array without ever unpickling."""
+    with open(path, "rb") as fh:
+        array = np.lib.format.read_array(fh, allow_pickle=False)
+    return array

@@ -1,0 +1,185 @@
+"""One run of a campaign, in a fresh process: `python -m harness.worker JOB.json`.
+
+Protocol (the parent wrote JOB.json): verify inputs, import the code under test from this
+revision's tree only, install stage instrumentation, set the workload up, then time exactly
+the item loop on `slots` threads. Outputs are hashed and stored and the record is written
+after the timer stops. Exit 0 means the record was written; anything else is a failed run.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import gc
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+SCHEMA = "abba-harness/run/v1"
+
+
+def machine_snapshot() -> dict:
+    import psutil
+
+    freq = None
+    try:
+        f = psutil.cpu_freq()
+        freq = round(f.current, 1) if f and f.current else None
+    except (OSError, NotImplementedError, AttributeError):
+        pass
+    return {"loadavg": list(os.getloadavg()), "cpu_freq_mhz": freq}
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def error_name(exc: BaseException) -> str:
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def verify_inputs(inputs: dict) -> dict[str, Path]:
+    from harness.fsutil import path_digest
+
+    paths = {}
+    for name, info in inputs.items():
+        path = Path(info["path"])
+        _, actual = path_digest(path)
+        if actual != info["sha256"]:
+            raise SystemExit(f"input '{name}' ({path}) changed: sha256 {actual} != pinned {info['sha256']}")
+        paths[name] = path
+    return paths
+
+
+def import_entry(entry: str):
+    module_name, _, func = entry.partition(":")
+    return getattr(importlib.import_module(module_name), func)
+
+
+def origin(module_name: str, tree: Path) -> str:
+    """Where a module was imported from, relative to the revision tree when inside it."""
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return "<built-in>"
+    try:
+        return "tree:" + str(Path(path).resolve().relative_to(tree.resolve()))
+    except ValueError:
+        return path
+
+
+def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, list[dict]]:
+    sync = getattr(workload, "sync", None) or (lambda: None)
+
+    def one(item: str):
+        w0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            outputs, error = workload.run(item), None
+        except Exception as exc:  # noqa: BLE001 - recorded and compared like an output
+            outputs, error = None, {"type": error_name(exc), "message": str(exc)}
+        sync()
+        return outputs, error, time.perf_counter() - w0, time.thread_time() - c0
+
+    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="slot") as pool:
+        # Start every slot thread before the clock runs.
+        barrier = threading.Barrier(slots + 1)
+        warm = [pool.submit(barrier.wait) for _ in range(slots)]
+        barrier.wait()
+        for f in warm:
+            f.result()
+        gc.collect()
+        timer.armed = True
+        sync()
+        start = time.perf_counter()
+        futures = [pool.submit(one, item) for item in items]
+        results = [f.result() for f in futures]
+        sync()
+        wall = time.perf_counter() - start
+        timer.armed = False
+    return wall, results
+
+
+def main(job_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
+    started_at, before = now_iso(), machine_snapshot()
+    tree = Path(job["tree"])
+
+    # The code under test comes from this revision's tree and nowhere else.
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+    sys.path.insert(0, str(tree))
+    if job["workload"].get("path"):
+        sys.path.insert(1, job["workload"]["path"])
+    sys.dont_write_bytecode = True
+
+    inputs = verify_inputs(job["inputs"])
+
+    from harness import stagetimer, tensors
+
+    timer = stagetimer.StageTimer()
+    installed = stagetimer.install(job["stages"], timer, frozenset(job.get("optional_stages", ())))
+    setup = import_entry(job["workload"]["entry"])
+    ctx = SimpleNamespace(params=job["workload"].get("params") or {}, inputs=inputs, slots=job["slots"],
+                          label=job["label"], variant=job["variant"], tree=tree)
+    workload = setup(ctx)
+    items = [str(i) for i in workload.items]
+    if len(set(items)) != len(items):
+        raise SystemExit("workload.items has duplicate ids")
+
+    wall, results = run_items(workload, items, job["slots"], timer)
+
+    # Everything below is outside the timer.
+    arrays_dir = Path(job["arrays_dir"])
+    item_records = []
+    for item, (outputs, error, item_wall, item_cpu) in zip(items, results):
+        fields = {}
+        if error is None:
+            if not isinstance(outputs, dict) or not outputs:
+                error = {"type": "abba.BadOutput", "message": "run() must return a non-empty dict of arrays"}
+            else:
+                for name in sorted(outputs):
+                    fields[str(name)] = tensors.store(outputs[name], arrays_dir)
+        item_records.append({"id": item, "wall_s": item_wall, "cpu_s": item_cpu,
+                             "fields": fields if error is None else {}, "error": error})
+    metrics = workload.metrics() if hasattr(workload, "metrics") else {}
+    if hasattr(workload, "close"):
+        workload.close()
+    after = machine_snapshot()
+
+    stage_modules = {name: origin(path.partition(":")[0], tree) for name, path in job["stages"].items()
+                     if installed.get(name)}
+    record = {
+        "schema": SCHEMA,
+        "label": job["label"],
+        "variant": job["variant"],
+        "index": job["index"],
+        "sha": job["sha"],
+        "timer": "perf_counter",
+        "wall_s": wall,
+        "slots": job["slots"],
+        "items": item_records,
+        "stages": timer.totals(job["stages"]),
+        "stages_installed": installed,
+        "imported_from": {"workload": origin(job["workload"]["entry"].partition(":")[0], tree),
+                          "stages": stage_modules},
+        "metrics": metrics or {},
+        "machine": {"loadavg_before": before["loadavg"], "loadavg_after": after["loadavg"],
+                    "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count()},
+        "pid": os.getpid(),
+        "started_at": started_at,
+        "ended_at": now_iso(),
+    }
+    from harness.fsutil import atomic_write_json
+
+    atomic_write_json(job["record_path"], record)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m harness.worker JOB.json")
+    sys.exit(main(sys.argv[1]))
