@@ -319,7 +319,7 @@ def _parity_section(c: dict) -> list[str]:
     if p.get("identical") is not True:
         mism = p.get("mismatches") or []
         count = p.get("mismatch_count", len(mism))
-        out += ["", f"**Outputs differ.** Mismatches: {_num(count)}"
+        out += ["", f"**Outputs differ.** Mismatches ({_num(count)})"
                 + (f" (first {len(mism)} listed)" if isinstance(count, int) and count > len(mism)
                    else "") + ":", "",
                 _table([{"run": _cell(m.get("run")), "item": _cell(m.get("item")),
@@ -389,7 +389,7 @@ def render_bundle(bundle_dir: os.PathLike | str, repo_root: os.PathLike | str,
 def _render_loaded(b: dict, root: Path, report_dir: Path) -> str:
     c, campaign = b["comparison"], b["campaign"]
     shown = _rel(b["path"], root)
-    lines = [f"## {_heading(b)}", ""]
+    lines = [f"## {_heading(b)}: `{shown}`", ""]
     if campaign.get("description"):
         lines += [_cell(campaign["description"]), ""]
     lines += ["```", verdict_line(c), "```", ""]
@@ -428,6 +428,12 @@ def _render_loaded(b: dict, root: Path, report_dir: Path) -> str:
     return "\n".join(lines)
 
 
+def _verdict_word(c: dict) -> str:
+    code = verdict_exit_code(c)
+    words = {2: "unusable", 3: "parity mismatch", 4: "campaign failed"}
+    return words.get(code) or _cell((c.get("stats") or {}).get("verdict"))
+
+
 def _summary(bundles: list[dict], root: Path) -> str:
     rows = []
     for b in bundles:
@@ -438,8 +444,7 @@ def _summary(bundles: list[dict], root: Path) -> str:
                  if p.get("ci95") and isinstance(p.get("geomean_ratio"), (int, float)) else NA)
         parity = c.get("parity") or {}
         rows.append({"bundle": f"`{_rel(b['path'], root)}`",
-                     "verdict": _cell(s.get("verdict") if c.get("status") == "complete"
-                                      else "campaign failed"),
+                     "verdict": _verdict_word(c),
                      "base (s)": _num(w.get("base_mean_s"), 4),
                      "candidate (s)": _num(w.get("candidate_mean_s"), 4),
                      "speedup": (f"{w['speedup']:.3f}x"
@@ -462,7 +467,7 @@ def render_report(bundle_dirs: list, repo_root: os.PathLike | str,
         lines += ["No evidence yet: there are no bundles under `evidence/`.", ""]
         return "\n".join(lines)
     bundles = [load_bundle(p) for p in paths]
-    lines += ["Every figure below is read from a sealed bundle. Verdict rule: the 95% "
+    lines += ["Every number below is read from a sealed bundle. Verdict rule: the 95% "
               "bootstrap CI of the candidate/base ratio below `1 - threshold` is *improved*, "
               "above `1 + threshold` *regressed*, inside the band *equal*, otherwise "
               "*inconclusive*.", "", _summary(bundles, root), ""]

@@ -1,0 +1,73 @@
+"""`harness report [BUNDLE...] [-o REPORT.md] [--check]`: REPORT.md from sealed bundles only."""
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+HELP = "render REPORT.md from evidence bundles (every bundle under evidence/ by default)"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("report", help=HELP, description=HELP + ". Reads only the "
+                              "bundles' files; --check makes CI fail when REPORT.md drifts.")
+    p.add_argument("bundles", nargs="*", metavar="BUNDLE",
+                   help="bundle folders (default: every folder under ROOT/evidence holding "
+                        "a bagit.txt)")
+    p.add_argument("-o", "--output", metavar="REPORT.md",
+                   help="where to write (default: ROOT/REPORT.md; '-' for stdout)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 when the output file differs from what the "
+                        "bundles produce")
+    p.add_argument("--root", default=".", metavar="DIR",
+                   help="repository root: where evidence/ lives and what paths in the "
+                        "report are relative to (default: the current directory)")
+    p.set_defaults(func=main)
+    return p
+
+
+def main(args) -> int:
+    from harness.report import BundleError, find_bundles, render_report
+
+    root = Path(args.root)
+    if not root.is_dir():
+        print(f"harness report: error: {root}: not a directory", file=sys.stderr)
+        return 2
+    bundles = [Path(b) for b in args.bundles] if args.bundles else find_bundles(root)
+    to_stdout = args.output == "-"
+    out = None if to_stdout else Path(args.output) if args.output else root / "REPORT.md"
+    if to_stdout and args.check:
+        print("harness report: error: --check needs a file, not '-o -'", file=sys.stderr)
+        return 2
+    try:
+        text = render_report(bundles, root, report_dir=out.parent if out else root)
+    except BundleError as exc:
+        print(f"harness report: error: {exc}", file=sys.stderr)
+        return 2
+    if to_stdout:
+        sys.stdout.write(text)
+        return 0
+    if args.check:
+        try:
+            current = out.read_bytes().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            print(f"harness report: {out} is missing; run `harness report`", file=sys.stderr)
+            return 1
+        if current == text:
+            print(f"harness report: {out} matches its {len(bundles)} bundle(s)")
+            return 0
+        diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(),
+                                         f"{out} (committed)", f"{out} (from the bundles)",
+                                         lineterm="", n=1))
+        print(f"harness report: {out} differs from what its {len(bundles)} bundle(s) produce; "
+              "run `harness report` and commit the result", file=sys.stderr)
+        for line in diff[:40]:
+            print(line, file=sys.stderr)
+        if len(diff) > 40:
+            print(f"... ({len(diff) - 40} more diff lines)", file=sys.stderr)
+        return 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(text.encode("utf-8"))
+    print(f"harness report: wrote {out} from {len(bundles)} bundle(s)")
+    return 0

@@ -1,0 +1,69 @@
+"""`harness compare BUNDLE`: one verdict line and the exit codes a CI job acts on."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main as cli
+
+
+def comparison(verdict="improved", status="complete", identical=True):
+    return {"status": status, "reason": None if status == "complete" else "B1: timeout",
+            "parity": {"identical": identical,
+                       "mismatches": [] if identical else [{"item": "x", "field": "y"}]},
+            "wall": {"base_mean_s": 1.0, "candidate_mean_s": 0.8, "saving_s": 0.2,
+                     "saving_pct": 20.0, "speedup": 1.25},
+            "stats": {"verdict": verdict, "threshold": 0.02, "verdict_reason": "r",
+                      "paired": {"metric": "item wall_s", "geomean_ratio": 0.8,
+                                 "ci95": [0.78, 0.82]}}}
+
+
+def write(tmp_path, obj, raw=None):
+    b = tmp_path / "bundle"
+    (b / "data").mkdir(parents=True)
+    (b / "data" / "comparison.json").write_text(raw if raw is not None else json.dumps(obj))
+    return b
+
+
+@pytest.mark.parametrize("kwargs,code,word", [
+    ({"verdict": "improved"}, 0, "improved"),
+    ({"verdict": "equal"}, 0, "equal"),
+    ({"verdict": "regressed"}, 5, "regressed"),
+    ({"verdict": "inconclusive"}, 6, "inconclusive"),
+    ({"identical": False}, 3, "parity mismatch"),
+    ({"status": "failed"}, 4, "campaign failed"),
+])
+def test_exit_codes(tmp_path, capsys, kwargs, code, word):
+    b = write(tmp_path, comparison(**kwargs))
+    assert cli(["compare", str(b)]) == code
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith(f"verdict: {word} (exit {code})")
+    # the comparison.json path itself is accepted too
+    assert cli(["compare", str(b / "data" / "comparison.json")]) == code
+
+
+@pytest.mark.parametrize("raw", [
+    "{broken",
+    "[]",
+    json.dumps({"status": "complete", "parity": {"identical": True}}),  # no stats
+    json.dumps({**comparison(), "stats": {"verdict": "great"}}),
+    json.dumps({"status": "weird"}),
+    json.dumps({**comparison(), "stats": {"verdict": "improved", "threshold": 0.02,
+                                          "paired": {"geomean_ratio": "x", "ci95": [1]}}}),
+])
+def test_unusable_input_exits_2_without_traceback(tmp_path, capsys, raw):
+    b = write(tmp_path, None, raw=raw)
+    assert cli(["compare", str(b)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err.startswith("harness compare: error:") and cap.err.count("\n") == 1
+    assert "Traceback" not in cap.err
+
+
+def test_missing_bundle_and_missing_file(tmp_path, capsys):
+    assert cli(["compare", str(tmp_path / "nope")]) == 2
+    (tmp_path / "empty").mkdir()
+    assert cli(["compare", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert "no such bundle" in err and "missing" in err and "Traceback" not in err
