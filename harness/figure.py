@@ -53,8 +53,11 @@ def _runs_panel(ax, comparison: dict, runs: list[dict]) -> None:
         hatches.append("" if r.get("status", "ok") == "ok" else "//")
     xs = list(range(len(labels)))
     bars = ax.bar(xs, walls, color=colours, edgecolor="black", linewidth=0.5)
-    for bar, h in zip(bars, hatches):
+    for bar, h, w, r in zip(bars, hatches, walls, rows):
         bar.set_hatch(h)
+        text = f"{w:.3f}" if isinstance(r.get("wall_s"), (int, float)) else str(r.get("status"))
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, w), xytext=(0, 2),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(xs, labels)
     ax.set_xlabel("run, in execution order")
     ax.set_ylabel("measured wall time (s)")
@@ -94,6 +97,9 @@ def _stages_panel(ax, comparison: dict) -> None:
                color=_STAGE_PALETTE[k % len(_STAGE_PALETTE)], edgecolor="black",
                linewidth=0.5, width=0.6)
         bottoms = [b + v for b, v in zip(bottoms, vals)]
+    for x, total in enumerate(bottoms):
+        ax.annotate(f"{total:.3f} s", (x, total), xytext=(0, 2), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=7)
     ax.set_xticks([0, 1], ["base", "candidate"])
     ax.set_ylabel("self CPU per run (s)")
     ax.set_title("stage self CPU per run")

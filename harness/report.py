@@ -172,8 +172,13 @@ def _load_of(run: dict) -> tuple[float | None, float | None, int | None]:
 
 def _runs_section(b: dict) -> list[str]:
     campaign = b["campaign"]
-    revs = {v: (campaign.get(v) or {}).get("rev") if isinstance(campaign.get(v), dict) else None
-            for v in ("base", "candidate")}
+    revisions = campaign.get("revisions") if isinstance(campaign.get("revisions"), dict) else campaign
+    revs = {}
+    for v in ("base", "candidate"):
+        rev = revisions.get(v).get("rev") if isinstance(revisions.get(v), dict) else None
+        if isinstance(rev, str) and len(rev) == 40 and all(ch in "0123456789abcdef" for ch in rev):
+            rev = rev[:12]  # a full SHA: the SHA column says the rest
+        revs[v] = rev
     metric_keys: list[str] = sorted({k for r in b["runs"] for k in _flatten(r.get("metrics") or {})}) \
         if any(r.get("metrics") for r in b["runs"]) else []
     rows = []

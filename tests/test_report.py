@@ -85,8 +85,9 @@ def make_bundle(root: Path, name="demo", factor=0.8, identical=True, figure=True
         "harness_version": "0.1.0"}))
     (b / "data" / "campaign.json").write_text(json.dumps({
         "name": name, "description": description, "order": "ABBA", "slots": 2,
-        "campaign_path": f"campaigns/{name}.yaml", "base": {"rev": "main~1"},
-        "candidate": {"rev": "main"}}))
+        "campaign_path": f"campaigns/{name}.yaml",
+        "revisions": {"base": {"rev": "main~1", "sha": "a" * 40},
+                      "candidate": {"rev": "b" * 40, "sha": "b" * 40}}}))
     (b / "data" / "receipts" / "cleanup.json").write_text(json.dumps(
         {"processes": [{"pid": 10 + k, "absent": True} for k in range(4)], "all_absent": True}))
     if figure:
@@ -115,7 +116,7 @@ def test_report_content(repo):
     rows = [line.split("|")[1].strip() for line in z.splitlines()
             if line.startswith("| A") or line.startswith("| B")]
     assert rows[:4] == ["A1", "B1", "B2", "A2"]
-    assert "| main~1 " in z and "aaaaaaaaaaaa" in z and "0.3040" in z  # revision, SHA, metric
+    assert "| main~1 " in z and "| bbbbbbbbbbbb | bbbbbbbbbbbb |" in z and "aaaaaaaaaaaa" in z and "0.3040" in z  # revision, SHA, metric
     assert "1.0000" in z and "0.8100" in z  # wall per run
     digest = hashlib.sha256((repo / "evidence/zeta/tagmanifest-sha256.txt").read_bytes())
     assert digest.hexdigest() in z
