@@ -16,6 +16,7 @@ COMMANDS = {
     "target": "target",
     "microbench": "microbench",
     "selftest": "selftest",
+    "golden": "golden",
 }
 
 

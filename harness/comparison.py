@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness import parity
+from harness import parity, stats
 
 SCHEMA = "abba-harness/comparison/v1"
 
@@ -52,7 +52,7 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
         "wall": wall,
         "stages": _stages(campaign, ok),
         "parity": _parity(ok, by_variant, golden, arrays_dir),
-        "stats": _stats(campaign, runs),
+        "stats": stats.analyze(runs, threshold=campaign.get("threshold", 0.02)),
     }
 
 
@@ -90,11 +90,3 @@ def _parity(ok: list[dict], by_variant: dict, golden: dict | None, arrays_dir: P
                            and result["call_counts_identical"]
                            and (result["golden"] is None or result["golden"]["identical"]))
     return result
-
-
-def _stats(campaign: dict, runs: list[dict]) -> dict | None:
-    try:
-        from harness import stats
-    except ImportError:
-        return None
-    return stats.analyze(runs, threshold=campaign.get("threshold", 0.02))

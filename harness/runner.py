@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from harness import bundle, cleanup, comparison, environment, revisions
+from harness import bundle, cleanup, comparison, environment, figure, revisions
 from harness.fsutil import path_digest, read_json, sha256_file
 from harness.spec import Campaign, SpecError
 
@@ -219,7 +219,7 @@ class Runner:
         result = comparison.derive(resolved, records, runner_receipt, cleanup_receipt, golden,
                                    staging.data("arrays"))
         staging.write_json("comparison.json", result)
-        _figure(result, records, staging.data("figure.png"), self.log)
+        figure.render(result, records, staging.data("figure.png"))
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result["status"],
                                "Abba-Base-SHA": materialized["base"].sha,
@@ -298,14 +298,6 @@ class Runner:
         record.update({"status": status, "reason": reason, "exit_code": exit_code,
                        "process_wall_s": process_wall, "log": f"data/logs/{label}.log"})
         return record
-
-
-def _figure(result, records, path, log) -> None:
-    try:
-        from harness import figure
-    except ImportError:
-        return
-    figure.render(result, records, path)
 
 
 def _repo_root(path: Path) -> Path | None:

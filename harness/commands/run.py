@@ -10,6 +10,7 @@ from pathlib import Path
 from harness import spec
 from harness.bundle import BundleError
 from harness.progress import Progress
+from harness.stats import verdict_line
 
 
 def add_parser(sub) -> None:
@@ -43,16 +44,6 @@ def main(args) -> int:
     p = result["parity"]
     print(f"parity: {'identical' if p['identical'] else 'NOT identical'} ({p['fields_identical']}/"
           f"{p['fields_compared']} fields, {p['items']} items, {p['error_returns']} recorded errors)")
-    line = _verdict_line(result)
-    if line:
-        print(line)
+    print(verdict_line(result))
     print(f"digest: {outcome.digest}")
     return outcome.exit_code
-
-
-def _verdict_line(result: dict) -> str | None:
-    try:
-        from harness.stats import verdict_line
-    except ImportError:
-        return None
-    return verdict_line(result)
