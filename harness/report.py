@@ -278,7 +278,8 @@ def _stats_section(c: dict) -> list[str]:
     if mw.get("p") is not None:
         out.append(f"- Mann-Whitney U on run wall_s ({mw.get('n_base')} base vs "
                    f"{mw.get('n_candidate')} candidate, {mw.get('method')}): "
-                   f"U = {_num(mw.get('u'), 1)}, two-sided p = {_num(mw.get('p'), 4)}"
+                   f"U = {_num(mw.get('u'), 1)} (base/candidate run pairs where the base "
+                   f"run was slower, ties half), two-sided p = {_num(mw.get('p'), 4)}"
                    + (f". {_cell(mw['warning'])[0].upper()}{_cell(mw['warning'])[1:]}."
                       if mw.get("warning") else "."))
     elif mw.get("warning"):
