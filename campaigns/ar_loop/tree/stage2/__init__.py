@@ -1,0 +1,1 @@
+"""Stage-2 autoregressive sampling of secondaries (code under test for the ar_loop campaigns)."""
