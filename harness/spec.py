@@ -17,11 +17,11 @@ MAX_RUNS = 64
 MAX_SLOTS = 256
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-ENTRY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-STAGE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
-ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+ENTRY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*\Z")
+STAGE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
+HEX64_RE = re.compile(r"^[0-9a-f]{64}\Z")
+ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class SpecError(Exception):
@@ -104,7 +104,7 @@ class _Reader:
         self.source = source
 
     def fail(self, path: str, expected: str, got: Any = None, *, show_got: bool = True) -> SpecError:
-        msg = f"{self.source}: {path}: expected {expected}"
+        msg = f"{self.source}: {path or '(top level)'}: expected {expected}"
         if show_got:
             text = repr(got)
             msg += f", got {text[:60] + '...' if len(text) > 60 else text}"
@@ -142,6 +142,8 @@ class _Reader:
 
     def path(self, value: Any, key: str) -> Path:
         text = self.string(value, key, what="a path")
+        if "\0" in text:
+            raise self.fail(key, "a path without NUL characters", text)
         return (self.source.parent / text).resolve()
 
 
@@ -185,6 +187,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         params = {}
     if not isinstance(params, dict):
         raise r.fail("workload.params", "a mapping", params)
+    _json_value(r, params, "workload.params")
     workload = Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params)
 
     inputs = []
@@ -198,7 +201,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         sha = r.string(item["sha256"], f"{p}.sha256", HEX64_RE, "64 lowercase hex digits")
         build = item.get("build")
         if build is not None:
-            if not isinstance(build, list) or not build or not all(isinstance(x, str) and x for x in build):
+            if not isinstance(build, list) or not build or not all(isinstance(x, str) and x and "\0" not in x
+                                                                    for x in build):
                 raise r.fail(f"{p}.build", "a non-empty list of strings (a command)", build)
             build = tuple(build)
         inputs.append(Input(key, r.path(item["path"], f"{p}.path"), sha, build))
@@ -235,8 +239,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         raise r.fail("env", "a mapping of variable -> string", env)
     for key, value in env.items():
         r.string(key, "env", ENV_KEY_RE, "environment variable names")
-        if not isinstance(value, str):
-            raise r.fail(f"env.{key}", "a string (quote numbers)", value)
+        if not isinstance(value, str) or "\0" in value:
+            raise r.fail(f"env.{key}", "a string without NUL characters (quote numbers)", value)
 
     golden = r.path(top["golden"], "golden") if top.get("golden") is not None else None
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
@@ -244,6 +248,23 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
 
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), dict(env), golden, threshold)
+
+
+def _json_value(r: _Reader, value: Any, path: str) -> None:
+    """Params travel to the worker (and into the bundle) as strict JSON."""
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            if not isinstance(key, str):
+                raise r.fail(path, "string keys", key)
+            _json_value(r, sub, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            _json_value(r, sub, f"{path}[{i}]")
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise r.fail(path, "a finite number (JSON has no NaN or infinity)", value)
+    elif value is not None and not isinstance(value, (str, int, bool)):
+        raise r.fail(path, "a JSON value (string, number, true/false, null, list or mapping)", value)
 
 
 def _target(r: _Reader, value: Any) -> Target:
@@ -271,7 +292,7 @@ def _target(r: _Reader, value: Any) -> Target:
 
 def _revision(r: _Reader, value: Any, variant: str) -> Revision:
     m = r.mapping(value, variant, {"rev", "fence"}, {"rev"})
-    rev = r.string(m["rev"], f"{variant}.rev", re.compile(r"^[^\s-][^\s]*$"), "a git commit-ish")
+    rev = r.string(m["rev"], f"{variant}.rev", re.compile(r"^[^\s-][^\s]*\Z"), "a git commit-ish")
     fence = m.get("fence") or {}
     if not isinstance(fence, dict):
         raise r.fail(f"{variant}.fence", "a mapping of path -> sha256", fence)
