@@ -18,8 +18,8 @@ MAX_SLOTS = 256
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
-ENTRY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*\Z")
-STAGE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
+ENTRY_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*\Z")
+STAGE_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
 HEX64_RE = re.compile(r"^[0-9a-f]{64}\Z")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -108,7 +108,8 @@ class _Reader:
         if show_got:
             text = repr(got)
             msg += f", got {text[:60] + '...' if len(text) > 60 else text}"
-        return SpecError(msg)
+        # Keys come from the YAML: escape control characters so the message stays one line.
+        return SpecError("".join(c if c.isprintable() else repr(c)[1:-1] for c in msg))
 
     def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
         if not isinstance(value, dict):
@@ -250,16 +251,18 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), dict(env), golden, threshold)
 
 
-def _json_value(r: _Reader, value: Any, path: str) -> None:
+def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:
     """Params travel to the worker (and into the bundle) as strict JSON."""
+    if depth > 64:  # also stops YAML aliases that make a structure contain itself
+        raise r.fail(path, "params nested at most 64 levels deep", show_got=False)
     if isinstance(value, dict):
         for key, sub in value.items():
             if not isinstance(key, str):
                 raise r.fail(path, "string keys", key)
-            _json_value(r, sub, f"{path}.{key}")
+            _json_value(r, sub, f"{path}.{key}", depth + 1)
     elif isinstance(value, list):
         for i, sub in enumerate(value):
-            _json_value(r, sub, f"{path}[{i}]")
+            _json_value(r, sub, f"{path}[{i}]", depth + 1)
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise r.fail(path, "a finite number (JSON has no NaN or infinity)", value)
