@@ -219,7 +219,9 @@ class Runner:
         result = comparison.derive(resolved, records, runner_receipt, cleanup_receipt, golden,
                                    staging.data("arrays"))
         staging.write_json("comparison.json", result)
-        figure.render(result, records, staging.data("figure.png"))
+        # Rendered outside the bundle, then copied in through a temporary file and a rename.
+        figure.render(result, records, scratch / "figure.png")
+        staging.write_bytes("figure.png", (scratch / "figure.png").read_bytes())
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result["status"],
                                "Abba-Base-SHA": materialized["base"].sha,
@@ -242,8 +244,10 @@ class Runner:
         }
         job_path = run_dir / "job.json"
         job_path.write_text(json.dumps(job))
-        log_path = staging.data(f"logs/{label}.log")
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        # The worker streams its output into the scratch folder; the bundle gets the log
+        # through a temporary file and a rename once the worker is gone (every evidence
+        # file is written atomically).
+        log_path = run_dir / "worker.log"
         timeout = min(campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
         t0 = time.monotonic()
         with open(log_path, "wb") as log:
@@ -274,6 +278,7 @@ class Runner:
         _killpg(proc.pid)
         self.ledger.kill_all(label)
         process_wall = time.monotonic() - t0
+        staging.write_bytes(f"logs/{label}.log", log_path.read_bytes())
 
         record_path = Path(job["record_path"])
         if timed_out:
