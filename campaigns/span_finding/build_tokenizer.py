@@ -10,10 +10,11 @@ concatenation it is), the special tokens get Qwen2.5/Qwen3 ids (<|endoftext|>=15
 Qwen-style ChatML chat template is written next to it.
 
 Two templates ship in the folder:
-  * the default (`chat_template.jinja`) behaves like the reasoning Qwen models: the
-    generation prompt opens a `<think>` block and reasoning is rendered only for the final
-    message of the conversation, so earlier turns' reasoning is dropped when the history
-    grows (templates rewriting earlier turns, the `shared` loop's case);
+  * the default (`chat_template.jinja`) behaves like Qwen3's thinking templates: the
+    generation prompt opens a `<think>` block (so a finished turn without reasoning no
+    longer agrees with it: the `shared` loop's case), inline `<think>...</think>` in
+    content is moved to reasoning, and the reasoning of turns before the latest user
+    query is dropped (earlier turns are rewritten when a follow-up query arrives);
   * `keep_reasoning` (in `additional_chat_templates/`) renders every turn's reasoning and
     a plain generation prompt.
 
@@ -80,13 +81,14 @@ _TOOLS_FOOTER = (
 
 def chat_template(keep_reasoning: bool) -> str:
     """A Qwen-style ChatML template with tools, tool calls, tool responses and reasoning."""
-    if keep_reasoning:
-        show = "reasoning"
-        prompt = "'<|im_start|>assistant\\n'"
-    else:
-        show = "reasoning and loop.last"
-        prompt = "'<|im_start|>assistant\\n<think>\\n'"
+    # Reasoning of turns before the latest user query is dropped (Qwen3's rule); the
+    # reasoning variant's generation prompt opens the think block itself.
+    show = "reasoning" if keep_reasoning else "reasoning and loop.index0 > ns.last_query"
+    prompt = "'<|im_start|>assistant\\n'" if keep_reasoning else "'<|im_start|>assistant\\n<think>\\n'"
     return (
+        "{%- set ns = namespace(last_query=-1) %}\n"
+        "{%- for message in messages %}{%- if message.role == 'user' %}"
+        "{%- set ns.last_query = loop.index0 %}{%- endif %}{%- endfor %}\n"
         "{%- if tools %}\n"
         "{{- '<|im_start|>system\\n' }}\n"
         "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}\n"
@@ -100,14 +102,19 @@ def chat_template(keep_reasoning: bool) -> str:
         "{%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}\n"
         "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}\n"
         "{%- elif message.role == 'assistant' %}\n"
+        "{%- set content = message.content if message.content is string else '' %}\n"
         "{%- set reasoning = message.reasoning_content if message.reasoning_content is string else '' %}\n"
+        "{%- if '</think>' in content %}\n"
+        "{%- if not reasoning %}{%- set reasoning = content.split('</think>')[0].split('<think>')[-1] %}{%- endif %}\n"
+        "{%- set content = content.split('</think>')[-1].lstrip('\\n') %}\n"
+        "{%- endif %}\n"
+        "{%- set reasoning = reasoning.strip('\\n') %}\n"
         "{{- '<|im_start|>assistant\\n' }}\n"
         "{%- if " + show + " %}{{- '<think>\\n' + reasoning + '\\n</think>\\n\\n' }}{%- endif %}\n"
-        "{%- if message.content %}{{- message.content }}{%- endif %}\n"
+        "{{- content }}\n"
         "{%- for tool_call in message.tool_calls or [] %}\n"
         "{%- set call = tool_call.function if tool_call.function else tool_call %}\n"
-        "{%- if loop.first and message.content %}{{- '\\n' }}{%- endif %}\n"
-        "{%- if not loop.first %}{{- '\\n' }}{%- endif %}\n"
+        "{%- if (loop.first and content) or not loop.first %}{{- '\\n' }}{%- endif %}\n"
         "{{- '<tool_call>\\n{\"name\": \"' + call.name + '\", \"arguments\": ' }}\n"
         "{%- if call.arguments is string %}{{- call.arguments }}{%- else %}{{- call.arguments | tojson }}{%- endif %}\n"
         "{{- '}\\n</tool_call>' }}\n"
