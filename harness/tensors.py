@@ -40,7 +40,7 @@ def to_numpy(value) -> np.ndarray:
         raise ArrayError(f"unsupported dtype {value.dtype} (only bool, int, uint, float, complex)")
     if value.dtype.byteorder == ">":
         value = value.astype(value.dtype.newbyteorder("<"))
-    return np.ascontiguousarray(value)
+    return np.asarray(value, order="C")  # not ascontiguousarray: it turns 0-d into shape (1,)
 
 
 def header(dtype_str: str, shape) -> bytes:
