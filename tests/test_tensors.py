@@ -1,0 +1,164 @@
+"""Array digests count every bit (NaN payloads, -0.0, dtype, shape), inputs are canonicalised
+(byte order, memory layout, torch), and the .npy store reads back without pickle."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from harness import tensors
+from harness.tensors import ArrayError
+
+
+def nan_with_payload(payload: int) -> np.float64:
+    return np.array([0x7FF8000000000000 | payload], dtype="<u8").view("<f8")[0]
+
+
+def reference_digest(a: np.ndarray) -> str:
+    """The README formula, written out independently."""
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    head = json.dumps({"dtype": a.dtype.str, "shape": list(a.shape)}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(b"abba-array-v1\n" + head.encode() + b"\n" + a.tobytes(order="C")).hexdigest()
+
+
+def test_digest_matches_documented_formula():
+    for a in (np.arange(6, dtype="<f4").reshape(2, 3), np.array([True, False]), np.zeros(0, dtype="<i2"),
+              np.array(3.5)):
+        assert tensors.digest(a) == reference_digest(a)
+
+
+def test_nan_payloads_differ():
+    a, b = nan_with_payload(1), nan_with_payload(2)
+    assert np.isnan(a) and np.isnan(b)
+    assert tensors.digest(np.array([a])) != tensors.digest(np.array([b]))
+    assert tensors.digest(np.array([a])) == tensors.digest(np.array([nan_with_payload(1)]))
+
+
+def test_negative_zero_differs_from_zero():
+    assert np.array([-0.0]) == np.array([0.0])
+    assert tensors.digest(np.array([-0.0])) != tensors.digest(np.array([0.0]))
+
+
+def test_dtype_and_shape_changes_differ():
+    base = np.arange(6, dtype=np.float64)
+    variants = [base.astype(np.float32), base.astype(np.int64), base.reshape(2, 3), base.reshape(3, 2),
+                base.reshape(1, 6), base[:5]]
+    digests = {tensors.digest(v) for v in variants} | {tensors.digest(base)}
+    assert len(digests) == len(variants) + 1
+    # Same raw bytes, different dtype: still different.
+    raw = np.arange(4, dtype="<i4")
+    assert tensors.digest(raw) != tensors.digest(raw.view("<f4"))
+
+
+def test_big_endian_input_is_canonicalised():
+    le = np.array([1.5, -0.0, 2.25], dtype="<f8")
+    be = le.astype(">f8")
+    assert be.tobytes() != le.tobytes()
+    assert tensors.digest(be) == tensors.digest(le)
+    assert tensors.describe(be)["dtype"] == "<f8"
+    assert tensors.digest(np.array([1, 2], dtype=">i4")) == tensors.digest(np.array([1, 2], dtype="<i4"))
+
+
+def test_memory_layout_does_not_matter():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert tensors.digest(np.asfortranarray(a)) == tensors.digest(a)
+    assert tensors.digest(a.T) == tensors.digest(np.ascontiguousarray(a.T))
+    assert tensors.digest(a[:, ::2]) == tensors.digest(a[:, ::2].copy())
+
+
+@pytest.mark.parametrize("array, dtype_str", [
+    (np.array([True, False, True]), "|b1"),
+    (np.array([-1, 2], dtype=np.int8), "|i1"),
+    (np.array([1, 2], dtype=np.int64), "<i8"),
+    (np.array([1, 2], dtype=np.uint16), "<u2"),
+    (np.array([0.5], dtype=np.float16), "<f2"),
+    (np.array([0.5], dtype=np.float32), "<f4"),
+    (np.array([0.5], dtype=np.float64), "<f8"),
+    (np.array([1 + 2j], dtype=np.complex64), "<c8"),
+    (np.array([1 - 0j], dtype=np.complex128), "<c16"),
+])
+def test_supported_kinds(array, dtype_str):
+    info = tensors.describe(array)
+    assert info == {"digest": reference_digest(array), "dtype": dtype_str, "shape": list(array.shape)}
+
+
+def test_bool_and_uint8_with_same_bytes_differ():
+    assert tensors.digest(np.array([1, 0], dtype=np.uint8)) != tensors.digest(np.array([True, False]))
+
+
+@pytest.mark.parametrize("value", [
+    np.array([object(), 1], dtype=object),
+    np.array(["a", "b"]),
+    np.array([b"a"]),
+    np.zeros(2, dtype=[("x", "<f4"), ("y", "<i4")]),
+    np.array(["2020-01-01"], dtype="datetime64[D]"),
+    [1.0, 2.0],
+    "text",
+    None,
+])
+def test_unsupported_values_refused(value):
+    with pytest.raises(ArrayError):
+        tensors.digest(value)
+
+
+def test_zero_d_differs_from_one_element():
+    assert tensors.describe(np.array(2.5))["shape"] == []
+    assert tensors.digest(np.array(2.5)) != tensors.digest(np.array([2.5]))
+    assert tensors.digest(np.array([[2.5]])) != tensors.digest(np.array([2.5]))
+
+
+def test_numpy_scalar_is_a_zero_d_array():
+    assert tensors.describe(np.float64(2.5))["shape"] == []
+    assert tensors.digest(np.float64(2.5)) == tensors.digest(np.array(2.5))
+
+
+def test_torch_tensors_hash_like_their_numpy_view():
+    torch = pytest.importorskip("torch")
+    cases = [
+        torch.tensor([1.0, -0.0, float("nan")], dtype=torch.float32),
+        torch.arange(12, dtype=torch.int64).reshape(3, 4).T,  # non-contiguous
+        torch.tensor([True, False]),
+        torch.tensor([1 + 2j], dtype=torch.complex64),
+        torch.ones(2, 2, requires_grad=True) * 2,
+    ]
+    for t in cases:
+        view = t.detach().contiguous().numpy()
+        assert tensors.describe(t) == tensors.describe(view)
+    nan_bits = torch.tensor([0x7FC00001], dtype=torch.int32).view(torch.float32)
+    plain_nan = torch.tensor([float("nan")], dtype=torch.float32)
+    assert tensors.digest(nan_bits) != tensors.digest(plain_nan)
+    with pytest.raises(ArrayError, match="bfloat16"):
+        tensors.digest(torch.ones(2, dtype=torch.bfloat16))
+
+
+def test_store_round_trip_without_pickle(tmp_path):
+    arrays = [np.array([nan_with_payload(5), -0.0, 1.0]), np.arange(6, dtype=">i4").reshape(2, 3),
+              np.array([True]), np.array([1 + 1j], dtype=np.complex64), np.zeros((0, 3))]
+    for a in arrays:
+        info = tensors.store(a, tmp_path)
+        path = tmp_path / f"{info['digest']}.npy"
+        assert path.read_bytes()[:8] == b"\x93NUMPY\x01\x00"  # format version 1.0
+        back = np.load(path, allow_pickle=False)
+        assert back.dtype.byteorder in "<|=" and back.flags.c_contiguous
+        assert tensors.digest(back) == info["digest"] == tensors.digest(tensors.load(path))
+        assert back.tobytes() == tensors.to_numpy(a).tobytes()
+
+
+def test_store_writes_each_digest_once(tmp_path):
+    a = np.arange(3.0)
+    first = tensors.store(a, tmp_path)
+    path = tmp_path / f"{first['digest']}.npy"
+    mtime = path.stat().st_mtime_ns
+    assert tensors.store(a.copy(), tmp_path) == first
+    assert path.stat().st_mtime_ns == mtime
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_load_refuses_pickled_arrays(tmp_path):
+    path = tmp_path / "evil.npy"
+    np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError):
+        tensors.load(path)
