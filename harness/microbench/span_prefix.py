@@ -1,0 +1,204 @@
+"""`harness microbench span-prefix`: the span finder's `_common_prefix_length` helper vs
+the element-by-element loop it replaced, on str and on list[int].
+
+The helper is taken from the candidate revision's source: the revision is built (the
+campaign's target, via harness.revisions; or, when that cannot resolve it, the base tree
+with candidate.patch applied by `git apply` in a scratch copy), the module is parsed with
+`ast`, and only the helper (and private module-level functions it calls) is compiled and
+executed. Nothing else of the module runs, so no transformers, torch or numpy import.
+
+Every case is checked against a linear oracle before it is timed. A case of size P is two
+sequences sharing P elements and then differing (size 0: differing at the first element).
+The list case uses ints that are distinct objects in the two lists, as two `encode` calls
+return them. Results: median microseconds per call over the repeats, and the iterations.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HELPER = "_common_prefix_length"
+MODULE = "spanfind/tokenize.py"
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CAMPAIGN = ROOT / "campaigns" / "span_finding.yaml"
+MIN_REPEAT_S = 0.02
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--sizes", type=int, nargs="+", default=[0, 16, 1024, 65536],
+                        help="common-prefix lengths to time (default: 0 16 1024 65536)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per case (median reported)")
+    parser.add_argument("--json", metavar="FILE", help="also write the results to FILE")
+    parser.add_argument("--campaign", default=str(DEFAULT_CAMPAIGN),
+                        help="campaign whose candidate revision holds the helper")
+    parser.add_argument("--source", metavar="FILE",
+                        help="take the helper from this Python file instead of the candidate revision")
+
+
+# ---- locating and loading the helper ------------------------------------------------------
+
+def _source_from_revisions(campaign_path: Path) -> tuple[bytes, str] | None:
+    try:
+        from harness import revisions, spec
+    except ImportError:
+        return None
+    try:
+        campaign = spec.load(campaign_path)
+        repo = revisions.target_repo(campaign)
+        sha = revisions.resolve(campaign, repo, campaign.candidate)
+    except Exception:  # placeholder revs, missing target: fall back on the patch
+        return None
+    shown = subprocess.run(["git", "show", f"{sha}:{MODULE}"], cwd=repo, capture_output=True)
+    if shown.returncode:
+        return None
+    return shown.stdout, f"candidate {sha} ({repo})"
+
+
+def _source_from_patch(campaign_dir: Path) -> tuple[bytes, str]:
+    tree = campaign_dir / "span_finding" / "tree"
+    patch = campaign_dir / "span_finding" / "candidate.patch"
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "tree"
+        shutil.copytree(tree, work, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        done = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=work,
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"span-prefix: git apply {patch} failed: {done.stderr.strip()}")
+        return (work / MODULE).read_bytes(), f"{tree} + {patch}"
+
+
+def locate_source(args) -> tuple[bytes, str]:
+    if args.source:
+        path = Path(args.source)
+        return path.read_bytes(), str(path)
+    campaign = Path(args.campaign)
+    found = _source_from_revisions(campaign) if campaign.is_file() else None
+    return found or _source_from_patch(campaign.parent)
+
+
+def _called_names(node: ast.AST) -> set[str]:
+    return {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def load_helper(source: bytes, name: str = HELPER):
+    """Compile and execute only `name` (and the private functions it calls) from source."""
+    tree = ast.parse(source)
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if name not in functions:
+        raise SystemExit(f"span-prefix: no function {name} in the candidate source")
+    wanted, todo = [], [name]
+    while todo:
+        current = todo.pop()
+        if current in wanted:
+            continue
+        wanted.append(current)
+        todo += sorted(c for c in _called_names(functions[current]) if c.startswith("_") and c in functions)
+    body = []
+    for fname in wanted:
+        node = functions[fname]
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                    node.args.vararg, node.args.kwarg):
+            if arg is not None:
+                arg.annotation = None  # annotations name typing objects we do not import
+        node.returns = None
+        node.decorator_list = []
+        body.append(node)
+    module = ast.Module(body=body, type_ignores=[])
+    namespace: dict = {"__name__": "span_prefix_helper"}
+    exec(compile(module, "<candidate spanfind/tokenize.py>", "exec"), namespace)
+    return namespace[name]
+
+
+# ---- oracle, loop and cases ------------------------------------------------------------
+
+def oracle(left, right) -> int:
+    count = 0
+    for a, b in zip(left, right):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def loop(left, right) -> int:
+    """The base revision's element-by-element loop."""
+    start = 0
+    limit = min(len(left), len(right))
+    while start < limit and left[start] == right[start]:
+        start += 1
+    return start
+
+
+def make_case(kind: str, size: int):
+    if kind == "str":
+        alphabet = "abcdefghijklmnopqrstuvwxyz <>{}\n"
+        prefix = "".join(alphabet[(i * 7 + i // 13) % len(alphabet)] for i in range(size))
+        return prefix + "x" + "tail", prefix + "y" + "tail"
+
+    def ids(last: int) -> list[int]:  # built twice: equal values, distinct int objects
+        return [1000 + (i * 7919) % 150000 for i in range(size)] + [last, 1001]
+
+    return ids(151000), ids(151001)
+
+
+def _time_per_call_us(func, left, right, repeats: int) -> tuple[float, int]:
+    iterations = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            func(left, right)
+        if time.perf_counter() - t0 >= MIN_REPEAT_S or iterations >= 1 << 22:
+            break
+        iterations *= 2
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            func(left, right)
+        samples.append((time.perf_counter() - t0) / iterations * 1e6)
+    return statistics.median(samples), iterations
+
+
+def measure(helper, sizes: list[int], repeats: int) -> list[dict]:
+    cases = []
+    for kind in ("str", "list"):
+        for size in sizes:
+            left, right = make_case(kind, size)
+            expected = oracle(left, right)
+            for label, func in (("loop", loop), ("helper", helper)):
+                got = func(left, right)
+                if got != expected:
+                    raise SystemExit(f"span-prefix: {label} returned {got}, oracle {expected} "
+                                     f"({kind}, size {size}); nothing timed")
+            loop_us, loop_n = _time_per_call_us(loop, left, right, repeats)
+            helper_us, helper_n = _time_per_call_us(helper, left, right, repeats)
+            cases.append({"kind": kind, "size": size, "loop_us": round(loop_us, 4),
+                          "helper_us": round(helper_us, 4),
+                          "iterations": {"loop": loop_n, "helper": helper_n},
+                          "speedup": round(loop_us / helper_us, 3) if helper_us else None})
+    return cases
+
+
+def main(args) -> int:
+    source, origin = locate_source(args)
+    helper = load_helper(source)
+    cases = measure(helper, list(args.sizes), int(args.repeats))
+    result = {"source_sha256": hashlib.sha256(source).hexdigest(), "source": origin,
+              "repeats": int(args.repeats), "python": sys.version.split()[0], "cases": cases}
+    print(f"helper: {HELPER} from {origin}")
+    print(f"source sha256: {result['source_sha256']}")
+    print(f"{'kind':5s} {'size':>7s} {'loop us':>12s} {'(iters)':>9s} {'helper us':>12s} {'(iters)':>9s} {'speedup':>9s}")
+    for c in cases:
+        print(f"{c['kind']:5s} {c['size']:7d} {c['loop_us']:12.3f} {c['iterations']['loop']:9d} "
+              f"{c['helper_us']:12.3f} {c['iterations']['helper']:9d} {c['speedup']:8.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return 0
