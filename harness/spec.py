@@ -129,7 +129,7 @@ class _Reader:
 
     def string(self, value: Any, path: str, pattern: re.Pattern | None = None, what: str = "a string") -> str:
         if not isinstance(value, str) or not value.strip():
-            raise self.fail(path, f"a non-empty {what}" if what == "a string" else what, value)
+            raise self.fail(path, "a non-empty string" if what == "a string" else what, value)
         if pattern is not None and not pattern.match(value):
             raise self.fail(path, what, value)
         return value
