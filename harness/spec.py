@@ -161,6 +161,8 @@ def load(path: str | Path) -> Campaign:
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise SpecError(f"{source}: not valid YAML{at}: {problem}") from None
+    except RecursionError:
+        raise SpecError(f"{source}: not valid YAML: nested too deeply") from None
     return parse(data, source.resolve(), raw)
 
 
