@@ -124,9 +124,24 @@ def verify(root: str | os.PathLike) -> Report:
     return report
 
 
+def _plain_file(root: Path, rel: str) -> bool:
+    """rel names a regular file reached without passing through a symlink: only such files
+    are read (a symlink out of the bundle, or a FIFO, is never opened)."""
+    path, parts = root, rel.split("/")
+    for i, part in enumerate(parts):
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return False
+        if not (stat.S_ISREG(mode) if i == len(parts) - 1 else stat.S_ISDIR(mode)):
+            return False
+    return True
+
+
 def _text(path: Path, report: Report) -> str:
     try:
-        if path.is_symlink():
+        if not _plain_file(path.parent, path.name):
             return ""
         return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -153,6 +168,9 @@ def _check_oxum(root, rows, present, report) -> None:
 
 
 def _load(root: Path, rel: str, report: Report):
+    if not _plain_file(root, rel):
+        report.add(f"{rel}: missing (or not a regular file inside the bundle; not read)")
+        return None
     try:
         return json.loads((root / rel).read_bytes().decode("utf-8"))
     except FileNotFoundError:
