@@ -1,0 +1,224 @@
+"""Property-based fuzzing of campaign validation. Whatever the YAML holds, spec.parse either
+returns a campaign or raises SpecError with one line naming the file and the key path that
+was changed; never another exception. A handful of examples go through `harness run`."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import string
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from harness import spec
+from test_spec import SOURCE, VALID
+
+FAST = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def dotted(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+def all_paths(node, prefix=()):
+    """Every key path of VALID, as tuples of keys and list indexes."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield prefix + (key,)
+        yield from all_paths(value, prefix + (key,))
+
+
+PATHS = sorted(all_paths(VALID), key=str)
+REQUIRED = [("name",), ("target",), ("base",), ("candidate",), ("workload",), ("base", "rev"),
+            ("candidate", "rev"), ("workload", "entry"), ("inputs", "corpus", "path"),
+            ("inputs", "corpus", "sha256"), ("target", "build", 0, "message"), ("stages", "b", "path")]
+# Mappings whose keys are fixed (params, inputs, stages, env and fence take any names).
+STRICT_MAPPINGS = [(), ("target",), ("target", "build", 0), ("base",), ("candidate",), ("workload",),
+                   ("inputs", "corpus"), ("timeouts",), ("stages", "b"), ("verdict",)]
+
+scalars = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(min_value=-(2 ** 80), max_value=2 ** 80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["", " ", "HEAD", "a:b", "\x00", "\n", "-x", "ABBA", "x" * 100, "../..", "/abs"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5) | st.integers(), inner,
+                                                                 max_size=3),
+    max_leaves=8,
+)
+
+
+def get(d, parts):
+    for p in parts:
+        d = d[p]
+    return d
+
+
+def parse_or_error(data):
+    """The property every case shares: a Campaign, or a one-line SpecError naming the file."""
+    try:
+        campaign = spec.parse(data, SOURCE)
+    except spec.SpecError as exc:
+        msg = str(exc)
+        assert "\n" not in msg and "\r" not in msg, msg
+        assert msg.startswith(f"{SOURCE}: "), msg
+        assert ": expected " in msg, msg
+        return None, msg[len(str(SOURCE)) + 2:].split(": expected ", 1)[0]
+    # Whatever is accepted can travel to the worker and into the bundle.
+    json.dumps(campaign.workload.params, allow_nan=False)
+    assert len(campaign.labels()) == len(campaign.order)
+    return campaign, None
+
+
+def escaped(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+@FAST
+@given(path=st.sampled_from(PATHS), value=values)
+def test_any_value_at_any_key(path, value):
+    data = copy.deepcopy(VALID)
+    get(data, path[:-1])[path[-1]] = value
+    _, key_path = parse_or_error(data)
+    if key_path is not None:
+        # The error is at the changed key, below it, or at the list/mapping that holds it
+        # (a command list, fence or env names its container); never somewhere unrelated.
+        changed = dotted(path)
+        assert key_path.startswith(changed) or changed.startswith(key_path), (changed, key_path)
+        assert key_path != "(top level)"
+
+
+@FAST
+@given(where=st.sampled_from(STRICT_MAPPINGS), key=st.text(min_size=1, max_size=10),
+       value=values)
+def test_unknown_keys_are_named(where, key, value):
+    data = copy.deepcopy(VALID)
+    node = get(data, where)
+    assume(key not in node and key not in {"repo", "build", "tree", "patch", "message", "rev", "fence", "entry",
+                                            "path", "params", "sha256", "run_s", "campaign_s", "optional",
+                                            "threshold", "description", "inputs", "order", "slots",
+                                            "timeouts", "stages", "env", "golden", "verdict"})
+    node[key] = value
+    _, key_path = parse_or_error(data)
+    assert key_path == escaped(f"{dotted(where)}.{key}" if where else key)
+
+
+@FAST
+@given(path=st.sampled_from(REQUIRED))
+def test_missing_required_keys_are_named(path):
+    data = copy.deepcopy(VALID)
+    del get(data, path[:-1])[path[-1]]
+    _, key_path = parse_or_error(data)
+    assert key_path == dotted(path) or (path == ("target", "build", 0, "message") and key_path == dotted(path))
+
+
+@FAST
+@given(order=st.text(alphabet="ABab C\n", max_size=70) | st.text(alphabet="AB", min_size=60, max_size=70))
+def test_order(order):
+    data = copy.deepcopy(VALID)
+    data["order"] = order
+    campaign, key_path = parse_or_error(data)
+    ok = re.fullmatch(r"[AB]+", order) is not None and "A" in order and "B" in order and len(order) <= 64
+    assert (campaign is not None) == ok, order
+    if campaign:
+        labels = [label for label, _ in campaign.labels()]
+        assert [lab[0] for lab in labels] == list(order) and len(set(labels)) == len(labels)
+    else:
+        assert key_path == "order"
+
+
+numbers = st.one_of(st.integers(min_value=-(2 ** 70), max_value=2 ** 70), st.floats(allow_nan=True),
+                    st.booleans(), st.text(alphabet="0123456789.e-", max_size=6), st.none())
+
+
+@FAST
+@given(key=st.sampled_from([("slots",), ("timeouts", "run_s"), ("timeouts", "campaign_s"),
+                            ("verdict", "threshold")]), value=numbers)
+def test_numbers_and_their_ranges(key, value):
+    data = copy.deepcopy(VALID)
+    get(data, key[:-1])[key[-1]] = value
+    campaign, key_path = parse_or_error(data)
+    low, high, integer = {("slots",): (1, 256, True), ("timeouts", "run_s"): (1, 7 * 24 * 3600, False),
+                          ("timeouts", "campaign_s"): (1, 7 * 24 * 3600, False),
+                          ("verdict", "threshold"): (0, 0.5, False)}[key]
+    is_number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    ok = is_number and low <= value <= high
+    assert (campaign is not None) == ok, value
+    if not ok:
+        assert key_path == dotted(key)
+
+
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def stage_path_ok(text: str, method_allowed: bool = True) -> bool:
+    if text.count(":") != 1:
+        return False
+    module, qual = text.split(":")
+    parts_ok = all(IDENT.fullmatch(p) for p in module.split(".")) and all(IDENT.fullmatch(p) for p in qual.split("."))
+    return parts_ok and (method_allowed or "." not in qual)
+
+
+@FAST
+@given(text=st.text(alphabet="ab_1.:C \n-", max_size=14))
+def test_stage_and_entry_paths(text):
+    data = copy.deepcopy(VALID)
+    data["stages"] = {"s": text}
+    campaign, key_path = parse_or_error(data)
+    assert (campaign is not None) == stage_path_ok(text), text
+    if campaign is None:
+        assert key_path == "stages.s"
+    data = copy.deepcopy(VALID)
+    data["workload"]["entry"] = text
+    campaign, key_path = parse_or_error(data)
+    assert (campaign is not None) == stage_path_ok(text, method_allowed=False), text
+
+
+@FAST
+@given(text=st.text(alphabet=string.printable + "\x00\x85\u2028é", max_size=200))
+def test_arbitrary_yaml_text_through_load(text):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "c.yaml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        try:
+            spec.load(path)
+        except spec.SpecError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith(str(path))
+
+
+# --- a handful through the real CLI ---------------------------------------------------
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(PATHS), value=values)
+def test_cli_exit_2_no_traceback_no_bundle(path, value):
+    data = copy.deepcopy(VALID)
+    get(data, path[:-1])[path[-1]] = value
+    try:
+        spec.parse(data, SOURCE)
+    except spec.SpecError:
+        pass
+    else:
+        assume(False)  # only campaigns the validator refuses
+    with tempfile.TemporaryDirectory() as tmp:
+        campaign = Path(tmp) / "fuzz.yaml"
+        campaign.write_text(yaml.safe_dump(data))
+        out = Path(tmp) / "out"
+        result = subprocess.run([sys.executable, "-m", "harness", "run", str(campaign), "--out", str(out)],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"harness: error: {campaign}: "), lines
+        assert sorted(p.name for p in Path(tmp).iterdir()) == ["fuzz.yaml"]
