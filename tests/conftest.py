@@ -86,3 +86,104 @@ def cache_env(cache: Path) -> dict[str, str]:
 
 def no_traceback(result: subprocess.CompletedProcess) -> bool:
     return "Traceback" not in result.stderr and "Traceback" not in result.stdout
+
+
+PROBE_CORE = '''
+    """Probe library: busy loops of known relative size (outer's own work = inner's two calls)."""
+    VERSION = "base"
+
+
+    def spin(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+
+    def inner(n):
+        return spin(n)
+
+
+    def outer(n):
+        return spin(n) + inner(n // 2) + inner(n // 2)
+'''
+
+PROBE_WORKLOAD = '''
+    """Logs every step (label, variant, token, pid, time, the revision's VERSION) to params.log."""
+    import json
+    import os
+    import sys
+    import time
+
+    import numpy as np
+
+    from probe import core
+
+
+    class Probe:
+        def __init__(self, ctx):
+            self.ctx = ctx
+            self.n = int(ctx.params["n"])
+            self.items = [f"item-{i}" for i in range(int(ctx.params["items"]))]
+            self.write("setup", tree=str(ctx.tree), core_file=core.__file__)
+
+        def write(self, token, **extra):
+            row = {"label": self.ctx.label, "variant": self.ctx.variant, "token": token, "pid": os.getpid(),
+                   "t_ns": time.time_ns(), "version": core.VERSION, **extra}
+            fd = os.open(self.ctx.params["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (json.dumps(row) + "\\n").encode())
+            finally:
+                os.close(fd)
+
+        def run(self, item):
+            self.write("run", item=item)
+            return {"value": np.array([core.outer(self.n)], dtype=np.int64)}
+
+        def metrics(self):
+            return {"torch_imported": "torch" in sys.modules}
+
+        def close(self):
+            self.write("close", torch_imported="torch" in sys.modules)
+
+
+    def setup(ctx):
+        return Probe(ctx)
+'''
+
+
+@pytest.fixture(scope="session")
+def probe_runs(tmp_path_factory):
+    """Two real campaigns (ABBA and ABBAABBA) over a two-revision 'probe' target whose
+    workload logs every step. Returns {order: SimpleNamespace(out, log, result, campaign,
+    env, scratch)}; both run at once (separate outputs, logs and scratch folders)."""
+    from types import SimpleNamespace
+
+    root = tmp_path_factory.mktemp("probe")
+    tree, patch = make_target(root, {"probe/__init__.py": "", "probe/core.py": PROBE_CORE},
+                              {"probe/core.py": PROBE_CORE.replace('VERSION = "base"', 'VERSION = "candidate"')})
+    workloads = root / "workloads"
+    workloads.mkdir()
+    import textwrap
+    (workloads / "probe_workload.py").write_text(textwrap.dedent(PROBE_WORKLOAD))
+    env = cache_env(root / "cache")
+    runs, procs = {}, {}
+    for order in ("ABBA", "ABBAABBA"):
+        here = root / order
+        scratch = here / "tmp"
+        scratch.mkdir(parents=True)
+        log = here / "steps.log"
+        campaign = write_campaign(here / "probe.yaml", tree, patch, workloads, "probe_workload:setup",
+                                  name=f"probe-{order.lower()}", order=order, slots=2,
+                                  params={"log": str(log), "n": 100000, "items": 3},
+                                  stages={"outer": "probe.core:outer", "inner": "probe.core:inner"})
+        run_env = {**env, "TMPDIR": str(scratch)}
+        out = here / "bundle"
+        procs[order] = subprocess.Popen([sys.executable, "-m", "harness", "run", str(campaign), "--out", str(out)],
+                                        cwd=ROOT, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+        runs[order] = SimpleNamespace(out=out, log=log, campaign=campaign, env=env, scratch=scratch)
+    for order, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=300)
+        runs[order].result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    return runs
