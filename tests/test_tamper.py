@@ -1,0 +1,81 @@
+"""Issue 6.3: the tampering mutation suite on a sealed demo bundle. Every mutation must be
+caught, with its cause named, by `harness verify` and by the stdlib rehash script, and
+neither may follow a symlink out of the bundle or unpickle/execute anything."""
+from __future__ import annotations
+
+
+import numpy as np
+
+from conftest import harness
+from harness import tamper
+
+
+def test_every_mutation_is_detected_by_both_checkers(demo_bundle):
+    results = tamper.run_suite(demo_bundle)
+    names = [r.mutation for r in results]
+    files = tamper.bundle_files(demo_bundle)
+    # The suite covers what the issue lists: every file flipped and deleted, and the rest.
+    assert sum(n.startswith("flip-byte ") for n in names) == len(files)
+    assert sum(n.startswith("delete ") for n in names) == len(files)
+    for kind in ("add ", "rename ", "symlink ", "outside FIFO", "FIFO in place", "manifest line data/../",
+                 "absolute path", "better speed-up", "swapped for another valid one", "pickled", "holding code"):
+        assert any(kind in n for n in names), kind
+    missed = [(r.mutation, r.verify.note or r.verify.lines[:2], r.rehash.note or r.rehash.lines[:2])
+              for r in results if not r.detected_by_both]
+    assert not missed, missed
+    assert tamper.summary(results) == f"{len(results)} mutations, {len(results)} detected by harness verify, " \
+                                      f"{len(results)} detected by rehash.py"
+
+
+def test_the_untouched_bundle_passes_both(demo_bundle):
+    v, r = tamper.baseline(demo_bundle)
+    assert v.exit_code == 0 and r.exit_code == 0, (v.lines, r.lines)
+
+
+def test_forged_speedup_is_caught_only_by_rederiving(demo_bundle, tmp_path):
+    """After a consistent re-hash every file hashes right: the only evidence of the forgery
+    is that the per-run records give another number."""
+    tamper.claim_speedup(demo_bundle, tamper.Context(tmp_path, tmp_path / "marker"))
+    v = tamper.run_verify(demo_bundle, "wall.speedup")
+    r = tamper.run_rehash(demo_bundle, "wall.speedup")
+    for check in (v, r):
+        assert check.detected and len(check.lines) == 1
+        assert check.lines[0].startswith("data/comparison.json: wall.speedup claims")
+    assert not any("hash mismatch" in line for line in v.lines + r.lines)
+
+
+def test_traps_are_real(demo_bundle, tmp_path):
+    """The pickle trap creates its marker when loaded the unsafe way, so the suite's
+    'marker absent' check means something."""
+    ctx = tamper.Context(tmp_path, tmp_path / "marker")
+    tamper.pickled_array(demo_bundle, ctx)
+    victim = demo_bundle / tamper._referenced_array(demo_bundle)
+    assert not ctx.marker.exists()
+    np.load(victim, allow_pickle=True)[0]  # what a careless checker would do
+    assert ctx.marker.exists()
+
+
+def test_symlink_out_of_the_bundle_is_never_followed(demo_bundle, tmp_path):
+    """A symlink to a FIFO outside the bundle: opening it would block, so a checker that
+    finishes at all did not follow it; the CLI and rehash.py both name it."""
+    ctx = tamper.Context(tmp_path, tmp_path / "marker")
+    tamper.symlink_to_fifo("data/comparison.json")(demo_bundle, ctx)
+    result = harness("verify", demo_bundle, timeout=60)
+    assert result.returncode == 1
+    assert "FAIL data/comparison.json: is a symlink" in result.stdout
+    r = tamper.run_rehash(demo_bundle, "data/comparison.json: is a symlink", timeout=60)
+    assert r.detected
+
+
+def test_selftest_command(demo_bundle):
+    result = harness("selftest", "tamper", "--bundle", demo_bundle, "--only", "speed-up", timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("ok   comparison.json claims a 1.5x better speed-up")
+    assert lines[-1] == "1 mutations, 1 detected by harness verify, 1 detected by rehash.py"
+
+
+def test_selftest_refuses_a_bundle_that_fails_untouched(demo_bundle):
+    (demo_bundle / "data" / "notes.txt").write_text("already tampered\n")
+    result = harness("selftest", "tamper", "--bundle", demo_bundle, "--only", "speed-up", timeout=120)
+    assert result.returncode == 2 and "does not pass both checkers" in result.stderr
