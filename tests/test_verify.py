@@ -1,0 +1,126 @@
+"""The sealed demo bundle checks out with three independent tools (harness verify,
+sha256sum -c, bagit), and flipping one byte of any file makes `harness verify` fail naming
+that file. Plus verify.diff() and unsafe_path()."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import harness
+from harness import verify
+
+
+def all_files(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_harness_verify_passes(demo_bundle):
+    result = harness("verify", demo_bundle)
+    assert result.returncode == 0, result.stdout
+    digest = hashlib.sha256((demo_bundle / "tagmanifest-sha256.txt").read_bytes()).hexdigest()
+    assert result.stdout.startswith(f"OK {demo_bundle}") and f"digest {digest}" in result.stdout
+    assert "status complete" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("sha256sum") is None, reason="coreutils sha256sum not installed")
+def test_sha256sum_checks_everything(demo_bundle):
+    result = subprocess.run(["sha256sum", "--strict", "-c", "manifest-sha256.txt", "tagmanifest-sha256.txt"],
+                            cwd=demo_bundle, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    checked = result.stdout.count(": OK")
+    listed = set(all_files(demo_bundle)) - {"tagmanifest-sha256.txt"}
+    assert checked == len(listed)  # every file but the tag manifest itself is listed somewhere
+
+
+def test_bagit_validates(demo_bundle):
+    bagit = pytest.importorskip("bagit")
+    bag = bagit.Bag(str(demo_bundle))
+    bag.validate()  # raises BagValidationError on any problem
+    assert bag.is_valid()
+    result = subprocess.run([sys.executable, "-m", "bagit", "--validate", str(demo_bundle)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "is valid" in result.stderr
+
+
+def test_flipping_any_byte_of_any_file_is_caught(demo_bundle):
+    files = all_files(demo_bundle)
+    assert len(files) > 20 and "tagmanifest-sha256.txt" in files and any(f.endswith(".npy") for f in files)
+    for rel in files:
+        path = demo_bundle / rel
+        original = path.read_bytes()
+        for offset in {0, len(original) // 2, max(len(original) - 1, 0)}:
+            blob = bytearray(original or b"\0")  # an empty file (a quiet worker's log) gains a byte
+            blob[offset] ^= 0x01
+            path.write_bytes(bytes(blob))
+            report = verify.verify(demo_bundle)
+            assert report.exit_code == 1, (rel, offset)
+            assert any(rel in problem for problem in report.problems), (rel, offset, report.problems)
+        path.write_bytes(original)
+    assert verify.verify(demo_bundle).exit_code == 0  # restored: intact again
+
+
+@pytest.mark.parametrize("rel", ["data/runs/B1.json", "manifest-sha256.txt", "data/comparison.json"])
+def test_cli_names_the_flipped_file(demo_bundle, rel):
+    path = demo_bundle / rel
+    blob = bytearray(path.read_bytes())
+    blob[len(blob) // 2] ^= 0x20
+    path.write_bytes(bytes(blob))
+    result = harness("verify", demo_bundle)
+    assert result.returncode == 1
+    assert any(line.startswith("FAIL ") and rel in line for line in result.stdout.splitlines()), result.stdout
+    assert "do not trust this bundle" in result.stdout
+
+
+def test_extra_and_missing_files(demo_bundle):
+    (demo_bundle / "data" / "extra.txt").write_text("x")
+    (demo_bundle / "data" / "logs" / "A1.log").unlink()
+    problems = verify.verify(demo_bundle).problems
+    assert "data/extra.txt: extra file, not in any manifest" in problems
+    assert "data/logs/A1.log: missing (listed in manifest-sha256.txt)" in problems
+
+
+def test_not_a_bundle_is_unusable(tmp_path):
+    assert harness("verify", tmp_path / "nowhere").returncode == 2
+    assert harness("verify", tmp_path).returncode == 2
+
+
+# --- diff() and unsafe_path() ----------------------------------------------------------
+
+def test_diff_reports_key_paths():
+    want = {"a": 1, "b": {"c": [1, 2, {"d": "x"}], "e": None}, "f": 1.0}
+    assert list(verify.diff(want, want)) == []
+    got = {"a": 2, "b": {"c": [1, 3, {"d": "y"}], "g": 1}, "f": 1.0}
+    assert sorted(verify.diff(want, got)) == sorted([
+        ("a", 1, 2), ("b.c[1]", 2, 3), ("b.c[2].d", "x", "y"), ("b.e", None, None), ("b.g", None, 1)])
+
+
+def test_diff_list_length_and_type_changes():
+    assert list(verify.diff({"l": [1, 2]}, {"l": [1]})) == [("l", [1, 2], [1])]
+    assert list(verify.diff({"x": 1}, {"x": 1.0})) == [("x", 1, 1.0)]  # 1 == 1.0 but not the same JSON
+    assert list(verify.diff({"x": True}, {"x": 1})) == [("x", True, 1)]
+    assert list(verify.diff([1], {"a": 1})) == [("", [1], {"a": 1})]
+    assert list(verify.diff({"x": None}, {})) == [("x", None, None)]  # a missing key is reported
+
+
+@pytest.mark.parametrize("rel, problem", [
+    ("data/runs/A1.json", None),
+    ("bagit.txt", None),
+    ("", "empty"),
+    ("/etc/passwd", "absolute"),
+    ("data/../../etc/passwd", "'..', '.' or empty component"),
+    ("data/./x", "'..', '.' or empty component"),
+    ("data//x", "'..', '.' or empty component"),
+    ("data/x/", "'..', '.' or empty component"),
+    ("data/a\nb", "forbidden character"),
+    ("data/a\rb", "forbidden character"),
+    ("data/a%0Ab", "forbidden character"),
+    ("data\\x", "forbidden character"),
+    ("data/a\0b", "forbidden character"),
+])
+def test_unsafe_path(rel, problem):
+    assert verify.unsafe_path(rel) == problem
