@@ -29,7 +29,7 @@ import sys
 
 # Never import a module that sits beside this script (python puts the script's folder
 # first on sys.path): only the standard library is used.
-_HERE = sys.path[0] if sys.path else ""
+_HERE = sys.path[0] if sys.path and __name__ == "__main__" else ""
 if _HERE:
     import os.path as _osp
 

@@ -3,7 +3,6 @@ caught, with its cause named, by `harness verify` and by the stdlib rehash scrip
 neither may follow a symlink out of the bundle or unpickle/execute anything."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from conftest import harness

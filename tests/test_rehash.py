@@ -1,0 +1,184 @@
+"""The reviewer's standard-library rehash script (issue 2, point 9): it runs under
+`python -S` from any folder with nothing but the standard library, agrees with
+`harness verify` on intact bundles (complete, failed, parity mismatch), hashes arrays
+exactly as harness.tensors does, and refuses what it cannot read safely."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT, harness
+from harness import rehash, tamper, tensors
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "faulty"))
+import faultlib  # noqa: E402
+
+SCRIPT = ROOT / "harness" / "rehash.py"
+
+
+def run(bundle, cwd="/", env=None, script=SCRIPT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-S", str(script), str(bundle)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_intact_demo_bundle_passes_with_the_standard_library_alone(demo_bundle, tmp_path):
+    # Poison every non-stdlib module it could reach, and shadow stdlib modules beside a copy
+    # of the script: it must import none of them.
+    poison = tmp_path / "poison"
+    for name in ("numpy", "harness", "yaml", "psutil", "torch"):
+        (poison / name).mkdir(parents=True)
+        (poison / name / "__init__.py").write_text("raise SystemExit('imported ' + __name__)\n")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SCRIPT, alone / "rehash.py")
+    for name in ("hashlib", "json", "ast", "math", "stat", "re"):
+        (alone / f"{name}.py").write_text("raise SystemExit('shadowed ' + __name__)\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(poison)}
+    result = run(demo_bundle, cwd=tmp_path, env=env, script=alone / "rehash.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"OK {demo_bundle}: ")
+    assert "status complete" in result.stdout
+    assert "stats not re-derived: needs numpy; harness verify does it" in result.stdout
+    digest = hashlib.sha256((demo_bundle / "tagmanifest-sha256.txt").read_bytes()).hexdigest()
+    assert f"digest {digest}\n" in result.stdout
+    verify = harness("verify", demo_bundle)
+    assert verify.returncode == 0 and verify.stdout.rstrip().endswith(f"digest {digest}")
+
+
+def test_comparison_rederived_without_numpy_matches_the_harness(demo_bundle):
+    claimed = json.loads((demo_bundle / "data" / "comparison.json").read_text())
+    load = lambda rel: json.loads((demo_bundle / rel).read_text())  # noqa: E731
+    campaign = load("data/campaign.json")
+    runs = [load(f"data/runs/{label}.json") for label in campaign["labels"]]
+    golden = load("data/golden.json") if (demo_bundle / "data" / "golden.json").exists() else None
+    derived = rehash.derive(campaign, runs, load("data/receipts/runner.json"),
+                            load("data/receipts/cleanup.json"), golden)
+    claimed.pop("stats")
+    assert derived == claimed  # bit for bit: same formulas, math.fsum means
+
+
+def test_float_tolerance():
+    assert not list(rehash.diff({"x": 1.0}, {"x": 1.0 + 1e-15}))
+    assert list(rehash.diff({"x": 1.0}, {"x": 1.0 + 1e-9}))
+    assert list(rehash.diff({"x": 3}, {"x": 4}))
+    assert list(rehash.diff({"x": True}, {"x": 1}))
+    assert list(rehash.diff({"x": None}, {"x": 0.0}))
+
+
+def test_failed_and_parity_mismatch_bundles_pass(tmp_path):
+    failed = tmp_path / "failed"
+    failed.mkdir()
+    result = faultlib.run_harness("run", faultlib.write_campaign(failed, fault="exit", at="B1"), "--out",
+                                  failed / "b")
+    assert result.returncode == 4
+    r = run(failed / "b")
+    assert r.returncode == 0 and "status failed" in r.stdout, r.stdout
+
+    mismatch = tmp_path / "mismatch"
+    mismatch.mkdir()
+    result = faultlib.run_harness("run", faultlib.write_campaign(mismatch, mismatch=True), "--out",
+                                  mismatch / "b")
+    assert result.returncode == 3, result.stdout + result.stderr
+    comp = faultlib.comparison(mismatch / "b")
+    assert comp["parity"]["identical"] is False and comp["parity"]["divergence"]
+    r = run(mismatch / "b")
+    assert r.returncode == 0, r.stdout
+    assert "parity.divergence not re-derived" in r.stdout
+    # ... but the mismatch itself is re-derived: claiming identity is caught.
+    comp["parity"]["identical"] = True
+    (mismatch / "b" / "data" / "comparison.json").write_text(json.dumps(comp))
+    tamper.reseal(mismatch / "b")
+    r = run(mismatch / "b")
+    assert r.returncode == 1 and "FAIL data/comparison.json: parity.identical claims true" in r.stdout
+
+
+def test_exit_codes_for_unusable_and_incomplete_input(tmp_path, demo_bundle):
+    assert run(tmp_path / "nope").returncode == 2
+    (tmp_path / "empty").mkdir()
+    assert run(tmp_path / "empty").returncode == 2
+    usage = subprocess.run([sys.executable, "-S", str(SCRIPT)], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage" in usage.stderr
+    (demo_bundle / "tagmanifest-sha256.txt").unlink()
+    r = run(demo_bundle)
+    assert r.returncode == 1 and "FAIL tagmanifest-sha256.txt: missing: incomplete" in r.stdout
+    link = tmp_path / "link"
+    link.symlink_to(demo_bundle)
+    assert run(link).returncode == 2
+
+
+# --- arrays ---------------------------------------------------------------------------------
+def _digest_file(path: Path) -> str:
+    check = rehash.Check(str(path.parent))
+    return rehash.array_digest(check, path.name)
+
+
+DTYPES = ["|b1", "|i1", "<i2", ">i2", "<i4", ">i4", "<i8", ">i8", "|u1", "<u2", ">u4", "<u8",
+          "<f2", ">f2", "<f4", ">f4", "<f8", ">f8", "<c8", ">c8", "<c16", ">c16"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(dtype=st.sampled_from(DTYPES), shape=st.lists(st.integers(0, 4), max_size=3),
+       version=st.sampled_from([(1, 0), (2, 0), (3, 0)]), seed=st.integers(0, 2**32 - 1))
+def test_array_digest_matches_the_harness(tmp_path_factory, dtype, shape, version, seed):
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    arr = raw.view(np.dtype(dtype)).reshape(shape)  # any bit pattern: NaN payloads, -0.0
+    path = tmp_path_factory.mktemp("npy") / "a.npy"
+    with open(path, "wb") as fh:
+        np.lib.format.write_array(fh, arr, version=version, allow_pickle=False)
+    assert _digest_file(path) == tensors.digest(arr)
+
+
+def test_scalar_and_special_floats(tmp_path):
+    for arr in (np.float64(-0.0), np.array([np.nan, -np.nan, np.inf, -0.0], dtype=np.float32),
+                np.array(True), np.zeros((0, 3), dtype=np.int64)):
+        path = tmp_path / "a.npy"
+        path.write_bytes(tensors.npy_bytes(arr))
+        assert _digest_file(path) == tensors.digest(arr)
+
+
+def _npy(header: str, data: bytes = b"", version: bytes = b"\x01\x00") -> bytes:
+    blob = header.encode("latin1")
+    blob += b" " * (63 - (10 + len(blob)) % 64) + b"\n"
+    size = len(blob).to_bytes(2 if version[0] == 1 else 4, "little")
+    return b"\x93NUMPY" + version + size + blob + data
+
+
+@pytest.mark.parametrize("blob, why", [
+    (b"PK\x03\x04 not an npy", "bad magic"),
+    (_npy("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", b"\0" * 4, b"\x04\x00"),
+     "unsupported .npy version"),
+    (_npy("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 2), }", b"\0" * 16), "fortran_order"),
+    (_npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", b"\x80\x04N."), "refused"),
+    (_npy("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", b"\0" * 4), "structured"),
+    (_npy("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", b"\0" * 12), "refused"),
+    (_npy("{'descr': __import__('os').getcwd(), 'fortran_order': False, 'shape': (1,), }"), "not a literal"),
+    (_npy("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", b"\0" * 8), "needs 12"),
+    (_npy("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", b"\0" * 5), "trailing bytes"),
+    (_npy("{'descr': '<i4', 'fortran_order': False, 'shape': (-1,), }"), "bad shape"),
+    (_npy("{'descr': '<i4', 'shape': (1,), }", b"\0" * 4), "header is not"),
+    (b"\x93NUMPY\x01\x00\xff\xff", "larger than"),
+])
+def test_refused_npy(tmp_path, blob, why):
+    path = tmp_path / "a.npy"
+    path.write_bytes(blob)
+    with pytest.raises(ValueError, match=why.replace("(", r"\(")):
+        _digest_file(path)
+
+
+def test_refusal_is_reported_with_the_file(demo_bundle):
+    arrays = sorted((demo_bundle / "data" / "arrays").iterdir())
+    arrays[0].write_bytes(_npy("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 2), }", b"\0" * 16))
+    tamper.reseal(demo_bundle)
+    r = run(demo_bundle)
+    assert r.returncode == 1
+    assert f"FAIL data/arrays/{arrays[0].name}: unreadable array (fortran_order" in r.stdout
