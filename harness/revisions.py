@@ -136,6 +136,10 @@ def export(repo: Path, sha: str, dest: Path) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
         tar.extractall(dest, filter="data")
+    # tarfile stops at the end-of-archive marker; drain git's record padding so it never
+    # dies of SIGPIPE on a larger tree.
+    while proc.stdout.read(1 << 16):
+        pass
     proc.stdout.close()
     err = proc.stderr.read().decode(errors="replace")
     if proc.wait():
