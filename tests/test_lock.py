@@ -59,7 +59,7 @@ def tagmanifest_digest(bundle) -> str:
 def test_second_run_on_the_same_out_is_refused(tmp_path, nap):
     campaign, env = nap
     out = tmp_path / "out" / "bundle"
-    first = subprocess.Popen([sys.executable, "-m", "harness", "run", str(campaign(2.0)), "--out", str(out)],
+    first = subprocess.Popen([sys.executable, "-m", "harness", "run", str(campaign(3.0)), "--out", str(out)],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
