@@ -128,6 +128,8 @@ def _plain_file(root: Path, rel: str) -> bool:
     """rel names a regular file reached without passing through a symlink: only such files
     are read (a symlink out of the bundle, or a FIFO, is never opened)."""
     path, parts = root, rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return False  # a name built from the records (a run label) must not climb out
     for i, part in enumerate(parts):
         path = path / part
         try:
