@@ -352,6 +352,19 @@ def record_digest_swap(root: Path, ctx: Context) -> None:
     reseal(root)
 
 
+def label_climbs_out(root: Path, ctx: Context) -> None:
+    """A run label in campaign.json that climbs out of the bundle to a forged record placed
+    beside it, re-hashed: a checker that builds paths from labels would read it."""
+    campaign = json.loads((root / "data" / "campaign.json").read_text())
+    record = json.loads((root / "data" / "runs" / "A1.json").read_text())
+    forged = root.parent / "forged.json"
+    forged.write_text(json.dumps(record))
+    label = os.path.relpath(root.parent / "forged", root / "data" / "runs").replace(os.sep, "/")
+    campaign["labels"][0] = label
+    (root / "data" / "campaign.json").write_text(json.dumps(campaign, indent=2) + "\n")
+    reseal(root)
+
+
 def drop_run_record(root: Path, ctx: Context) -> None:
     """Delete the slowest candidate run's record and re-hash: the campaign says it started."""
     (root / "data" / "runs" / "B1.json").unlink()
@@ -408,6 +421,8 @@ def mutations(files: list[str]) -> list[Mutation]:
         Mutation("run record B1 points a field at another stored array, re-hashed", record_digest_swap,
                  "data/comparison.json: parity."),
         Mutation("run record B1 deleted, re-hashed", drop_run_record, "data/runs/B1.json"),
+        Mutation("campaign.json run label '../../../forged' (a record outside), re-hashed", label_climbs_out,
+                 "forged.json"),
         Mutation("pickled object array (unpickling creates a marker), re-hashed", pickled_array,
                  "data/arrays/", marker=True),
         Mutation(".npy header holding code (evaluating creates a marker), re-hashed", code_in_npy_header,
