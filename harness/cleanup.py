@@ -11,17 +11,28 @@ from dataclasses import dataclass, field
 
 import psutil
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def become_subreaper() -> bool:
     """Orphaned grandchildren get re-parented to us instead of init, so we can still see,
     kill and reap them (Linux only; harmless elsewhere)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """A worker whose harness was SIGKILLed must not live on unowned (Linux only)."""
+    if _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) and os.getppid() != parent_pid:
+        os._exit(70)  # the parent died before we asked
 
 
 def reap_orphans() -> None:

@@ -226,6 +226,10 @@ class Runner:
                                "Abba-Status": result["status"],
                                "Abba-Base-SHA": materialized["base"].sha,
                                "Abba-Candidate-SHA": materialized["candidate"].sha})
+        if self.interrupted and not runner_receipt["reason"]:
+            # A signal after the runs but before publishing: the user asked to stop, so no
+            # bundle appears rather than one whose receipts say nothing was interrupted.
+            raise Interrupted(f"{self.interrupted} while sealing; no bundle was written")
         staging.publish(self.force)
         return Outcome(self.out, digest, result)
 
@@ -235,6 +239,7 @@ class Runner:
         run_dir.mkdir(parents=True)
         job = {
             "label": label, "variant": variant, "index": index, "sha": mat.sha, "tree": str(mat.tree),
+            "parent_pid": os.getpid(),
             "workload": {"entry": campaign.workload.entry, "params": campaign.workload.params,
                          "path": str(campaign.workload.path) if campaign.workload.path else None},
             "inputs": {name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},

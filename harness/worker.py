@@ -106,6 +106,9 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
 
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
+    from harness.cleanup import die_with_parent
+
+    die_with_parent(job["parent_pid"])
     started_at, before = now_iso(), machine_snapshot()
     tree = Path(job["tree"])
 

@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness.runner import Runner
+    from harness.runner import Interrupted, Runner
 
     progress = Progress()
     try:
@@ -33,6 +33,10 @@ def main(args) -> int:
         progress.close()
         print(f"harness: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        progress.close()
+        print(f"harness: {exc}", file=sys.stderr)
+        return 4
     progress.close()
     result = outcome.comparison
     print(f"bundle: {outcome.out}")
