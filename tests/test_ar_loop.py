@@ -253,3 +253,51 @@ def test_campaign_inputs_rebuild_to_pinned_digest(name, tmp_path):
     assert hashlib.sha256(out.read_bytes()).hexdigest() == inp["sha256"], shlex.join(argv)
     fence = spec["base"]["fence"]["stage2/model.py"]
     assert hashlib.sha256((AR_LOOP / "tree" / "stage2" / "model.py").read_bytes()).hexdigest() == fence
+
+
+WORKLOAD_DRIVER = r"""
+import json, pathlib, sys, types
+import numpy as np
+tree, workloads, contexts, out = sys.argv[1:5]
+sys.path[:0] = [tree, workloads]
+import ar_loop_workload
+params = dict(history=sys.argv[5], head=sys.argv[6], n_sec_mode="head", hidden=32, n_blocks=2,
+              n_heads=4, count_rate=0.6, weights_seed=1, noise_seed=1000, device="cpu", threads=2)
+ctx = types.SimpleNamespace(params=params, inputs={"contexts": pathlib.Path(contexts)}, slots=1,
+                            label="A1", variant="?", tree=pathlib.Path(tree))
+w = ar_loop_workload.setup(ctx)
+arrays = {}
+for item in w.items:
+    for name, value in w.run(item).items():
+        arrays[f"{item}/{name}"] = value
+w.sync()
+np.savez(out, **arrays)
+print(json.dumps(w.metrics()))
+"""
+
+
+@pytest.mark.parametrize("history,head", [("attention", "flow"), ("markov", "wgan")])
+def test_workload_outputs_identical_across_revisions(tmp_path, history, head):
+    import json
+    import subprocess
+    import sys
+    contexts = tmp_path / "contexts.npy"
+    subprocess.run([sys.executable, str(AR_LOOP / "make_inputs.py"), str(contexts), "--batch", "40",
+                    "--batches", "2", "--dim", "64", "--seed", "5"], check=True, capture_output=True)
+    results = {}
+    for variant in ("base", "candidate"):
+        tree = materialize(tmp_path / variant, variant)
+        out = tmp_path / f"{variant}.npz"
+        proc = subprocess.run([sys.executable, "-c", WORKLOAD_DRIVER, str(tree), str(CAMPAIGNS / "workloads"),
+                               str(contexts), str(out), history, head],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        metrics = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert metrics["rows"] == 80 and metrics["device"] == "cpu"
+        results[variant] = (np.load(out), metrics)
+    (a, ma), (b, mb) = results["base"], results["candidate"]
+    assert sorted(a.files) == sorted(b.files) and len(a.files) == 2 * len(FIELDS)
+    for key in a.files:
+        assert a[key].dtype == b[key].dtype and a[key].tobytes() == b[key].tobytes(), key
+    assert ma["mean_n_sec"] == mb["mean_n_sec"] > 0
+    assert a["batch-000/secondaries"].dtype == np.float32 and a["batch-000/n_sec"].dtype == np.int64
