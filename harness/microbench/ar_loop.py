@@ -32,12 +32,15 @@ def add_arguments(parser) -> None:
                         help="sampling head (default: flow for attention, wgan for markov, as the campaigns)")
     parser.add_argument("--n-sec-mode", choices=("head", "stop_token"), default="head")
     parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--batches", type=int, default=1,
+                        help="batches of the frozen contexts timed per repeat (the full campaigns use 8)")
     parser.add_argument("--k-max", type=int, default=15)
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--heads", type=int, default=8, help="attention heads")
     parser.add_argument("--count-rate", type=float, default=0.387,
                         help="Poisson count prior (0.387 gives mean n_sec ~0.38 at hidden 512)")
+    parser.add_argument("--stop-bias", type=float, default=0.0, help="stop-logit bias (stop_token mode)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: $OMP_NUM_THREADS, else torch's default)")
@@ -64,8 +67,9 @@ def _candidate_tree(dest: Path) -> Path:
 
 
 def main(args) -> int:
-    if min(args.batch, args.k_max, args.repeats, args.hidden, args.blocks) < 1:
-        print("harness: microbench ar-loop: --batch, --k-max, --repeats, --hidden, --blocks must be positive",
+    if min(args.batch, args.batches, args.k_max, args.repeats, args.hidden, args.blocks) < 1:
+        print("harness: microbench ar-loop: --batch, --batches, --k-max, --repeats, --hidden, --blocks "
+              "must be positive",
               file=sys.stderr)
         return 2
     import numpy as np
@@ -80,16 +84,21 @@ def main(args) -> int:
         make_inputs = _load(AR_LOOP / "make_inputs.py", "abba_ar_loop_make_inputs")
     cfg = model_mod.Stage2Config(ctx_dim=64, sec_dim=8, hidden=args.hidden, n_blocks=args.blocks,
                                  n_heads=args.heads, k_max=args.k_max, history=args.history, head=head,
-                                 n_sec_mode=args.n_sec_mode, count_rate=args.count_rate)
+                                 n_sec_mode=args.n_sec_mode, count_rate=args.count_rate,
+                                 stop_bias=args.stop_bias)
     model = model_mod.build_model(cfg, 1)
-    context = torch.from_numpy(make_inputs.make_contexts(args.batch, 1, 64, args.seed)[0])
-    noise = model_mod.make_noise(args.batch, args.k_max, 8, 1000)
+    # The campaigns' items: batch i of the frozen contexts with noise seed 1000 + i.
+    contexts = torch.from_numpy(make_inputs.make_contexts(args.batch, args.batches, 64, args.seed))
+    noises = [model_mod.make_noise(args.batch, args.k_max, 8, 1000 + i) for i in range(args.batches)]
 
     def once(full_length: bool):
+        outs = []
         t0 = time.perf_counter()
         with torch.inference_mode():
-            out = model.sample_secondaries_ar(context, noise, full_length=full_length)
-        return time.perf_counter() - t0, {k: out[k].numpy() for k in FIELDS}
+            for context, noise in zip(contexts, noises):
+                outs.append(model.sample_secondaries_ar(context, noise, full_length=full_length))
+        elapsed = time.perf_counter() - t0
+        return elapsed, {k: np.concatenate([o[k].numpy() for o in outs]) for k in FIELDS}
 
     once(True), once(False)  # warm-up
     full_s, compact_s, identical = [], [], True
@@ -104,7 +113,7 @@ def main(args) -> int:
     full_med, compact_med = statistics.median(full_s), statistics.median(compact_s)
     figures = {
         "bench": "ar-loop", "history": args.history, "head": head, "n_sec_mode": args.n_sec_mode,
-        "batch": args.batch, "k_max": args.k_max, "hidden": args.hidden, "blocks": args.blocks,
+        "batch": args.batch, "batches": args.batches, "k_max": args.k_max, "hidden": args.hidden, "blocks": args.blocks,
         "count_rate": args.count_rate, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
         "torch_version": torch.__version__,
         "mean_n_sec": float(np.mean(n_sec)), "max_n_sec": int(np.max(n_sec)),
@@ -112,7 +121,7 @@ def main(args) -> int:
         "ratio": full_med / compact_med if compact_med > 0 else None,
         "full_s": full_s, "compacted_s": compact_s, "identical": bool(identical),
     }
-    print(f"ar-loop {args.history}/{head}/{args.n_sec_mode}: batch {args.batch}, k_max {args.k_max}, "
+    print(f"ar-loop {args.history}/{head}/{args.n_sec_mode}: batch {args.batch} x {args.batches}, k_max {args.k_max}, "
           f"hidden {args.hidden}, {args.blocks} blocks, {torch.get_num_threads()} threads, "
           f"{args.repeats} repeats")
     print(f"  mean n_sec      {figures['mean_n_sec']:.4f} (max {figures['max_n_sec']})")
