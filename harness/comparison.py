@@ -51,17 +51,42 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
                   "exit_code": r["exit_code"], "status": r["status"]} for r in runs],
         "wall": wall,
         "stages": _stages(campaign, ok),
-        "parity": _parity(ok, by_variant, golden, arrays_dir),
+        "parity": _parity(campaign, ok, by_variant, golden, arrays_dir),
         "stats": stats.analyze(runs, threshold=campaign.get("threshold", 0.02)),
     }
+
+
+def calls_per_run(name: str, ok: list[dict]):
+    """One count when every run agrees, {variant: count} when each variant agrees with
+    itself, else {label: count}."""
+    per_run = {r["label"]: r["stages"].get(name, {}).get("calls", 0) for r in ok}
+    if len(set(per_run.values())) == 1:
+        return next(iter(per_run.values()))
+    per_variant = {v: {r["stages"].get(name, {}).get("calls", 0) for r in ok if r["variant"] == v}
+                   for v in ("base", "candidate")}
+    if all(len(c) == 1 for c in per_variant.values()):
+        return {v: c.pop() for v, c in per_variant.items()}
+    return per_run
+
+
+def call_counts_hold(campaign: dict, ok: list[dict]) -> bool:
+    """Stages installed in every run must be called as often in every run, or, for stages
+    the campaign marks calls: per_variant, as often within each variant."""
+    common = set.intersection(*({n for n, on in r.get("stages_installed", {}).items() if on} for r in ok))
+    modes = campaign.get("stage_calls", {})
+    for name in sorted(common):
+        groups = [ok] if modes.get(name, "equal") == "equal" else \
+            [[r for r in ok if r["variant"] == v] for v in ("base", "candidate")]
+        if any(len({r["stages"][name]["calls"] for r in group}) > 1 for group in groups):
+            return False
+    return True
 
 
 def _stages(campaign: dict, ok: list[dict]) -> dict:
     out = {}
     for name in campaign.get("stages", {}):
-        per_run = {r["label"]: r["stages"].get(name, {}).get("calls", 0) for r in ok}
-        counts = set(per_run.values())
-        row = {"calls_per_run": counts.pop() if len(counts) == 1 else per_run}
+        row = {"calls_per_run": calls_per_run(name, ok),
+               "calls": campaign.get("stage_calls", {}).get(name, "equal")}
         for variant in ("base", "candidate"):
             runs = [r for r in ok if r["variant"] == variant]
             row[f"{variant}_self_cpu_s"] = mean([r["stages"].get(name, {}).get("self_cpu_s", 0.0) for r in runs])
@@ -71,7 +96,7 @@ def _stages(campaign: dict, ok: list[dict]) -> dict:
     return out
 
 
-def _parity(ok: list[dict], by_variant: dict, golden: dict | None, arrays_dir: Path) -> dict:
+def _parity(campaign: dict, ok: list[dict], by_variant: dict, golden: dict | None, arrays_dir: Path) -> dict:
     if not by_variant["base"] or not by_variant["candidate"]:
         return {"identical": False, "reference": None, "items": 0, "fields_compared": 0,
                 "fields_identical": 0, "error_returns": 0, "errors_identical": False,
@@ -79,10 +104,7 @@ def _parity(ok: list[dict], by_variant: dict, golden: dict | None, arrays_dir: P
                 "divergence": [], "note": "no successful run of both variants to compare"}
     reference = by_variant["base"][0]
     result = parity.compare_runs(reference, [r for r in ok if r is not reference])
-    # Call counts of stages installed in every run must not change between runs.
-    common = set.intersection(*({n for n, on in r.get("stages_installed", {}).items() if on} for r in ok))
-    result["call_counts_identical"] = all(
-        len({r["stages"][n]["calls"] for r in ok}) == 1 for n in sorted(common))
+    result["call_counts_identical"] = call_counts_hold(campaign, ok)
     result["golden"] = parity.compare_golden(golden, ok) if golden is not None else None
     result["divergence"] = parity.divergence(result["mismatches"], arrays_dir) if result["mismatches"] else []
     result["identical"] = (result["mismatch_count"] == 0 and result["errors_identical"]

@@ -465,11 +465,19 @@ def derive(campaign, runs, runner, cleanup, golden):
         wall["saving_pct"] = 100.0 * (base_mean - cand_mean) / base_mean
         wall["speedup"] = base_mean / cand_mean
 
+    modes = campaign.get("stage_calls", {})
     stages = {}
     for name in campaign.get("stages", {}):
         per_run = {r["label"]: r["stages"].get(name, {}).get("calls", 0) for r in ok}
-        counts = set(per_run.values())
-        row = {"calls_per_run": counts.pop() if len(counts) == 1 else per_run}
+        base_calls = {n for label, n in per_run.items() if label in {r["label"] for r in base}}
+        cand_calls = {n for label, n in per_run.items() if label in {r["label"] for r in cand}}
+        if len(set(per_run.values())) == 1:
+            calls = next(iter(per_run.values()))
+        elif len(base_calls) == 1 and len(cand_calls) == 1:
+            calls = {"base": base_calls.pop(), "candidate": cand_calls.pop()}
+        else:
+            calls = per_run
+        row = {"calls_per_run": calls, "calls": modes.get(name, "equal")}
         for variant, group in (("base", base), ("candidate", cand)):
             row[f"{variant}_self_cpu_s"] = mean([r["stages"].get(name, {}).get("self_cpu_s", 0.0) for r in group])
             row[f"{variant}_incl_cpu_s"] = mean([r["stages"].get(name, {}).get("incl_cpu_s", 0.0) for r in group])
@@ -488,8 +496,11 @@ def derive(campaign, runs, runner, cleanup, golden):
         for r in ok:
             on = {n for n, installed in r.get("stages_installed", {}).items() if installed}
             common = on if common is None else common & on
+        # Equal in every run, or within each variant for stages marked calls: per_variant.
         parity["call_counts_identical"] = all(
-            len({r["stages"][n]["calls"] for r in ok}) == 1 for n in sorted(common))
+            all(len({r["stages"][n]["calls"] for r in group}) == 1
+                for group in ([ok] if modes.get(n, "equal") == "equal" else [base, cand]))
+            for n in sorted(common))
         parity["golden"] = compare_golden(golden, ok) if golden is not None else None
         parity["divergence"] = [] if not parity["mismatches"] else None  # None: not re-derived
         parity["identical"] = (parity["mismatch_count"] == 0 and parity["errors_identical"]

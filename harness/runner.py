@@ -121,6 +121,7 @@ def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | 
         "revisions": {v: {"rev": m.rev, "sha": m.sha} for v, m in materialized.items()},
         "stages": campaign.stages,
         "optional_stages": sorted(campaign.optional_stages),
+        "stage_calls": campaign.stage_calls,
         "env": campaign.env,
         "golden": rel(campaign.golden),
         "threshold": campaign.threshold,

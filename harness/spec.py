@@ -14,6 +14,7 @@ DEFAULT_SLOTS = 4
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
 MAX_RUNS = 64
+CALL_MODES = ("equal", "per_variant")
 MAX_SLOTS = 256
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
@@ -80,6 +81,7 @@ class Campaign:
     campaign_timeout_s: float
     stages: dict[str, str]
     optional_stages: frozenset[str]
+    stage_calls: dict[str, str]
     env: dict[str, str]
     golden: Path | None
     threshold: float
@@ -225,15 +227,22 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     raw_stages = top.get("stages") or {}
     if not isinstance(raw_stages, dict):
         raise r.fail("stages", "a mapping of stage name -> 'module:qualname'", raw_stages)
-    stages, optional = {}, set()
+    stages, optional, stage_calls = {}, set(), {}
     for key, value in raw_stages.items():
         r.string(key, "stages", what="string stage names")
-        if isinstance(value, dict):  # {path: ..., optional: true}: may exist in one revision only
-            m = r.mapping(value, f"stages.{key}", {"path", "optional"}, {"path"})
+        if isinstance(value, dict):
+            # optional: the function may exist in one revision only; calls: per_variant when
+            # the change is meant to call it less (counts then only repeat within a variant).
+            m = r.mapping(value, f"stages.{key}", {"path", "optional", "calls"}, {"path"})
             if not isinstance(m.get("optional", False), bool):
                 raise r.fail(f"stages.{key}.optional", "true or false", m["optional"])
             if m.get("optional"):
                 optional.add(key)
+            calls = m.get("calls", "equal")
+            if calls not in CALL_MODES:
+                raise r.fail(f"stages.{key}.calls", " or ".join(repr(c) for c in CALL_MODES), calls)
+            if calls != "equal":
+                stage_calls[key] = calls
             value = m["path"]
         stages[key] = r.string(value, f"stages.{key}", STAGE_RE, "'module:function' or 'module:Class.method'")
 
@@ -250,7 +259,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     threshold = float(r.number(verdict.get("threshold", 0.02), "verdict.threshold", 0, 0.5))
 
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
-                    order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), dict(env), golden, threshold)
+                    order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls, dict(env), golden, threshold)
 
 
 def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:

@@ -232,3 +232,22 @@ def test_ulp_distance_is_exact_for_float64_extremes(tmp_path):
     assert row["max_ulp"] == 2 * (0x7FEFFFFFFFFFFFFF)
     row = diverge(tmp_path, np.array([1e300]), np.array([np.nextafter(1e300, np.inf)]))
     assert row["max_ulp"] == 1
+
+
+def _calls_run(label, variant, calls, installed=True):
+    return {"label": label, "variant": variant, "stages": {"step": {"calls": calls}},
+            "stages_installed": {"step": installed}}
+
+
+def test_call_counts_per_variant_may_differ_between_variants_only():
+    from harness.comparison import call_counts_hold, calls_per_run
+
+    runs = [_calls_run("A1", "base", 60), _calls_run("B1", "candidate", 10),
+            _calls_run("B2", "candidate", 10), _calls_run("A2", "base", 60)]
+    assert not call_counts_hold({"stage_calls": {}}, runs)
+    assert call_counts_hold({"stage_calls": {"step": "per_variant"}}, runs)
+    assert calls_per_run("step", runs) == {"base": 60, "candidate": 10}
+    # Within a variant the count must still repeat: a run that calls it once more is caught.
+    runs[3] = _calls_run("A2", "base", 61)
+    assert not call_counts_hold({"stage_calls": {"step": "per_variant"}}, runs)
+    assert calls_per_run("step", runs) == {"A1": 60, "B1": 10, "B2": 10, "A2": 61}

@@ -372,3 +372,17 @@ def test_target_repo_that_is_not_a_repository(tmp_path, cache):
 def test_missing_build_tree(tmp_path, cache):
     campaign = demo_campaign(tmp_path, target={"build": [{"tree": str(tmp_path / "gone"), "message": "m"}]})
     run_refused(tmp_path, cache, campaign, "target.build: tree", "does not exist")
+
+
+def test_stage_calls_mode_is_validated_and_recorded(tmp_path):
+    from harness import spec
+
+    def campaign(stage):
+        return {"name": "x", "target": {"repo": str(tmp_path)}, "base": {"rev": "HEAD~1"},
+                "candidate": {"rev": "HEAD"}, "workload": {"entry": "m:f"}, "stages": {"s": stage}}
+
+    parsed = spec.parse(campaign({"path": "m:f", "calls": "per_variant"}), tmp_path / "c.yaml")
+    assert parsed.stage_calls == {"s": "per_variant"}
+    assert spec.parse(campaign("m:f"), tmp_path / "c.yaml").stage_calls == {}
+    with pytest.raises(spec.SpecError, match=r"stages\.s\.calls: expected 'equal' or 'per_variant'"):
+        spec.parse(campaign({"path": "m:f", "calls": "sometimes"}), tmp_path / "c.yaml")
