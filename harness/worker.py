@@ -85,22 +85,30 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
         sync()
         return outputs, error, time.perf_counter() - w0, time.thread_time() - c0
 
-    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="slot") as pool:
-        # Start every slot thread before the clock runs.
-        barrier = threading.Barrier(slots + 1)
-        warm = [pool.submit(barrier.wait) for _ in range(slots)]
-        barrier.wait()
-        for f in warm:
-            f.result()
+    # One slot runs on this thread, the one that ran setup(): thread-affine runtimes
+    # (OpenMP teams, CUDA contexts) stay warm. More slots get a pool started before the clock.
+    pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="slot") if slots > 1 else None
+    try:
+        if pool is not None:
+            barrier = threading.Barrier(slots + 1)
+            warm = [pool.submit(barrier.wait) for _ in range(slots)]
+            barrier.wait()
+            for f in warm:
+                f.result()
         gc.collect()
         timer.armed = True
         sync()
         start = time.perf_counter()
-        futures = [pool.submit(one, item) for item in items]
-        results = [f.result() for f in futures]
+        if pool is None:
+            results = [one(item) for item in items]
+        else:
+            results = [f.result() for f in [pool.submit(one, item) for item in items]]
         sync()
         wall = time.perf_counter() - start
         timer.armed = False
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return wall, results
 
 
@@ -122,6 +130,8 @@ def main(job_path: str) -> int:
     inputs = verify_inputs(job["inputs"])
 
     from harness import stagetimer, tensors
+    from harness.environment import harness_source_digest
+    from harness.fsutil import atomic_write_json
 
     timer = stagetimer.StageTimer()
     installed = stagetimer.install(job["stages"], timer, frozenset(job.get("optional_stages", ())))
@@ -172,12 +182,11 @@ def main(job_path: str) -> int:
         "metrics": metrics or {},
         "machine": {"loadavg_before": before["loadavg"], "loadavg_after": after["loadavg"],
                     "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count()},
+        "harness_source_sha256": harness_source_digest(),
         "pid": os.getpid(),
         "started_at": started_at,
         "ended_at": now_iso(),
     }
-    from harness.fsutil import atomic_write_json
-
     atomic_write_json(job["record_path"], record)
     return 0
 
