@@ -424,21 +424,20 @@ def compare_runs(reference, others):
 def compare_golden(golden, runs):
     expected = golden.get("items", {})
     failing = []
+    checked = set()
     for run in runs:
         items = by_id(run)
         bad = 0
-        for item_id in sorted(set(expected) | set(items)):
-            want, got = expected.get(item_id), items.get(item_id)
-            if want is None or got is None:
-                bad += 1
-                continue
+        for item_id in sorted(items):
+            want, got = expected.get(item_id), items[item_id]
             fields = {name: f["digest"] for name, f in got["fields"].items()}
-            if want.get("fields", {}) != fields or want.get("error") != got["error"]:
+            if want is None or want.get("fields", {}) != fields or want.get("error") != got["error"]:
                 bad += 1
+        checked |= set(items)
         if bad:
             failing.append({"run": run["label"], "items_differing": bad})
-    return {"checked": True, "items": len(expected), "runs": len(runs), "identical": not failing,
-            "failing": failing}
+    return {"checked": True, "items": len(expected), "items_checked": len(checked & set(expected)),
+            "runs": len(runs), "identical": not failing, "failing": failing}
 
 
 def derive(campaign, runs, runner, cleanup, golden):

@@ -251,3 +251,20 @@ def test_call_counts_per_variant_may_differ_between_variants_only():
     runs[3] = _calls_run("A2", "base", 61)
     assert not call_counts_hold({"stage_calls": {"step": "per_variant"}}, runs)
     assert calls_per_run("step", runs) == {"A1": 60, "B1": 10, "B2": 10, "A2": 61}
+
+
+def test_golden_checks_the_items_a_run_has_and_fails_unknown_or_changed_ones():
+    from harness.parity import compare_golden
+
+    def run(label, items):
+        return {"label": label, "items": [{"id": i, "fields": {"x": {"digest": d}}, "error": None}
+                                          for i, d in items.items()]}
+
+    golden = {"items": {"a": {"fields": {"x": "1"}, "error": None},
+                        "b": {"fields": {"x": "2"}, "error": None}}}
+    subset = compare_golden(golden, [run("A1", {"a": "1"})])  # a quick campaign: fewer items
+    assert subset["identical"] and subset["items_checked"] == 1
+    changed = compare_golden(golden, [run("A1", {"a": "1", "b": "3"})])
+    assert not changed["identical"] and changed["failing"] == [{"run": "A1", "items_differing": 1}]
+    unknown = compare_golden(golden, [run("B1", {"c": "1"})])
+    assert not unknown["identical"]

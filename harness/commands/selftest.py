@@ -1,4 +1,6 @@
 """`harness selftest tamper [--bundle DIR]`: the tampering mutation suite (issue 6.3).
+`harness selftest scale`: a demo campaign of ABBA x 8 runs, and a bundle of about 10,000
+stored arrays verified by both checkers, with their times.
 
 Each mutation is applied to a fresh copy of a sealed bundle and both checkers run on it:
 `harness verify` and the standard-library `python -S harness/rehash.py`. One line per
@@ -16,17 +18,72 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     p = sub.add_parser("selftest", help="self-checks; 'tamper' runs the tampering mutation suite on a bundle")
-    p.add_argument("suite", choices=["tamper"], help="which self-check to run")
+    p.add_argument("suite", choices=["tamper", "scale"], help="which self-check to run")
     p.add_argument("--bundle", help="a sealed bundle to mutate copies of (default: run the demo campaign)")
     p.add_argument("--only", help="run only the mutations whose name holds this text")
     p.set_defaults(func=main)
+
+
+DEMO = Path(__file__).resolve().parents[2] / "campaigns" / "demo.yaml"
+
+
+def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
+    """Run the demo campaign with some top-level keys or workload params changed."""
+    import time
+
+    import yaml
+
+    from harness import spec
+    from harness.runner import Runner
+
+    data = yaml.safe_load(DEMO.read_bytes())
+    data["workload"]["params"].update(changes.pop("params", {}))
+    data.update(changes)
+    data.pop("golden", None)  # other items than the golden file's
+    campaign = spec.parse(data, DEMO, yaml.safe_dump(data, sort_keys=False).encode())
+    t0 = time.monotonic()
+    outcome = Runner(campaign, out).run()
+    return outcome.comparison, time.monotonic() - t0
+
+
+def _timed_checks(bundle: Path) -> tuple[float, int, float, int]:
+    import subprocess
+    import time
+
+    from harness.verify import verify
+
+    t0 = time.monotonic()
+    report = verify(bundle)
+    t_verify = time.monotonic() - t0
+    t0 = time.monotonic()
+    rehash = subprocess.run([sys.executable, "-S", str(Path(__file__).resolve().parents[1] / "rehash.py"),
+                             str(bundle)], capture_output=True, text=True)
+    return t_verify, report.exit_code, time.monotonic() - t0, rehash.returncode
+
+
+def _scale() -> int:
+    with tempfile.TemporaryDirectory(prefix="abba-scale-") as tmp:
+        result, took = _demo_variant(Path(tmp) / "abba8", order="ABBA" * 8,
+                                     timeouts={"run_s": 120, "campaign_s": 1800})
+        tv, rv, tr, rr = _timed_checks(Path(tmp) / "abba8")
+        print(f"demo campaign, order ABBA x 8 ({len(result['runs'])} runs): {result['status']} in {took:.1f} s; "
+              f"verify {tv:.2f} s (exit {rv}), rehash.py {tr:.2f} s (exit {rr})")
+        ok = result["status"] == "complete" and rv == rr == 0
+        result, took = _demo_variant(Path(tmp) / "many", order="AB", slots=1,
+                                     params={"items": 4999, "length": 64, "window": 4})
+        files = sum(1 for p in (Path(tmp) / "many").rglob("*") if p.is_file())
+        tv, rv, tr, rr = _timed_checks(Path(tmp) / "many")
+        print(f"bundle of {files} files (demo, 5,000 items, order AB, made in {took:.1f} s): {result['status']}; "
+              f"verify {tv:.2f} s (exit {rv}), rehash.py {tr:.2f} s (exit {rr})")
+        ok = ok and result["status"] == "complete" and rv == rr == 0
+    return 0 if ok else 1
 
 
 def _demo_bundle(tmp: Path) -> Path | None:
     from harness import spec
     from harness.runner import Runner
 
-    campaign_path = Path(__file__).resolve().parents[2] / "campaigns" / "demo.yaml"
+    campaign_path = DEMO
     out = tmp / "demo"
     print(f"selftest: running the demo campaign ({campaign_path}) into {out}", file=sys.stderr)
     try:
@@ -57,6 +114,8 @@ def _line(result) -> str:
 
 
 def main(args) -> int:
+    if args.suite == "scale":
+        return _scale()
     from harness import tamper
 
     with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
