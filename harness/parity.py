@@ -99,8 +99,8 @@ def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
             continue
         row = {"run": m["run"], "item": m["item"], "field": m["field"]}
         try:
-            a = tensors.load(arrays_dir / f"{m['reference_digest']}.npy")
-            b = tensors.load(arrays_dir / f"{m['digest']}.npy")
+            a = tensors.load(tensors.array_path(arrays_dir, m["reference_digest"]))
+            b = tensors.load(tensors.array_path(arrays_dir, m["digest"]))
         except (OSError, ValueError) as exc:
             out.append({**row, "note": f"arrays unreadable: {exc}"})
             continue

@@ -37,18 +37,21 @@ if _HERE:
     sys.path[:] = [p for p in sys.path if _osp.abspath(p or ".") != _here_abs]
 
 import ast  # noqa: E402
+import gzip  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import stat  # noqa: E402
+import zlib  # noqa: E402
 
 HEX = frozenset("0123456789abcdef")
 TAG_FILES = ("bagit.txt", "bag-info.txt", "manifest-sha256.txt")
 BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
 SCHEMA = "abba-harness/comparison/v1"
 ARRAY_PREFIX = b"abba-array-v1\n"
+ARRAY_SUFFIX = ".npy.gz"  # gzipped .npy, named by the array digest
 NPY_MAGIC = b"\x93NUMPY"
 MAX_NPY_HEADER = 10000  # numpy's own default limit for header length
 REL_TOL = 1e-12
@@ -310,7 +313,7 @@ def _byteswap(data, itemsize, kind):
 
 def array_digest(check, rel):
     """sha256(prefix + {"dtype", "shape"} + newline + C-order little-endian bytes)."""
-    with check.open_regular(rel) as fh:
+    with check.open_regular(rel) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as fh:
         descr, shape, itemsize, swap, kind = npy_header(fh)
         count = 1
         for n in shape:
@@ -341,13 +344,13 @@ def check_arrays(check):
     stored = set()
     for rel in sorted(p for p in check.present if p.startswith("data/arrays/")):
         name = rel.rsplit("/", 1)[1]
-        digest = name[:-4] if name.endswith(".npy") else ""
+        digest = name[: -len(ARRAY_SUFFIX)] if name.endswith(ARRAY_SUFFIX) else ""
         if len(digest) != 64 or not set(digest) <= HEX or rel.count("/") != 2:
-            check.fail(rel, "not a stored array name (data/arrays/<sha256>.npy)")
+            check.fail(rel, f"not a stored array name (data/arrays/<sha256>{ARRAY_SUFFIX})")
             continue
         try:
             actual = array_digest(check, rel)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError, zlib.error) as exc:
             check.fail(rel, f"unreadable array ({exc})")
             continue
         if actual != digest:

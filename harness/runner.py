@@ -136,6 +136,7 @@ class Runner:
         self.progress = progress
         self.ledger = cleanup.Ledger()
         self.current: subprocess.Popen | None = None
+        self.current_label: str | None = None
         self.interrupted: str | None = None
 
     def log(self, msg: str) -> None:
@@ -146,7 +147,12 @@ class Runner:
     def _on_signal(self, signum, _frame):
         self.interrupted = f"interrupted by {signal.Signals(signum).name}"
         if self.current is not None:
-            _killpg(self.current.pid)
+            self._kill_run(self.current.pid, self.current_label)
+
+    def _kill_run(self, pgid: int, label: str) -> None:
+        """Record every process of the run first, so the receipt lists what the kill ends."""
+        self.ledger.watch_descendants(pgid, label)
+        _killpg(pgid)
 
     def run(self) -> Outcome:
         campaign = self.campaign
@@ -261,7 +267,7 @@ class Runner:
             proc = subprocess.Popen(argv, cwd=run_dir,
                                     env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-            self.current = proc
+            self.current, self.current_label = proc, label
             try:
                 self.ledger.add(psutil.Process(proc.pid), label, "worker", argv)
             except psutil.NoSuchProcess:
@@ -271,7 +277,7 @@ class Runner:
                 self.ledger.watch_descendants(proc.pid, label)
                 if time.monotonic() - t0 > timeout:
                     timed_out = True
-                    _killpg(proc.pid)
+                    self._kill_run(proc.pid, label)
                     proc.wait()
                     break
                 time.sleep(POLL_S)
@@ -281,7 +287,7 @@ class Runner:
         cleanup.reap_orphans()
         self.ledger.watch_descendants(os.getpid(), label)
         leftovers = [p for p in self.ledger.alive(label) if p.pid != proc.pid]
-        _killpg(proc.pid)
+        self._kill_run(proc.pid, label)
         self.ledger.kill_all(label)
         process_wall = time.monotonic() - t0
         staging.write_bytes(f"logs/{label}.log", log_path.read_bytes())

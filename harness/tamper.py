@@ -11,6 +11,7 @@ and the pickle and code-in-header mutations also check that no marker file was c
 """
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from harness import tensors
 from harness.bundle import TAG_FILES, manifest_text
 from harness.fsutil import sha256_file
 
@@ -143,7 +145,6 @@ def add_file(rel: str, content: bytes = b"not evidence\n") -> Callable:
 
 def add_valid_array(root: Path, ctx: Context) -> None:
     """A well-formed array under its own correct digest, just not in the manifest."""
-    from harness import tensors
     import numpy as np
 
     tensors.store(np.arange(7, dtype=np.int16), root / "data" / "arrays")
@@ -284,7 +285,6 @@ def swap_array(a: str, b: str) -> Callable:
 def swap_array_renamed(root: Path, ctx: Context) -> None:
     """Replace a stored array by a different valid array stored under its own correct
     digest (the old file gone), and re-hash: the run records name a digest not stored."""
-    from harness import tensors
     import numpy as np
 
     victim = _arrays(root)[0]
@@ -303,7 +303,7 @@ def _referenced_array(root: Path) -> str:
     record = json.loads((root / "data" / "runs" / "A1.json").read_text())
     for item in record["items"]:
         for f in item["fields"].values():
-            return f"data/arrays/{f['digest']}.npy"
+            return f"data/arrays/{f['digest']}{tensors.SUFFIX}"
     raise RuntimeError("no stored array is referenced by A1")
 
 
@@ -322,7 +322,7 @@ def pickled_array(root: Path, ctx: Context) -> None:
     arr[0] = Trap()
     np.lib.format.write_array(buf, arr, allow_pickle=True)
     assert b"builtins" in buf.getvalue() or b"io" in buf.getvalue()  # the trap is really in there
-    (root / victim).write_bytes(buf.getvalue())
+    (root / victim).write_bytes(gzip.compress(buf.getvalue(), mtime=0))
     reseal(root)
 
 
@@ -334,7 +334,7 @@ def code_in_npy_header(root: Path, ctx: Context) -> None:
     pad = 64 - (10 + len(header) + 1) % 64
     header += b" " * pad + b"\n"
     blob = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\x00" * 8
-    (root / victim).write_bytes(blob)
+    (root / victim).write_bytes(gzip.compress(blob, mtime=0))
     reseal(root)
 
 
@@ -383,7 +383,7 @@ def mutations(files: list[str]) -> list[Mutation]:
     out += [
         Mutation("add data/notes.txt", add_file("data/notes.txt"), "data/notes.txt"),
         Mutation("add extra.txt (bundle root)", add_file("extra.txt"), "extra.txt"),
-        Mutation("add data/arrays/<valid array>.npy", add_valid_array, "data/arrays/"),
+        Mutation(f"add data/arrays/<valid array>{tensors.SUFFIX}", add_valid_array, "data/arrays/"),
         Mutation("rename data/runs/A1.json -> data/runs/A9.json",
                  rename("data/runs/A1.json", "data/runs/A9.json"), "data/runs/A1.json"),
         Mutation("rename data/comparison.json -> data/comparison.json.bak",
@@ -425,7 +425,7 @@ def mutations(files: list[str]) -> list[Mutation]:
                  "forged.json"),
         Mutation("pickled object array (unpickling creates a marker), re-hashed", pickled_array,
                  "data/arrays/", marker=True),
-        Mutation(".npy header holding code (evaluating creates a marker), re-hashed", code_in_npy_header,
+        Mutation("gzipped .npy header holding code (evaluating creates a marker), re-hashed", code_in_npy_header,
                  "data/arrays/", marker=True),
     ]
     return out

@@ -1,4 +1,4 @@
-"""Output arrays: canonical form, digest, and a content-addressed `.npy` store.
+"""Output arrays: canonical form, digest, and a content-addressed store of gzipped `.npy`.
 
 The digest covers dtype, shape and the raw C-contiguous little-endian bytes, so NaN payloads,
 -0.0 and dtype or shape changes all count. torch is never imported here: tensors are
@@ -6,6 +6,7 @@ converted by duck typing, so a worker that returns numpy arrays never loads torc
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -17,6 +18,9 @@ import numpy as np
 from harness.fsutil import atomic_write_bytes
 
 DIGEST_PREFIX = b"abba-array-v1\n"
+# Stored as gzipped .npy (stdlib-readable; token ids and NaN-filled fields shrink ~20x),
+# named by the array digest, not the file's.
+SUFFIX = ".npy.gz"
 _SUPPORTED_KINDS = set("biufc")  # bool, int, uint, float, complex: plain bytes, no objects
 
 
@@ -68,18 +72,25 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def array_path(arrays_dir: Path, digest: str) -> Path:
+    return Path(arrays_dir) / f"{digest}{SUFFIX}"
+
+
 def store(array: np.ndarray, arrays_dir: Path) -> dict:
     """Write the array once under its digest; identical outputs across runs share one file."""
     array = to_numpy(array)
     info = describe(array)
-    path = arrays_dir / f"{info['digest']}.npy"
+    path = array_path(arrays_dir, info["digest"])
     if not path.exists():
-        atomic_write_bytes(path, npy_bytes(array))
+        atomic_write_bytes(path, gzip.compress(npy_bytes(array), compresslevel=6, mtime=0))
     return info
 
 
 def load(path: str | os.PathLike) -> np.ndarray:
-    """Read a stored array without ever unpickling."""
-    with open(path, "rb") as fh:
+    """Read a stored array (gzipped or plain .npy) without ever unpickling."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as fh:
         array = np.lib.format.read_array(fh, allow_pickle=False)
+        if fh.read(1):
+            raise ValueError("trailing bytes after the array data")
     return array

@@ -188,9 +188,9 @@ def _check_contents(root: Path, present: set[str], report: Report) -> None:
     stored = set()
     for rel in sorted(p for p in present if p.startswith("data/arrays/")):
         name = rel.rsplit("/", 1)[1]
-        digest = name[:-4] if name.endswith(".npy") else None
+        digest = name[: -len(tensors.SUFFIX)] if name.endswith(tensors.SUFFIX) else None
         if not digest or len(digest) != 64 or not set(digest) <= HEX:
-            report.add(f"{rel}: not a stored array name (<sha256>.npy)")
+            report.add(f"{rel}: not a stored array name (<sha256>{tensors.SUFFIX})")
             continue
         try:
             actual = tensors.digest(tensors.load(root / rel))

@@ -52,7 +52,7 @@ def test_stored_arrays_are_renamed_into_place(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", lambda s, d: (renamed.append((Path(s), Path(d))), real(s, d))[1])
     info = tensors.store(np.arange(5, dtype=np.int32), tmp_path)
     (src, dst), = renamed
-    assert dst == tmp_path / f"{info['digest']}.npy" and src.parent == tmp_path and src.name.endswith(".tmp")
+    assert dst == tmp_path / f"{info['digest']}.npy.gz" and src.parent == tmp_path and src.name.endswith(".tmp")
 
 
 def test_campaign_killed_at_every_rename(tmp_path):

@@ -5,6 +5,7 @@ exactly as harness.tensors does, and refuses what it cannot read safely."""
 from __future__ import annotations
 
 import hashlib
+import gzip
 import json
 import shutil
 import subprocess
@@ -117,8 +118,11 @@ def test_exit_codes_for_unusable_and_incomplete_input(tmp_path, demo_bundle):
 
 # --- arrays ---------------------------------------------------------------------------------
 def _digest_file(path: Path) -> str:
+    """rehash's digest of a .npy, stored gzipped as the harness stores arrays."""
+    stored = path.parent / (path.name + ".gz")
+    stored.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
     check = rehash.Check(str(path.parent))
-    return rehash.array_digest(check, path.name)
+    return rehash.array_digest(check, stored.name)
 
 
 DTYPES = ["|b1", "|i1", "<i2", ">i2", "<i4", ">i4", "<i8", ">i8", "|u1", "<u2", ">u4", "<u8",
@@ -177,7 +181,8 @@ def test_refused_npy(tmp_path, blob, why):
 
 def test_refusal_is_reported_with_the_file(demo_bundle):
     arrays = sorted((demo_bundle / "data" / "arrays").iterdir())
-    arrays[0].write_bytes(_npy("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 2), }", b"\0" * 16))
+    arrays[0].write_bytes(gzip.compress(
+        _npy("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 2), }", b"\0" * 16), mtime=0))
     tamper.reseal(demo_bundle)
     r = run(demo_bundle)
     assert r.returncode == 1

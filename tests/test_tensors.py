@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 
+import gzip
+import io
+
 import numpy as np
 import pytest
 
@@ -139,9 +142,10 @@ def test_store_round_trip_without_pickle(tmp_path):
               np.array([True]), np.array([1 + 1j], dtype=np.complex64), np.zeros((0, 3))]
     for a in arrays:
         info = tensors.store(a, tmp_path)
-        path = tmp_path / f"{info['digest']}.npy"
-        assert path.read_bytes()[:8] == b"\x93NUMPY\x01\x00"  # format version 1.0
-        back = np.load(path, allow_pickle=False)
+        path = tmp_path / f"{info['digest']}.npy.gz"
+        raw = gzip.decompress(path.read_bytes())
+        assert raw[:8] == b"\x93NUMPY\x01\x00"  # gzipped .npy, format version 1.0
+        back = np.load(io.BytesIO(raw), allow_pickle=False)
         assert back.dtype.byteorder in "<|=" and back.flags.c_contiguous
         assert tensors.digest(back) == info["digest"] == tensors.digest(tensors.load(path))
         assert back.tobytes() == tensors.to_numpy(a).tobytes()
@@ -150,7 +154,7 @@ def test_store_round_trip_without_pickle(tmp_path):
 def test_store_writes_each_digest_once(tmp_path):
     a = np.arange(3.0)
     first = tensors.store(a, tmp_path)
-    path = tmp_path / f"{first['digest']}.npy"
+    path = tmp_path / f"{first['digest']}.npy.gz"
     mtime = path.stat().st_mtime_ns
     assert tensors.store(a.copy(), tmp_path) == first
     assert path.stat().st_mtime_ns == mtime
@@ -162,3 +166,12 @@ def test_load_refuses_pickled_arrays(tmp_path):
     np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ValueError):
         tensors.load(path)
+
+
+def test_store_is_deterministic_gzip(tmp_path):
+    """Same array, same bytes on disk (no gzip timestamp), so bundles stay reproducible."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    info = tensors.store(np.arange(100), a)
+    tensors.store(np.arange(100), b)
+    name = f"{info['digest']}.npy.gz"
+    assert (a / name).read_bytes() == (b / name).read_bytes()

@@ -49,7 +49,7 @@ def test_bagit_validates(demo_bundle):
 
 def test_flipping_any_byte_of_any_file_is_caught(demo_bundle):
     files = all_files(demo_bundle)
-    assert len(files) > 20 and "tagmanifest-sha256.txt" in files and any(f.endswith(".npy") for f in files)
+    assert len(files) > 20 and "tagmanifest-sha256.txt" in files and any(f.endswith(".npy.gz") for f in files)
     for rel in files:
         path = demo_bundle / rel
         original = path.read_bytes()
