@@ -4,6 +4,7 @@ end to end, a run killed at its timeout, and no torch in the demo's worker."""
 from __future__ import annotations
 
 import json
+import signal
 import textwrap
 from pathlib import Path
 
@@ -189,8 +190,7 @@ def test_run_killed_at_its_timeout(tmp_path):
     assert "run timeout 2 s" in comparison["reason"] and comparison["reason"].startswith("A1: killed after")
     assert [r["label"] for r in comparison["runs"]] == ["A1"]  # the campaign stopped there
     record = read_json(out / "data" / "runs" / "A1.json")
-    assert record["status"] == "timeout" and record["exit_code"] < 0  # killed by a signal
-    assert 2 <= record["process_wall_s"] < 30
+    assert record["status"] == "timeout" and record["exit_code"] == -signal.SIGKILL  # the group was killed
     cleanup = read_json(out / "data" / "receipts" / "cleanup.json")
     workers = [p for p in cleanup["processes"] if p["role"] == "worker"]
     assert [(p["run"], p["pid"]) for p in workers] == [("A1", record["pid"])]
