@@ -59,6 +59,10 @@ def test_campaign_killed_at_every_rename(tmp_path):
     campaign = faultlib.write_campaign(tmp_path)
     log = tmp_path / "renames.txt"
 
+    # Build the target repository first (on a fresh machine the first run builds it into
+    # the cache with a rename of its own), so the logged run renames evidence files only.
+    assert _run_killer(tmp_path, campaign, tmp_path / "warm" / "b").returncode == 0
+
     # A complete run, logging every rename the harness process makes.
     full = tmp_path / "full"
     result = _run_killer(tmp_path, campaign, full / "b", log=log)
