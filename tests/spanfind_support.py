@@ -1,40 +1,21 @@
-"""Helpers for the span-finding tests: both revisions of the code under test in a temp
-directory (the base tree, and a copy with candidate.patch applied by `git apply`), loaded
-as standalone modules, and a small ChatML renderer that needs no tokenizer."""
+"""Helpers for the span-finding tests: both revisions of the code under test exported from
+the campaign's pinned commits into a temp directory, loaded as standalone modules, and a small ChatML renderer that needs no tokenizer."""
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from harness.microbench import checkout, load_module  # noqa: F401 (load_module re-exported)
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGN = ROOT / "campaigns" / "span_finding"
 TREE = CAMPAIGN / "tree"
-PATCH = CAMPAIGN / "candidate.patch"
 MODULE = "spanfind/tokenize.py"
+CAMPAIGN_YAML = ROOT / "campaigns" / "span_finding.yaml"
 
 
 def build_revisions(dest: Path) -> dict[str, Path]:
-    """{'base': tree, 'candidate': tree}: copies of the base tree, the second patched."""
-    trees = {}
-    for variant in ("base", "candidate"):
-        tree = dest / variant
-        shutil.copytree(TREE, tree, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        if variant == "candidate":
-            subprocess.run(["git", "apply", "--whitespace=nowarn", str(PATCH)], cwd=tree, check=True,
-                           capture_output=True)
-        trees[variant] = tree
-    return trees
-
-
-def load_module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    """{'base': tree, 'candidate': tree}, exported from the campaign's pinned commits."""
+    return {variant: checkout(CAMPAIGN_YAML, variant, dest) for variant in ("base", "candidate")}
 
 
 def chatml(messages, *, add_generation_prompt: bool, mode: str = "plain") -> str:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
 import random
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.microbench import span_prefix
-from spanfind_support import PATCH, TREE, build_revisions
+from spanfind_support import ROOT, TREE, build_revisions
 
 LENGTHS = [1, 2, 3, 7, 16, 31, 64, 129, 1025]
 
@@ -137,13 +137,16 @@ def test_microbench_reports_every_case(tmp_path, monkeypatch):
     cases = {(c["kind"], c["size"]) for c in result["cases"]}
     assert cases == {("str", 0), ("str", 16), ("list", 0), ("list", 16)}
     assert all(c["loop_us"] > 0 and c["helper_us"] > 0 for c in result["cases"])
-    # The built candidate revision and the patched base tree hold the same source.
-    patched, _ = span_prefix._source_from_patch(TREE.parents[1])
-    assert hashlib.sha256(patched).hexdigest() == result["source_sha256"]
+    # The source timed is the candidate revision's file, exactly as the campaign fences it.
+    fence = yaml.safe_load((ROOT / "campaigns" / "span_finding.yaml").read_text())["candidate"]["fence"]
+    assert result["source_sha256"] == fence["spanfind/tokenize.py"]
 
 
-def test_microbench_loads_only_the_helper():
-    source = b"import numpy\nimport torch\n" + (TREE / "spanfind" / "tokenize.py").read_bytes()
+def test_microbench_loads_only_the_helper(tmp_path):
+    # Nothing but the helper runs: a module-level import that would fail is never executed.
+    poison = b"import abba_module_that_does_not_exist\n"
+    candidate = build_revisions(tmp_path)["candidate"] / "spanfind" / "tokenize.py"
+    helper = span_prefix.load_helper(poison + candidate.read_bytes())
+    assert helper("abcd", "abxy") == 2
     with pytest.raises(SystemExit):  # the base revision has no helper
-        span_prefix.load_helper(source)
-    assert PATCH.is_file()
+        span_prefix.load_helper(poison + (TREE / "spanfind" / "tokenize.py").read_bytes())

@@ -1,0 +1,31 @@
+"""Standalone microbenchmarks. Each loads the code under test from a campaign's pinned
+revision (the same tree a worker imports), never from the working copy."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+CAMPAIGNS = Path(__file__).resolve().parents[2] / "campaigns"
+
+
+def checkout(campaign_path: str | Path, variant: str, dest: Path) -> Path:
+    """Export one revision of a campaign's target into dest/<variant> (SHA and fence
+    checked as in a campaign) and return that tree. Errors exit with one line."""
+    from harness import revisions, spec
+
+    try:
+        campaign = spec.load(campaign_path)
+        return revisions.materialize(campaign, revisions.target_repo(campaign),
+                                     campaign.revision(variant), dest).tree
+    except spec.SpecError as exc:
+        raise SystemExit(f"harness: error: {exc}") from None
+
+
+def load_module(path: Path, name: str):
+    """Import one file as module `name` (both revisions can then live in one process)."""
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    module_spec.loader.exec_module(module)
+    return module

@@ -1,7 +1,7 @@
 """`harness microbench ar-loop`: the Stage-2 AR loop, full_length=True vs compacted.
 
-Builds the candidate revision of campaigns/ar_loop (the base tree plus candidate.patch,
-applied with `git apply` in a scratch folder), imports it there, and times
+Exports the candidate revision pinned by campaigns/ar_loop_attention.yaml (SHA and fence
+checked, as for a worker), imports it there, and times
 `sample_secondaries_ar(..., full_length=True)` against the compacted default on one batch
 of the campaign's frozen contexts, alternating the two. Every repeat also checks that
 both outputs are byte-identical. Prints the median seconds of each and their ratio;
@@ -11,18 +11,17 @@ Importing this module stays light: torch is imported in main() only.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-AR_LOOP = Path(__file__).resolve().parents[2] / "campaigns" / "ar_loop"
+from harness.microbench import CAMPAIGNS, checkout, load_module
+
+CAMPAIGN = CAMPAIGNS / "ar_loop_attention.yaml"  # both AR campaigns pin the same revisions
 FIELDS = ("secondaries", "n_sec", "sec_valid", "stop_slot")
 
 
@@ -48,24 +47,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", metavar="FILE", default=None, help="also write the figures as JSON")
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _candidate_tree(dest: Path) -> Path:
-    tree = dest / "candidate"
-    shutil.copytree(AR_LOOP / "tree", tree, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    result = subprocess.run(["git", "apply", "--whitespace=nowarn", str(AR_LOOP / "candidate.patch")],
-                            cwd=tree, capture_output=True, text=True)
-    if result.returncode:
-        raise RuntimeError(f"git apply candidate.patch failed: {result.stderr.strip()}")
-    return tree
-
-
 def main(args) -> int:
     if min(args.batch, args.batches, args.k_max, args.repeats, args.hidden, args.blocks) < 1:
         print("harness: microbench ar-loop: --batch, --batches, --k-max, --repeats, --hidden, --blocks "
@@ -80,8 +61,9 @@ def main(args) -> int:
         torch.set_num_threads(int(threads))
     head = args.head or ("flow" if args.history == "attention" else "wgan")
     with tempfile.TemporaryDirectory(prefix="abba-ar-loop-") as tmp:
-        model_mod = _load(_candidate_tree(Path(tmp)) / "stage2" / "model.py", "abba_ar_loop_candidate_model")
-        make_inputs = _load(AR_LOOP / "make_inputs.py", "abba_ar_loop_make_inputs")
+        tree = checkout(CAMPAIGN, "candidate", Path(tmp))
+        model_mod = load_module(tree / "stage2" / "model.py", "abba_ar_loop_candidate_model")
+        make_inputs = load_module(CAMPAIGNS / "ar_loop" / "make_inputs.py", "abba_ar_loop_make_inputs")
     cfg = model_mod.Stage2Config(ctx_dim=64, sec_dim=8, hidden=args.hidden, n_blocks=args.blocks,
                                  n_heads=args.heads, k_max=args.k_max, history=args.history, head=head,
                                  n_sec_mode=args.n_sec_mode, count_rate=args.count_rate,

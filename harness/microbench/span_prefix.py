@@ -1,9 +1,8 @@
 """`harness microbench span-prefix`: the span finder's `_common_prefix_length` helper vs
 the element-by-element loop it replaced, on str and on list[int].
 
-The helper is taken from the candidate revision's source: the revision is built (the
-campaign's target, via harness.revisions; or, when that cannot resolve it, the base tree
-with candidate.patch applied by `git apply` in a scratch copy), the module is parsed with
+The helper is taken from the candidate revision's source: the campaign's pinned candidate
+revision is exported (SHA and fence checked, as for a worker), the module is parsed with
 `ast`, and only the helper (and private module-level functions it calls) is compiled and
 executed. Nothing else of the module runs, so no transformers, torch or numpy import.
 
@@ -17,18 +16,17 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from harness.microbench import CAMPAIGNS, checkout
+
 HELPER = "_common_prefix_length"
 MODULE = "spanfind/tokenize.py"
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CAMPAIGN = ROOT / "campaigns" / "span_finding.yaml"
+DEFAULT_CAMPAIGN = CAMPAIGNS / "span_finding.yaml"
 MIN_REPEAT_S = 0.02
 
 
@@ -45,43 +43,13 @@ def add_arguments(parser) -> None:
 
 # ---- locating and loading the helper ------------------------------------------------------
 
-def _source_from_revisions(campaign_path: Path) -> tuple[bytes, str] | None:
-    try:
-        from harness import revisions, spec
-    except ImportError:
-        return None
-    try:
-        campaign = spec.load(campaign_path)
-        repo = revisions.target_repo(campaign)
-        sha = revisions.resolve(campaign, repo, campaign.candidate)
-    except Exception:  # placeholder revs, missing target: fall back on the patch
-        return None
-    shown = subprocess.run(["git", "show", f"{sha}:{MODULE}"], cwd=repo, capture_output=True)
-    if shown.returncode:
-        return None
-    return shown.stdout, f"candidate {sha} ({repo})"
-
-
-def _source_from_patch(campaign_dir: Path) -> tuple[bytes, str]:
-    tree = campaign_dir / "span_finding" / "tree"
-    patch = campaign_dir / "span_finding" / "candidate.patch"
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / "tree"
-        shutil.copytree(tree, work, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        done = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=work,
-                              capture_output=True, text=True)
-        if done.returncode:
-            raise SystemExit(f"span-prefix: git apply {patch} failed: {done.stderr.strip()}")
-        return (work / MODULE).read_bytes(), f"{tree} + {patch}"
-
-
 def locate_source(args) -> tuple[bytes, str]:
     if args.source:
         path = Path(args.source)
         return path.read_bytes(), str(path)
-    campaign = Path(args.campaign)
-    found = _source_from_revisions(campaign) if campaign.is_file() else None
-    return found or _source_from_patch(campaign.parent)
+    with tempfile.TemporaryDirectory(prefix="abba-span-prefix-") as tmp:
+        tree = checkout(args.campaign, "candidate", Path(tmp))
+        return (tree / MODULE).read_bytes(), f"candidate revision of {args.campaign}"
 
 
 def _called_names(node: ast.AST) -> set[str]:
