@@ -6,13 +6,14 @@
 A reviewer who does not trust the harness (or numpy) can run this file on its own: it
 imports nothing outside the standard library and nothing from the bundle, never follows a
 symlink, never unpickles and never executes anything it reads. It does what
-`harness verify` does, written independently:
+`harness verify` does, written independently on purpose (sharing code with the harness
+would make it a second opinion in name only):
 
 * layout: every payload file listed in manifest-sha256.txt, the tag files in
   tagmanifest-sha256.txt, nothing missing or extra, no symlinks or special files, no
   absolute, '..' or otherwise unsafe manifest paths, BagIt declaration and Payload-Oxum;
 * every file re-hashed (SHA-256);
-* every stored array re-hashed from its .npy bytes (header parsed by hand: magic, version
+* every stored array re-hashed from its gzipped .npy bytes (header parsed by hand: magic, version
   1/2/3, a header dict read with ast.literal_eval only; Fortran order, object and
   structured dtypes are refused) and compared with the digest in its file name;
 * every array digest a run record names is stored;
