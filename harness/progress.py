@@ -16,6 +16,7 @@ class Progress:
         self.tty = self.stream.isatty()
         self.bar = None
         self.durations: list[float] = []
+        self.last_refresh = 0.0
 
     def note(self, msg: str) -> None:
         if self.bar is not None:
@@ -47,6 +48,12 @@ class Progress:
             self.bar.set_postfix_str(f"{text}, {self._estimate(index)}")
         else:
             self.note(f"{text} started; elapsed {_fmt(time.monotonic() - self.t0)}, {self._estimate(index)}")
+
+    def tick(self) -> None:
+        """Called while a run is going: keeps the bar's elapsed time moving (once a second)."""
+        if self.bar is not None and time.monotonic() - self.last_refresh >= 1.0:
+            self.last_refresh = time.monotonic()
+            self.bar.refresh()
 
     def run_finished(self, index: int, label: str, record: dict) -> None:
         self.durations.append(time.monotonic() - self.run_t0)

@@ -275,6 +275,8 @@ class Runner:
             timed_out = False
             while proc.poll() is None:
                 self.ledger.watch_descendants(proc.pid, label)
+                if self.progress:
+                    self.progress.tick()
                 if time.monotonic() - t0 > timeout:
                     timed_out = True
                     self._kill_run(proc.pid, label)

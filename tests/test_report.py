@@ -211,6 +211,15 @@ def test_cli_explicit_bundle_and_stdout(repo, capsys):
     assert "## zeta" in text and "## alpha" not in text
 
 
+def test_cli_named_bundles_preview_without_touching_report(repo, capsys):
+    assert cli(["report", "--root", str(repo)]) == 0
+    whole = (repo / "REPORT.md").read_text()
+    capsys.readouterr()
+    assert cli(["report", str(repo / "evidence/zeta"), "--root", str(repo)]) == 0
+    assert "## zeta" in capsys.readouterr().out
+    assert (repo / "REPORT.md").read_text() == whole  # the whole-evidence report is untouched
+
+
 def test_cli_unusable_bundle(tmp_path, capsys):
     bad = tmp_path / "evidence" / "bad"
     (bad / "data").mkdir(parents=True)

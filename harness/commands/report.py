@@ -16,7 +16,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="bundle folders (default: every folder under ROOT/evidence holding "
                         "a bagit.txt)")
     p.add_argument("-o", "--output", metavar="REPORT.md",
-                   help="where to write (default: ROOT/REPORT.md; '-' for stdout)")
+                   help="where to write ('-' for stdout; default: ROOT/REPORT.md for every bundle "
+                        "under evidence/, stdout when bundles are named)")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 when the output file differs from what the "
                         "bundles produce")
@@ -28,6 +29,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args) -> int:
+    from harness.fsutil import atomic_write_bytes
     from harness.report import BundleError, find_bundles, render_report
 
     root = Path(args.root)
@@ -35,7 +37,8 @@ def main(args) -> int:
         print(f"harness report: error: {root}: not a directory", file=sys.stderr)
         return 2
     bundles = [Path(b) for b in args.bundles] if args.bundles else find_bundles(root)
-    to_stdout = args.output == "-"
+    # Named bundles are a preview: they never overwrite the report of the whole evidence.
+    to_stdout = args.output == "-" or (args.bundles and not args.output and not args.check)
     out = None if to_stdout else Path(args.output) if args.output else root / "REPORT.md"
     if to_stdout and args.check:
         print("harness report: error: --check needs a file, not '-o -'", file=sys.stderr)
@@ -67,7 +70,6 @@ def main(args) -> int:
         if len(diff) > 40:
             print(f"... ({len(diff) - 40} more diff lines)", file=sys.stderr)
         return 1
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(text.encode("utf-8"))
+    atomic_write_bytes(out, text.encode("utf-8"))
     print(f"harness report: wrote {out} from {len(bundles)} bundle(s)")
     return 0
