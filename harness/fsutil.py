@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 
 CHUNK = 1 << 20
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -62,6 +64,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide evidence from reviewers
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
