@@ -124,7 +124,8 @@ def test_report_content(repo):
     assert "-20.00%" in z  # stage self CPU change
     assert "seed 1130" in z and "Too few runs to conclude" in z
     assert "Drift" in z and "not flagged" in z
-    assert "![wall per run and stage self CPU: zeta](evidence/zeta/data/figure.png)" in z
+    figure_link = "![wall per run and stage self CPU: zeta](evidence/zeta/data/figure.png)"
+    assert figure_link in z
     assert "harness run campaigns/zeta.yaml --out out/zeta" in z
     assert "harness verify evidence/zeta" in z
     assert "python -S harness/rehash.py evidence/zeta" in z
