@@ -1,6 +1,7 @@
 """Hashing and atomic file writes shared by every step that reads or writes evidence."""
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -24,16 +25,21 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def tree_listing(root: str | os.PathLike) -> list[tuple[str, str]]:
-    """(sha256, relative path) of every regular file under root, sorted by path bytes.
+def tree_listing(root: str | os.PathLike, ignore: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(sha256, relative path) of every regular file under root, sorted by path bytes,
+    leaving out files and folders whose name matches an `ignore` glob.
 
     Symlinks and other special files are refused: a digest must stand for bytes on disk.
     """
     root = Path(root)
     rows = []
+
+    def kept(name: str) -> bool:
+        return not any(fnmatch.fnmatch(name, pattern) for pattern in ignore)
+
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+        dirnames[:] = sorted(d for d in dirnames if kept(d))
+        for name in [f for f in filenames if kept(f)] + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             full = os.path.join(dirpath, name)
             rel = os.path.relpath(full, root)
             if os.path.islink(full) or not os.path.isfile(full):
@@ -43,11 +49,11 @@ def tree_listing(root: str | os.PathLike) -> list[tuple[str, str]]:
     return rows
 
 
-def tree_digest(root: str | os.PathLike) -> str:
+def tree_digest(root: str | os.PathLike, ignore: tuple[str, ...] = ()) -> str:
     """SHA-256 of the `sha256sum` listing of a folder, reproducible with coreutils:
     (cd DIR && find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum
     """
-    listing = "".join(f"{digest}  {rel}\n" for digest, rel in tree_listing(root))
+    listing = "".join(f"{digest}  {rel}\n" for digest, rel in tree_listing(root, ignore))
     return sha256_bytes(listing.encode())
 
 

@@ -23,7 +23,8 @@ _IDENTITY = {
     "GIT_COMMITTER_EMAIL": "targets@abba-harness.invalid",
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+0000",
 }
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+_CACHES = ("__pycache__", "*.pyc", ".pytest_cache")  # never part of a revision
+_IGNORED = shutil.ignore_patterns(*_CACHES)
 
 
 @dataclass(frozen=True)
@@ -53,16 +54,9 @@ def _git(args: list[str], cwd: Path, env_extra: dict | None = None, **kw) -> sub
 def _build_key(target: Target) -> str:
     h = hashlib.sha256(b"abba-target-v1\n")
     for step in target.build:
-        digest = _tree_digest_ignoring_caches(step.path) if step.kind == "tree" else sha256_file(step.path)
+        digest = tree_digest(step.path, _CACHES) if step.kind == "tree" else sha256_file(step.path)
         h.update(f"{step.kind}\0{digest}\0{step.message}\n".encode())
     return h.hexdigest()[:20]
-
-
-def _tree_digest_ignoring_caches(path: Path) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "t"
-        shutil.copytree(path, copy, ignore=_IGNORED)
-        return tree_digest(copy)
 
 
 def target_repo(campaign: Campaign) -> Path:

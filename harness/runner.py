@@ -17,10 +17,14 @@ from pathlib import Path
 import psutil
 
 from harness import bundle, cleanup, comparison, environment, figure, revisions
-from harness.fsutil import path_digest, read_json, sha256_file
+from harness.fsutil import path_digest, read_json
+from harness.progress import Silent
 from harness.spec import Campaign, SpecError
+from harness.worker import SCHEMA as RUN_SCHEMA
 
-POLL_S = 0.05
+POLL_S = 0.05  # how soon a worker's exit is noticed
+WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time);
+# orphans come back to us as subreaper and every kill lists them first, so none is missed
 # Passed through from the harness's environment when set: locale-free basics, and the
 # OpenBLAS settings some CPUs need for correct results.
 PASS_THROUGH = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
@@ -133,15 +137,11 @@ class Runner:
         self.campaign = campaign
         self.out = out
         self.force = force
-        self.progress = progress
+        self.progress = progress or Silent()
         self.ledger = cleanup.Ledger()
         self.current: subprocess.Popen | None = None
         self.current_label: str | None = None
         self.interrupted: str | None = None
-
-    def log(self, msg: str) -> None:
-        if self.progress:
-            self.progress.note(msg)
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -160,7 +160,7 @@ class Runner:
             raise SpecError(f"{self.out}: already exists (use --force to replace it)")
         cleanup.become_subreaper()
         with bundle.OutputLock(self.out):
-            inputs = prepare_inputs(campaign, self.log)
+            inputs = prepare_inputs(campaign, self.progress.note)
             golden = load_golden(campaign)
             repo = revisions.target_repo(campaign)
             scratch = Path(tempfile.mkdtemp(prefix=f"abba-{campaign.name}-"))
@@ -198,22 +198,19 @@ class Runner:
         deadline = time.monotonic() + campaign.campaign_timeout_s
         records = []
         labels = campaign.labels()
-        if self.progress:
-            self.progress.start(campaign.name, [label for label, _ in labels])
+        self.progress.start(campaign.name, [label for label, _ in labels])
         for index, (label, variant) in enumerate(labels):
             if self.interrupted:
                 break
             if time.monotonic() >= deadline:
                 self.interrupted = f"campaign timeout ({campaign.campaign_timeout_s:g} s) reached before {label}"
                 break
-            if self.progress:
-                self.progress.run_started(index, label, variant)
+            self.progress.run_started(index, label, variant)
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label,
                                    variant, deadline)
             records.append(record)
             staging.write_json(f"runs/{label}.json", record)
-            if self.progress:
-                self.progress.run_finished(index, label, record)
+            self.progress.run_finished(index, label, record)
             if record["status"] != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
 
@@ -273,10 +270,12 @@ class Runner:
             except psutil.NoSuchProcess:
                 pass
             timed_out = False
+            next_watch = 0.0
             while proc.poll() is None:
-                self.ledger.watch_descendants(proc.pid, label)
-                if self.progress:
-                    self.progress.tick()
+                if time.monotonic() >= next_watch:
+                    self.ledger.watch_descendants(proc.pid, label)
+                    next_watch = time.monotonic() + WATCH_S
+                self.progress.tick()
                 if time.monotonic() - t0 > timeout:
                     timed_out = True
                     self._kill_run(proc.pid, label)
@@ -311,7 +310,7 @@ class Runner:
         if status == "ok":
             record = read_json(record_path)
         else:
-            record = {"schema": "abba-harness/run/v1", "label": label, "variant": variant, "index": index,
+            record = {"schema": RUN_SCHEMA, "label": label, "variant": variant, "index": index,
                       "sha": mat.sha, "timer": "perf_counter", "wall_s": None, "items": [], "stages": {},
                       "metrics": {}, "machine": {}, "pid": proc.pid}
         record.update({"status": status, "reason": reason, "exit_code": exit_code,
