@@ -10,12 +10,17 @@ Every case is checked against a linear oracle before it is timed. A case of size
 sequences sharing P elements and then differing (size 0: differing at the first element).
 The list case uses ints that are distinct objects in the two lists, as two `encode` calls
 return them. Results: median microseconds per call over the repeats, and the iterations.
+
+`--differential N` times nothing: it checks the helper against the linear oracle on N seeded
+cases (str and list[int]; unicode, NUL, big ints; common prefixes up to a few thousand
+elements, every power-of-two boundary), and exits 1 at the first disagreement.
 """
 from __future__ import annotations
 
 import ast
 import hashlib
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -39,6 +44,9 @@ def add_arguments(parser) -> None:
                         help="campaign whose candidate revision holds the helper")
     parser.add_argument("--source", metavar="FILE",
                         help="take the helper from this Python file instead of the candidate revision")
+    parser.add_argument("--differential", type=int, metavar="N",
+                        help="instead of timing, check the helper against a linear oracle on N seeded cases")
+    parser.add_argument("--seed", type=int, default=20260917, help="seed of --differential (default 20260917)")
 
 
 # ---- locating and loading the helper ------------------------------------------------------
@@ -117,6 +125,48 @@ def make_case(kind: str, size: int):
     return ids(151000), ids(151001)
 
 
+# Alphabets small enough that long common runs happen by chance; NUL, combining marks and
+# astral characters for str, values around machine-word and bignum limits for lists.
+_CHARS = ["ab", "a\0", "e\u0301\u00e9", "\U0001F680\U0001F468\u200d", "\u6f22\ud7ff\U00010000x"]
+_INTS = [[0, 1], [-1, 2**63 - 1, 2**63], [2**65, -(2**65), 7], list(range(151_640, 151_650))]
+
+
+def random_pair(rng: random.Random):
+    """Two sequences of one kind sharing a seeded prefix; lists hold distinct int objects."""
+    roll = rng.random()
+    if roll < 0.03:
+        common = rng.choice([1, 2, 3]) * 2 ** rng.randint(1, 11) + rng.choice([-1, 0, 1])
+    elif roll < 0.1:
+        common = rng.randint(0, 2000)
+    else:
+        common = rng.randint(0, 200)
+    tails = (rng.randint(0, 8), rng.randint(0, 8))
+    if rng.random() < 0.5:
+        alphabet = rng.choice(_CHARS)
+        head = "".join(rng.choices(alphabet, k=common))
+        return tuple(head + "".join(rng.choices(alphabet, k=n)) for n in tails)
+    values = rng.choice(_INTS)
+    head = rng.choices(values, k=common)
+    # `v + 0` builds a new object for every int outside the small-int cache.
+    return tuple([v + 0 for v in head] + rng.choices(values, k=n) for n in tails)
+
+
+def differential(helper, count: int, seed: int) -> int:
+    """Check helper(a, b) == oracle(a, b) on seeded pairs, both orders; returns the checks
+    made (>= count). Raises AssertionError naming the first disagreement."""
+    rng = random.Random(seed)
+    checks = 0
+    while checks < count:
+        left, right = random_pair(rng)
+        for a, b in ((left, right), (right, left)):
+            expected, got = oracle(a, b), helper(a, b)
+            if got != expected:
+                raise AssertionError(f"check {checks}: helper {got}, oracle {expected} "
+                                     f"({type(a).__name__} of {len(a)} and {len(b)})")
+            checks += 1
+    return checks
+
+
 def _time_per_call_us(func, left, right, repeats: int) -> tuple[float, int]:
     iterations = 1
     while True:
@@ -158,6 +208,16 @@ def measure(helper, sizes: list[int], repeats: int) -> list[dict]:
 def main(args) -> int:
     source, origin = locate_source(args)
     helper = load_helper(source)
+    if args.differential is not None:
+        try:
+            checks = differential(helper, args.differential, args.seed)
+        except AssertionError as exc:
+            print(f"span-prefix: {HELPER} disagrees with the oracle: {exc}")
+            return 1
+        print(f"helper: {HELPER} from {origin}")
+        print(f"source sha256: {hashlib.sha256(source).hexdigest()}")
+        print(f"differential: {checks} checks against the linear oracle (seed {args.seed}), all equal")
+        return 0
     cases = measure(helper, list(args.sizes), int(args.repeats))
     result = {"source_sha256": hashlib.sha256(source).hexdigest(), "source": origin,
               "repeats": int(args.repeats), "python": sys.version.split()[0], "cases": cases}
