@@ -14,8 +14,8 @@ from pathlib import Path
 
 from harness import __version__
 from harness.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
+from harness.records import BAG_INFO, BAGIT, MANIFEST, TAG_FILES, TAGMANIFEST
 
-TAG_FILES = ("bagit.txt", "bag-info.txt", "manifest-sha256.txt")
 BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
 FORBIDDEN_IN_NAMES = ("\r", "\n", "%", "\\")
 
@@ -53,7 +53,7 @@ class OutputLock:
 
 
 class Staging:
-    """A bundle being written. `data(rel)` gives a path under data/ for payload files."""
+    """A bundle being written; files are named by their bag-relative paths (harness.records)."""
 
     def __init__(self, out: Path):
         self.out = out
@@ -62,21 +62,22 @@ class Staging:
             shutil.rmtree(self.root)
         (self.root / "data").mkdir(parents=True)
 
-    def data(self, rel: str) -> Path:
-        return self.root / "data" / rel
+    @property
+    def arrays_dir(self) -> Path:
+        return self.root / "data" / "arrays"
 
     def write_json(self, rel: str, obj) -> None:
-        atomic_write_json(self.data(rel), obj)
+        atomic_write_json(self.root / rel, obj)
 
     def write_bytes(self, rel: str, blob: bytes) -> None:
-        atomic_write_bytes(self.data(rel), blob)
+        atomic_write_bytes(self.root / rel, blob)
 
     def seal(self, info: dict[str, str]) -> str:
         """Write bagit.txt, bag-info.txt and both manifests; return the bundle digest."""
         payload = payload_files(self.root)
         rows = [(sha256_file(self.root / rel), rel) for rel in payload]
         size = sum((self.root / rel).stat().st_size for rel in payload)
-        atomic_write_bytes(self.root / "bagit.txt", BAGIT_TXT)
+        atomic_write_bytes(self.root / BAGIT, BAGIT_TXT)
         fields = {
             "Bag-Software-Agent": f"abba-harness {__version__}",
             "Bagging-Date": _dt.date.today().isoformat(),
@@ -84,11 +85,11 @@ class Staging:
             **info,
         }
         text = "".join(f"{k}: {' '.join(str(v).split())}\n" for k, v in fields.items())
-        atomic_write_bytes(self.root / "bag-info.txt", text.encode())
-        atomic_write_bytes(self.root / "manifest-sha256.txt", manifest_text(rows).encode())
+        atomic_write_bytes(self.root / BAG_INFO, text.encode())
+        atomic_write_bytes(self.root / MANIFEST, manifest_text(rows).encode())
         tag_rows = [(sha256_file(self.root / rel), rel) for rel in TAG_FILES]
-        atomic_write_bytes(self.root / "tagmanifest-sha256.txt", manifest_text(tag_rows).encode())
-        return sha256_file(self.root / "tagmanifest-sha256.txt")
+        atomic_write_bytes(self.root / TAGMANIFEST, manifest_text(tag_rows).encode())
+        return sha256_file(self.root / TAGMANIFEST)
 
     def publish(self, force: bool) -> None:
         """Move the sealed bundle to its output path (replacing one only with force)."""

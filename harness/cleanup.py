@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from harness import records
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -113,8 +115,8 @@ class Ledger:
             rows.append({"pid": p.pid, "create_time": p.create_time, "cmdline": p.cmdline, "run": p.run,
                          "role": p.role, "absent": state != "alive", "verified": state,
                          "checked_at": time.time()})
-        return {"method": "psutil: pid absent, or pid reused by a process with another create time",
-                "processes": rows, "count": len(rows), "all_absent": all(r["absent"] for r in rows)}
+        return records.cleanup_receipt(
+            method="psutil: pid absent, or pid reused by a process with another create time", processes=rows)
 
 
 def _state(owned: Owned) -> str:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness import parity, stats
-
-SCHEMA = "abba-harness/comparison/v1"
+from harness import parity, records, stats
 
 
 def mean(values: list[float]) -> float | None:
@@ -45,7 +43,7 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
                     speedup=base_mean / cand_mean)
 
     return {
-        "schema": SCHEMA,
+        "schema": records.SCHEMAS["comparison"],
         "campaign": campaign["name"],
         "status": status,
         "reason": "; ".join(reasons) or None,

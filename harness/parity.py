@@ -81,12 +81,6 @@ def compare_golden(golden: dict, runs: list[dict]) -> dict:
             "runs": len(runs), "identical": not failing, "failing": failing}
 
 
-def golden_from_run(run: dict) -> dict:
-    return {"schema": "abba-harness/golden/v1", "source_run": run["label"], "sha": run["sha"],
-            "items": {item["id"]: {"fields": {n: f["digest"] for n, f in item["fields"].items()},
-                                   "error": item["error"]} for item in run["items"]}}
-
-
 def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
     """How far apart differing arrays are: elements differing, max abs and ULP difference."""
     import numpy as np

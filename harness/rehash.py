@@ -1,30 +1,37 @@
 #!/usr/bin/env python3
 """Re-check an evidence bundle with the Python standard library alone.
 
-    python -S harness/rehash.py BUNDLE
+    python -S harness/rehash.py BUNDLE [--max-array-bytes N]
 
 A reviewer who does not trust the harness (or numpy) can run this file on its own: it
-imports nothing outside the standard library and nothing from the bundle, never follows a
-symlink, never unpickles and never executes anything it reads. It does what
-`harness verify` does, written independently on purpose (sharing code with the harness
-would make it a second opinion in name only):
+imports nothing outside the standard library and nothing from the bundle, opens only
+files the manifests list (never through a symlink, never a FIFO or device), parses JSON
+strictly and arrays as streams under a size cap, never unpickles and never executes
+anything it reads. `harness verify` runs the same layout, array and record checks (it
+imports this file), then re-derives comparison.json with the harness's own code; this
+script keeps its own, independent re-derivation of the numbers.
 
-* layout: every payload file listed in manifest-sha256.txt, the tag files in
-  tagmanifest-sha256.txt, nothing missing or extra, no symlinks or special files, no
-  absolute, '..' or otherwise unsafe manifest paths, BagIt declaration and Payload-Oxum;
-* every file re-hashed (SHA-256);
-* every stored array re-hashed from its gzipped .npy bytes (header parsed by hand: magic, version
-  1/2/3, a header dict read with ast.literal_eval only; Fortran order, object and
-  structured dtypes are refused) and compared with the digest in its file name;
-* every array digest a run record names is stored;
-* data/comparison.json re-derived from the per-run records: runs, wall means, saving,
-  speed-up, stage calls and CPU means, parity (reference = first ok base run), status and
-  reason. Floats are compared with a relative tolerance of 1e-12.
+What is checked (each problem is one line naming the file and, for record rules, the rule
+in brackets):
 
-The `stats` block (bootstrap, Mann-Whitney) needs numpy and is not re-derived here;
-`harness verify` re-derives it.
+* layout: every payload file listed once in manifest-sha256.txt, rows sorted (so a digest
+  names one byte sequence), the three tag files in tagmanifest-sha256.txt, nothing missing
+  or extra, no symlinks or special files, no unsafe paths, BagIt declaration, a required
+  Payload-Oxum; every file re-hashed (SHA-256);
+* arrays: every stored array re-hashed from its gzipped .npy bytes as a stream (header read
+  with ast.literal_eval; Fortran order, object and structured dtypes refused; a header that
+  declares more than the cap is refused before anything is decompressed);
+* records: the rules in `check_records` (parsing, files, plan, identity, status, ledger,
+  physics, arrays, bag-info);
+* comparison.json re-derived from the run records: runs, walls, stages, parity, status and
+  reason, and of `stats` everything but the bootstrap interval: drift, Mann-Whitney U and
+  p, the geometric-mean ratios, and the verdict rule applied to the claimed interval.
 
-Exit 0 intact, 1 problems (one line each, naming the file), 2 unusable input.
+Not checked here: the bootstrap interval itself and the divergence values (they need
+numpy; `harness verify` re-derives them), and whether campaign.yaml says what campaign.json
+says (that needs a YAML parser; `harness verify` re-parses it).
+
+Exit 0 intact, 1 problems (one line each), 2 unusable input.
 """
 import sys
 
@@ -38,8 +45,10 @@ if _HERE:
     sys.path[:] = [p for p in sys.path if _osp.abspath(p or ".") != _here_abs]
 
 import ast  # noqa: E402
+import datetime  # noqa: E402
 import gzip  # noqa: E402
 import hashlib  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
@@ -47,18 +56,59 @@ import re  # noqa: E402
 import stat  # noqa: E402
 import zlib  # noqa: E402
 
-HEX = frozenset("0123456789abcdef")
-TAG_FILES = ("bagit.txt", "bag-info.txt", "manifest-sha256.txt")
+# --- the bundle format (harness/records.py owns it; tests/test_records.py proves these agree)
+SCHEMAS = {
+    "job": "abba-harness/job/v2",
+    "run": "abba-harness/run/v2",
+    "campaign": "abba-harness/campaign/v2",
+    "comparison": "abba-harness/comparison/v2",
+    "environment": "abba-harness/environment/v2",
+    "revisions": "abba-harness/revisions/v2",
+    "inputs": "abba-harness/inputs/v2",
+    "cleanup": "abba-harness/cleanup/v2",
+    "runner": "abba-harness/runner/v2",
+    "golden": "abba-harness/golden/v1",
+}
+BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST = "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"
+TAG_FILES = (BAGIT, BAG_INFO, MANIFEST)
+CAMPAIGN_YAML = "data/campaign.yaml"
+CAMPAIGN_JSON = "data/campaign.json"
+ENVIRONMENT = "data/environment.json"
+COMPARISON = "data/comparison.json"
+FIGURE = "data/figure.png"
+GOLDEN = "data/golden.json"
+REVISIONS = "data/receipts/revisions.json"
+INPUTS = "data/receipts/inputs.json"
+CLEANUP = "data/receipts/cleanup.json"
+RUNNER = "data/receipts/runner.json"
+ARRAY_SUFFIX = ".npy.gz"
+REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
+            RUNNER)
+LABEL_RE = re.compile(r"^[AB][1-9][0-9]{0,2}\Z")
+VARIANTS = {"A": "base", "B": "candidate"}
+RUN_STATUSES = ("ok", "failed", "timeout")
+
 BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
-SCHEMA = "abba-harness/comparison/v1"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ARRAY_PREFIX = b"abba-array-v1\n"
-ARRAY_SUFFIX = ".npy.gz"  # gzipped .npy, named by the array digest
 NPY_MAGIC = b"\x93NUMPY"
+HEX = frozenset("0123456789abcdef")
+
+# --- limits: a hostile bundle cannot make a checker hang or eat memory --------------------
 MAX_NPY_HEADER = 10000  # numpy's own default limit for header length
-REL_TOL = 1e-12
-MAX_LISTED = 50  # mismatches listed in comparison.json
+DEFAULT_MAX_ARRAY_BYTES = 4 << 30  # decompressed bytes one stored array may declare
+MAX_JSON_BYTES = 256 << 20  # one JSON file
+MAX_JSON_DEPTH = 64
+MAX_TEXT_BYTES = 16 << 20  # a manifest or bag-info.txt
 CHUNK = 1 << 20
-STATS_NOTE = "stats not re-derived: needs numpy; harness verify does it"
+# --- tolerances ---------------------------------------------------------------------------
+REL_TOL = 1e-9  # floats re-derived here vs claimed (stats keep 10 significant digits)
+CLOCK_TOL_S = 0.5  # between the runner's and the worker's clocks (ms timestamps, two clocks)
+SLOT_TOL = 0.01  # item walls may sum to slots x run wall x (1 + this) + CLOCK_TOL_S
+CPU_TOL_S = 1e-6  # self vs inclusive stage CPU: float sums
+MAX_LISTED = 50  # mismatches listed in comparison.json
+STATS_NOTE = "stats.paired ci95 (the bootstrap) not re-derived: needs numpy; harness verify does it"
+YAML_NOTE = "campaign.yaml not compared with campaign.json: needs a YAML parser; harness verify does it"
 DTYPE_RE = re.compile(r"^([<>|=]?)([biufc])(\d+)$")
 SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8, 16), "c": (8, 16, 32)}
 
@@ -73,25 +123,30 @@ def show(rel):
 
 
 class Check:
-    def __init__(self, root):
+    def __init__(self, root, max_array_bytes=None):
         self.root = root
+        self.max_array_bytes = DEFAULT_MAX_ARRAY_BYTES if max_array_bytes is None else max_array_bytes
         self.problems = []
         self.notes = []
-        self.present = set()
+        self.present = set()  # regular files found by the walk
+        self.openable = set()  # of those, the ones a manifest lists: the only files opened
         self.files = 0
         self.arrays = 0
         self.status = None
         self.digest = None
+        self.bag_info = {}
+        self.array_headers = {}  # digest -> (dtype, shape) of each stored array
 
-    def fail(self, rel, msg):
-        self.problems.append(f"{show(rel)}: {msg}")
+    def fail(self, rel, msg, rule=None):
+        self.problems.append(f"{show(rel)}: " + (f"[{rule}] " if rule else "") + msg)
 
     def path(self, rel):
         return os.path.join(self.root, *rel.split("/"))
 
-    # --- reading, never through a symlink -------------------------------------------
+    # --- reading: listed regular files only, never through a symlink, never blocking ----
     def open_regular(self, rel):
-        """A file object for a regular file found by the walk; symlinks are refused."""
+        if rel not in self.openable:
+            raise OSError(f"{rel}: not a file the manifests list; not opened")
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         fd = os.open(self.path(rel), flags)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -99,9 +154,12 @@ class Check:
             raise OSError(f"{rel}: not a regular file")
         return os.fdopen(fd, "rb")
 
-    def read(self, rel):
+    def read(self, rel, limit):
         with self.open_regular(rel) as fh:
-            return fh.read()
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(f"larger than {limit} bytes")
+        return data
 
     def sha256(self, rel):
         h = hashlib.sha256()
@@ -112,6 +170,67 @@ class Check:
                     break
                 h.update(chunk)
         return h.hexdigest()
+
+
+# --- strict JSON -----------------------------------------------------------------------------
+class JSONRefused(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise JSONRefused(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name):
+    raise JSONRefused(f"{name} is not JSON")
+
+
+def _depth(value, limit):
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True
+
+
+def parse_json(data):
+    """Strict JSON: UTF-8, no duplicate keys, no NaN or Infinity, at most MAX_JSON_DEPTH deep."""
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates,
+                           parse_constant=_no_constant)
+    except RecursionError:
+        raise JSONRefused(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except UnicodeDecodeError:
+        raise JSONRefused("not UTF-8") from None
+    except JSONRefused:
+        raise
+    except ValueError as exc:
+        raise JSONRefused(f"not valid JSON ({str(exc)[:60]})") from None
+    if not _depth(value, MAX_JSON_DEPTH):
+        raise JSONRefused(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def load_json(check, rel, required=True):
+    if rel not in check.openable:
+        if required:
+            check.fail(rel, "missing", "files")
+        return None
+    try:
+        return parse_json(check.read(rel, MAX_JSON_BYTES))
+    except (OSError, JSONRefused) as exc:
+        check.fail(rel, str(exc), "parsing")
+        return None
 
 
 # --- layout ------------------------------------------------------------------------------
@@ -150,16 +269,15 @@ def walk(check):
                 check.present.add(rel)
             elif not stat.S_ISDIR(st.st_mode):
                 check.fail(rel, "not a regular file")
-        # os.walk(followlinks=False) does not descend into symlinked folders; reported above.
 
 
 def text_of(check, rel):
-    if rel not in check.present:
+    if rel not in check.openable:
         return ""
     try:
-        return check.read(rel).decode("utf-8")
+        return check.read(rel, MAX_TEXT_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        check.fail(rel, f"unreadable ({exc.__class__.__name__})")
+        check.fail(rel, f"unreadable ({str(exc)[:80] or exc.__class__.__name__})")
         return ""
 
 
@@ -173,6 +291,7 @@ def parse_manifest(check, name):
         check.fail(name, "last line has no newline")
     if not text:
         lines = []
+    previous = None
     for n, line in enumerate(lines, 1):
         digest, sep, rel = line.partition("  ")
         if not sep or len(digest) != 64 or not set(digest) <= HEX:
@@ -184,6 +303,10 @@ def parse_manifest(check, name):
             continue
         if rel in rows:
             check.fail(name, f"line {n}: {show(rel)} listed twice")
+        elif previous is not None and rel.encode() < previous.encode():
+            # One order, so that a bundle's digest names one byte sequence of its tag files.
+            check.fail(name, f"line {n}: rows not sorted by path ({show(rel)} after {show(previous)})")
+        previous = rel
         rows[rel] = digest
     return rows
 
@@ -195,10 +318,23 @@ def check_hash(check, rel, digest, manifest):
     try:
         actual = check.sha256(rel)
     except OSError as exc:
-        check.fail(rel, f"unreadable ({exc.__class__.__name__})")
+        check.fail(rel, f"unreadable ({str(exc)[:80] or exc.__class__.__name__})")
         return
     if actual != digest:
         check.fail(rel, f"hash mismatch: sha256 {actual[:16]}..., {manifest} says {digest[:16]}...")
+
+
+def parse_bag_info(check):
+    fields = {}
+    for n, line in enumerate(text_of(check, BAG_INFO).splitlines(), 1):
+        key, sep, value = line.partition(":")
+        if not sep or not key or key != key.strip():
+            check.fail(BAG_INFO, f"line {n}: not 'Key: value'")
+            continue
+        if key in fields:
+            check.fail(BAG_INFO, f"line {n}: {key} given twice")
+        fields[key] = value.strip()
+    return fields
 
 
 def check_layout(check):
@@ -207,70 +343,71 @@ def check_layout(check):
         raise Unusable(f"{root}: not a directory")
     walk(check)
     present = check.present
-    if "tagmanifest-sha256.txt" not in present:
+    if TAGMANIFEST not in present:
         if any(p.startswith("data/") for p in present):
-            check.fail("tagmanifest-sha256.txt", "missing: incomplete, the bundle was never sealed")
+            check.fail(TAGMANIFEST, "missing: incomplete, the bundle was never sealed")
             return None
         raise Unusable(f"{root}: not an evidence bundle (no tagmanifest-sha256.txt, no data/)")
-    check.digest = check.sha256("tagmanifest-sha256.txt")
+    check.openable.add(TAGMANIFEST)
+    check.digest = check.sha256(TAGMANIFEST)
 
-    tag_rows = parse_manifest(check, "tagmanifest-sha256.txt")
+    tag_rows = parse_manifest(check, TAGMANIFEST)
     for rel in TAG_FILES:
         if rel not in tag_rows:
-            check.fail("tagmanifest-sha256.txt", f"{rel} is not listed")
-    for rel, digest in tag_rows.items():
+            check.fail(TAGMANIFEST, f"{rel} is not listed")
+    for rel in tag_rows:
         if rel not in TAG_FILES:
-            check.fail("tagmanifest-sha256.txt", f"lists unexpected file {show(rel)}")
-        check_hash(check, rel, digest, "tagmanifest-sha256.txt")
-    if "bagit.txt" in present:
+            check.fail(TAGMANIFEST, f"lists unexpected file {show(rel)}")
+    check.openable |= set(TAG_FILES) & set(tag_rows) & present
+    for rel, digest in tag_rows.items():
+        if rel in TAG_FILES:
+            check_hash(check, rel, digest, TAGMANIFEST)
+    if BAGIT in check.openable:
         try:
-            if check.read("bagit.txt") != BAGIT_TXT:
-                check.fail("bagit.txt", "not the BagIt 1.0 declaration")
+            if check.read(BAGIT, len(BAGIT_TXT)) != BAGIT_TXT:
+                check.fail(BAGIT, "not the BagIt 1.0 declaration")
         except OSError as exc:
-            check.fail("bagit.txt", f"unreadable ({exc.__class__.__name__})")
+            check.fail(BAGIT, f"unreadable ({str(exc)[:80]})")
 
-    rows = parse_manifest(check, "manifest-sha256.txt")
+    rows = parse_manifest(check, MANIFEST)
     for rel, digest in rows.items():
         if not rel.startswith("data/"):
-            check.fail("manifest-sha256.txt", f"{show(rel)} is outside data/")
-        check_hash(check, rel, digest, "manifest-sha256.txt")
-    expected = set(rows) | set(TAG_FILES) | {"tagmanifest-sha256.txt"}
+            check.fail(MANIFEST, f"{show(rel)} is outside data/")
+            continue
+        if rel in present:
+            check.openable.add(rel)
+        check_hash(check, rel, digest, MANIFEST)
+    expected = set(rows) | set(TAG_FILES) | {TAGMANIFEST}
     for rel in sorted(present - expected):
         check.fail(rel, "extra file, not in any manifest")
     check.files = len(rows)
 
-    info = text_of(check, "bag-info.txt")
-    for line in info.splitlines():
-        if line.startswith("Payload-Oxum:"):
-            want = line.split(":", 1)[1].strip()
-            listed = [rel for rel in rows if rel in present]
-            size = sum(os.lstat(check.path(rel)).st_size for rel in listed)
-            got = f"{size}.{len(listed)}"
-            if want != got:
-                check.fail("bag-info.txt", f"Payload-Oxum {want} but the payload is {got}")
+    check.bag_info = parse_bag_info(check)
+    want = check.bag_info.get("Payload-Oxum")
+    listed = [rel for rel in rows if rel in present]
+    got = f"{sum(os.lstat(check.path(rel)).st_size for rel in listed)}.{len(listed)}"
+    if want is None:
+        check.fail(BAG_INFO, "no Payload-Oxum (required: it fixes the payload's size and file count)")
+    elif want != got:
+        check.fail(BAG_INFO, f"Payload-Oxum {want} but the payload is {got}")
     return rows
 
 
 # --- arrays ------------------------------------------------------------------------------
 def npy_header(fh):
-    """(dtype string as numpy's dtype.str gives it, shape, itemsize, swap) from an open
-    .npy file positioned at 0; raises ValueError for anything not a plain array."""
+    """(dtype string as numpy's dtype.str gives it, shape, itemsize, swap, kind) from an
+    open .npy stream at 0; raises ValueError for anything not a plain array."""
     magic = fh.read(8)
     if len(magic) != 8 or magic[:6] != NPY_MAGIC:
         raise ValueError("not a .npy file (bad magic)")
     major, minor = magic[6], magic[7]
-    if major == 1:
-        raw_len = fh.read(2)
-        size = int.from_bytes(raw_len, "little") if len(raw_len) == 2 else -1
-    elif major in (2, 3):
-        raw_len = fh.read(4)
-        size = int.from_bytes(raw_len, "little") if len(raw_len) == 4 else -1
-    else:
+    if major not in (1, 2, 3) or minor != 0:
         raise ValueError(f"unsupported .npy version {major}.{minor}")
-    if minor != 0:
-        raise ValueError(f"unsupported .npy version {major}.{minor}")
-    if size < 0:
+    width = 2 if major == 1 else 4
+    raw_len = fh.read(width)
+    if len(raw_len) != width:
         raise ValueError("truncated header length")
+    size = int.from_bytes(raw_len, "little")
     if size > MAX_NPY_HEADER:
         raise ValueError(f"header of {size} bytes is larger than {MAX_NPY_HEADER}")
     blob = fh.read(size)
@@ -288,8 +425,8 @@ def npy_header(fh):
         raise ValueError("structured dtype refused")
     if fortran is not False:
         raise ValueError("fortran_order arrays refused (the harness stores C order only)")
-    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
-        raise ValueError(f"bad shape {shape!r}")
+    if not isinstance(shape, tuple) or len(shape) > 32 or not all(type(n) is int and n >= 0 for n in shape):
+        raise ValueError(f"bad shape {str(shape)[:60]}")
     m = DTYPE_RE.match(descr)
     if not m:
         raise ValueError(f"dtype {descr!r} refused (only plain bool, int, uint, float, complex)")
@@ -313,13 +450,14 @@ def _byteswap(data, itemsize, kind):
 
 
 def array_digest(check, rel):
-    """sha256(prefix + {"dtype", "shape"} + newline + C-order little-endian bytes)."""
+    """(digest, dtype, shape): sha256(prefix + {"dtype", "shape"} + newline + C-order
+    little-endian bytes), streamed; a header declaring more than the cap is refused first."""
     with check.open_regular(rel) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as fh:
         descr, shape, itemsize, swap, kind = npy_header(fh)
-        count = 1
-        for n in shape:
-            count *= n
-        want = count * itemsize
+        want = math.prod(shape) * itemsize
+        if want > check.max_array_bytes:
+            raise ValueError(f"header declares {want} bytes, over the cap of {check.max_array_bytes} "
+                             "(--max-array-bytes)")
         h = hashlib.sha256(ARRAY_PREFIX)
         h.update(json.dumps({"dtype": descr, "shape": shape}, sort_keys=True, separators=(",", ":")).encode())
         h.update(b"\n")
@@ -330,49 +468,378 @@ def array_digest(check, rel):
             if not chunk:
                 break
             if len(chunk) % itemsize and got + len(chunk) < want:
-                rest = fh.read(itemsize - len(chunk) % itemsize)
-                chunk += rest
+                chunk += fh.read(itemsize - len(chunk) % itemsize)
             got += len(chunk)
             h.update(_byteswap(chunk, itemsize, kind) if swap else chunk)
         if got != want:
             raise ValueError(f"data is {got} bytes, shape {shape} of {descr} needs {want}")
         if fh.read(1):
             raise ValueError(f"trailing bytes after the {want} data bytes")
-    return h.hexdigest()
+    return h.hexdigest(), descr, shape
 
 
 def check_arrays(check):
+    """Digests of the stored arrays that re-hash to their names; headers kept for the records."""
     stored = set()
-    for rel in sorted(p for p in check.present if p.startswith("data/arrays/")):
+    for rel in sorted(p for p in check.openable if p.startswith("data/arrays/")):
         name = rel.rsplit("/", 1)[1]
         digest = name[: -len(ARRAY_SUFFIX)] if name.endswith(ARRAY_SUFFIX) else ""
         if len(digest) != 64 or not set(digest) <= HEX or rel.count("/") != 2:
-            check.fail(rel, f"not a stored array name (data/arrays/<sha256>{ARRAY_SUFFIX})")
+            check.fail(rel, f"not a stored array name (data/arrays/<sha256>{ARRAY_SUFFIX})", "files")
             continue
         try:
-            actual = array_digest(check, rel)
+            actual, descr, shape = array_digest(check, rel)
         except (OSError, ValueError, EOFError, zlib.error) as exc:
-            check.fail(rel, f"unreadable array ({exc})")
+            check.fail(rel, f"unreadable array ({str(exc)[:120]})")
             continue
         if actual != digest:
             check.fail(rel, f"array content hashes to {actual[:16]}..., not the digest in its name")
         stored.add(digest)
+        check.array_headers[digest] = (descr, shape)
         check.arrays += 1
     return stored
 
 
-# --- comparison.json, re-derived ---------------------------------------------------------
-def load_json(check, rel):
-    if rel not in check.present:
-        check.fail(rel, "missing")
-        return None
+# --- record rules ------------------------------------------------------------------------
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+KINDS = {
+    "str": lambda v: isinstance(v, str), "str?": lambda v: v is None or isinstance(v, str),
+    "int": is_int, "int?": lambda v: v is None or is_int(v),
+    "num": is_number, "num?": lambda v: v is None or is_number(v),
+    "bool": lambda v: isinstance(v, bool), "list": lambda v: isinstance(v, list),
+    "dict": lambda v: isinstance(v, dict), "dict?": lambda v: v is None or isinstance(v, dict),
+    "any": lambda v: True,
+}
+RUN_KEYS = {"schema": "str", "label": "str", "variant": "str", "index": "int", "sha": "str", "status": "str",
+            "reason": "str?", "exit_code": "int?", "timer": "str", "wall_s": "num?", "slots": "int",
+            "items": "list", "stages": "dict", "stages_installed": "dict", "imported_from": "dict",
+            "metrics": "dict", "machine": "dict", "harness_source_sha256": "str?", "worker_started_at": "str?",
+            "worker_ended_at": "str?", "pid": "int", "process": "dict", "log": "str"}
+PROCESS_KEYS = {"started_at": "num", "ended_at": "num", "wall_s": "num"}
+ITEM_KEYS = {"id": "str", "wall_s": "num", "cpu_s": "num", "fields": "dict", "error": "dict?"}
+FIELD_KEYS = {"digest": "str", "dtype": "str", "shape": "list"}
+STAGE_KEYS = {"calls": "int", "self_cpu_s": "num", "incl_cpu_s": "num"}
+CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "campaign_path": "str?", "order": "str",
+                 "labels": "list", "slots": "int", "timeouts": "dict", "workload": "dict", "revisions": "dict",
+                 "stages": "dict", "optional_stages": "list", "stage_calls": "dict", "env": "dict",
+                 "golden": "str?", "golden_sha256": "str?", "threshold": "num"}
+RUNNER_KEYS = {"schema": "str", "started_at": "num", "ended_at": "num", "reason": "str?", "runs_planned": "int",
+               "runs_started": "int"}
+CLEANUP_KEYS = {"schema": "str", "method": "str", "processes": "list", "count": "int", "all_absent": "bool"}
+PROC_KEYS = {"pid": "int", "create_time": "num", "cmdline": "list", "run": "str", "role": "str",
+             "absent": "bool", "verified": "str", "checked_at": "num"}
+ABSENT_STATES = {"gone": True, "pid reused": True, "alive": False}
+
+
+def shaped(check, rel, obj, keys, what, schema=None):
+    """obj has exactly `keys`, each of its kind (and the right schema); else one line, False."""
+    if not isinstance(obj, dict):
+        check.fail(rel, f"{what} is not a JSON object", "parsing")
+        return False
+    missing, extra = sorted(set(keys) - set(obj)), sorted(set(obj) - set(keys))
+    if missing or extra:
+        check.fail(rel, f"{what}: " + "; ".join(
+            ([f"missing {', '.join(missing)}"] if missing else []) + ([f"unknown {', '.join(extra)}"] if extra else [])),
+            "parsing")
+        return False
+    for key, kind in keys.items():
+        if not KINDS[kind](obj[key]):
+            check.fail(rel, f"{what}: {key} is {short(obj[key])}, expected {kind.rstrip('?')}"
+                       + (" or null" if kind.endswith("?") else ""), "parsing")
+            return False
+    if schema is not None and obj.get("schema") != SCHEMAS[schema]:
+        check.fail(rel, f"schema {short(obj.get('schema'))}, expected {SCHEMAS[schema]}", "parsing")
+        return False
+    return True
+
+
+def epoch_of(text):
     try:
-        return json.loads(check.read(rel).decode("utf-8"))
-    except (OSError, ValueError) as exc:
-        check.fail(rel, f"not valid JSON ({exc.__class__.__name__})")
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except (TypeError, ValueError):
         return None
 
 
+def check_run(check, record, label, index, variant, campaign, runner, last):
+    """The rules one run record must keep; True when it is sound enough to derive from."""
+    rel = run_path(label)
+    if not shaped(check, rel, record, RUN_KEYS, "run record", "run"):
+        return False
+    process = record["process"]
+    if not shaped(check, rel, process, PROCESS_KEYS, "process"):
+        return False
+    # plan and identity
+    if record["label"] != label:
+        check.fail(rel, f"label {short(record['label'])} in the file of run {label}", "plan")
+    if record["index"] != index:
+        check.fail(rel, f"index {record['index']}, but {label} is run {index} of the order", "plan")
+    if record["variant"] != variant:
+        check.fail(rel, f"variant {short(record['variant'])}, but {label} is a {variant} run", "identity")
+    sha = campaign["revisions"].get(variant, {}).get("sha")
+    if record["sha"] != sha:
+        check.fail(rel, f"sha {short(record['sha'])} is not the campaign's {variant} SHA", "identity")
+    if record["slots"] != campaign["slots"]:
+        check.fail(rel, f"slots {record['slots']}, the campaign has {campaign['slots']}", "identity")
+    if record["log"] != log_path(label):
+        check.fail(rel, f"log {short(record['log'])}, expected {log_path(label)}", "files")
+    # status
+    status = record["status"]
+    if status not in RUN_STATUSES:
+        check.fail(rel, f"status {short(status)} is not one of {', '.join(RUN_STATUSES)}", "status")
+        return False
+    if status == "ok":
+        if record["exit_code"] != 0 or record["reason"] is not None or record["wall_s"] is None:
+            check.fail(rel, f"status ok with exit code {record['exit_code']}, reason {short(record['reason'])} "
+                            f"and wall {short(record['wall_s'])}", "status")
+    else:
+        if not record["reason"]:
+            check.fail(rel, f"status {status} without a reason", "status")
+        if record["items"] or record["wall_s"] is not None:
+            check.fail(rel, f"status {status} but it carries measurements", "status")
+        if not last:
+            check.fail(rel, f"a {status} run is followed by more runs (a failed run ends the campaign)", "status")
+    # physics: nothing negative; timed wall <= process wall <= the runner's span
+    wall = record["wall_s"]
+    t0, t1 = runner["started_at"], runner["ended_at"]
+    if min(process.values()) < 0 or (wall is not None and wall <= 0):
+        check.fail(rel, "a negative (or zero) time", "physics")
+    if process["ended_at"] < process["started_at"] or process["wall_s"] > process["ended_at"] - process["started_at"] + CLOCK_TOL_S:
+        check.fail(rel, "process wall does not fit between its start and end", "physics")
+    if process["started_at"] < t0 - CLOCK_TOL_S or process["ended_at"] > t1 + CLOCK_TOL_S:
+        check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
+    if wall is not None and wall > process["wall_s"]:
+        check.fail(rel, f"timed wall {wall:.6g} s is longer than its process's life {process['wall_s']:.6g} s",
+                   "physics")
+    if status == "ok":
+        w0, w1 = epoch_of(record["worker_started_at"]), epoch_of(record["worker_ended_at"])
+        if w0 is None or w1 is None:
+            check.fail(rel, "worker_started_at/worker_ended_at are not ISO timestamps", "physics")
+        elif not (process["started_at"] - CLOCK_TOL_S <= w0 <= w1 <= process["ended_at"] + CLOCK_TOL_S) \
+                or (wall is not None and wall > w1 - w0 + CLOCK_TOL_S):
+            check.fail(rel, "the worker's own start and end do not hold its timed wall inside its process",
+                       "physics")
+    # items
+    ids = set()
+    total = 0.0
+    for n, item in enumerate(record["items"]):
+        if not shaped(check, rel, item, ITEM_KEYS, f"items[{n}]"):
+            return False
+        if item["id"] in ids:
+            check.fail(rel, f"item id {short(item['id'])} appears twice", "parsing")
+            return False
+        ids.add(item["id"])
+        if item["wall_s"] < 0 or item["cpu_s"] < 0:
+            check.fail(rel, f"item {short(item['id'])}: negative time", "physics")
+        total += max(item["wall_s"], 0.0)
+        if item["error"] is not None:
+            if set(item["error"]) != {"type", "message"} or not all(isinstance(v, str) for v in item["error"].values()):
+                check.fail(rel, f"item {short(item['id'])}: error is not {{type, message}}", "parsing")
+                return False
+            if item["fields"]:
+                check.fail(rel, f"item {short(item['id'])}: an error and fields", "status")
+        for name, f in item["fields"].items():
+            if not shaped(check, rel, f, FIELD_KEYS, f"item {short(item['id'])} field {short(name)}"):
+                return False
+            header = check.array_headers.get(f["digest"])
+            if header is None:
+                check.fail(rel, f"item {item['id']} field {name}: array {str(f['digest'])[:16]}... is not stored",
+                           "arrays")
+            elif [f["dtype"], f["shape"]] != [header[0], header[1]]:
+                check.fail(rel, f"item {item['id']} field {name}: records {f['dtype']}{f['shape']}, the stored "
+                                f"array is {header[0]}{header[1]}", "arrays")
+    if wall is not None and total > record["slots"] * wall * (1 + SLOT_TOL) + CLOCK_TOL_S:
+        check.fail(rel, f"item walls sum to {total:.6g} s, more than {record['slots']} slot(s) x the run's "
+                        f"{wall:.6g} s", "physics")
+    # stages
+    for name, row in record["stages"].items():
+        if name not in campaign["stages"]:
+            check.fail(rel, f"stage {short(name)} is not a campaign stage", "identity")
+            continue
+        if not shaped(check, rel, row, STAGE_KEYS, f"stage {name}"):
+            return False
+        if row["calls"] < 0 or row["self_cpu_s"] < 0 or row["incl_cpu_s"] < 0:
+            check.fail(rel, f"stage {name}: negative calls or CPU", "physics")
+        if row["self_cpu_s"] > row["incl_cpu_s"] + CPU_TOL_S:
+            check.fail(rel, f"stage {name}: self CPU {row['self_cpu_s']:.6g} s above inclusive "
+                            f"{row['incl_cpu_s']:.6g} s", "physics")
+    if status == "ok" and set(record["stages"]) != set(campaign["stages"]):
+        check.fail(rel, "stages are not the campaign's stages", "identity")
+    return True
+
+
+def check_records(check, stored):
+    """Every rule that ties the bundle's parts together. Returns the parsed documents when
+    they are sound enough to re-derive comparison.json from, else None."""
+    # files: the required set, and no other kind of file
+    for rel in REQUIRED:
+        if rel not in check.openable:
+            check.fail(rel, "missing (every bundle holds it)", "files")
+    docs = {name: load_json(check, rel) for name, rel in (
+        ("campaign", CAMPAIGN_JSON), ("claimed", COMPARISON), ("runner", RUNNER), ("cleanup", CLEANUP),
+        ("environment", ENVIRONMENT), ("revisions", REVISIONS), ("inputs", INPUTS))}
+    campaign, runner, cleanup = docs["campaign"], docs["runner"], docs["cleanup"]
+    if not (shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS, "campaign", "campaign")
+            and shaped(check, RUNNER, runner, RUNNER_KEYS, "runner receipt", "runner")
+            and shaped(check, CLEANUP, cleanup, CLEANUP_KEYS, "cleanup receipt", "cleanup")):
+        return None
+    for name in ("environment", "revisions", "inputs"):
+        rel = {"environment": ENVIRONMENT, "revisions": REVISIONS, "inputs": INPUTS}[name]
+        if docs[name] is not None and (not isinstance(docs[name], dict) or docs[name].get("schema") != SCHEMAS[name]):
+            check.fail(rel, f"not a {name} receipt of schema {SCHEMAS[name]}", "parsing")
+            return None
+    claimed = docs["claimed"]
+    if not isinstance(claimed, dict):
+        if claimed is not None:
+            check.fail(COMPARISON, "not a JSON object", "parsing")
+        return None
+    if FIGURE in check.openable:
+        try:
+            if check.read(FIGURE, 1 << 30)[:8] != PNG_SIGNATURE:
+                check.fail(FIGURE, "not a PNG file", "files")
+        except OSError as exc:
+            check.fail(FIGURE, f"unreadable ({str(exc)[:80]})", "files")
+
+    # plan: labels follow from the order; one record per started run, in order
+    order = campaign["order"]
+    if not re.fullmatch(r"[AB]+", order) or "A" not in order or "B" not in order:
+        check.fail(CAMPAIGN_JSON, f"order {short(order)} is not a string of A and B holding both", "plan")
+        return None
+    plan = []
+    counts = {"A": 0, "B": 0}
+    for letter in order:
+        counts[letter] += 1
+        plan.append((f"{letter}{counts[letter]}", VARIANTS[letter]))
+    if campaign["labels"] != [label for label, _ in plan]:
+        check.fail(CAMPAIGN_JSON, f"labels {short(campaign['labels'])} do not follow from order {order}", "plan")
+        return None
+    if set(campaign["revisions"]) != {"base", "candidate"} or not all(
+            isinstance(r, dict) and set(r) == {"rev", "sha"} and isinstance(r["sha"], str)
+            for r in campaign["revisions"].values()):
+        check.fail(CAMPAIGN_JSON, "revisions must be exactly base and candidate, each {rev, sha}", "identity")
+        return None
+    if campaign["slots"] < 1 or campaign["threshold"] < 0:
+        check.fail(CAMPAIGN_JSON, "slots below 1 or a negative threshold", "plan")
+    if not isinstance(campaign["stages"], dict) or not all(isinstance(v, str) for v in campaign["stages"].values()):
+        check.fail(CAMPAIGN_JSON, "stages must map names to 'module:function'", "parsing")
+        return None
+    if runner["runs_planned"] != len(order):
+        check.fail(RUNNER, f"runs_planned {runner['runs_planned']}, the order has {len(order)} runs", "plan")
+    started = runner["runs_started"]
+    if not 0 <= started <= len(order):
+        check.fail(RUNNER, f"runs_started {started} outside 0..{len(order)}", "plan")
+        return None
+    if runner["ended_at"] < runner["started_at"]:
+        check.fail(RUNNER, "ended before it started", "physics")
+
+    runs, sound = [], True
+    previous_end = runner["started_at"]
+    for index, (label, variant) in enumerate(plan[:started]):
+        record = load_json(check, run_path(label))
+        if record is None:
+            return None
+        sound &= check_run(check, record, label, index, variant, campaign, runner, index == started - 1)
+        if sound and record["process"]["started_at"] < previous_end - CLOCK_TOL_S:
+            check.fail(run_path(label), "its process started before the previous run's ended", "physics")
+        if sound:
+            previous_end = record["process"]["ended_at"]
+        runs.append(record)
+    expected_runs = {run_path(label) for label, _ in plan[:started]}
+    expected_logs = {log_path(label) for label, _ in plan[:started]}
+    for rel in sorted(check.openable):
+        if rel.startswith("data/runs/") and rel not in expected_runs:
+            check.fail(rel, "a run record the campaign did not start (runner.json runs_started, order)", "plan")
+        elif rel.startswith("data/logs/") and rel not in expected_logs:
+            check.fail(rel, "a log of a run the campaign did not start", "plan")
+        elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/")) or rel in REQUIRED
+                  or rel == GOLDEN or not rel.startswith("data/")):
+            check.fail(rel, "not a file a bundle holds", "files")
+    for rel in sorted(expected_logs - check.openable):
+        check.fail(rel, "missing: every started run has its log", "files")
+    if not sound:
+        return None
+
+    # ledger: one worker per started run, the record's pid; absence as verified
+    procs = cleanup["processes"]
+    if cleanup["count"] != len(procs):
+        check.fail(CLEANUP, f"count {cleanup['count']} but {len(procs)} processes listed", "ledger")
+    started_labels = [label for label, _ in plan[:started]]
+    workers = {}
+    keys = set()
+    for n, p in enumerate(procs):
+        if not shaped(check, CLEANUP, p, PROC_KEYS, f"processes[{n}]"):
+            return None
+        if p["run"] not in started_labels:
+            check.fail(CLEANUP, f"processes[{n}] belongs to {short(p['run'])}, not a started run", "ledger")
+        if (p["pid"], p["create_time"]) in keys:
+            check.fail(CLEANUP, f"processes[{n}]: pid {p['pid']} listed twice", "ledger")
+        keys.add((p["pid"], p["create_time"]))
+        if ABSENT_STATES.get(p["verified"]) is not p["absent"]:
+            check.fail(CLEANUP, f"processes[{n}]: absent {p['absent']} but verified {short(p['verified'])}", "ledger")
+        if p["role"] == "worker":
+            workers.setdefault(p["run"], []).append(p)
+        elif p["role"] != "descendant":
+            check.fail(CLEANUP, f"processes[{n}]: role {short(p['role'])}", "ledger")
+    if cleanup["all_absent"] != all(p["absent"] for p in procs):
+        check.fail(CLEANUP, "all_absent contradicts the process list", "ledger")
+    worker_pids = [p["pid"] for ps in workers.values() for p in ps]
+    if len(set(worker_pids)) != len(worker_pids):
+        check.fail(CLEANUP, "two workers share a pid", "ledger")
+    for record in runs:
+        ws = workers.get(record["label"], [])
+        if len(ws) != 1:
+            check.fail(CLEANUP, f"{len(ws)} worker processes for run {record['label']}, expected exactly 1", "ledger")
+        elif ws[0]["pid"] != record["pid"]:
+            check.fail(run_path(record["label"]), f"pid {record['pid']}, the ledger's worker is {ws[0]['pid']}",
+                       "ledger")
+
+    # arrays: every stored array is referenced
+    referenced = {f["digest"] for r in runs for it in r["items"] for f in it["fields"].values()}
+    for digest in sorted(stored - referenced):
+        check.fail(f"data/arrays/{digest}{ARRAY_SUFFIX}", "stored but no run record references it", "arrays")
+
+    # identity across receipts
+    for variant in ("base", "candidate"):
+        rev = docs["revisions"].get(variant) if isinstance(docs["revisions"], dict) else None
+        if not isinstance(rev, dict) or rev.get("sha") != campaign["revisions"][variant]["sha"]:
+            check.fail(REVISIONS, f"{variant} SHA differs from campaign.json's", "identity")
+    env = docs["environment"]
+    digests = {r["harness_source_sha256"] for r in runs if r["status"] == "ok"}
+    if isinstance(env, dict) and digests and digests != {env.get("harness_source_sha256")}:
+        check.fail(ENVIRONMENT, "harness_source_sha256 differs from the run records'", "identity")
+
+    # golden: present exactly when the campaign names one, and the one it pins
+    golden = None
+    if campaign["golden"] is not None:
+        golden = load_json(check, GOLDEN)
+        if golden is not None:
+            if not isinstance(golden, dict) or not isinstance(golden.get("items"), dict):
+                check.fail(GOLDEN, "has no 'items' mapping", "parsing")
+                return None
+            pinned = campaign["golden_sha256"]
+            if pinned is not None and check.sha256(GOLDEN) != pinned:
+                check.fail(GOLDEN, "its SHA-256 is not the one campaign.json pins (golden_sha256)", "identity")
+    elif GOLDEN in check.openable:
+        check.fail(GOLDEN, "present although the campaign names no golden file", "files")
+
+    # bag-info agrees with the payload
+    info = check.bag_info
+    want = {"External-Identifier": campaign["name"], "Abba-Status": claimed.get("status"),
+            "Abba-Base-SHA": campaign["revisions"]["base"]["sha"],
+            "Abba-Candidate-SHA": campaign["revisions"]["candidate"]["sha"]}
+    for key, value in want.items():
+        if info.get(key) != value:
+            check.fail(BAG_INFO, f"{key} {short(info.get(key))}, the payload says {short(value)}", "bag-info")
+    return {**docs, "runs": runs, "golden": golden}
+
+
+# --- comparison.json, re-derived ---------------------------------------------------------
 def mean(values):
     return math.fsum(values) / len(values) if values else None
 
@@ -445,8 +912,8 @@ def compare_golden(golden, runs):
 
 
 def derive(campaign, runs, runner, cleanup, golden):
-    """comparison.json without `stats` (numpy) and without `parity.divergence` values
-    (which need the arrays' numbers); both are left out and said so."""
+    """comparison.json without `stats` and without `parity.divergence` values (both left to
+    `derive_stats` and to harness verify)."""
     ok = [r for r in runs if r["status"] == "ok"]
     base = [r for r in ok if r["variant"] == "base"]
     cand = [r for r in ok if r["variant"] == "candidate"]
@@ -514,7 +981,7 @@ def derive(campaign, runs, runner, cleanup, golden):
                                and (parity["golden"] is None or parity["golden"]["identical"]))
 
     return {
-        "schema": SCHEMA,
+        "schema": SCHEMAS["comparison"],
         "campaign": campaign["name"],
         "status": "complete" if not reasons else "failed",
         "reason": "; ".join(reasons) or None,
@@ -527,12 +994,184 @@ def derive(campaign, runs, runner, cleanup, golden):
     }
 
 
-def is_number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+# --- stats, re-derived without numpy (the bootstrap interval is taken as claimed) ----------
+ALPHA = 0.05
+
+
+def sig10(x):
+    """The harness keeps 10 significant digits of every stats float."""
+    if x is None or not math.isfinite(x) or x == 0.0:
+        return x
+    return float(f"{x:.9e}")
+
+
+def u_test(x, y):
+    """Two-sided Mann-Whitney U by exact counting of rank-sum arrangements (doubled mid-ranks,
+    a subset-sum table), or the normal approximation where the harness's rule says so."""
+    n1, n2 = len(x), len(y)
+    out = {"u": None, "p": None, "method": None, "n_base": n1, "n_candidate": n2, "min_p": None,
+           "enough": False, "warning": None}
+    if not n1 or not n2:
+        out["warning"] = "no U test: a variant has no ok run"
+        return out
+    values = [float(v) for v in x + y]
+    ordered = sorted(values)
+    rank2 = {}  # doubled mid-rank of each distinct value
+    for v, group in itertools.groupby(ordered):
+        first = ordered.index(v)
+        size = len(list(group))
+        rank2[v] = 2 * first + size + 1
+    r2 = [rank2[v] for v in values]
+    nn = n1 * n2
+    u2 = sum(r2[:n1]) - n1 * (n1 + 1)  # 2U
+    total = math.comb(n1 + n2, n1)
+    ties = len(rank2) < len(values)
+    exact = (max(n1, n2) <= 50) if not ties else total <= 50_000
+    if exact:
+        table = [dict() for _ in range(n1 + 1)]  # table[k][s]: subsets of k ranks with doubled sum s
+        table[0][0] = 1
+        for r in r2:
+            for k in range(n1 - 1, -1, -1):
+                for s, c in table[k].items():
+                    table[k + 1][s + r] = table[k + 1].get(s + r, 0) + c
+        d = abs(u2 - nn)
+        hits = sum(c for s, c in table[n1].items() if abs(s - n1 * (n1 + 1) - nn) >= d)
+        p, method = min(1.0, hits / total), "exact"
+    else:
+        n = n1 + n2
+        tie_term = math.fsum(t ** 3 - t for t in (values.count(v) for v in rank2))
+        var = nn / 12.0 * ((n + 1) - tie_term / (n * (n - 1)))
+        z = (abs(u2 - nn) / 2.0 - 0.5) / math.sqrt(var) if var > 0 else 0.0
+        p, method = (1.0 if z <= 0 else min(1.0, math.erfc(z / math.sqrt(2.0)))), "normal"
+    min_p = min(1.0, 2.0 / total)
+    out.update(u=sig10(u2 / 2.0), p=sig10(p), method=method, min_p=sig10(min_p), enough=min_p < ALPHA)
+    if not out["enough"]:
+        need = 2
+        while 2.0 / math.comb(2 * need, need) >= ALPHA:
+            need += 1
+        out["warning"] = (f"too few runs to conclude: with {n1} base and {n2} candidate runs the smallest "
+                          f"possible two-sided p is {min_p:.3f}; at least {need} runs of each variant are "
+                          f"needed for p < {ALPHA}")
+    return out
+
+
+def item_means(ok, key):
+    """{item: (mean base, mean candidate)} over items usable in every ok run, and the count left out."""
+    maps = [(r["variant"], by_id(r)) for r in ok]
+    ids = sorted(set().union(*(set(m) for _, m in maps))) if maps else []
+    table, dropped = {}, 0
+    for item_id in ids:
+        vals = {"base": [], "candidate": []}
+        for variant, m in maps:
+            it = m.get(item_id)
+            if it is None or it["error"] or not (is_number(it.get(key)) and it[key] > 0):
+                break
+            vals[variant].append(float(it[key]))
+        else:
+            if vals["base"] and vals["candidate"]:
+                table[item_id] = (mean(vals["base"]), mean(vals["candidate"]))
+                continue
+        dropped += 1
+    return table, dropped
+
+
+def geomean(pairs):
+    logs = [math.log(c / b) for b, c in pairs]
+    return math.exp(math.fsum(logs) / len(logs))
+
+
+def verdict_rule(lo, hi, run_ratio, t, what):
+    band = f"[{1 - t:.4f}, {1 + t:.4f}]"
+    ci = f"95% CI [{lo:.4f}, {hi:.4f}] of {what}"
+    if lo >= 1 - t and hi <= 1 + t:
+        return "equal", f"{ci} lies inside the equal band {band}"
+    if hi < 1 - t:
+        verdict, reason = "improved", f"{ci} lies below the equal band {band}"
+    elif lo > 1 + t:
+        verdict, reason = "regressed", f"{ci} lies above the equal band {band}"
+    else:
+        return "inconclusive", f"{ci} straddles an edge of the equal band {band}"
+    if (verdict == "improved" and run_ratio > 1 + t) or (verdict == "regressed" and run_ratio < 1 - t):
+        return "inconclusive", (f"{reason}, but the run-level ratio of mean walls {run_ratio:.4f} lies on "
+                                "the other side of the band")
+    return verdict, reason
+
+
+def derive_stats(runs, threshold, claimed):
+    """`stats` as comparison.json holds it, with both ci95 intervals copied from the claim."""
+    claimed = claimed if isinstance(claimed, dict) else {}
+    cpaired = claimed.get("paired") if isinstance(claimed.get("paired"), dict) else {}
+    ok = [r for r in runs if r["status"] == "ok" and is_number(r["wall_s"]) and r["wall_s"] > 0]
+    base = [r for r in ok if r["variant"] == "base"]
+    cand = [r for r in ok if r["variant"] == "candidate"]
+    seed = claimed.get("seed", 1130)
+    warnings = []
+    excluded = [r["label"] for r in runs if r not in ok]
+    if excluded:
+        warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
+
+    def one(group):
+        if len(group) < 2:
+            return None
+        a, b = group[0], group[-1]
+        return {"first": a["label"], "last": b["label"], "first_s": sig10(a["wall_s"]),
+                "last_s": sig10(b["wall_s"]), "change_pct": sig10(100.0 * (b["wall_s"] - a["wall_s"]) / a["wall_s"])}
+
+    drift = {"base": one(base), "candidate": one(cand), "effect_pct": None, "max_abs_drift_pct": None,
+             "flagged": False, "rule": ("flagged when the larger |first-to-last change| of a variant "
+                                        "is at least half the effect and at least the threshold")}
+    if base and cand:
+        b_mean, c_mean = mean([r["wall_s"] for r in base]), mean([r["wall_s"] for r in cand])
+        effect = (c_mean - b_mean) / b_mean
+        drift["effect_pct"] = sig10(100.0 * effect)
+        changes = [abs(d["change_pct"]) for d in (drift["base"], drift["candidate"]) if d]
+        if changes:
+            drift["max_abs_drift_pct"] = sig10(max(changes))
+            drift["flagged"] = max(changes) >= max(50.0 * abs(effect), 100.0 * threshold)
+    mw = u_test([r["wall_s"] for r in base], [r["wall_s"] for r in cand])
+    mw["metric"] = "run wall_s"
+    if mw["warning"]:
+        warnings.append(mw["warning"])
+    if drift["flagged"]:
+        warnings.append(f"drift: a variant changed by {drift['max_abs_drift_pct']:.2f}% from its first to its "
+                        f"last run, comparable to the effect ({drift['effect_pct']:.2f}%)")
+    paired = {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
+              "cpu": None}
+    out = {"seed": seed, "resamples": claimed.get("resamples"), "threshold": sig10(float(threshold)),
+           "drift": drift, "paired": paired, "mann_whitney": mw, "verdict": "inconclusive",
+           "verdict_reason": "", "warnings": warnings}
+    if not base or not cand:
+        out["verdict_reason"] = "no ok " + " and ".join(v for v, g in (("base", base), ("candidate", cand)) if not g) + " run"
+        return out
+    run_ratio = mean([r["wall_s"] for r in cand]) / mean([r["wall_s"] for r in base])
+    table, dropped = item_means(ok, "wall_s")
+    paired["items_excluded"] = dropped
+    ci = cpaired.get("ci95")
+    if table:
+        paired.update(items=len(table), geomean_ratio=sig10(geomean(table.values())), ci95=ci)
+        what = f"the geometric-mean item wall ratio over {len(table)} items"
+        if dropped:
+            warnings.append(f"{dropped} item(s) left out of the paired comparison "
+                            "(error or no positive wall_s in some ok run)")
+        ctable, _ = item_means(ok, "cpu_s")
+        if ctable:
+            ccpu = cpaired.get("cpu") if isinstance(cpaired.get("cpu"), dict) else {}
+            paired["cpu"] = {"metric": "item cpu_s", "items": len(ctable),
+                             "geomean_ratio": sig10(geomean(ctable.values())), "ci95": ccpu.get("ci95"),
+                             "seed": seed + 1 if is_int(seed) else seed}
+    else:
+        paired.update(metric="run wall_s", geomean_ratio=sig10(run_ratio), ci95=ci)
+        what = "the run-level ratio of mean walls (items carry no usable timings)"
+        warnings.append("items carry no usable timings: the ratio and its CI fall back to run-level walls")
+    if not (isinstance(ci, list) and len(ci) == 2 and all(is_number(v) for v in ci) and ci[0] <= ci[1]):
+        out["verdict_reason"] = "(claimed ci95 unusable)"
+        return out
+    out["verdict"], out["verdict_reason"] = verdict_rule(ci[0], ci[1], run_ratio, threshold, what)
+    return out
 
 
 def diff(want, got, path=""):
-    """Key paths where the re-derived value and the claimed one differ."""
+    """Key paths where the re-derived value and the claimed one differ (floats within REL_TOL)."""
     if isinstance(want, dict) and isinstance(got, dict):
         for key in sorted(set(want) | set(got)):
             sub = f"{path}.{key}" if path else key
@@ -555,97 +1194,67 @@ def short(value):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_comparison(check, stored):
-    campaign = load_json(check, "data/campaign.json")
-    claimed = load_json(check, "data/comparison.json")
-    runner = load_json(check, "data/receipts/runner.json")
-    cleanup = load_json(check, "data/receipts/cleanup.json")
-    if not all(isinstance(x, dict) for x in (campaign, claimed, runner, cleanup)):
-        for rel, x in (("data/campaign.json", campaign), ("data/comparison.json", claimed),
-                       ("data/receipts/runner.json", runner), ("data/receipts/cleanup.json", cleanup)):
-            if x is not None and not isinstance(x, dict):
-                check.fail(rel, "not a JSON object")
-        return
-    labels = campaign.get("labels", [])
-    started = runner.get("runs_started", 0)
-    if not isinstance(labels, list) or type(started) is not int:
-        check.fail("data/campaign.json", "labels or runs_started malformed")
-        return
-    runs = []
-    for label in labels[:started]:
-        rel = f"data/runs/{label}.json"
-        record = load_json(check, rel)
-        if record is None:
-            return
-        if not isinstance(record, dict):
-            check.fail(rel, "not a JSON object")
-            return
-        if record.get("label") != label:
-            check.fail(rel, f"record label {short(record.get('label'))} is not {label}")
-        runs.append(record)
-    names = {f"data/runs/{r.get('label')}.json" for r in runs}
-    for rel in sorted(p for p in check.present if p.startswith("data/runs/")):
-        if rel not in names:
-            check.fail(rel, "a run record the campaign did not start")
+def report_diff(check, derived, claimed):
+    for path, want, got in diff(derived, claimed):
+        check.fail(COMPARISON, f"{path} claims {short(got)}, the run records give {short(want)}")
+
+
+def check_comparison(check, docs):
+    campaign, claimed, runs = docs["campaign"], docs["claimed"], docs["runs"]
     try:
-        for record in runs:
-            for item in record.get("items", []):
-                for name, f in item.get("fields", {}).items():
-                    if f.get("digest") not in stored:
-                        check.fail(f"data/runs/{record.get('label')}.json",
-                                   f"item {item.get('id')} field {name}: array "
-                                   f"{str(f.get('digest'))[:16]}... is not stored")
-    except (AttributeError, TypeError) as exc:
-        check.fail("data/runs", f"malformed run record ({exc.__class__.__name__})")
-        return
-    golden = None
-    if "data/golden.json" in check.present:
-        golden = load_json(check, "data/golden.json")
-    if campaign.get("golden") and golden is None:
-        check.fail("data/golden.json", "missing although the campaign names a golden file")
-    procs = cleanup.get("processes", [])
-    try:
-        if cleanup.get("all_absent") != all(p.get("absent") for p in procs):
-            check.fail("data/receipts/cleanup.json", "all_absent contradicts the process list")
-    except (AttributeError, TypeError):
-        check.fail("data/receipts/cleanup.json", "malformed process list")
-    try:
-        derived = derive(campaign, runs, runner, cleanup, golden)
+        derived = derive(campaign, runs, docs["runner"], docs["cleanup"], docs["golden"])
+        derived["stats"] = derive_stats(runs, campaign["threshold"], claimed.get("stats"))
     except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
-        check.fail("data/comparison.json", f"cannot be re-derived from the run records "
-                                           f"({exc.__class__.__name__}: {str(exc)[:80]})")
+        check.fail(COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: {str(exc)[:80]})")
         return
-    claimed_cmp = {k: v for k, v in claimed.items() if k != "stats"}
-    if "stats" not in claimed:
-        check.fail("data/comparison.json", "has no stats block")
-    if derived["parity"].get("divergence") is None:
+    claimed = dict(claimed)
+    if derived["parity"].get("divergence") is None and isinstance(claimed.get("parity"), dict):
         derived["parity"].pop("divergence")
-        if isinstance(claimed_cmp.get("parity"), dict):
-            claimed_cmp["parity"] = {k: v for k, v in claimed_cmp["parity"].items() if k != "divergence"}
+        claimed["parity"] = {k: v for k, v in claimed["parity"].items() if k != "divergence"}
         check.notes.append("parity.divergence not re-derived: needs the arrays' values; harness verify does it")
-    for path, want, got in diff(derived, claimed_cmp):
-        check.fail("data/comparison.json", f"{path} claims {short(got)}, the run records give {short(want)}")
+    report_diff(check, derived, claimed)
     check.status = claimed.get("status")
-    check.notes.append(STATS_NOTE)
 
 
-def rehash(root):
-    check = Check(root)
+def run_path(label):
+    return f"data/runs/{label}.json"
+
+
+def log_path(label):
+    return f"data/logs/{label}.log"
+
+
+def structure(root, max_array_bytes=None):
+    """Layout, arrays and record rules: what both checkers share. Returns (check, docs);
+    docs is None when the records cannot be re-derived from."""
+    check = Check(root, max_array_bytes)
     rows = check_layout(check)
     if rows is None:
-        return check
+        return check, None
     stored = check_arrays(check)
-    check_comparison(check, stored)
+    return check, check_records(check, stored)
+
+
+def rehash(root, max_array_bytes=None):
+    check, docs = structure(root, max_array_bytes)
+    if docs is not None:
+        check_comparison(check, docs)
+        check.notes += [STATS_NOTE, YAML_NOTE]
     return check
 
 
 def main(argv):
-    if len(argv) != 2 or argv[1] in ("-h", "--help"):
-        print("usage: python -S rehash.py BUNDLE", file=sys.stderr)
+    args = argv[1:]
+    cap = None
+    if len(args) == 3 and args[1] == "--max-array-bytes" and args[2].isdigit():
+        cap = int(args[2])
+        args = args[:1]
+    if len(args) != 1 or args[0] in ("-h", "--help"):
+        print("usage: python -S rehash.py BUNDLE [--max-array-bytes N]", file=sys.stderr)
         return 2
-    root = argv[1]
+    root = args[0]
     try:
-        check = rehash(root)
+        check = rehash(root, cap)
     except Unusable as exc:
         print(f"rehash: error: {exc}", file=sys.stderr)
         return 2
@@ -655,7 +1264,9 @@ def main(argv):
         print(f"{root}: {len(check.problems)} problem(s); do not trust this bundle")
         return 1
     print(f"OK {root}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard "
-          f"library, comparison re-derived; status {check.status}; digest {check.digest}")
+          "library; record rules hold; comparison re-derived (runs, wall, stages, parity, status; stats: "
+          f"drift, Mann-Whitney U and p, geometric-mean ratios, verdict rule on the claimed interval); "
+          f"status {check.status}; digest {check.digest}")
     for note in check.notes:
         print(f"note: {note}")
     return 0

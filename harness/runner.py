@@ -16,11 +16,10 @@ from pathlib import Path
 
 import psutil
 
-from harness import bundle, cleanup, comparison, environment, figure, revisions
-from harness.fsutil import path_digest, read_json
+from harness import bundle, cleanup, comparison, environment, figure, records, revisions
+from harness.fsutil import path_digest, read_json, sha256_bytes
 from harness.progress import Silent
 from harness.spec import Campaign, SpecError
-from harness.worker import SCHEMA as RUN_SCHEMA
 
 POLL_S = 0.05  # how soon a worker's exit is noticed
 WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time);
@@ -90,16 +89,23 @@ def _build_input(campaign: Campaign, inp) -> None:
         shutil.rmtree(tmp.parent, ignore_errors=True)
 
 
-def load_golden(campaign: Campaign) -> dict | None:
+def load_golden(campaign: Campaign) -> tuple[dict, bytes] | None:
+    """The golden file, parsed, and its bytes (copied into the bundle as they are, so the
+    bundle's copy still has the SHA-256 the campaign pins)."""
     if campaign.golden is None:
         return None
     try:
-        golden = read_json(campaign.golden)
+        raw = campaign.golden.read_bytes()
+        golden = json.loads(raw.decode())
     except (OSError, ValueError) as exc:
-        raise SpecError(f"{campaign.source}: golden: cannot read '{campaign.golden}': {exc}") from None
+        raise SpecError(f"{campaign.source}: golden.path: cannot read '{campaign.golden}': {exc}") from None
+    actual = sha256_bytes(raw)
+    if actual != campaign.golden_sha256:
+        raise SpecError(f"{campaign.source}: golden.sha256: '{campaign.golden}' has sha256 {actual[:16]}..., "
+                        f"pinned {campaign.golden_sha256[:16]}...")
     if not isinstance(golden, dict) or not isinstance(golden.get("items"), dict):
-        raise SpecError(f"{campaign.source}: golden: '{campaign.golden}' has no 'items' mapping")
-    return golden
+        raise SpecError(f"{campaign.source}: golden.path: '{campaign.golden}' has no 'items' mapping")
+    return golden, raw
 
 
 def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | None) -> dict:
@@ -111,25 +117,7 @@ def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | 
         except ValueError:
             return str(p)
 
-    return {
-        "schema": "abba-harness/campaign/v1",
-        "name": campaign.name,
-        "description": campaign.description,
-        "campaign_path": rel(campaign.source),
-        "order": campaign.order,
-        "labels": [label for label, _ in campaign.labels()],
-        "slots": campaign.slots,
-        "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
-        "workload": {"entry": campaign.workload.entry, "path": rel(campaign.workload.path),
-                     "params": campaign.workload.params},
-        "revisions": {v: {"rev": m.rev, "sha": m.sha} for v, m in materialized.items()},
-        "stages": campaign.stages,
-        "optional_stages": sorted(campaign.optional_stages),
-        "stage_calls": campaign.stage_calls,
-        "env": campaign.env,
-        "golden": rel(campaign.golden),
-        "threshold": campaign.threshold,
-    }
+    return records.campaign(campaign, {v: (m.rev, m.sha) for v, m in materialized.items()}, rel)
 
 
 class Runner:
@@ -186,17 +174,19 @@ class Runner:
         env = worker_env(campaign)
         repo_root = _repo_root(campaign.source)
         resolved = resolved_campaign(campaign, materialized, repo_root)
-        staging.write_bytes("campaign.yaml", campaign.raw)
-        staging.write_json("campaign.json", resolved)
-        staging.write_json("environment.json", environment.capture(env))
-        staging.write_json("receipts/revisions.json", {v: m.receipt() for v, m in materialized.items()})
-        staging.write_json("receipts/inputs.json", inputs)
+        staging.write_bytes(records.CAMPAIGN_YAML, campaign.raw)
+        staging.write_json(records.CAMPAIGN_JSON, resolved)
+        staging.write_json(records.ENVIRONMENT, records.environment(environment.capture(env)))
+        staging.write_json(records.REVISIONS,
+                           records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
+        staging.write_json(records.INPUTS, records.inputs_receipt(inputs))
         if golden is not None:
-            staging.write_json("golden.json", golden)
+            golden, golden_raw = golden
+            staging.write_bytes(records.GOLDEN, golden_raw)
 
         started = time.time()
         deadline = time.monotonic() + campaign.campaign_timeout_s
-        records = []
+        runs = []
         labels = campaign.labels()
         self.progress.start(campaign.name, [label for label, _ in labels])
         for index, (label, variant) in enumerate(labels):
@@ -208,24 +198,24 @@ class Runner:
             self.progress.run_started(index, label, variant)
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label,
                                    variant, deadline)
-            records.append(record)
-            staging.write_json(f"runs/{label}.json", record)
+            runs.append(record)
+            staging.write_json(records.run_path(label), record)
             self.progress.run_finished(index, label, record)
             if record["status"] != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
 
         self.ledger.kill_all()
+        _drop_unreferenced_arrays(staging.arrays_dir, runs)
         cleanup_receipt = self.ledger.receipt()
-        runner_receipt = {"started_at": started, "ended_at": time.time(), "reason": self.interrupted,
-                          "runs_planned": len(labels), "runs_started": len(records)}
-        staging.write_json("receipts/cleanup.json", cleanup_receipt)
-        staging.write_json("receipts/runner.json", runner_receipt)
-        result = comparison.derive(resolved, records, runner_receipt, cleanup_receipt, golden,
-                                   staging.data("arrays"))
-        staging.write_json("comparison.json", result)
+        runner_receipt = records.runner_receipt(started_at=started, ended_at=time.time(), reason=self.interrupted,
+                                                runs_planned=len(labels), runs_started=len(runs))
+        staging.write_json(records.CLEANUP, cleanup_receipt)
+        staging.write_json(records.RUNNER, runner_receipt)
+        result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden, staging.arrays_dir)
+        staging.write_json(records.COMPARISON, result)
         # Rendered outside the bundle, then copied in through a temporary file and a rename.
-        figure.render(result, records, scratch / "figure.png")
-        staging.write_bytes("figure.png", (scratch / "figure.png").read_bytes())
+        figure.render(result, runs, scratch / "figure.png")
+        staging.write_bytes(records.FIGURE, (scratch / "figure.png").read_bytes())
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result["status"],
                                "Abba-Base-SHA": materialized["base"].sha,
@@ -241,16 +231,13 @@ class Runner:
         campaign = self.campaign
         run_dir = scratch / "runs" / label
         run_dir.mkdir(parents=True)
-        job = {
-            "label": label, "variant": variant, "index": index, "sha": mat.sha, "tree": str(mat.tree),
-            "parent_pid": os.getpid(),
-            "workload": {"entry": campaign.workload.entry, "params": campaign.workload.params,
-                         "path": str(campaign.workload.path) if campaign.workload.path else None},
-            "inputs": {name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
-            "slots": campaign.slots, "stages": campaign.stages,
-            "optional_stages": sorted(campaign.optional_stages),
-            "arrays_dir": str(staging.data("arrays")), "record_path": str(run_dir / "record.json"),
-        }
+        job = records.job(
+            label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree), parent_pid=os.getpid(),
+            workload={"entry": campaign.workload.entry, "params": campaign.workload.params,
+                      "path": str(campaign.workload.path) if campaign.workload.path else None},
+            inputs={name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
+            slots=campaign.slots, stages=campaign.stages, optional_stages=sorted(campaign.optional_stages),
+            arrays_dir=str(staging.arrays_dir), result_path=str(run_dir / "result.json"))
         job_path = run_dir / "job.json"
         job_path.write_text(json.dumps(job))
         # The worker streams its output into the scratch folder; the bundle gets the log
@@ -258,7 +245,7 @@ class Runner:
         # file is written atomically).
         log_path = run_dir / "worker.log"
         timeout = min(campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
-        t0 = time.monotonic()
+        started_at, t0 = time.time(), time.monotonic()
         with open(log_path, "wb") as log:
             argv = [sys.executable, "-m", "harness.worker", str(job_path)]
             proc = subprocess.Popen(argv, cwd=run_dir,
@@ -290,32 +277,38 @@ class Runner:
         leftovers = [p for p in self.ledger.alive(label) if p.pid != proc.pid]
         self._kill_run(proc.pid, label)
         self.ledger.kill_all(label)
-        process_wall = time.monotonic() - t0
-        staging.write_bytes(f"logs/{label}.log", log_path.read_bytes())
+        process = {"pid": proc.pid, "started_at": started_at, "wall_s": time.monotonic() - t0,
+                   "ended_at": time.time()}
+        staging.write_bytes(records.log_path(label), log_path.read_bytes())
 
-        record_path = Path(job["record_path"])
+        result_path = Path(job["result_path"])
         if timed_out:
             status, reason = "timeout", f"killed after {timeout:.1f} s (run timeout {campaign.run_timeout_s:g} s)"
         elif self.interrupted:
             status, reason = "failed", self.interrupted
         elif exit_code != 0:
             status, reason = "failed", f"worker exited with {_describe_exit(exit_code)}: {_last_line(log_path)}"
-        elif not record_path.exists():
-            status, reason = "failed", "worker exited 0 without writing its record"
+        elif not result_path.exists():
+            status, reason = "failed", "worker exited 0 without writing its result"
         elif leftovers:
             status, reason = "failed", ("worker left processes running: "
                                         + ", ".join(f"pid {p.pid} ({' '.join(p.cmdline)[:60]})" for p in leftovers))
         else:
             status, reason = "ok", None
-        if status == "ok":
-            record = read_json(record_path)
-        else:
-            record = {"schema": RUN_SCHEMA, "label": label, "variant": variant, "index": index,
-                      "sha": mat.sha, "timer": "perf_counter", "wall_s": None, "items": [], "stages": {},
-                      "metrics": {}, "machine": {}, "pid": proc.pid}
-        record.update({"status": status, "reason": reason, "exit_code": exit_code,
-                       "process_wall_s": process_wall, "log": f"data/logs/{label}.log"})
-        return record
+        measured = read_json(result_path) if status == "ok" else None
+        return records.run_record(job, status=status, reason=reason, exit_code=exit_code, process=process,
+                                  measured=measured)
+
+
+def _drop_unreferenced_arrays(arrays_dir: Path, runs: list[dict]) -> None:
+    """A run that failed after storing outputs has no items in its record: its arrays are
+    evidence of nothing, and a bundle holds only arrays its records name."""
+    referenced = {records.array_path(f["digest"]).rsplit("/", 1)[1]
+                  for r in runs for it in r["items"] for f in it["fields"].values()}
+    if arrays_dir.is_dir():
+        for path in arrays_dir.iterdir():
+            if path.name not in referenced:
+                path.unlink()
 
 
 def _repo_root(path: Path) -> Path | None:

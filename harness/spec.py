@@ -84,6 +84,7 @@ class Campaign:
     stage_calls: dict[str, str]
     env: dict[str, str]
     golden: Path | None
+    golden_sha256: str | None
     threshold: float
 
     def revision(self, variant: str) -> Revision:
@@ -91,12 +92,9 @@ class Campaign:
 
     def labels(self) -> list[tuple[str, str]]:
         """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2."""
-        counts = {"A": 0, "B": 0}
-        out = []
-        for letter in self.order:
-            counts[letter] += 1
-            out.append((f"{letter}{counts[letter]}", "base" if letter == "A" else "candidate"))
-        return out
+        from harness.records import labels
+
+        return labels(self.order)
 
 
 class _Reader:
@@ -150,14 +148,39 @@ class _Reader:
         return (self.source.parent / text).resolve()
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, except that a key given twice in one mapping is an error (YAML keeps the
+    last silently: the reader of the file and the harness would see different campaigns)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: the mapping check reports it
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load(path: str | Path) -> Campaign:
     source = Path(path)
     try:
         raw = source.read_bytes()
     except OSError as exc:
         raise SpecError(f"{source}: cannot read campaign file ({exc.strerror or exc})") from None
+    return loads(raw, source.resolve())
+
+
+def loads(raw: bytes, source: Path) -> Campaign:
+    """A campaign from the bytes of its YAML file; source names it in messages and anchors
+    its relative paths (nothing is read from them here)."""
     try:
-        data = yaml.safe_load(raw)
+        data = yaml.load(raw, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
@@ -165,7 +188,7 @@ def load(path: str | Path) -> Campaign:
         raise SpecError(f"{source}: not valid YAML{at}: {problem}") from None
     except RecursionError:
         raise SpecError(f"{source}: not valid YAML: nested too deeply") from None
-    return parse(data, source.resolve(), raw)
+    return parse(data, source, raw)
 
 
 def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
@@ -254,12 +277,18 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         if not isinstance(value, str) or "\0" in value:
             raise r.fail(f"env.{key}", "a string without NUL characters (quote numbers)", value)
 
-    golden = r.path(top["golden"], "golden") if top.get("golden") is not None else None
+    golden = golden_sha256 = None
+    if top.get("golden") is not None:
+        # Pinned by hash: a golden file edited after the fact cannot pass as the same one.
+        g = r.mapping(top["golden"], "golden", {"path", "sha256"}, {"path", "sha256"})
+        golden = r.path(g["path"], "golden.path")
+        golden_sha256 = r.string(g["sha256"], "golden.sha256", HEX64_RE, "64 lowercase hex digits")
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
     threshold = float(r.number(verdict.get("threshold", 0.02), "verdict.threshold", 0, 0.5))
 
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
-                    order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls, dict(env), golden, threshold)
+                    order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls, dict(env), golden, golden_sha256,
+                    threshold)
 
 
 def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:

@@ -19,9 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
-SCHEMA = "abba-harness/run/v1"
-
-
 def machine_snapshot() -> dict:
     import psutil
 
@@ -115,6 +112,10 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     from harness.cleanup import die_with_parent
+    from harness import records
+
+    if job.get("schema") != records.SCHEMAS["job"]:
+        raise SystemExit(f"job file {job_path}: schema {job.get('schema')!r}, expected {records.SCHEMAS['job']}")
 
     die_with_parent(job["parent_pid"])
     started_at, before = now_iso(), machine_snapshot()
@@ -148,7 +149,7 @@ def main(job_path: str) -> int:
     # Everything below is outside the timer.
     arrays_dir = Path(job["arrays_dir"])
     item_records = []
-    for item, (outputs, error, item_wall, item_cpu) in zip(items, results):
+    for item_id, (outputs, error, item_wall, item_cpu) in zip(items, results):
         fields = {}
         if error is None:
             if not isinstance(outputs, dict) or not outputs:
@@ -156,8 +157,7 @@ def main(job_path: str) -> int:
             else:
                 for name in sorted(outputs):
                     fields[str(name)] = tensors.store(outputs[name], arrays_dir)
-        item_records.append({"id": item, "wall_s": item_wall, "cpu_s": item_cpu,
-                             "fields": fields if error is None else {}, "error": error})
+        item_records.append(records.item(item_id=item_id, wall_s=item_wall, cpu_s=item_cpu, fields=fields, error=error))
     metrics = workload.metrics() if hasattr(workload, "metrics") else {}
     if hasattr(workload, "close"):
         workload.close()
@@ -165,15 +165,9 @@ def main(job_path: str) -> int:
 
     stage_modules = {name: origin(path.partition(":")[0], tree) for name, path in job["stages"].items()
                      if installed.get(name)}
-    record = {
-        "schema": SCHEMA,
-        "label": job["label"],
-        "variant": job["variant"],
-        "index": job["index"],
-        "sha": job["sha"],
-        "timer": "perf_counter",
+    # What this worker measured; the runner makes it a run record (harness.records.run_record).
+    measured = {
         "wall_s": wall,
-        "slots": job["slots"],
         "items": item_records,
         "stages": timer.totals(job["stages"]),
         "stages_installed": installed,
@@ -183,11 +177,10 @@ def main(job_path: str) -> int:
         "machine": {"loadavg_before": before["loadavg"], "loadavg_after": after["loadavg"],
                     "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count()},
         "harness_source_sha256": harness_source_digest(),
-        "pid": os.getpid(),
         "started_at": started_at,
         "ended_at": now_iso(),
     }
-    atomic_write_json(job["record_path"], record)
+    atomic_write_json(job["result_path"], measured)
     return 0
 
 

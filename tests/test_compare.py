@@ -36,11 +36,37 @@ def write(tmp_path, obj, raw=None):
 ])
 def test_exit_codes(tmp_path, capsys, kwargs, code, word):
     b = write(tmp_path, comparison(**kwargs))
-    assert cli(["compare", str(b)]) == code
+    assert cli(["compare", "--no-verify", str(b)]) == code
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and out.startswith(f"verdict: {word} (exit {code})")
+    assert out.rstrip().endswith("[not verified: --no-verify]")  # it says it did not verify
     # the comparison.json path itself is accepted too
-    assert cli(["compare", str(b / "data" / "comparison.json")]) == code
+    assert cli(["compare", "--no-verify", str(b / "data" / "comparison.json")]) == code
+
+
+def test_compare_verifies_first(tmp_path, capsys):
+    """A bundle that does not verify gives no verdict, whatever its comparison.json says."""
+    b = write(tmp_path, comparison())
+    assert cli(["compare", str(b)]) == 1  # verify's code: staging-like, never sealed
+    cap = capsys.readouterr()
+    assert "verdict" not in cap.out and "does not verify" in cap.err
+    assert cli(["compare", str(b / "data" / "comparison.json")]) == 2  # a lone file cannot be verified
+
+
+def test_compare_refuses_a_resealed_forgery(demo_bundle, capsys):
+    from harness import tamper
+
+    def edit(comp):
+        comp["stats"]["verdict"] = "improved" if comp["stats"]["verdict"] != "improved" else "regressed"
+    tamper._edit_comparison(demo_bundle, edit)
+    assert cli(["compare", str(demo_bundle)]) == 1
+    assert "stats.verdict claims" in capsys.readouterr().out
+    assert cli(["compare", str(demo_bundle)]) == 1
+
+
+def test_compare_on_an_intact_bundle(demo_bundle, capsys):
+    assert cli(["compare", str(demo_bundle)]) == 0
+    assert capsys.readouterr().out.startswith("verdict: improved (exit 0)")
 
 
 @pytest.mark.parametrize("raw", [
@@ -54,7 +80,7 @@ def test_exit_codes(tmp_path, capsys, kwargs, code, word):
 ])
 def test_unusable_input_exits_2_without_traceback(tmp_path, capsys, raw):
     b = write(tmp_path, None, raw=raw)
-    assert cli(["compare", str(b)]) == 2
+    assert cli(["compare", "--no-verify", str(b)]) == 2
     cap = capsys.readouterr()
     assert cap.out == ""
     assert cap.err.startswith("harness compare: error:") and cap.err.count("\n") == 1

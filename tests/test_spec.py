@@ -32,7 +32,7 @@ VALID = {
     "timeouts": {"run_s": 60, "campaign_s": 300},
     "stages": {"a": "demo.core:f", "b": {"path": "demo.core:C.m", "optional": True}},
     "env": {"OMP_NUM_THREADS": "1"},
-    "golden": "demo/golden.json",
+    "golden": {"path": "demo/golden.json", "sha256": HEX},
     "verdict": {"threshold": 0.05},
 }
 
@@ -68,6 +68,7 @@ def test_valid_campaign_parses():
     assert c.stages == {"a": "demo.core:f", "b": "demo.core:C.m"} and c.optional_stages == {"b"}
     assert c.inputs[0].build == ("{python}", "make.py", "{path}")
     assert c.run_timeout_s == 60.0 and c.threshold == 0.05 and c.golden == Path("/campaigns/demo/golden.json")
+    assert c.golden_sha256 == HEX
 
 
 def test_defaults():
@@ -185,9 +186,12 @@ CASES = [
     ("env", {"A B": "x"}, "env: expected environment variable names"),
     ("env", {"A": 1}, "env.A: expected a string"),
     ("env", {"A": "a\0b"}, "env.A: expected a string without NUL"),
-    ("golden", 5, "golden: expected a path"),
-    ("golden", "", "golden: expected a path"),
-    ("golden", "a\0", "golden: expected a path without NUL"),
+    ("golden", "demo/golden.json", "golden: expected a mapping"),
+    ("golden/path", 5, "golden.path: expected a path"),
+    ("golden/path", "", "golden.path: expected a path"),
+    ("golden/path", "a\0", "golden.path: expected a path without NUL"),
+    ("golden/sha256", DELETE, "golden.sha256: expected a value"),
+    ("golden/sha256", "abc", "golden.sha256: expected 64 lowercase hex digits"),
     ("verdict", 0.1, "verdict: expected a mapping"),
     ("verdict/threshold", 0.9, "verdict.threshold: expected a number from 0 to 0.5"),
     ("verdict/threshold", -0.1, "verdict.threshold: expected a number"),
@@ -358,8 +362,22 @@ def test_missing_input_folder(tmp_path, cache):
 
 
 def test_missing_golden_file(tmp_path, cache):
-    campaign = demo_campaign(tmp_path, golden="nowhere/golden.json")
-    run_refused(tmp_path, cache, campaign, "golden: cannot read", "nowhere/golden.json")
+    campaign = demo_campaign(tmp_path, golden={"path": "nowhere/golden.json", "sha256": HEX})
+    run_refused(tmp_path, cache, campaign, "golden.path: cannot read", "nowhere/golden.json")
+
+
+def test_golden_file_that_is_not_the_pinned_one(tmp_path, cache):
+    golden = tmp_path / "golden.json"
+    golden.write_text('{"items": {}}\n')
+    campaign = demo_campaign(tmp_path, golden={"path": str(golden), "sha256": HEX})
+    run_refused(tmp_path, cache, campaign, "golden.sha256:", "pinned")
+
+
+def test_a_key_given_twice_is_an_error(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text((CAMPAIGNS / "demo.yaml").read_text() + "\norder: BAAB\n")
+    with pytest.raises(spec.SpecError, match=r"twice.yaml: not valid YAML at line \d+.*'order' appears twice"):
+        spec.load(path)
 
 
 def test_target_repo_that_is_not_a_repository(tmp_path, cache):

@@ -1,6 +1,6 @@
 """The sealed demo bundle checks out with three independent tools (harness verify,
 sha256sum -c, bagit), and flipping one byte of any file makes `harness verify` fail naming
-that file. Plus verify.diff() and unsafe_path()."""
+that file. Plus rehash.diff() and unsafe_path()."""
 from __future__ import annotations
 
 import hashlib
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import harness
-from harness import verify
+from harness import rehash, verify
 
 
 def all_files(root):
@@ -93,18 +93,19 @@ def test_not_a_bundle_is_unusable(tmp_path):
 
 def test_diff_reports_key_paths():
     want = {"a": 1, "b": {"c": [1, 2, {"d": "x"}], "e": None}, "f": 1.0}
-    assert list(verify.diff(want, want)) == []
+    assert list(rehash.diff(want, want)) == []
     got = {"a": 2, "b": {"c": [1, 3, {"d": "y"}], "g": 1}, "f": 1.0}
-    assert sorted(verify.diff(want, got)) == sorted([
+    assert sorted(rehash.diff(want, got)) == sorted([
         ("a", 1, 2), ("b.c[1]", 2, 3), ("b.c[2].d", "x", "y"), ("b.e", None, None), ("b.g", None, 1)])
 
 
 def test_diff_list_length_and_type_changes():
-    assert list(verify.diff({"l": [1, 2]}, {"l": [1]})) == [("l", [1, 2], [1])]
-    assert list(verify.diff({"x": 1}, {"x": 1.0})) == [("x", 1, 1.0)]  # 1 == 1.0 but not the same JSON
-    assert list(verify.diff({"x": True}, {"x": 1})) == [("x", True, 1)]
-    assert list(verify.diff([1], {"a": 1})) == [("", [1], {"a": 1})]
-    assert list(verify.diff({"x": None}, {})) == [("x", None, None)]  # a missing key is reported
+    assert list(rehash.diff({"l": [1, 2]}, {"l": [1]})) == [("l", [1, 2], [1])]
+    assert list(rehash.diff({"x": 1}, {"x": 1.0})) == []  # one float rule for both checkers: the same number
+    assert list(rehash.diff({"x": 1}, {"x": 1.5})) == [("x", 1, 1.5)]
+    assert list(rehash.diff({"x": True}, {"x": 1})) == [("x", True, 1)]
+    assert list(rehash.diff([1], {"a": 1})) == [("", [1], {"a": 1})]
+    assert list(rehash.diff({"x": None}, {})) == [("x", None, None)]  # a missing key is reported
 
 
 @pytest.mark.parametrize("rel, problem", [
@@ -123,4 +124,4 @@ def test_diff_list_length_and_type_changes():
     ("data/a\0b", "forbidden character"),
 ])
 def test_unsafe_path(rel, problem):
-    assert verify.unsafe_path(rel) == problem
+    assert rehash.unsafe_path(rel) == problem

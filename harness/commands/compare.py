@@ -1,7 +1,9 @@
 """`harness compare BUNDLE`: one verdict line, and an exit code a CI job can act on.
 
 0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
-2 unusable input (missing folder, unreadable or invalid comparison.json).
+2 unusable input (missing folder, unreadable or invalid comparison.json). The bundle is
+verified first: one that does not verify gives verify's exit code (1) and no verdict;
+`--no-verify` skips that and says so.
 """
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "compare", help=HELP,
         description=HELP + ", 3 parity mismatch, 4 campaign failed, 2 unusable input.")
     p.add_argument("bundle", metavar="BUNDLE",
-                   help="a bundle folder (or its data/comparison.json)")
+                   help="a bundle folder (or, with --no-verify, its data/comparison.json)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="print the verdict without verifying the bundle first (the output says so)")
     p.set_defaults(func=main)
     return p
 
@@ -52,11 +56,27 @@ def _problem(comparison) -> str | None:
 def main(args) -> int:
     from harness.stats import EXIT_UNUSABLE, verdict_exit_code, verdict_line
 
+    from harness import records
+
     target = Path(args.bundle)
-    path = target if target.is_file() else target / "data" / "comparison.json"
+    path = target if target.is_file() else target / records.COMPARISON
     if not target.exists():
         print(f"harness compare: error: {target}: no such bundle", file=sys.stderr)
         return EXIT_UNUSABLE
+    if not args.no_verify:
+        from harness.verify import verify
+
+        if target.is_file():
+            print(f"harness compare: error: {target}: give the bundle folder (a lone comparison.json cannot be "
+                  "verified; --no-verify reads it unverified)", file=sys.stderr)
+            return EXIT_UNUSABLE
+        report = verify(target)
+        if report.exit_code:
+            for line in report.problems[:5]:
+                print(f"FAIL {line}")
+            print(f"harness compare: error: {report.unusable or f'{target} does not verify'}; no verdict "
+                  "(run `harness verify` for every problem)", file=sys.stderr)
+            return report.exit_code
     try:
         comparison = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -77,5 +97,5 @@ def main(args) -> int:
     except (TypeError, ValueError, KeyError, IndexError) as exc:
         print(f"harness compare: error: {path}: malformed comparison ({exc})", file=sys.stderr)
         return EXIT_UNUSABLE
-    print(line)
+    print(line if not args.no_verify else f"{line} [not verified: --no-verify]")
     return verdict_exit_code(comparison)

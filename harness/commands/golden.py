@@ -1,10 +1,16 @@
 """`harness golden BUNDLE -o FILE`: freeze a verified bundle's reference-run digests as a
-campaign's golden file, so every later run also proves historical parity."""
+campaign's golden file, so every later run also proves historical parity. The file names
+the machine class it holds for (CPU model, vector ISA, BLAS): float outputs are not
+portable across them. Pin it in the campaign as `golden: {path: FILE, sha256: ...}`."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-from harness.fsutil import atomic_write_json, read_json
+from harness import records
+from harness.fsutil import atomic_write_json, read_json, sha256_file
+
+MACHINE_KEYS = ("cpu_model", "vector_isa", "blas", "torch_threads")
 
 
 def add_parser(sub) -> None:
@@ -15,23 +21,26 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness import parity
     from harness.verify import verify
 
-    report = verify(args.bundle)
+    bundle = Path(args.bundle)
+    report = verify(bundle)
     if report.exit_code:
-        print(f"harness: error: {args.bundle} does not verify ({(report.unusable or report.problems[0])})",
+        print(f"harness golden: error: {bundle} does not verify ({(report.unusable or report.problems[0])})",
               file=sys.stderr)
         return 2
-    result = read_json(f"{args.bundle}/data/comparison.json")
+    result = read_json(bundle / records.COMPARISON)
     if result["status"] != "complete" or not result["parity"]["identical"]:
-        print(f"harness: error: {args.bundle}: only a complete bundle with identical parity can be frozen",
+        print(f"harness golden: error: {bundle}: only a complete bundle with identical parity can be frozen",
               file=sys.stderr)
         return 2
-    reference = read_json(f"{args.bundle}/data/runs/{result['parity']['reference']}.json")
-    golden = parity.golden_from_run(reference)
-    golden["bundle_digest"] = report.digest
+    reference = read_json(bundle / records.run_path(result["parity"]["reference"]))
+    environment = read_json(bundle / records.ENVIRONMENT)
+    campaign = read_json(bundle / records.CAMPAIGN_JSON)
+    golden = records.golden(reference, campaign=campaign["name"],
+                            machine={k: environment.get(k) for k in MACHINE_KEYS}, bundle_digest=report.digest)
     atomic_write_json(args.output, golden)
     print(f"golden: {len(golden['items'])} items from run {reference['label']} ({reference['sha'][:12]}) "
           f"-> {args.output}")
+    print(f"pin it in the campaign: golden: {{path: {args.output}, sha256: {sha256_file(args.output)}}}")
     return 0

@@ -1,0 +1,193 @@
+"""The bundle format, in one place: schema versions, the bundle's path layout, and one
+constructor per record. Everything that writes evidence (runner, worker, comparison) and
+everything that reads it (verify, report, golden, compare, tamper) goes through here.
+
+The reviewer's script `harness/rehash.py` cannot import the harness (it must run with the
+standard library alone), so it spells the same layout and schemas itself;
+`tests/test_records.py` proves the two spellings agree.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# --- schema versions ---------------------------------------------------------------------
+SCHEMAS = {
+    "job": "abba-harness/job/v2",
+    "run": "abba-harness/run/v2",
+    "campaign": "abba-harness/campaign/v2",
+    "comparison": "abba-harness/comparison/v2",
+    "environment": "abba-harness/environment/v2",
+    "revisions": "abba-harness/revisions/v2",
+    "inputs": "abba-harness/inputs/v2",
+    "cleanup": "abba-harness/cleanup/v2",
+    "runner": "abba-harness/runner/v2",
+    "golden": "abba-harness/golden/v1",
+}
+
+# --- the bundle's path layout (bag-relative, '/'-separated) ------------------------------
+BAGIT = "bagit.txt"
+BAG_INFO = "bag-info.txt"
+MANIFEST = "manifest-sha256.txt"
+TAGMANIFEST = "tagmanifest-sha256.txt"
+TAG_FILES = (BAGIT, BAG_INFO, MANIFEST)
+
+CAMPAIGN_YAML = "data/campaign.yaml"
+CAMPAIGN_JSON = "data/campaign.json"
+ENVIRONMENT = "data/environment.json"
+COMPARISON = "data/comparison.json"
+FIGURE = "data/figure.png"
+GOLDEN = "data/golden.json"
+REVISIONS = "data/receipts/revisions.json"
+INPUTS = "data/receipts/inputs.json"
+CLEANUP = "data/receipts/cleanup.json"
+RUNNER = "data/receipts/runner.json"
+ARRAY_SUFFIX = ".npy.gz"
+# Every bundle holds these; golden.json only when the campaign names a golden file.
+REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
+            RUNNER)
+LABEL_RE = re.compile(r"^[AB][1-9][0-9]{0,2}\Z")
+VARIANTS = {"A": "base", "B": "candidate"}
+RUN_STATUSES = ("ok", "failed", "timeout")
+
+
+def run_path(label: str) -> str:
+    return f"data/runs/{label}.json"
+
+
+def log_path(label: str) -> str:
+    return f"data/logs/{label}.log"
+
+
+def array_path(digest: str) -> str:
+    return f"data/arrays/{digest}{ARRAY_SUFFIX}"
+
+
+def labels(order: str) -> list[tuple[str, str]]:
+    """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2."""
+    counts = {"A": 0, "B": 0}
+    out = []
+    for letter in order:
+        counts[letter] += 1
+        out.append((f"{letter}{counts[letter]}", VARIANTS[letter]))
+    return out
+
+
+# --- constructors --------------------------------------------------------------------------
+def job(*, label: str, variant: str, index: int, sha: str, tree: str, parent_pid: int, workload: dict,
+        inputs: dict, slots: int, stages: dict, optional_stages: list[str], arrays_dir: str,
+        result_path: str) -> dict:
+    """What the runner hands one worker (not part of the bundle)."""
+    return {"schema": SCHEMAS["job"], "label": label, "variant": variant, "index": index, "sha": sha,
+            "tree": tree, "parent_pid": parent_pid, "workload": workload, "inputs": inputs, "slots": slots,
+            "stages": stages, "optional_stages": optional_stages, "arrays_dir": arrays_dir,
+            "result_path": result_path}
+
+
+def run_record(job: dict, *, status: str, reason: str | None, exit_code: int | None, process: dict,
+               measured: dict | None) -> dict:
+    """data/runs/<label>.json, for every run that started, ok or not.
+
+    job: what the worker was given; process: what the runner saw of the worker process
+    (pid, started_at, ended_at as epoch seconds, wall_s); measured: what the worker
+    measured and wrote (None when it failed before writing it, or when its result cannot be
+    trusted). A run is 'ok' only with a measurement, exit code 0 and no reason."""
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run status {status!r}")
+    if status == "ok" and (measured is None or exit_code != 0 or reason is not None):
+        raise ValueError("an ok run needs the worker's measurements, exit code 0 and no reason")
+    m = measured if status == "ok" else {}
+    return {
+        "schema": SCHEMAS["run"],
+        "label": job["label"],
+        "variant": job["variant"],
+        "index": job["index"],
+        "sha": job["sha"],
+        "status": status,
+        "reason": reason,
+        "exit_code": exit_code,
+        "timer": "perf_counter",
+        "wall_s": m.get("wall_s"),
+        "slots": job["slots"],
+        "items": m.get("items", []),
+        "stages": m.get("stages", {}),
+        "stages_installed": m.get("stages_installed", {}),
+        "imported_from": m.get("imported_from", {}),
+        "metrics": m.get("metrics", {}),
+        "machine": m.get("machine", {}),
+        "harness_source_sha256": m.get("harness_source_sha256"),
+        "worker_started_at": m.get("started_at"),
+        "worker_ended_at": m.get("ended_at"),
+        "pid": process["pid"],
+        "process": {"started_at": process["started_at"], "ended_at": process["ended_at"],
+                    "wall_s": process["wall_s"]},
+        "log": log_path(job["label"]),
+    }
+
+
+def item(*, item_id: str, wall_s: float, cpu_s: float, fields: dict, error: dict | None) -> dict:
+    return {"id": item_id, "wall_s": wall_s, "cpu_s": cpu_s, "fields": fields if error is None else {},
+            "error": error}
+
+
+def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
+    """data/campaign.json: the campaign as run. revisions: variant -> (rev, sha); rel turns
+    a path into how the bundle records it (relative to the repository when inside it)."""
+    return {
+        "schema": SCHEMAS["campaign"],
+        "name": campaign.name,
+        "description": campaign.description,
+        "campaign_path": rel(campaign.source),
+        "order": campaign.order,
+        "labels": [label for label, _ in labels(campaign.order)],
+        "slots": campaign.slots,
+        "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
+        "workload": {"entry": campaign.workload.entry, "path": rel(campaign.workload.path),
+                     "params": campaign.workload.params},
+        "revisions": {v: {"rev": rev, "sha": sha} for v, (rev, sha) in revisions.items()},
+        "stages": campaign.stages,
+        "optional_stages": sorted(campaign.optional_stages),
+        "stage_calls": campaign.stage_calls,
+        "env": campaign.env,
+        "golden": rel(campaign.golden),
+        "golden_sha256": campaign.golden_sha256,
+        "threshold": campaign.threshold,
+    }
+
+
+# Fields of campaign.json that come from the machine or the repository, not from the YAML.
+CAMPAIGN_RESOLVED = ("campaign_path", "workload.path", "golden", "revisions.base.sha",
+                     "revisions.candidate.sha")
+
+
+def runner_receipt(*, started_at: float, ended_at: float, reason: str | None, runs_planned: int,
+                   runs_started: int) -> dict:
+    return {"schema": SCHEMAS["runner"], "started_at": started_at, "ended_at": ended_at, "reason": reason,
+            "runs_planned": runs_planned, "runs_started": runs_started}
+
+
+def cleanup_receipt(*, method: str, processes: list[dict]) -> dict:
+    return {"schema": SCHEMAS["cleanup"], "method": method, "processes": processes, "count": len(processes),
+            "all_absent": all(p["absent"] for p in processes)}
+
+
+def revisions_receipt(receipts: dict[str, dict]) -> dict:
+    return {"schema": SCHEMAS["revisions"], **receipts}
+
+
+def inputs_receipt(receipts: dict[str, dict]) -> dict:
+    return {"schema": SCHEMAS["inputs"], "inputs": receipts}
+
+
+def environment(fields: dict[str, Any]) -> dict:
+    return {"schema": SCHEMAS["environment"], **fields}
+
+
+def golden(run: dict, *, campaign: str, machine: dict, bundle_digest: str) -> dict:
+    """A campaign's golden file from one run record: the digests every later run must give.
+    machine: the class of machine the digests hold for (float outputs are not portable
+    across CPUs or BLAS builds)."""
+    return {"schema": SCHEMAS["golden"], "campaign": campaign, "source_run": run["label"], "sha": run["sha"],
+            "machine": machine, "bundle_digest": bundle_digest,
+            "items": {it["id"]: {"fields": {n: f["digest"] for n, f in it["fields"].items()}, "error": it["error"]}
+                      for it in run["items"]}}
