@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import tensors
-from harness.bundle import TAG_FILES, manifest_text
+from harness import records, tensors
+from harness.bundle import manifest_text
+from harness.records import TAG_FILES
 from harness.fsutil import sha256_file
 
 REHASH = Path(__file__).resolve().parent / "rehash.py"
@@ -39,6 +40,8 @@ class Mutation:
     cause: str  # a substring that a problem line must hold: the file or path touched
     hazard: bool = False  # run the checkers in subprocesses with a timeout
     marker: bool = False  # the mutation plants a trap that creates ctx.marker if triggered
+    rule: str = "layout"  # the rule that catches it (README, "What the harness guarantees")
+    verify_only: bool = False  # only campaign.yaml can tell: rehash.py has no YAML parser
 
 
 @dataclass
@@ -59,10 +62,13 @@ class Result:
     cause: str
     verify: Check
     rehash: Check
+    rule: str = "layout"
+    verify_only: bool = False
 
     @property
     def detected_by_both(self) -> bool:
-        return self.verify.detected and self.rehash.detected
+        """Caught by every checker that can catch it: both, or verify for a verify-only one."""
+        return self.verify.detected and (self.rehash.detected or self.verify_only)
 
 
 @dataclass
@@ -371,6 +377,297 @@ def drop_run_record(root: Path, ctx: Context) -> None:
     reseal(root)
 
 
+# --- forgeries of the records: every file re-hashed, comparison re-derived -------------------
+def _load(root: Path, rel: str):
+    return json.loads((root / rel).read_text())
+
+
+def _dump(root: Path, rel: str, obj) -> None:
+    (root / rel).write_text(json.dumps(obj, indent=2) + "\n")
+
+
+def rederive(root: Path) -> None:
+    """What a careful forger does after editing records: comparison.json derived again from
+    them with the harness's own code, and bag-info's status to match."""
+    from harness import comparison
+
+    campaign, runner = _load(root, records.CAMPAIGN_JSON), _load(root, records.RUNNER)
+    runs = [_load(root, records.run_path(label)) for label in campaign["labels"][:runner["runs_started"]]
+            if (root / records.run_path(label)).is_file()]
+    golden = _load(root, records.GOLDEN) if (root / records.GOLDEN).is_file() else None
+    try:
+        result = comparison.derive(campaign, runs, runner, _load(root, records.CLEANUP), golden,
+                                   root / "data" / "arrays")
+    except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
+        return
+    _dump(root, records.COMPARISON, result)
+    info = root / records.BAG_INFO
+    info.write_text(re.sub(r"(?m)^Abba-Status: .*$", f"Abba-Status: {result['status']}", info.read_text()))
+
+
+def forge(edit: Callable[[Path], None], derive: bool = True) -> Callable:
+    def apply(root: Path, ctx: Context) -> None:
+        edit(root)
+        if derive:
+            rederive(root)
+        reseal(root)
+    return apply
+
+
+def edit_json(rel: str, change: Callable) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        obj = _load(root, rel)
+        change(obj)
+        _dump(root, rel, obj)
+    return edit
+
+
+def edit_runs(change: Callable[[str, dict], None]) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        for label in _load(root, records.CAMPAIGN_JSON)["labels"]:
+            path = root / records.run_path(label)
+            if path.is_file():
+                record = json.loads(path.read_text())
+                change(label, record)
+                _dump(root, records.run_path(label), record)
+    return edit
+
+
+def _swap_variants(label: str, record: dict) -> None:
+    other = {"base": "candidate", "candidate": "base"}[record["variant"]]
+    record["variant"] = other
+
+
+def swap_identities(root: Path) -> None:
+    """Every record's variant and SHA swapped between A and B: a regression reads as a speed-up."""
+    shas = {v: r["sha"] for v, r in _load(root, records.CAMPAIGN_JSON)["revisions"].items()}
+
+    def change(label, record):
+        _swap_variants(label, record)
+        record["sha"] = shas[record["variant"]]
+    edit_runs(change)(root)
+
+
+def cherry_pick(root: Path) -> None:
+    """Order shortened to AB; the dropped runs' records, logs, ledger rows and arrays removed;
+    receipts made consistent. Only campaign.yaml still says ABBA."""
+    campaign = _load(root, records.CAMPAIGN_JSON)
+    keep = ["A1", "B1"]
+    for label in campaign["labels"]:
+        if label not in keep:
+            (root / records.run_path(label)).unlink()
+            (root / records.log_path(label)).unlink()
+    campaign.update(order="AB", labels=keep)
+    _dump(root, records.CAMPAIGN_JSON, campaign)
+    edit_json(records.RUNNER, lambda r: r.update(runs_planned=2, runs_started=2))(root)
+
+    def ledger(c):
+        c["processes"] = [p for p in c["processes"] if p["run"] in keep]
+        c["count"] = len(c["processes"])
+    edit_json(records.CLEANUP, ledger)(root)
+    kept = {f["digest"] for label in keep for it in _load(root, records.run_path(label))["items"]
+            for f in it["fields"].values()}
+    for path in (root / "data" / "arrays").iterdir():
+        if path.name[:64] not in kept:
+            path.unlink()
+
+
+def ghost_run(root: Path) -> None:
+    """A2 kept as an ok record while the ledger and logs show it never ran."""
+    (root / records.log_path("A2")).unlink()
+    edit_json(records.CLEANUP, lambda c: c.update(
+        processes=[p for p in c["processes"] if p["run"] != "A2"], count=len(c["processes"]) - 1))(root)
+
+
+def duplicate_key(root: Path, ctx: Context) -> None:
+    """comparison.json opens with a second "status": a human reading the top sees one value,
+    a lenient parser keeps the last."""
+    path = root / records.COMPARISON
+    text = path.read_text()
+    path.write_text('{\n  "status": "failed",' + text[1:])
+    reseal(root)
+
+
+def nan_literal(root: Path, ctx: Context) -> None:
+    path = root / records.run_path("B1")
+    record = json.loads(path.read_text())
+    record["items"][0]["cpu_s"] = float("nan")
+    path.write_text(json.dumps(record))  # json.dumps writes NaN, which is not JSON
+    reseal(root)
+
+
+def deep_json(root: Path, ctx: Context) -> None:
+    (root / records.INPUTS).write_text("[" * 100_000 + "]" * 100_000)
+    reseal(root)
+
+
+def array_bomb(root: Path, ctx: Context) -> None:
+    """A referenced array replaced by a header declaring 8 GiB of zeros (kilobytes gzipped):
+    refused from its header, before anything is decompressed."""
+    victim = _referenced_array(root)
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1073741824,), }"
+    head = header.encode("latin1")
+    head += b" " * (64 - (10 + len(head) + 1) % 64) + b"\n"
+    blob = b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head
+    (root / victim).write_bytes(gzip.compress(blob + b"\0" * (1 << 20), mtime=0))
+    reseal(root)
+
+
+def fifo_at_array(root: Path, ctx: Context) -> None:
+    """The array a record names replaced by a FIFO and dropped from the manifest: a checker
+    that opened the path the record names would block forever."""
+    victim = _referenced_array(root)
+    (root / victim).unlink()
+    os.mkfifo(root / victim)
+    rows = [row for row in (root / records.MANIFEST).read_text().splitlines() if not row.endswith(victim)]
+    (root / records.MANIFEST).write_text("".join(f"{row}\n" for row in rows))
+    reseal_tags(root)
+
+
+def unsorted_manifest(root: Path, ctx: Context) -> None:
+    rows = (root / records.MANIFEST).read_text().splitlines()
+    rows[0], rows[1] = rows[1], rows[0]
+    (root / records.MANIFEST).write_text("".join(f"{row}\n" for row in rows))
+    reseal_tags(root)
+
+
+def bag_info(pattern: str, replacement: str) -> Callable:
+    def apply(root: Path, ctx: Context) -> None:
+        info = root / records.BAG_INFO
+        info.write_text(re.sub(pattern, replacement, info.read_text(), flags=re.M))
+        reseal_tags(root)
+    return apply
+
+
+def _first_item(record: dict) -> dict:
+    return next(it for it in record["items"] if it["fields"])
+
+
+def record_rules() -> list[Mutation]:
+    """One forgery (or more) per record rule, each re-sealed as a forger would."""
+    def run(label: str, change: Callable[[dict], None]) -> Callable[[Path], None]:
+        return edit_json(records.run_path(label), change)
+
+    def both(*edits):
+        def edit(root):
+            for e in edits:
+                e(root)
+        return edit
+
+    def double_items(r):
+        r["items"].append(dict(r["items"][0]))
+
+    def wider(r):
+        f = next(iter(_first_item(r)["fields"].values()))
+        f["dtype"], f["shape"] = ("<f8" if f["dtype"] != "<f8" else "<f4"), f["shape"] + [1]
+
+    def outside_digest(r):
+        next(iter(_first_item(r)["fields"].values()))["digest"] = "/etc/passwd"
+
+    def second_worker(c):
+        w = next(p for p in c["processes"] if p["role"] == "worker" and p["run"] == "B1")
+        c["processes"].append({**w, "pid": w["pid"] + 100000})
+        c["count"] += 1
+
+    def alive(c):
+        c["processes"][0].update(absent=True, verified="alive")
+
+    def overlap(root):
+        a1 = _load(root, records.run_path("A1"))
+        run("B1", lambda r: r["process"].update(started_at=a1["process"]["started_at"]))(root)
+
+    m = Mutation
+    return [
+        m("records: variant and SHA of every run swapped between A and B, re-derived",
+          forge(swap_identities), "[identity]", rule="identity"),
+        m("records: B1 says it is a base run, re-derived", forge(run("B1", lambda r: r.update(variant="base"))),
+          "[identity]", rule="identity"),
+        m("receipts/revisions.json: candidate SHA changed, re-hashed",
+          forge(edit_json(records.REVISIONS, lambda r: r["candidate"].update(sha="0" * 40)), derive=False),
+          "[identity]", rule="identity"),
+        m("environment.json: another harness digest, re-hashed",
+          forge(edit_json(records.ENVIRONMENT, lambda e: e.update(harness_source_sha256="0" * 64)), derive=False),
+          "[identity]", rule="identity"),
+        m("golden.json: an item's digest changed, re-derived",
+          forge(edit_json(records.GOLDEN, lambda g: next(iter(g["items"].values())).update(error=None, fields={}))),
+          "[identity]", rule="identity"),
+        m("campaign.json: threshold raised to 1000 (campaign.yaml keeps its own), re-derived",
+          forge(edit_json(records.CAMPAIGN_JSON, lambda c: c.update(threshold=1000.0))), "[campaign]",
+          rule="campaign", verify_only=True),
+        m("campaign.json: order cut to two cherry-picked runs, everything else made consistent",
+          forge(cherry_pick), "[campaign]", rule="campaign", verify_only=True),
+        m("campaign.json: labels repeat B1 and drop B2, re-hashed",
+          forge(edit_json(records.CAMPAIGN_JSON, lambda c: c.update(labels=["A1", "B1", "B1", "A2"])), derive=False),
+          "[plan]", rule="plan"),
+        m("runner.json: runs_started lowered below the records present, re-derived",
+          forge(edit_json(records.RUNNER, lambda r: r.update(runs_started=3))), "[plan]", rule="plan"),
+        m("records: B2's index changed, re-derived", forge(run("B2", lambda r: r.update(index=7))), "[plan]",
+          rule="plan"),
+        m("records: status ok with a negative exit code, re-derived",
+          forge(run("B1", lambda r: r.update(exit_code=-9))), "[status]", rule="status"),
+        m("records: A2 ok although the ledger and logs show it never ran, re-derived",
+          forge(ghost_run), "[ledger]", rule="ledger"),
+        m("bag-info.txt: Abba-Status failed while the payload says complete",
+          bag_info(r"^Abba-Status: .*$", "Abba-Status: failed"), "[bag-info]", rule="bag-info"),
+        m("bag-info.txt: another base SHA", bag_info(r"^Abba-Base-SHA: .*$", "Abba-Base-SHA: " + "1" * 40),
+          "[bag-info]", rule="bag-info"),
+        m("bag-info.txt: Payload-Oxum removed", bag_info(r"^Payload-Oxum: .*\n", ""), "no Payload-Oxum",
+          rule="bag-info"),
+        m("cleanup.json: B1's worker pid differs from its record, re-hashed",
+          forge(run("B1", lambda r: r.update(pid=r["pid"] + 1)), derive=False), "[ledger]", rule="ledger"),
+        m("cleanup.json: a second worker for B1, re-hashed", forge(edit_json(records.CLEANUP, second_worker),
+                                                                   derive=False), "[ledger]", rule="ledger"),
+        m("cleanup.json: a process marked absent although verified alive, re-hashed",
+          forge(edit_json(records.CLEANUP, alive), derive=False), "[ledger]", rule="ledger"),
+        m("records: B1's timed wall longer than its process lived, re-derived",
+          forge(run("B1", lambda r: r.update(wall_s=r["process"]["wall_s"] * 3))), "[physics]", rule="physics"),
+        m("records: B1's item walls sum past slots x run wall, re-derived",
+          forge(run("B1", lambda r: [it.update(wall_s=r["wall_s"]) for it in r["items"]])), "[physics]",
+          rule="physics"),
+        m("records: negative item CPU, re-derived",
+          forge(run("B1", lambda r: r["items"][0].update(cpu_s=-1.0))), "[physics]", rule="physics"),
+        m("records: stage self CPU above inclusive, re-derived",
+          forge(run("A1", lambda r: [s.update(self_cpu_s=s["incl_cpu_s"] + 1.0) for s in r["stages"].values()])),
+          "[physics]", rule="physics"),
+        m("records: B1's process started before A1's ended, re-hashed",
+          forge(overlap, derive=False), "[physics]", rule="physics"),
+        m("records: dtype and shape that contradict the stored array, re-derived",
+          forge(run("B1", wider)), "[arrays]", rule="arrays"),
+        m("records: a field digest naming an absolute path outside the bundle, re-hashed",
+          forge(run("B1", outside_digest), derive=False), "[arrays]", rule="arrays"),
+        m("arrays: a valid array no record references, re-hashed", forge(
+            lambda root: add_valid_array(root, None), derive=False), "[arrays]", rule="arrays"),
+        m("logs: A1's log deleted, re-hashed", forge(lambda root: (root / records.log_path("A1")).unlink(),
+                                                     derive=False), "[files]", rule="files"),
+        m("receipts/inputs.json deleted, re-hashed", forge(lambda root: (root / records.INPUTS).unlink(),
+                                                           derive=False), "[files]", rule="files"),
+        m("environment.json deleted, re-hashed", forge(lambda root: (root / records.ENVIRONMENT).unlink(),
+                                                       derive=False), "[files]", rule="files"),
+        m("figure.png deleted, re-hashed", forge(lambda root: (root / records.FIGURE).unlink(), derive=False),
+          "[files]", rule="files"),
+        m("figure.png replaced by text, re-hashed",
+          forge(lambda root: (root / records.FIGURE).write_text("a chart\n"), derive=False), "[files]",
+          rule="files"),
+        m("data/receipts/notes.json: an unknown kind of file, re-hashed",
+          forge(lambda root: (root / "data/receipts/notes.json").write_text("{}\n"), derive=False), "[files]",
+          rule="files"),
+        m("records: the same item id twice in B1, re-derived", forge(run("B1", double_items)), "appears twice",
+          rule="parsing"),
+        m("comparison.json: a duplicate key (the first copy says failed), re-hashed", duplicate_key,
+          "duplicate key", rule="parsing"),
+        m("records: a NaN literal in B1, re-hashed", nan_literal, "[parsing]", rule="parsing"),
+        m("records: another schema version, re-derived",
+          forge(run("A1", lambda r: r.update(schema="abba-harness/run/v1"))), "[parsing]", rule="parsing"),
+        m("receipts/inputs.json: JSON nested 100,000 deep, re-hashed", deep_json, "[parsing]", hazard=True,
+          rule="parsing"),
+        m("manifest rows out of order, tag manifest re-hashed", unsorted_manifest, "not sorted", rule="canonical"),
+        m("a referenced array declaring 8 GiB (a bomb), re-hashed", array_bomb, "over the cap", hazard=True,
+          rule="safety"),
+        m("a FIFO at the array path a record names, left out of the manifest", fifo_at_array, "not a regular file",
+          hazard=True, rule="safety"),
+    ]
+
+
 def mutations(files: list[str]) -> list[Mutation]:
     """The suite for a bundle holding `files` (bag-relative paths)."""
     payload = [f for f in files if f.startswith("data/")]
@@ -422,13 +719,13 @@ def mutations(files: list[str]) -> list[Mutation]:
                  "data/comparison.json: parity."),
         Mutation("run record B1 deleted, re-hashed", drop_run_record, "data/runs/B1.json"),
         Mutation("campaign.json run label '../../../forged' (a record outside), re-hashed", label_climbs_out,
-                 "forged.json"),
+                 "[plan]", rule="plan"),
         Mutation("pickled object array (unpickling creates a marker), re-hashed", pickled_array,
                  "data/arrays/", marker=True),
         Mutation("gzipped .npy header holding code (evaluating creates a marker), re-hashed", code_in_npy_header,
                  "data/arrays/", marker=True),
     ]
-    return out
+    return out + record_rules()
 
 
 # --- running the checkers -------------------------------------------------------------------
@@ -502,7 +799,7 @@ def run_suite(bundle: str | os.PathLike, only: Callable[[Mutation], bool] | None
             timeout = HAZARD_TIMEOUT_S if mutation.hazard else None
             v = _trapped(ctx, run_verify(copy, mutation.cause, subprocess_timeout=timeout))
             r = _trapped(ctx, run_rehash(copy, mutation.cause, timeout=HAZARD_TIMEOUT_S if mutation.hazard else 300))
-            result = Result(mutation.name, mutation.cause, v, r)
+            result = Result(mutation.name, mutation.cause, v, r, mutation.rule, mutation.verify_only)
             results.append(result)
             if on_result:
                 on_result(result)
@@ -512,5 +809,16 @@ def run_suite(bundle: str | os.PathLike, only: Callable[[Mutation], bool] | None
 
 def summary(results: list[Result]) -> str:
     n = len(results)
+    only = sum(r.verify_only for r in results)
     return (f"{n} mutations, {sum(r.verify.detected for r in results)} detected by harness verify, "
-            f"{sum(r.rehash.detected for r in results)} detected by rehash.py")
+            f"{sum(r.rehash.detected for r in results if not r.verify_only)} of {n - only} detected by rehash.py "
+            f"({only} verify-only: only campaign.yaml can tell)")
+
+
+def per_rule(results: list[Result]) -> str:
+    counts: dict[str, list[int]] = {}
+    for r in results:
+        c = counts.setdefault(r.rule, [0, 0])
+        c[0] += 1
+        c[1] += r.detected_by_both
+    return "by rule: " + ", ".join(f"{rule} {caught}/{total}" for rule, (total, caught) in sorted(counts.items()))

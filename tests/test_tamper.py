@@ -25,8 +25,20 @@ def test_every_mutation_is_detected_by_both_checkers(demo_bundle):
     missed = [(r.mutation, r.verify.note or r.verify.lines[:2], r.rehash.note or r.rehash.lines[:2])
               for r in results if not r.detected_by_both]
     assert not missed, missed
-    assert tamper.summary(results) == f"{len(results)} mutations, {len(results)} detected by harness verify, " \
-                                      f"{len(results)} detected by rehash.py"
+    # At least one re-sealed forgery per record rule, each named by its rule.
+    rules = {r.rule for r in results}
+    assert {"plan", "identity", "status", "ledger", "physics", "arrays", "files", "parsing", "bag-info",
+            "campaign", "canonical", "safety"} <= rules
+    for r in results:
+        if r.rule not in ("layout", "canonical", "safety"):
+            assert r.cause.startswith("[") or r.rule in ("parsing", "bag-info"), r.mutation
+    # Verify-only mutations are exactly those only campaign.yaml can expose; rehash passes them.
+    only = [r for r in results if r.verify_only]
+    assert only and all(r.rule == "campaign" and r.rehash.exit_code == 0 for r in only)
+    n = len(results)
+    assert tamper.summary(results) == (f"{n} mutations, {n} detected by harness verify, {n - len(only)} of "
+                                       f"{n - len(only)} detected by rehash.py ({len(only)} verify-only: only "
+                                       "campaign.yaml can tell)")
 
 
 def test_the_untouched_bundle_passes_both(demo_bundle):
@@ -74,8 +86,10 @@ def test_selftest_command(demo_bundle):
     result = harness("selftest", "tamper", "--bundle", demo_bundle, "--only", "speed-up", timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("ok   comparison.json claims a 1.5x better speed-up")
-    assert lines[-1] == "1 mutations, 1 detected by harness verify, 1 detected by rehash.py"
+    assert lines[0].startswith("ok   [layout] comparison.json claims a 1.5x better speed-up")
+    assert lines[-2] == "by rule: layout 1/1"
+    assert lines[-1] == ("1 mutations, 1 detected by harness verify, 1 of 1 detected by rehash.py "
+                         "(0 verify-only: only campaign.yaml can tell)")
 
 
 def test_selftest_refuses_a_bundle_that_fails_untouched(demo_bundle):

@@ -109,8 +109,10 @@ def _line(result) -> str:
             return f"{name} detected ({_short(check.named)})"
         return f"{name} MISSED ({_short(check.note or check.named)})"
 
-    return (f"{'ok  ' if result.detected_by_both else 'MISS'} {_short(result.mutation, 200)}: "
-            f"{part('verify', result.verify)}; {part('rehash', result.rehash)}")
+    rehash = "rehash passes it (verify-only: needs campaign.yaml)" if result.verify_only and \
+        not result.rehash.detected else part("rehash", result.rehash)
+    return (f"{'ok  ' if result.detected_by_both else 'MISS'} [{result.rule}] {_short(result.mutation, 200)}: "
+            f"{part('verify', result.verify)}; {rehash}")
 
 
 def main(args) -> int:
@@ -138,5 +140,6 @@ def main(args) -> int:
             return 2
         only = (lambda m: args.only in m.name) if args.only else None
         results = tamper.run_suite(bundle, only=only, on_result=lambda res: print(_line(res), flush=True))
+    print(tamper.per_rule(results))
     print(tamper.summary(results))
     return 0 if results and all(res.detected_by_both for res in results) else 1
