@@ -302,7 +302,8 @@ def _parity_section(c: dict) -> list[str]:
     p = c.get("parity") or {}
     golden = p.get("golden")
     if isinstance(golden, dict):
-        golden_txt = "identical" if golden.get("identical") else "differs"
+        golden_txt = (f"{'identical' if golden.get('identical') else 'differs'} on "
+                      f"{_num(golden.get('items_checked'))} of {_num(golden.get('items'))} golden items")
     else:
         golden_txt = "not checked"
     rows = [{"identical": _num(p.get("identical")), "reference": _cell(p.get("reference")),

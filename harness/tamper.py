@@ -92,7 +92,7 @@ def reseal(root: Path) -> None:
     every file under data/, Payload-Oxum in bag-info.txt, then the tag manifest."""
     payload = [rel for rel in bundle_files(root) if rel.startswith("data/")]
     rows = [(sha256_file(root / rel), rel) for rel in payload]
-    (root / "manifest-sha256.txt").write_text(manifest_text(rows))
+    (root / records.MANIFEST).write_text(manifest_text(rows))
     size = sum((root / rel).stat().st_size for rel in payload)
     _rewrite_oxum(root, f"{size}.{len(payload)}")
     reseal_tags(root)
@@ -100,11 +100,11 @@ def reseal(root: Path) -> None:
 
 def reseal_tags(root: Path) -> None:
     tags = [(sha256_file(root / rel), rel) for rel in TAG_FILES if (root / rel).is_file()]
-    (root / "tagmanifest-sha256.txt").write_text(manifest_text(tags))
+    (root / records.TAGMANIFEST).write_text(manifest_text(tags))
 
 
 def _rewrite_oxum(root: Path, oxum: str) -> None:
-    info = root / "bag-info.txt"
+    info = root / records.BAG_INFO
     text = re.sub(r"(?m)^Payload-Oxum: .*$", f"Payload-Oxum: {oxum}", info.read_text())
     info.write_text(text)
 
@@ -115,7 +115,7 @@ def _arrays(root: Path) -> list[str]:
 
 def _add_manifest_line(root: Path, line: str, tag: bool = False) -> None:
     """Append a manifest line (kept sorted) and re-hash the tag manifest consistently."""
-    name = "tagmanifest-sha256.txt" if tag else "manifest-sha256.txt"
+    name = records.TAGMANIFEST if tag else records.MANIFEST
     lines = (root / name).read_text().splitlines() + [line]
     lines.sort(key=lambda row: row.split("  ", 1)[1].encode())
     (root / name).write_text("".join(f"{row}\n" for row in lines))
@@ -214,9 +214,9 @@ def manifest_dotdot(root: Path, ctx: Context) -> None:
 
 def manifest_dotdot_alias(root: Path, ctx: Context) -> None:
     """An existing file listed through '..' (resolving it would still find the file)."""
-    text = (root / "manifest-sha256.txt").read_text()
+    text = (root / records.MANIFEST).read_text()
     text = text.replace("  data/comparison.json\n", "  data/runs/../comparison.json\n")
-    (root / "manifest-sha256.txt").write_text(text)
+    (root / records.MANIFEST).write_text(text)
     reseal_tags(root)
 
 
@@ -309,7 +309,7 @@ def _referenced_array(root: Path) -> str:
     record = json.loads((root / "data" / "runs" / "A1.json").read_text())
     for item in record["items"]:
         for f in item["fields"].values():
-            return f"data/arrays/{f['digest']}{tensors.SUFFIX}"
+            return records.array_path(f['digest'])
     raise RuntimeError("no stored array is referenced by A1")
 
 
@@ -682,23 +682,23 @@ def mutations(files: list[str]) -> list[Mutation]:
         Mutation("add extra.txt (bundle root)", add_file("extra.txt"), "extra.txt"),
         Mutation(f"add data/arrays/<valid array>{tensors.SUFFIX}", add_valid_array, "data/arrays/"),
         Mutation("rename data/runs/A1.json -> data/runs/A9.json",
-                 rename("data/runs/A1.json", "data/runs/A9.json"), "data/runs/A1.json"),
+                 rename("data/runs/A1.json", "data/runs/A9.json"), records.run_path("A1")),
         Mutation("rename data/comparison.json -> data/comparison.json.bak",
-                 rename("data/comparison.json", "data/comparison.json.bak"), "data/comparison.json"),
+                 rename("data/comparison.json", "data/comparison.json.bak"), records.COMPARISON),
         Mutation(f"rename {arrays[0]} -> {arrays[0]}.old", rename(arrays[0], arrays[0] + ".old"), arrays[0]),
-        Mutation("symlink data/comparison.json -> outside copy", symlink_outside("data/comparison.json"),
-                 "data/comparison.json", hazard=True),
-        Mutation("symlink data/runs/A1.json -> outside copy", symlink_outside("data/runs/A1.json"),
-                 "data/runs/A1.json", hazard=True),
+        Mutation("symlink data/comparison.json -> outside copy", symlink_outside(records.COMPARISON),
+                 records.COMPARISON, hazard=True),
+        Mutation("symlink data/runs/A1.json -> outside copy", symlink_outside(records.run_path("A1")),
+                 records.run_path("A1"), hazard=True),
         Mutation(f"symlink {arrays[0]} -> outside copy", symlink_outside(arrays[0]), arrays[0], hazard=True),
-        Mutation("symlink manifest-sha256.txt -> outside copy", symlink_outside("manifest-sha256.txt"),
-                 "manifest-sha256.txt", hazard=True),
+        Mutation("symlink manifest-sha256.txt -> outside copy", symlink_outside(records.MANIFEST),
+                 records.MANIFEST, hazard=True),
         Mutation("symlink data/runs/ (folder) -> outside copy", symlink_dir_outside("data/runs"),
                  "data/runs", hazard=True),
         Mutation("symlink data/receipts/cleanup.json -> outside FIFO",
-                 symlink_to_fifo("data/receipts/cleanup.json"), "data/receipts/cleanup.json", hazard=True),
-        Mutation("FIFO in place of manifest-sha256.txt", fifo_in_place("manifest-sha256.txt"),
-                 "manifest-sha256.txt", hazard=True),
+                 symlink_to_fifo(records.CLEANUP), records.CLEANUP, hazard=True),
+        Mutation("FIFO in place of manifest-sha256.txt", fifo_in_place(records.MANIFEST),
+                 records.MANIFEST, hazard=True),
         Mutation("manifest line data/../<outside file> with its right hash", manifest_dotdot, "unsafe path"),
         Mutation("manifest line data/runs/../comparison.json (alias of a real file)", manifest_dotdot_alias,
                  "unsafe path"),
@@ -717,7 +717,7 @@ def mutations(files: list[str]) -> list[Mutation]:
                  swap_array_renamed, "is not stored"),
         Mutation("run record B1 points a field at another stored array, re-hashed", record_digest_swap,
                  "data/comparison.json: parity."),
-        Mutation("run record B1 deleted, re-hashed", drop_run_record, "data/runs/B1.json"),
+        Mutation("run record B1 deleted, re-hashed", drop_run_record, records.run_path("B1")),
         Mutation("campaign.json run label '../../../forged' (a record outside), re-hashed", label_climbs_out,
                  "[plan]", rule="plan"),
         Mutation("pickled object array (unpickling creates a marker), re-hashed", pickled_array,

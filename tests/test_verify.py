@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import harness
+from conftest import ROOT, harness
 from harness import rehash, verify
 
 
@@ -125,3 +125,57 @@ def test_diff_list_length_and_type_changes():
 ])
 def test_unsafe_path(rel, problem):
     assert rehash.unsafe_path(rel) == problem
+
+
+# --- anchors outside the bundle (--repo) and campaign.yaml vs campaign.json --------------------
+
+def test_anchors_hold_for_a_bundle_of_this_repository(demo_bundle):
+    result = harness("verify", demo_bundle, "--repo", ROOT)
+    assert result.returncode == 0, result.stdout
+    assert "anchors outside the bundle not checked" not in result.stdout
+
+
+def test_a_forged_tree_digest_is_caught_only_against_the_repository(demo_bundle):
+    import json
+
+    from harness import records, tamper
+
+    path = demo_bundle / records.REVISIONS
+    receipt = json.loads(path.read_text())
+    receipt["candidate"]["tree_sha256"] = "0" * 64
+    path.write_text(json.dumps(receipt))
+    tamper.reseal(demo_bundle)
+    assert harness("verify", demo_bundle).returncode == 0  # consistent inside: nothing to contradict it
+    result = harness("verify", demo_bundle, "--repo", ROOT)
+    assert result.returncode == 1
+    assert "FAIL data/receipts/revisions.json: [anchors] candidate: tree_sha256" in result.stdout
+
+
+def test_campaign_file_and_golden_must_match_the_repository(demo_bundle, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "campaigns", repo / "campaigns")
+    (repo / "campaigns" / "demo.yaml").write_text((repo / "campaigns" / "demo.yaml").read_text() + "# edited\n")
+    (repo / "campaigns" / "demo" / "golden.json").write_text("{}\n")
+    result = harness("verify", demo_bundle, "--repo", repo)
+    assert result.returncode == 1
+    assert f"FAIL data/campaign.yaml: [anchors] differs from {repo / 'campaigns' / 'demo.yaml'}" in result.stdout
+    assert "FAIL data/golden.json: [anchors] differs from" in result.stdout
+
+
+def test_campaign_json_must_say_what_campaign_yaml_says(demo_bundle):
+    import json
+
+    from harness import records, tamper
+
+    path = demo_bundle / records.CAMPAIGN_JSON
+    campaign = json.loads(path.read_text())
+    campaign["workload"]["params"] = {"forged": True}
+    campaign["revisions"]["base"]["rev"] = "HEAD~3"
+    path.write_text(json.dumps(campaign))
+    tamper.reseal(demo_bundle)
+    result = harness("verify", demo_bundle)
+    assert result.returncode == 1
+    assert "FAIL data/campaign.json: [campaign] workload.params is {}, campaign.yaml gives" not in result.stdout
+    assert "FAIL data/campaign.json: [campaign] workload.params.forged is true, campaign.yaml gives null" \
+        in result.stdout
+    assert "FAIL data/campaign.json: [campaign] revisions.base.rev is \"HEAD~3\"" in result.stdout

@@ -48,6 +48,11 @@ def main(args) -> int:
     p = result["parity"]
     print(f"parity: {'identical' if p['identical'] else 'NOT identical'} ({p['fields_identical']}/"
           f"{p['fields_compared']} fields, {p['items']} items, {p['error_returns']} recorded errors)")
+    golden = p.get("golden")
+    if golden:
+        subset = golden["items_checked"] < golden["items"]
+        print(f"golden: {'identical' if golden['identical'] else 'DIFFERS'} on {golden['items_checked']} of "
+              f"{golden['items']} golden items" + (" (this campaign runs a subset)" if subset else ""))
     print(verdict_line(result))
     print(f"digest: {outcome.digest}")
     return outcome.exit_code

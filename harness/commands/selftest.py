@@ -118,12 +118,12 @@ def _line(result) -> str:
 def main(args) -> int:
     if args.suite == "scale":
         return _scale()
-    from harness import tamper
+    from harness import records, tamper
 
     with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
         if args.bundle:
             bundle = Path(args.bundle)
-            if not (bundle / "tagmanifest-sha256.txt").is_file():
+            if not (bundle / records.TAGMANIFEST).is_file():
                 print(f"harness selftest: error: {bundle}: not a sealed bundle", file=sys.stderr)
                 return 2
         else:
