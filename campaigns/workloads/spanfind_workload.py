@@ -1,7 +1,7 @@
 """Span-finding workload: tensorize every view of the frozen agent-history corpus.
 
 Inputs: ``tokenizer`` (a Hugging Face tokenizer folder, loaded offline) and ``corpus``
-(JSON lines, one view per line, from span_finding/make_corpus.py).
+(JSON lines, one view per line, from span_finding/make_corpus.py, any profile).
 Params: ``sources`` (use the first N sources; default all), ``chat_template`` (a named
 template of the tokenizer folder, e.g. ``keep_reasoning``; default its default one).
 
@@ -50,11 +50,17 @@ class SpanFindWorkload:
         }
 
     def metrics(self) -> dict:
-        messages = [len(v["messages"]) for v in self.views.values()]
+        views = list(self.views.values())
+        messages = [len(v["messages"]) for v in views]
+        assistant = [sum(m.get("role") == "assistant" for m in v["messages"]) for v in views]
         return {
-            "views": len(self.views),
-            "sources": len({v["source"] for v in self.views.values()}),
+            "profile": ",".join(sorted({v.get("profile", "agent") for v in views})),
+            "views": len(views),
+            "sources": len({v["source"] for v in views}),
             "messages_mean": float(np.mean(messages)) if messages else 0.0,
+            "assistant_mean": float(np.mean(assistant)) if assistant else 0.0,
+            # Views holding a recorded model-error return (an invalid tool call, kept).
+            "model_error_views": sum(any("error" in m for m in v["messages"]) for v in views),
             "chat_template": self.chat_template or "default",
         }
 

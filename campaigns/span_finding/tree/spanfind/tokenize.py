@@ -8,9 +8,11 @@ Assistant spans are found by rendering prefixes of the history through the token
 chat template: for every assistant message the history before it is rendered with a
 generation prompt (``prompt``) and the history including it without one
 (``completed``); what the assistant generated is where those renders stop agreeing, and
-that text is then located in the full render.  The same algorithm runs on token-id lists
-when the history carries sampled tokens (renders are encoded, and the spans are found in
-id space, so the sampled ids can be matched exactly).
+that text is then located in the full render.  The algorithm is sequence-generic: it runs
+on text, and on token-id lists when a template cannot render text.
+
+The pipeline follows OpenPipe ART's tokenization before its ``_common_prefix_length``
+change (``src/art/trajectories/_tokenize.py``); each step names its ART counterpart.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ __all__ = [
     "TokenFlag",
     "TokenizedHistory",
     "find_assistant_spans",
-    "assistant_token_mask",
     "tokenize_history",
 ]
 
@@ -33,9 +34,6 @@ Render = Callable[..., Any]  # (messages, *, add_generation_prompt) -> str | lis
 
 _SAMPLED_KEYS = ("token_ids", "logprobs")
 _STOP_TOKEN = "<|im_end|>"
-# Every ChatML turn starts with this special token; text between special tokens is
-# tokenized independently, so a render can be encoded turn by turn.
-_TURN_START = "<|im_start|>"
 
 
 class TokenFlag(enum.IntFlag):
@@ -53,7 +51,7 @@ class TokenizedHistory:
 
 
 def _find(haystack: Sequence, needle: Sequence, start: int = 0) -> int:
-    """``str.find`` for strings and lists alike."""
+    """``str.find`` for strings and lists alike (ART calls ``str.find`` itself)."""
     if isinstance(haystack, str):
         return haystack.find(needle, start)
     if not needle:
@@ -75,6 +73,7 @@ def _unique_prompt_suffix_end(prompt: Sequence, rendered: Sequence, *, after: in
 
     Used when a template rewrote earlier turns for the final assistant message: the
     generation prompt's tail (the assistant header) still marks where it starts.
+    (ART: `_unique_prompt_suffix_end`.)
     """
     if not prompt or after >= len(rendered):
         return None
@@ -104,7 +103,10 @@ def _removed_message_span(
     *,
     add_generation_prompt: bool,
 ) -> tuple[int, int]:
-    """Locate message ``index`` as the one contiguous block its removal deletes."""
+    """Locate message ``index`` as the one contiguous block its removal deletes.
+
+    ART: `_removed_message_span`.
+    """
     without = render(
         messages[:index] + messages[index + 1 :], add_generation_prompt=add_generation_prompt
     )
@@ -133,6 +135,7 @@ def find_assistant_spans(
 
     ``rendered`` is ``render(messages, add_generation_prompt=...)``; it and every render
     are either all strings or all token-id lists (the algorithm is sequence-generic).
+    ART: `_assistant_char_spans` (text) and `_assistant_token_mask_from_ids` (ids).
     """
     spans: list[tuple[int, int]] = []
     previous_end = 0
@@ -218,24 +221,12 @@ def find_assistant_spans(
     return spans
 
 
-def assistant_token_mask(
-    messages: list[dict[str, Any]],
-    rendered: list[int],
-    render: Render,
-    *,
-    add_generation_prompt: bool = False,
-) -> list[bool]:
-    """Token-id path: the assistant mask of ``rendered`` found in id space."""
-    mask = [False] * len(rendered)
-    for start, end in find_assistant_spans(
-        messages, rendered, render, add_generation_prompt=add_generation_prompt
-    ):
-        mask[start:end] = [True] * (end - start)
-    return mask
-
-
 def _template_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """What the chat template sees: the messages without sampling records."""
+    """What the chat template sees: the messages without sampling records.
+
+    (ART: `_tokenize_chat_view` renders `history.messages`; the sampled ids and logprobs
+    live in the messages' sources, never in what the template is given.)
+    """
     return [
         {key: value for key, value in message.items() if key not in _SAMPLED_KEYS}
         for message in messages
@@ -243,15 +234,15 @@ def _template_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
 
 
 class _Renderer:
-    """Renders prefixes of one history as text, or as ids encoded turn by turn."""
+    """Renders prefixes of one history: as text, as ids, or segmented into assistant spans."""
 
     def __init__(self, tokenizer: Any, tools: Any, chat_template: str | None) -> None:
         self.tokenizer = tokenizer
         self.tools = tools
         self.extra = {} if chat_template is None else {"chat_template": chat_template}
-        self.turns: dict[str, list[int]] = {}  # per history: every distinct turn, encoded once
 
     def text(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
+        """ART: `_tokenize_chat_view.render_text`."""
         value = self.tokenizer.apply_chat_template(
             messages,
             tools=self.tools,
@@ -263,21 +254,61 @@ class _Renderer:
             raise TypeError("chat template did not render text")
         return value
 
-    def encode(self, text: str) -> list[int]:
-        ids: list[int] = []
-        for number, turn in enumerate(text.split(_TURN_START)):
-            if number:
-                turn = _TURN_START + turn
-            elif not turn:
-                continue
-            encoded = self.turns.get(turn)
-            if encoded is None:
-                encoded = self.turns[turn] = self.tokenizer.encode(turn, add_special_tokens=False)
-            ids.extend(encoded)
-        return ids
-
     def ids(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> list[int]:
-        return self.encode(self.text(messages, add_generation_prompt=add_generation_prompt))
+        """ART: `_tokenize_chat_view.raw_render`: the template renders and encodes every call."""
+        value = self.tokenizer.apply_chat_template(
+            messages,
+            tools=self.tools,
+            tokenize=True,
+            add_generation_prompt=add_generation_prompt,
+            **self.extra,
+        )
+        return list(value["input_ids"] if isinstance(value, Mapping) else value)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+    def segmented(
+        self, messages: list[dict[str, Any]], *, add_generation_prompt: bool
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """Token ids of the render and the token spans the assistant generated.
+
+        ART: `_tokenize_chat_view.segmented_render`: spans are found in the text, then the
+        text between and inside them is encoded piece by piece (so every span boundary is a
+        token boundary), anew for every render; when the template cannot render text, or
+        a piece cannot be encoded, spans are found in id space instead
+        (`_assistant_token_mask_from_ids`).
+        """
+        try:
+            text = self.text(messages, add_generation_prompt=add_generation_prompt)
+            spans = find_assistant_spans(
+                messages, text, self.text, add_generation_prompt=add_generation_prompt
+            )
+        except (TypeError, KeyError):
+            return self._id_spans(messages, add_generation_prompt=add_generation_prompt)
+        try:
+            tokens: list[int] = []
+            token_spans: list[tuple[int, int]] = []
+            cursor = 0
+            for start, end in spans:
+                tokens.extend(self.encode(text[cursor:start]))
+                first = len(tokens)
+                tokens.extend(self.encode(text[start:end]))
+                token_spans.append((first, len(tokens)))
+                cursor = end
+            tokens.extend(self.encode(text[cursor:]))
+        except (TypeError, KeyError, ValueError):
+            return self._id_spans(messages, add_generation_prompt=add_generation_prompt)
+        return tokens, token_spans
+
+    def _id_spans(
+        self, messages: list[dict[str, Any]], *, add_generation_prompt: bool
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        tokens = self.ids(messages, add_generation_prompt=add_generation_prompt)
+        spans = find_assistant_spans(
+            messages, tokens, self.ids, add_generation_prompt=add_generation_prompt
+        )
+        return tokens, spans
 
 
 def tokenize_history(
@@ -288,44 +319,30 @@ def tokenize_history(
 ) -> TokenizedHistory:
     """Tokenize one history; raise ``ValueError`` when an assistant span cannot be mapped.
 
-    Histories whose assistant messages carry sampled ``token_ids`` take the token-id path
-    (spans in id space; the sampled ids found at the start of their span get their
-    ``logprobs`` and the SAMPLED flag), and the request each sample answered (the history
-    before it, rendered with a generation prompt) has its assistant roles proven on the
-    text path; sampled tokens whose request agrees with the full render get CONTEXT.
-    Other histories take the text path (spans in characters, mapped to tokens through
-    the encoder's offsets).
+    ART: `_tokenize_chat_view`. The full history is rendered segmented (spans found in
+    text, pieces encoded); each span is ASSISTANT up to and including its last stop token
+    (STOP). Sampled assistant messages (with ``token_ids``) get their ``logprobs`` and the
+    SAMPLED flag where their span starts with the sampled ids, and CONTEXT when the
+    request they answered (the history before them, rendered segmented with a generation
+    prompt) has its assistant spans at the same tokens of the full render.
     """
     source = history["messages"]
     messages = _template_messages(source)
     renderer = _Renderer(tokenizer, history.get("tools"), chat_template)
     stop_id = tokenizer.convert_tokens_to_ids(_STOP_TOKEN)
-    sampled = any(m.get("role") == "assistant" and m.get("token_ids") for m in source)
-    if sampled:
-        tokens = renderer.ids(messages, add_generation_prompt=False)
-        spans = find_assistant_spans(messages, tokens, renderer.ids)
-        mask = [False] * len(tokens)
-        for start, end in spans:
-            mask[start:end] = [True] * (end - start)
-    else:
-        text = renderer.text(messages, add_generation_prompt=False)
-        spans = find_assistant_spans(messages, text, renderer.text)
-        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        tokens = list(encoded["input_ids"])
-        mask = [False] * len(tokens)
-        span_index = 0
-        for position, (begin, finish) in enumerate(encoded["offset_mapping"]):
-            while span_index < len(spans) and spans[span_index][1] <= begin:
-                span_index += 1
-            if span_index < len(spans) and spans[span_index][0] < max(finish, begin + 1):
-                mask[position] = True
-    flags = [int(TokenFlag.ASSISTANT) if selected else 0 for selected in mask]
-    for position, token in enumerate(tokens):
-        if mask[position] and token == stop_id:
-            flags[position] |= TokenFlag.STOP
+    tokens, spans = renderer.segmented(messages, add_generation_prompt=False)
+    flags = [0] * len(tokens)
+    for start, end in spans:
+        # ART: `_assistant_stop_masks`: the span ends at its last stop token; template
+        # text after it is not the assistant's.
+        stop = next((i for i in range(end - 1, start - 1, -1) if tokens[i] == stop_id), None)
+        last = end if stop is None else stop + 1
+        flags[start:last] = [int(TokenFlag.ASSISTANT)] * (last - start)
+        if stop is not None:
+            flags[stop] |= TokenFlag.STOP
     logprobs = [math.nan] * len(tokens)
-    if sampled:
-        proven = _prove_requests(messages, source, renderer)
+    if any(m.get("role") == "assistant" and m.get("token_ids") for m in source):
+        proven = _prove_requests(messages, source, renderer, tokens)
         _attach_samples(source, spans, tokens, flags, logprobs, proven)
     return TokenizedHistory(tokens=tokens, logprobs=logprobs, flags=flags)
 
@@ -334,22 +351,20 @@ def _prove_requests(
     messages: list[dict[str, Any]],
     source: Sequence[Mapping[str, Any]],
     renderer: _Renderer,
+    tokens: list[int],
 ) -> set[int]:
     """Indices of sampled messages whose request's assistant spans the full render keeps.
 
-    A sample answered the history before it, rendered with a generation prompt; its
-    assistant roles are found in that request's own render (text path) and must read the
-    same at the same offsets of the full render.
+    ART: `_tokenize_chat_view`'s probe renders: a sampled message's request (the history
+    before it, with a generation prompt) is rendered again through `segmented_render`,
+    spans and all, and must agree with the full render.
     """
-    text = renderer.text(messages, add_generation_prompt=False)
     proven: set[int] = set()
     for index, message in enumerate(source):
         if message.get("role") != "assistant" or not message.get("token_ids"):
             continue
-        request = messages[:index]
-        prompt = renderer.text(request, add_generation_prompt=True)
-        spans = find_assistant_spans(request, prompt, renderer.text, add_generation_prompt=True)
-        if all(text[start:end] == prompt[start:end] for start, end in spans):
+        request, spans = renderer.segmented(messages[:index], add_generation_prompt=True)
+        if all(tokens[start:end] == request[start:end] for start, end in spans):
             proven.add(index)
     return proven
 
@@ -362,7 +377,11 @@ def _attach_samples(
     logprobs: list[float],
     proven: set[int],
 ) -> None:
-    """Mark each assistant message's sampled ids where its span starts with them."""
+    """Mark each assistant message's sampled ids where its span starts with them.
+
+    ART: `_tokenize_chat_view`'s replacements: a sampled output is located at the start of
+    its proven assistant bounds.
+    """
     # Spans are in message order but skip messages that generated nothing; pair a
     # message with the first unused span that starts with its sampled ids.
     cursor = 0
