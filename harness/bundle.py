@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
-from harness.records import BAG_INFO, BAGIT, MANIFEST, TAG_FILES, TAGMANIFEST
+from harness.records import BAG_INFO, BAGIT, CAMPAIGN_JSON, MANIFEST, TAG_FILES, TAGMANIFEST
 
 BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
 FORBIDDEN_IN_NAMES = ("\r", "\n", "%", "\\")
@@ -32,8 +32,11 @@ class OutputLock:
         self.fd = None
 
     def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BundleError(f"{self.path.parent}: cannot write the bundle there ({exc.strerror or exc})") from None
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -52,6 +55,36 @@ class OutputLock:
         os.close(self.fd)
 
 
+def check_output(out: Path, force: bool) -> None:
+    """Refuse, before anything runs, an --out that is not ours to write: an existing path
+    without --force, and with --force anything but an empty folder or a bundle of this
+    harness (sealed, failed or a staging leftover). Nothing is touched when refusing."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise BundleError(f"{out}: exists and is not a folder; refusing to touch it (choose another --out)")
+    if not out.exists():
+        return
+    if not force:
+        raise BundleError(f"{out}: already exists (use --force to replace a bundle there)")
+    if any(out.iterdir()) and not is_harness_bundle(out):
+        raise BundleError(f"{out}: not an abba-harness bundle; --force replaces only bundles, so this folder "
+                          "was left untouched (move it away or choose another --out)")
+
+
+def is_harness_bundle(folder: Path) -> bool:
+    """A folder this harness wrote: a sealed bag whose bag-info names abba-harness, or an
+    unsealed staging folder whose campaign.json has this harness's schema."""
+    def head(rel: str) -> bytes:
+        try:
+            with open(folder / rel, "rb") as fh:
+                return fh.read(4096)
+        except OSError:
+            return b""
+
+    if b"Bag-Software-Agent: abba-harness" in head(BAG_INFO):
+        return True
+    return not (folder / BAG_INFO).exists() and b'"schema": "abba-harness/campaign/' in head(CAMPAIGN_JSON)
+
+
 class Staging:
     """A bundle being written; files are named by their bag-relative paths (harness.records)."""
 
@@ -60,7 +93,10 @@ class Staging:
         self.root = out.parent / f"{out.name}.partial-{os.getpid()}"
         if self.root.exists():
             shutil.rmtree(self.root)
-        (self.root / "data").mkdir(parents=True)
+        try:
+            (self.root / "data").mkdir(parents=True)
+        except OSError as exc:
+            raise BundleError(f"{out.parent}: cannot write the bundle there ({exc.strerror or exc})") from None
 
     @property
     def arrays_dir(self) -> Path:

@@ -10,6 +10,8 @@ import sys
 # never pays for what `harness run` needs.
 COMMANDS = {
     "run": "run",
+    "check": "check",
+    "init": "init",
     "verify": "verify",
     "report": "report",
     "compare": "compare",
@@ -25,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="harness",
         description="A/B/B/A performance campaigns with output parity and sealed evidence.",
     )
+    from harness import __version__
+
+    parser.add_argument("--version", action="version", version=f"abba-harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in COMMANDS.items():
         try:
@@ -42,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
+        print(f"harness {args.command}: error: interrupted", file=sys.stderr)
         return 130
 
 

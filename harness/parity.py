@@ -148,3 +148,45 @@ def _max_ulp(ia, ib) -> int:
     oa, ob = _ordered(ia), _ordered(ib)
     ua, ub = oa.view(np.uint64), ob.view(np.uint64)
     return int(np.where(oa >= ob, ua - ub, ub - ua).max())  # modular uint64: the distance is < 2**64
+
+
+def explain(comparison: dict) -> str:
+    """Why parity failed, by class (outputs, recorded errors, call counts, golden), naming
+    the first differing item or stage and, for call counts, the fix."""
+    p = comparison.get("parity") or {}
+    if p.get("note"):
+        return p["note"]
+    reasons = []
+    mismatches = p.get("mismatches") or []
+    outputs = [m for m in mismatches if m.get("field")]
+    if outputs:
+        m = outputs[0]
+        reasons.append(f"outputs differ in {p.get('mismatch_count', len(mismatches))} place(s), first "
+                       f"{m.get('run')} item {m.get('item')} field {m.get('field')} ({m.get('reason')})")
+    elif mismatches:
+        m = mismatches[0]
+        reasons.append(f"items differ, first {m.get('run')} item {m.get('item')}: {m.get('reason')}")
+    if p.get("errors_identical") is False:
+        reasons.append("recorded errors differ between base and candidate")
+    if p.get("call_counts_identical") is False:
+        reasons.append(_call_counts(comparison))
+    golden = p.get("golden")
+    if isinstance(golden, dict) and not golden.get("identical"):
+        failing = golden.get("failing") or [{}]
+        reasons.append(f"golden digests differ ({failing[0].get('items_differing')} item(s) in run "
+                       f"{failing[0].get('run')})")
+    return "; ".join(reasons) or "outputs differ between base and candidate"
+
+
+def _call_counts(comparison: dict) -> str:
+    for name, row in (comparison.get("stages") or {}).items():
+        calls = row.get("calls_per_run")
+        if not isinstance(calls, dict):
+            continue
+        if set(calls) == {"base", "candidate"} and row.get("calls") == "equal":
+            return (f"stage call counts differ: '{name}' is called {calls['base']} times per base run and "
+                    f"{calls['candidate']} per candidate run; if the change is meant to call it less, mark it "
+                    f"`calls: per_variant` in the campaign's stages")
+        per_run = ", ".join(f"{label} {n}" for label, n in calls.items())
+        return f"stage call counts differ between runs of one variant: '{name}' ({per_run})"
+    return "stage call counts differ"

@@ -22,6 +22,7 @@ SCHEMAS = {
     "inputs": "abba-harness/inputs/v2",
     "cleanup": "abba-harness/cleanup/v2",
     "runner": "abba-harness/runner/v2",
+    "builds": "abba-harness/builds/v1",
     "golden": "abba-harness/golden/v1",
 }
 
@@ -42,11 +43,13 @@ REVISIONS = "data/receipts/revisions.json"
 INPUTS = "data/receipts/inputs.json"
 CLEANUP = "data/receipts/cleanup.json"
 RUNNER = "data/receipts/runner.json"
+BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
 ARRAY_SUFFIX = ".npy.gz"
 # Every bundle holds these; golden.json only when the campaign names a golden file.
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
             RUNNER)
 LABEL_RE = re.compile(r"^[AB][1-9][0-9]{0,2}\Z")
+PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")
 
@@ -76,9 +79,10 @@ def labels(order: str) -> list[tuple[str, str]]:
 # --- constructors --------------------------------------------------------------------------
 def job(*, label: str, variant: str, index: int, sha: str, tree: str, parent_pid: int, workload: dict,
         inputs: dict, slots: int, stages: dict, optional_stages: list[str], arrays_dir: str,
-        result_path: str) -> dict:
-    """What the runner hands one worker (not part of the bundle)."""
-    return {"schema": SCHEMAS["job"], "label": label, "variant": variant, "index": index, "sha": sha,
+        result_path: str, mode: str = "run") -> dict:
+    """What the runner hands one worker (not part of the bundle). mode: "run" (the timed
+    item loop) or "check" (the pre-flight: setup and one item, untimed)."""
+    return {"schema": SCHEMAS["job"], "mode": mode, "label": label, "variant": variant, "index": index, "sha": sha,
             "tree": tree, "parent_pid": parent_pid, "workload": workload, "inputs": inputs, "slots": slots,
             "stages": stages, "optional_stages": optional_stages, "arrays_dir": arrays_dir,
             "result_path": result_path}
@@ -143,7 +147,10 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "slots": campaign.slots,
         "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
         "workload": {"entry": campaign.workload.entry, "path": rel(campaign.workload.path),
-                     "params": campaign.workload.params},
+                     "params": campaign.workload.params, "sys_path": list(campaign.workload.sys_path),
+                     "items": campaign.workload.items},
+        "build": [list(cmd) for cmd in campaign.build],
+        "overrides": campaign.overrides,
         "revisions": {v: {"rev": rev, "sha": sha} for v, (rev, sha) in revisions.items()},
         "stages": campaign.stages,
         "optional_stages": sorted(campaign.optional_stages),
@@ -158,6 +165,12 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
 # Fields of campaign.json that come from the machine or the repository, not from the YAML.
 CAMPAIGN_RESOLVED = ("campaign_path", "workload.path", "golden", "revisions.base.sha",
                      "revisions.candidate.sha")
+
+
+def builds_receipt(builds: dict[str, dict]) -> dict:
+    """data/receipts/builds.json, when the campaign has build commands: per variant, the
+    commands, their exit codes and output, and whether the build came from the cache."""
+    return {"schema": SCHEMAS["builds"], **builds}
 
 
 def runner_receipt(*, started_at: float, ended_at: float, reason: str | None, runs_planned: int,

@@ -67,6 +67,7 @@ SCHEMAS = {
     "inputs": "abba-harness/inputs/v2",
     "cleanup": "abba-harness/cleanup/v2",
     "runner": "abba-harness/runner/v2",
+    "builds": "abba-harness/builds/v1",
     "golden": "abba-harness/golden/v1",
 }
 BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST = "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"
@@ -81,10 +82,12 @@ REVISIONS = "data/receipts/revisions.json"
 INPUTS = "data/receipts/inputs.json"
 CLEANUP = "data/receipts/cleanup.json"
 RUNNER = "data/receipts/runner.json"
+BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
 ARRAY_SUFFIX = ".npy.gz"
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
             RUNNER)
 LABEL_RE = re.compile(r"^[AB][1-9][0-9]{0,2}\Z")
+PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")
 
@@ -529,7 +532,8 @@ STAGE_KEYS = {"calls": "int", "self_cpu_s": "num", "incl_cpu_s": "num"}
 CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "campaign_path": "str?", "order": "str",
                  "labels": "list", "slots": "int", "timeouts": "dict", "workload": "dict", "revisions": "dict",
                  "stages": "dict", "optional_stages": "list", "stage_calls": "dict", "env": "dict",
-                 "golden": "str?", "golden_sha256": "str?", "threshold": "num"}
+                 "golden": "str?", "golden_sha256": "str?", "threshold": "num", "build": "list",
+                 "overrides": "dict"}
 RUNNER_KEYS = {"schema": "str", "started_at": "num", "ended_at": "num", "reason": "str?", "runs_planned": "int",
                "runs_started": "int"}
 CLEANUP_KEYS = {"schema": "str", "method": "str", "processes": "list", "count": "int", "all_absent": "bool"}
@@ -760,7 +764,7 @@ def check_records(check, stored):
         elif rel.startswith("data/logs/") and rel not in expected_logs:
             check.fail(rel, "a log of a run the campaign did not start", "plan")
         elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/")) or rel in REQUIRED
-                  or rel == GOLDEN or not rel.startswith("data/")):
+                  or rel in (GOLDEN, BUILDS) or not rel.startswith("data/")):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
         check.fail(rel, "missing: every started run has its log", "files")
@@ -777,7 +781,8 @@ def check_records(check, stored):
     for n, p in enumerate(procs):
         if not shaped(check, CLEANUP, p, PROC_KEYS, f"processes[{n}]"):
             return None
-        if p["run"] not in started_labels:
+        preflight = p["run"] in PREFLIGHT_RUNS and p["role"] in ("preflight", "descendant")
+        if p["run"] not in started_labels and not preflight:
             check.fail(CLEANUP, f"processes[{n}] belongs to {short(p['run'])}, not a started run", "ledger")
         if (p["pid"], p["create_time"]) in keys:
             check.fail(CLEANUP, f"processes[{n}]: pid {p['pid']} listed twice", "ledger")
@@ -786,7 +791,7 @@ def check_records(check, stored):
             check.fail(CLEANUP, f"processes[{n}]: absent {p['absent']} but verified {short(p['verified'])}", "ledger")
         if p["role"] == "worker":
             workers.setdefault(p["run"], []).append(p)
-        elif p["role"] != "descendant":
+        elif p["role"] not in ("descendant", "preflight"):
             check.fail(CLEANUP, f"processes[{n}]: role {short(p['role'])}", "ledger")
     if cleanup["all_absent"] != all(p["absent"] for p in procs):
         check.fail(CLEANUP, "all_absent contradicts the process list", "ledger")
@@ -815,6 +820,15 @@ def check_records(check, stored):
     digests = {r["harness_source_sha256"] for r in runs if r["status"] == "ok"}
     if isinstance(env, dict) and digests and digests != {env.get("harness_source_sha256")}:
         check.fail(ENVIRONMENT, "harness_source_sha256 differs from the run records'", "identity")
+
+    # builds: a receipt exactly when the campaign has build commands, for both revisions
+    if campaign["build"]:
+        builds = load_json(check, BUILDS)
+        if builds is not None and (not isinstance(builds, dict) or builds.get("schema") != SCHEMAS["builds"]
+                                   or set(builds) != {"schema", "base", "candidate"}):
+            check.fail(BUILDS, "not a builds receipt for base and candidate", "parsing")
+    elif BUILDS in check.openable:
+        check.fail(BUILDS, "present although the campaign has no build commands", "files")
 
     # golden: present exactly when the campaign names one, and the one it pins
     golden = None

@@ -318,9 +318,14 @@ def _parity_section(c: dict) -> list[str]:
     if p.get("note"):
         out += ["", _cell(p["note"])]
     if p.get("identical") is not True:
+        from harness.parity import explain
+
+        out += ["", f"**Parity fails: {_cell(explain(c))}.**"]
         mism = p.get("mismatches") or []
         count = p.get("mismatch_count", len(mism))
-        out += ["", f"**Outputs differ.** Mismatches ({_num(count)})"
+        if not mism:
+            return out
+        out += ["", f"Mismatches ({_num(count)})"
                 + (f" (first {len(mism)} listed)" if isinstance(count, int) and count > len(mism)
                    else "") + ":", "",
                 _table([{"run": _cell(m.get("run")), "item": _cell(m.get("item")),

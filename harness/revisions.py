@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -27,18 +28,26 @@ _CACHES = ("__pycache__", "*.pyc", ".pytest_cache")  # never part of a revision
 _IGNORED = shutil.ignore_patterns(*_CACHES)
 
 
+WORKTREE = "WORKTREE"  # a revision that is the target repository's uncommitted working tree
+
+
 @dataclass(frozen=True)
 class Materialized:
     variant: str
     rev: str
     sha: str
-    tree: Path
-    tree_sha256: str
+    tree: Path  # where the worker imports from: the export, or its built copy
+    tree_sha256: str  # of the export, before any build: what `verify --repo` recomputes
     fence: dict[str, str]
+    build: dict | None = None
 
     def receipt(self) -> dict:
-        return {"rev": self.rev, "sha": self.sha, "tree_sha256": self.tree_sha256,
-                "fence": {path: {"sha256": sha, "ok": True} for path, sha in self.fence.items()}}
+        out = {"rev": self.rev, "sha": self.sha, "tree_sha256": self.tree_sha256,
+               "fence": {path: {"sha256": sha, "ok": True} for path, sha in self.fence.items()}}
+        if self.rev == WORKTREE:
+            out["note"] = ("snapshot of the uncommitted working tree (git stash create: tracked files only), "
+                           "a commit object no ref points to")
+        return out
 
 
 def cache_root() -> Path:
@@ -115,11 +124,27 @@ def commits(repo: Path) -> list[tuple[str, str]]:
 
 
 def resolve(campaign: Campaign, repo: Path, revision: Revision) -> str:
+    if revision.rev == WORKTREE:
+        return snapshot_worktree(campaign, repo, revision)
     result = _git(["rev-parse", "--verify", "--quiet", f"{revision.rev}^{{commit}}"], cwd=repo, text=True)
     if result.returncode:
         raise SpecError(f"{campaign.source}: {revision.variant}.rev: commit '{revision.rev}' "
                         f"does not exist in {repo}")
     return result.stdout.strip()
+
+
+def snapshot_worktree(campaign: Campaign, repo: Path, revision: Revision) -> str:
+    """The working tree's tracked changes as a commit object, touching no ref, index or
+    file (`git stash create`); HEAD itself when nothing is changed."""
+    result = _git(["stash", "create", f"abba-harness snapshot of the working tree ({revision.variant})"],
+                  cwd=repo, env_extra=_IDENTITY, text=True)
+    if result.returncode:
+        last = (result.stderr.strip().splitlines() or ["git stash create failed"])[-1]
+        raise SpecError(f"{campaign.source}: {revision.variant}.rev: WORKTREE: {last}")
+    sha = result.stdout.strip()
+    if not sha:
+        return resolve(campaign, repo, Revision(revision.variant, "HEAD"))
+    return sha
 
 
 def export(repo: Path, sha: str, dest: Path) -> None:
@@ -153,4 +178,48 @@ def materialize(campaign: Campaign, repo: Path, revision: Revision, scratch: Pat
         if actual != expected:
             raise SpecError(f"{campaign.source}: {revision.variant}.fence.{rel}: source fence mismatch: "
                             f"expected sha256 {expected[:16]}..., revision {sha[:12]} has {actual[:16]}...")
-    return Materialized(revision.variant, revision.rev, sha, tree, tree_digest(tree), dict(revision.fence))
+    digest = tree_digest(tree)
+    build = None
+    if campaign.build:
+        tree, build = built_tree(campaign, tree, digest, revision.variant)
+    return Materialized(revision.variant, revision.rev, sha, tree, digest, dict(revision.fence), build)
+
+
+def built_tree(campaign: Campaign, tree: Path, digest: str, variant: str) -> tuple[Path, dict]:
+    """Run the campaign's build commands in a copy of the exported tree, cached by the
+    tree digest and the commands: the same revision is built once. Returns the built tree
+    and the receipt (commands, exit codes, output tails, cached or not)."""
+    import json
+
+    key = hashlib.sha256(json.dumps([digest, [list(c) for c in campaign.build]]).encode()).hexdigest()[:24]
+    home = cache_root() / "builds" / key
+    if (home / "receipt.json").is_file():
+        return home / "tree", {**json.loads((home / "receipt.json").read_text()), "cached": True}
+    home.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=home.parent))
+    try:
+        shutil.copytree(tree, work / "tree", symlinks=True)
+        steps = []
+        for cmd in campaign.build:
+            argv = [a.replace("{python}", sys.executable) for a in cmd]
+            try:
+                result = subprocess.run(argv, cwd=work / "tree", capture_output=True, text=True, errors="replace",
+                                        timeout=campaign.run_timeout_s, stdin=subprocess.DEVNULL)
+                code, output = result.returncode, result.stdout + result.stderr
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                code, output = None, f"{exc.__class__.__name__}: {exc}"
+            steps.append({"argv": argv, "exit_code": code, "output_tail": output[-4000:]})
+            if code != 0:
+                last = " | ".join(output.strip().splitlines()[-3:]) or "no output"
+                raise SpecError(f"{campaign.source}: build: {' '.join(cmd)} failed in the {variant} tree "
+                                f"(exit {code}): {last[-300:]}")
+        receipt = {"key": key, "tree_sha256": digest, "steps": steps}
+        (work / "receipt.json").write_text(json.dumps(receipt))
+        try:
+            os.rename(work, home)
+        except OSError:
+            if not (home / "receipt.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return home / "tree", {**receipt, "cached": False}

@@ -3,6 +3,7 @@ order (strictly sequential, each in its own process group), cleanup proof, compa
 the sealed bundle. This process never imports the code under test."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -47,6 +48,14 @@ class Outcome:
 
 class Interrupted(Exception):
     pass
+
+
+class PreflightError(SpecError):
+    """The pre-flight found problems: one line each, nothing was timed, no bundle written."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 def worker_env(campaign: Campaign) -> dict[str, str]:
@@ -121,10 +130,12 @@ def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | 
 
 
 class Runner:
-    def __init__(self, campaign: Campaign, out: Path, force: bool = False, progress=None):
+    def __init__(self, campaign: Campaign, out: Path | None, force: bool = False, progress=None,
+                 check_only: bool = False):
         self.campaign = campaign
         self.out = out
         self.force = force
+        self.check_only = check_only  # `harness check`: the pre-flight only, no bundle
         self.progress = progress or Silent()
         self.ledger = cleanup.Ledger()
         self.current: subprocess.Popen | None = None
@@ -142,12 +153,13 @@ class Runner:
         self.ledger.watch_descendants(pgid, label)
         _killpg(pgid)
 
-    def run(self) -> Outcome:
+    def run(self) -> Outcome | None:
+        """The campaign, sealed into --out; with check_only, the pre-flight alone (None)."""
         campaign = self.campaign
-        if self.out.exists() and not self.force:
-            raise SpecError(f"{self.out}: already exists (use --force to replace it)")
+        if not self.check_only:
+            bundle.check_output(self.out, self.force)
         cleanup.become_subreaper()
-        with bundle.OutputLock(self.out):
+        with contextlib.nullcontext() if self.check_only else bundle.OutputLock(self.out):
             inputs = prepare_inputs(campaign, self.progress.note)
             golden = load_golden(campaign)
             repo = revisions.target_repo(campaign)
@@ -157,6 +169,16 @@ class Runner:
             try:
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
+                if materialized["base"].sha == materialized["candidate"].sha:
+                    raise SpecError(f"{campaign.source}: base.rev and candidate.rev both resolve to "
+                                    f"{materialized['base'].sha[:12]}: nothing to compare")
+                problems = self.preflight(scratch, materialized, inputs)
+                if self.interrupted:
+                    raise Interrupted(f"{self.interrupted} during the pre-flight; no bundle was written")
+                if problems:
+                    raise PreflightError(problems)
+                if self.check_only:
+                    return None
                 staging = bundle.Staging(self.out)
                 return self._campaign(staging, scratch, materialized, inputs, golden)
             except BaseException:
@@ -180,6 +202,8 @@ class Runner:
         staging.write_json(records.REVISIONS,
                            records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(records.INPUTS, records.inputs_receipt(inputs))
+        if campaign.build:
+            staging.write_json(records.BUILDS, records.builds_receipt({v: m.build for v, m in materialized.items()}))
         if golden is not None:
             golden, golden_raw = golden
             staging.write_bytes(records.GOLDEN, golden_raw)
@@ -227,33 +251,30 @@ class Runner:
         staging.publish(self.force)
         return Outcome(self.out, digest, result)
 
-    def _one_run(self, staging, scratch, mat, inputs, env, index, label, variant, deadline) -> dict:
+    def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, mode: str = "run") -> dict:
         campaign = self.campaign
-        run_dir = scratch / "runs" / label
-        run_dir.mkdir(parents=True)
-        job = records.job(
+        return records.job(
             label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree), parent_pid=os.getpid(),
             workload={"entry": campaign.workload.entry, "params": campaign.workload.params,
-                      "path": str(campaign.workload.path) if campaign.workload.path else None},
+                      "path": str(campaign.workload.path) if campaign.workload.path else None,
+                      "sys_path": list(campaign.workload.sys_path), "items": campaign.workload.items},
             inputs={name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
             slots=campaign.slots, stages=campaign.stages, optional_stages=sorted(campaign.optional_stages),
-            arrays_dir=str(staging.arrays_dir), result_path=str(run_dir / "result.json"))
-        job_path = run_dir / "job.json"
-        job_path.write_text(json.dumps(job))
-        # The worker streams its output into the scratch folder; the bundle gets the log
-        # through a temporary file and a rename once the worker is gone (every evidence
-        # file is written atomically).
+            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), mode=mode)
+
+    def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float) -> dict:
+        """One worker process, start to verified end: its exit, whether it timed out, what
+        it left running (killed), its log, and what the runner saw of it."""
+        (run_dir / "job.json").write_text(json.dumps(job))
         log_path = run_dir / "worker.log"
-        timeout = min(campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
         started_at, t0 = time.time(), time.monotonic()
         with open(log_path, "wb") as log:
-            argv = [sys.executable, "-m", "harness.worker", str(job_path)]
-            proc = subprocess.Popen(argv, cwd=run_dir,
-                                    env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            argv = [sys.executable, "-m", "harness.worker", str(run_dir / "job.json")]
+            proc = subprocess.Popen(argv, cwd=run_dir, env=worker_env(self.campaign), stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             self.current, self.current_label = proc, label
             try:
-                self.ledger.add(psutil.Process(proc.pid), label, "worker", argv)
+                self.ledger.add(psutil.Process(proc.pid), label, role, argv)
             except psutil.NoSuchProcess:
                 pass
             timed_out = False
@@ -270,33 +291,64 @@ class Runner:
                     break
                 time.sleep(POLL_S)
             self.current = None
-        exit_code = proc.returncode
         # Anything of this run still running now was left behind by the worker: a failure.
         cleanup.reap_orphans()
         self.ledger.watch_descendants(os.getpid(), label)
         leftovers = [p for p in self.ledger.alive(label) if p.pid != proc.pid]
         self._kill_run(proc.pid, label)
         self.ledger.kill_all(label)
-        process = {"pid": proc.pid, "started_at": started_at, "wall_s": time.monotonic() - t0,
-                   "ended_at": time.time()}
-        staging.write_bytes(records.log_path(label), log_path.read_bytes())
+        return {"exit_code": proc.returncode, "timed_out": timed_out, "leftovers": leftovers, "log": log_path,
+                "result": run_dir / "result.json",
+                "process": {"pid": proc.pid, "started_at": started_at, "wall_s": time.monotonic() - t0,
+                            "ended_at": time.time()}}
 
-        result_path = Path(job["result_path"])
-        if timed_out:
-            status, reason = "timeout", f"killed after {timeout:.1f} s (run timeout {campaign.run_timeout_s:g} s)"
-        elif self.interrupted:
-            status, reason = "failed", self.interrupted
-        elif exit_code != 0:
-            status, reason = "failed", f"worker exited with {_describe_exit(exit_code)}: {_last_line(log_path)}"
-        elif not result_path.exists():
-            status, reason = "failed", "worker exited 0 without writing its result"
-        elif leftovers:
-            status, reason = "failed", ("worker left processes running: "
-                                        + ", ".join(f"pid {p.pid} ({' '.join(p.cmdline)[:60]})" for p in leftovers))
-        else:
-            status, reason = "ok", None
-        measured = read_json(result_path) if status == "ok" else None
-        return records.run_record(job, status=status, reason=reason, exit_code=exit_code, process=process,
+    def _verdict(self, w: dict, timeout: float) -> tuple[str, str | None]:
+        """(status, reason) of a finished worker."""
+        if w["timed_out"]:
+            return "timeout", f"killed after {timeout:.1f} s (run timeout {self.campaign.run_timeout_s:g} s)"
+        if self.interrupted:
+            return "failed", self.interrupted
+        if w["exit_code"] != 0:
+            return "failed", f"worker exited with {_describe_exit(w['exit_code'])}: {_last_line(w['log'])}"
+        if not w["result"].exists():
+            return "failed", "worker exited 0 without writing its result"
+        if w["leftovers"]:
+            return "failed", ("worker left processes running: "
+                              + ", ".join(f"pid {p.pid} ({' '.join(p.cmdline)[:60]})" for p in w["leftovers"]))
+        return "ok", None
+
+    def preflight(self, scratch: Path, materialized: dict, inputs: dict) -> list[str]:
+        """`harness check`: each revision in a fresh worker started exactly as a run is
+        (tree, build, env, inputs), importing the entry point and every stage, calling
+        setup() and one item untimed, checking the output protocol. One line per problem."""
+        problems = []
+        for variant in ("base", "candidate"):
+            label = f"check:{variant}"
+            run_dir = scratch / "preflight" / variant
+            run_dir.mkdir(parents=True)
+            job = self._job(materialized[variant], inputs, -1, label, variant, run_dir / "arrays", run_dir, "check")
+            self.progress.note(f"pre-flight: {variant} ({materialized[variant].sha[:12]}): setup() and one item")
+            w = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s)
+            status, reason = self._verdict(w, self.campaign.run_timeout_s)
+            if status != "ok":
+                if w["exit_code"] and not w["timed_out"] and not self.interrupted:
+                    reason = _last_line(w["log"])
+                problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
+        return problems
+
+    def _one_run(self, staging, scratch, mat, inputs, env, index, label, variant, deadline) -> dict:
+        run_dir = scratch / "runs" / label
+        run_dir.mkdir(parents=True)
+        job = self._job(mat, inputs, index, label, variant, staging.arrays_dir, run_dir)
+        # The worker streams its output into the scratch folder; the bundle gets the log
+        # through a temporary file and a rename once the worker is gone (every evidence
+        # file is written atomically).
+        timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
+        w = self._launch(job, run_dir, label, "worker", timeout)
+        staging.write_bytes(records.log_path(label), w["log"].read_bytes())
+        status, reason = self._verdict(w, timeout)
+        measured = read_json(w["result"]) if status == "ok" else None
+        return records.run_record(job, status=status, reason=reason, exit_code=w["exit_code"], process=w["process"],
                                   measured=measured)
 
 

@@ -3,7 +3,7 @@ and what was expected; nothing here touches git, runs a build or imports code un
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ DEFAULT_ORDER = "ABBA"
 DEFAULT_SLOTS = 4
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
+DEFAULT_THRESHOLD = 0.02
 MAX_RUNS = 64
 CALL_MODES = ("equal", "per_variant")
 MAX_SLOTS = 256
@@ -54,6 +55,8 @@ class Workload:
     entry: str
     path: Path | None
     params: dict[str, Any]
+    sys_path: tuple[str, ...] = ()  # folders of the revision tree put first on sys.path (e.g. src)
+    items: int | None = None  # run only this many of the workload's items, evenly spread
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class Campaign:
     golden: Path | None
     golden_sha256: str | None
     threshold: float
+    build: tuple[tuple[str, ...], ...] = ()  # commands run in each exported revision tree
+    overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
 
     def revision(self, variant: str) -> Revision:
         return self.base if variant == "base" else self.candidate
@@ -167,18 +172,65 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load(path: str | Path) -> Campaign:
+def load(path: str | Path, overrides: dict | None = None) -> Campaign:
     source = Path(path)
     try:
         raw = source.read_bytes()
     except OSError as exc:
         raise SpecError(f"{source}: cannot read campaign file ({exc.strerror or exc})") from None
-    return loads(raw, source.resolve())
+    return loads(raw, source.resolve(), overrides)
 
 
-def loads(raw: bytes, source: Path) -> Campaign:
-    """A campaign from the bytes of its YAML file; source names it in messages and anchors
-    its relative paths (nothing is read from them here)."""
+OVERRIDES = ("base", "candidate", "order", "items", "params")
+
+
+def parse_overrides(base=None, candidate=None, order=None, items=None, params=()) -> dict:
+    """Command-line overrides (`--base REV --candidate REV --order ABAB --items N --param K=V`)
+    as the dict a bundle records; a --param value is read as YAML (`3` is a number)."""
+    out = {}
+    for key, value in (("base", base), ("candidate", candidate), ("order", order), ("items", items)):
+        if value is not None:
+            out[key] = value
+    for text in params:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--param {text!r}: expected KEY=VALUE")
+        try:
+            out.setdefault("params", {})[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise SpecError(f"--param {text!r}: the value is not a YAML scalar") from None
+    return out
+
+
+def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
+    if not overrides:
+        return data
+    if not isinstance(data, dict):
+        return data  # parse() reports the shape
+    unknown = sorted(set(overrides) - set(OVERRIDES))
+    if unknown:
+        raise SpecError(f"{source}: override {unknown[0]!r}: expected one of {', '.join(OVERRIDES)}")
+    data = dict(data)
+    for variant in ("base", "candidate"):
+        if variant in overrides:
+            data[variant] = {**(data.get(variant) if isinstance(data.get(variant), dict) else {}),
+                             "rev": overrides[variant]}
+            data[variant].pop("fence", None)  # a fence pins the YAML's revision, not another one
+    if "order" in overrides:
+        data["order"] = overrides["order"]
+    if "items" in overrides or "params" in overrides:
+        wl = dict(data.get("workload") or {})
+        if "items" in overrides:
+            wl["items"] = overrides["items"]
+        if "params" in overrides:
+            wl["params"] = {**(wl.get("params") or {}), **overrides["params"]}
+        data["workload"] = wl
+    return data
+
+
+def loads(raw: bytes, source: Path, overrides: dict | None = None) -> Campaign:
+    """A campaign from the bytes of its YAML file (and command-line overrides); source names
+    it in messages and anchors its relative paths (nothing is read from them here)."""
     try:
         data = yaml.load(raw, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -188,7 +240,8 @@ def loads(raw: bytes, source: Path) -> Campaign:
         raise SpecError(f"{source}: not valid YAML{at}: {problem}") from None
     except RecursionError:
         raise SpecError(f"{source}: not valid YAML: nested too deeply") from None
-    return parse(data, source, raw)
+    campaign = parse(_apply_overrides(data, overrides or {}, source), source, raw)
+    return replace(campaign, overrides=dict(overrides or {}))
 
 
 def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
@@ -196,7 +249,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     top = r.mapping(
         data, "",
         allowed={"name", "description", "target", "base", "candidate", "workload", "inputs", "order",
-                 "slots", "timeouts", "stages", "env", "golden", "verdict"},
+                 "slots", "timeouts", "stages", "env", "golden", "verdict", "build"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -208,7 +261,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     base = _revision(r, top["base"], "base")
     candidate = _revision(r, top["candidate"], "candidate")
 
-    wl = r.mapping(top["workload"], "workload", {"entry", "path", "params"}, {"entry"})
+    wl = r.mapping(top["workload"], "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
     entry = r.string(wl["entry"], "workload.entry", ENTRY_RE, "'module:function'")
     params = wl.get("params", {})
     if params is None:
@@ -216,7 +269,16 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     if not isinstance(params, dict):
         raise r.fail("workload.params", "a mapping", params)
     _json_value(r, params, "workload.params")
-    workload = Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params)
+    sys_path = wl.get("sys_path", [])
+    if not isinstance(sys_path, list) or not all(
+            isinstance(x, str) and x and "\0" not in x and not x.startswith("/") and ".." not in Path(x).parts
+            for x in sys_path):
+        raise r.fail("workload.sys_path", "a list of folders relative to the revision tree, e.g. [src]", sys_path)
+    items = wl.get("items")
+    if items is not None:
+        items = int(r.number(items, "workload.items", 1, 10**9, integer=True))
+    workload = Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params,
+                        tuple(sys_path), items)
 
     inputs = []
     raw_inputs = top.get("inputs") or {}
@@ -284,11 +346,18 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         golden = r.path(g["path"], "golden.path")
         golden_sha256 = r.string(g["sha256"], "golden.sha256", HEX64_RE, "64 lowercase hex digits")
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
-    threshold = float(r.number(verdict.get("threshold", 0.02), "verdict.threshold", 0, 0.5))
+    threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
+
+    build = top.get("build") or []
+    if not isinstance(build, list) or not all(
+            isinstance(cmd, list) and cmd and all(isinstance(a, str) and a and "\0" not in a for a in cmd)
+            for cmd in build):
+        raise r.fail("build", "a list of commands, each a list of strings, e.g. [[python, setup.py, build_ext, "
+                              "--inplace]]", build)
 
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
-                    order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls, dict(env), golden, golden_sha256,
-                    threshold)
+                    order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
+                    dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build))
 
 
 def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:

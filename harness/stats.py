@@ -392,22 +392,22 @@ def verdict_exit_code(comparison: dict) -> int:
     return EXIT_CODES.get(stats.get("verdict"), EXIT_UNUSABLE)
 
 
-def verdict_line(comparison: dict) -> str:
+def verdict_line(comparison: dict, exit_word: str = "exit") -> str:
     """One line for humans and CI logs, e.g.
-    ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...``."""
+    ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...``.
+    exit_word: how the code is introduced (`harness run` says whose code it is)."""
+    from harness.parity import explain
+
     code = verdict_exit_code(comparison)
     if code == EXIT_FAILED:
-        return (f"verdict: campaign failed (exit {code}): "
+        return (f"verdict: campaign failed ({exit_word} {code}): "
                 f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
     if code == EXIT_PARITY:
-        parity = comparison.get("parity") or {}
-        n = len(parity.get("mismatches") or [])
-        return (f"verdict: parity mismatch (exit {code}): outputs differ between base and "
-                f"candidate ({n} mismatch{'es' if n != 1 else ''})")
+        return f"verdict: parity mismatch ({exit_word} {code}): {explain(comparison)}"
     stats = comparison.get("stats")
     if code == EXIT_UNUSABLE:
-        return f"verdict: unusable (exit {code}): comparison.json has no usable stats"
-    parts = [f"verdict: {stats['verdict']} (exit {code})"]
+        return f"verdict: unusable ({exit_word} {code}): comparison.json has no usable stats"
+    parts = [f"verdict: {stats['verdict']} ({exit_word} {code})"]
     paired = stats.get("paired") or {}
     if paired.get("geomean_ratio") is not None and paired.get("ci95"):
         lo, hi = paired["ci95"]

@@ -68,7 +68,8 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
     campaign = docs["campaign"]
     try:
         raw = check.read(records.CAMPAIGN_YAML, rehash.MAX_TEXT_BYTES)
-        parsed = spec.loads(raw, Path("/bundle") / (campaign["campaign_path"] or "campaign.yaml"))
+        parsed = spec.loads(raw, Path("/bundle") / (campaign["campaign_path"] or "campaign.yaml"),
+                            campaign["overrides"])
     except (OSError, spec.SpecError) as exc:
         check.fail(records.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return

@@ -70,6 +70,58 @@ def origin(module_name: str, tree: Path) -> str:
         return path
 
 
+def describe(exc: BaseException) -> str:
+    return f"{error_name(exc)}: {str(exc)[:300]}"
+
+
+def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
+    """Hash and store one item's outputs. A broken output protocol ends the run (exit 1
+    with the cause): recorded as an item error it would read as "parity identical, 0 fields"."""
+    from harness import tensors
+
+    if not isinstance(outputs, dict) or not outputs:
+        raise SystemExit(f"run({item_id!r}) broke the output protocol: returned {type(outputs).__name__}, "
+                         "expected a non-empty dict of name -> array")
+    fields = {}
+    for name in sorted(outputs, key=str):
+        if not isinstance(name, str):
+            raise SystemExit(f"run({item_id!r}) broke the output protocol: field name {name!r} is not a str")
+        try:
+            fields[name] = tensors.store(outputs[name], arrays_dir)
+        except tensors.ArrayError as exc:
+            raise SystemExit(f"run({item_id!r}) broke the output protocol: field {name!r}: {exc}") from None
+    return fields
+
+
+def check_protocol(workload, items: list[str], arrays_dir: Path, result_path: str) -> int:
+    """The pre-flight: run items untimed until one returns (at most three), check its
+    outputs, and write what was seen. Stage timers stay unarmed."""
+    from harness.fsutil import atomic_write_json
+
+    raised = []
+    for item_id in items[:3]:
+        try:
+            outputs = workload.run(item_id)
+        except Exception as exc:  # noqa: BLE001 - allowed on some items, if alike in both revisions
+            raised.append(f"{item_id}: {describe(exc)}")
+            continue
+        getattr(workload, "sync", None) and workload.sync()
+        fields = store_outputs(item_id, outputs, arrays_dir)
+        if hasattr(workload, "close"):
+            workload.close()
+        atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": len(items)})
+        return 0
+    raise SystemExit(f"workload.entry: run() raised on each of the first {len(raised)} items: {raised[0]}")
+
+
+def subset(items: list[str], n: int | None) -> list[str]:
+    """`workload.items: N` (or --items N): N items spread evenly over the workload's list,
+    the first always included, the same ones on every run and machine."""
+    if n is None or n >= len(items):
+        return items
+    return [items[(i * len(items)) // n] for i in range(n)]
+
+
 def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, list[dict]]:
     sync = getattr(workload, "sync", None) or (lambda: None)
 
@@ -123,41 +175,56 @@ def main(job_path: str) -> int:
 
     # The code under test comes from this revision's tree and nowhere else.
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
-    sys.path.insert(0, str(tree))
+    roots = [str(tree / sub) for sub in job["workload"]["sys_path"]] + [str(tree)]
     if job["workload"].get("path"):
-        sys.path.insert(1, job["workload"]["path"])
+        roots.append(job["workload"]["path"])
+    sys.path[:0] = roots
     sys.dont_write_bytecode = True
 
     inputs = verify_inputs(job["inputs"])
 
-    from harness import stagetimer, tensors
+    from harness import stagetimer
     from harness.environment import harness_source_digest
     from harness.fsutil import atomic_write_json
 
+    # Failures name the campaign key that leads to them (the pre-flight prints these lines).
     timer = stagetimer.StageTimer()
-    installed = stagetimer.install(job["stages"], timer, frozenset(job.get("optional_stages", ())))
-    setup = import_entry(job["workload"]["entry"])
+    try:
+        installed = stagetimer.install(job["stages"], timer, frozenset(job.get("optional_stages", ())))
+    except Exception as exc:  # noqa: BLE001 - any import or wrapping failure
+        raise SystemExit(f"stages: {describe(exc)}") from None
+    try:
+        setup = import_entry(job["workload"]["entry"])
+    except Exception as exc:  # noqa: BLE001
+        raise SystemExit(f"workload.entry: cannot import '{job['workload']['entry']}': {describe(exc)}") from None
     ctx = SimpleNamespace(params=job["workload"].get("params") or {}, inputs=inputs, slots=job["slots"],
                           label=job["label"], variant=job["variant"], tree=tree)
-    workload = setup(ctx)
-    items = [str(i) for i in workload.items]
+    try:
+        workload = setup(ctx)
+        items = [str(i) for i in workload.items]
+    except Exception as exc:  # noqa: BLE001
+        raise SystemExit(f"workload.entry: setup() failed: {describe(exc)}") from None
     if len(set(items)) != len(items):
-        raise SystemExit("workload.items has duplicate ids")
+        raise SystemExit("workload.entry: setup()'s items have duplicate ids")
+    if not items:
+        raise SystemExit("workload.entry: setup() gave no items")
+    items = subset(items, job["workload"]["items"])
+    arrays_dir = Path(job["arrays_dir"])
+
+    if job["mode"] == "check":
+        return check_protocol(workload, items, arrays_dir, job["result_path"])
 
     wall, results = run_items(workload, items, job["slots"], timer)
 
     # Everything below is outside the timer.
-    arrays_dir = Path(job["arrays_dir"])
     item_records = []
     for item_id, (outputs, error, item_wall, item_cpu) in zip(items, results):
-        fields = {}
-        if error is None:
-            if not isinstance(outputs, dict) or not outputs:
-                error = {"type": "abba.BadOutput", "message": "run() must return a non-empty dict of arrays"}
-            else:
-                for name in sorted(outputs):
-                    fields[str(name)] = tensors.store(outputs[name], arrays_dir)
+        fields = store_outputs(item_id, outputs, arrays_dir) if error is None else {}
         item_records.append(records.item(item_id=item_id, wall_s=item_wall, cpu_s=item_cpu, fields=fields, error=error))
+    if items and all(r["error"] is not None for r in item_records):
+        first = item_records[0]["error"]
+        raise SystemExit(f"every item raised ({len(items)} of {len(items)}); the first: {first['type']}: "
+                         f"{first['message'][:200]}")
     metrics = workload.metrics() if hasattr(workload, "metrics") else {}
     if hasattr(workload, "close"):
         workload.close()

@@ -103,7 +103,7 @@ def test_records_and_rehash_spell_the_format_alike():
     """rehash.py cannot import the harness; the format it checks must be the one written."""
     assert rehash.SCHEMAS == records.SCHEMAS
     for name in ("BAGIT", "BAG_INFO", "MANIFEST", "TAGMANIFEST", "TAG_FILES", "CAMPAIGN_YAML", "CAMPAIGN_JSON",
-                 "ENVIRONMENT", "COMPARISON", "FIGURE", "GOLDEN", "REVISIONS", "INPUTS", "CLEANUP", "RUNNER",
+                 "ENVIRONMENT", "COMPARISON", "FIGURE", "GOLDEN", "REVISIONS", "INPUTS", "CLEANUP", "RUNNER", "BUILDS",
                  "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
         assert getattr(rehash, name) == getattr(records, name), name
     assert rehash.LABEL_RE.pattern == records.LABEL_RE.pattern

@@ -28,7 +28,7 @@ def test_usage_errors_exit_2():
 def test_missing_campaign_file(tmp_path):
     result = harness("run", tmp_path / "missing.yaml", "--out", tmp_path / "out")
     assert result.returncode == 2 and no_traceback(result)
-    assert result.stderr.strip() == f"harness: error: {tmp_path / 'missing.yaml'}: cannot read campaign file " \
+    assert result.stderr.strip() == f"harness run: error: {tmp_path / 'missing.yaml'}: cannot read campaign file " \
                                     f"(No such file or directory)"
     assert not (tmp_path / "out").exists()
 
@@ -41,7 +41,7 @@ def test_demo_end_to_end(tmp_path):
     assert lines[0] == f"bundle: {out}"
     assert "status: complete" in lines and any(line.startswith("parity: identical") for line in lines)
     digest = hashlib.sha256((out / "tagmanifest-sha256.txt").read_bytes()).hexdigest()
-    assert lines[-1] == f"digest: {digest}"
+    assert lines[-2:] == [f"digest: {digest}", "exit: 0 (complete, outputs identical)"]
     comparison = read_json(out / "data" / "comparison.json")
     assert comparison["status"] == "complete" and comparison["parity"]["identical"]
     assert comparison["parity"]["error_returns"] == 1 and comparison["parity"]["errors_identical"]

@@ -94,7 +94,9 @@ def assert_failed_bundle(tmp_path: Path, rc: int, stdout: str, label: str, reaso
     for role, pid in noted:
         assert pid in listed, f"{role} {pid} missing from the cleanup receipt {sorted(listed)}"
         assert listed[pid]["absent"] is True and listed[pid]["verified"] in ("gone", "pid reused")
-        assert listed[pid]["role"] == ("worker" if role.startswith("worker") else "descendant")
+        expected = "descendant" if not role.startswith("worker") else \
+            "preflight" if role.startswith("worker-check:") else "worker"  # the pre-flight's workers too
+        assert listed[pid]["role"] == expected
         assert not _ours(pid), f"{role} {pid} is still running"
     assert receipt["all_absent"] is True and receipt["count"] == len(receipt["processes"])
     return comp

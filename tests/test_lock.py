@@ -72,8 +72,8 @@ def test_second_run_on_the_same_out_is_refused(tmp_path, nap):
             assert second.returncode == 2, second.stdout + second.stderr
             assert no_traceback(second)
             lines = second.stderr.strip().splitlines()
-            assert lines[-1] == f"harness: error: {out}: another harness run is writing this bundle (locked)"
-            assert [line for line in lines if line.startswith("harness: error")] == [lines[-1]]
+            assert lines[-1] == f"harness run: error: {out}: another harness run is writing this bundle (locked)"
+            assert [line for line in lines if line.startswith("harness run: error")] == [lines[-1]]
         stdout, stderr = first.communicate(timeout=120)
     finally:
         if first.poll() is None:
@@ -90,7 +90,7 @@ def test_existing_bundle_needs_force(tmp_path, nap, demo_bundle):
     before = {p: p.read_bytes() for p in demo_bundle.rglob("*") if p.is_file()}
     refused = harness("run", campaign(0.0), "--out", demo_bundle, env=env, timeout=60)
     assert refused.returncode == 2 and no_traceback(refused)
-    assert f"harness: error: {demo_bundle}: already exists (use --force to replace it)" in refused.stderr
+    assert f"harness run: error: {demo_bundle}: already exists (use --force to replace a bundle there)" in refused.stderr
     assert {p: p.read_bytes() for p in demo_bundle.rglob("*") if p.is_file()} == before  # untouched
 
     old_digest = tagmanifest_digest(demo_bundle)

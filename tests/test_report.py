@@ -138,7 +138,7 @@ def test_report_content(repo):
 def test_report_mismatch_divergence_load_warning(repo):
     a = render_bundle(repo / "evidence/alpha", repo)
     assert "verdict: parity mismatch (exit 3)" in a
-    assert "**Outputs differ.**" in a
+    assert "**Parity fails: outputs differ in 1 place(s), first" in a
     assert "| B1    | item3  | logits  | float32 |" in a
     assert "1.5000e-07" in a
     assert "load average exceeded the core count" in a and "A1 (load 3.50 on 2 cores)" in a

@@ -34,6 +34,11 @@ def test_execution_order_from_the_log(probe_runs, order, labels):
     run = probe_runs[order]
     assert run.result.returncode == 0, run.result.stdout + run.result.stderr
     rows = steps(run.log)
+    # The pre-flight (one worker per revision, setup and one item) comes before any run.
+    first = next(i for i, r in enumerate(rows) if not r["label"].startswith("check:"))
+    assert [r["label"] for r in rows[:first]] == ["check:base"] * 3 + ["check:candidate"] * 3
+    assert all(not r["label"].startswith("check:") for r in rows[first:])
+    rows = rows[first:]
     # The file, token by token: every run set up, ran its items, closed, then the next began.
     assert [f"{r['label']} {r['token']}" for r in rows] == expected_tokens(labels)
     assert [r["variant"] for r in rows if r["token"] == "setup"] == \
@@ -46,13 +51,15 @@ def test_execution_order_from_the_log(probe_runs, order, labels):
 @pytest.mark.parametrize("order", ["ABBA", "ABBAABBA"])
 def test_runs_are_sequential_separate_processes(probe_runs, order):
     run = probe_runs[order]
-    rows = steps(run.log)
+    rows = steps(run.log)  # the pre-flight's workers are fresh processes too, before the runs
     spans, pids = [], []
     for label in dict.fromkeys(r["label"] for r in rows):
         mine = [r for r in rows if r["label"] == label]
         spans.append((min(r["t_ns"] for r in mine), max(r["t_ns"] for r in mine)))
         assert len({r["pid"] for r in mine}) == 1  # items ran on threads of one process
         pids.append(mine[0]["pid"])
+        if label.startswith("check:"):
+            continue
         record = read_json(run.out / "data" / "runs" / f"{label}.json")
         assert record["pid"] == mine[0]["pid"] and record["status"] == "ok"
     assert len(set(pids)) == len(pids), pids  # a fresh process per run
@@ -162,10 +169,11 @@ SLEEPY_WORKLOAD = '''
 
 
     class W:
-        items = ["slow"]
+        items = ["quick", "slow"]  # the pre-flight runs "quick"; the timed loop hangs on "slow"
 
         def run(self, item):
-            time.sleep(60)
+            if item == "slow":
+                time.sleep(60)
             return {"x": np.zeros(1)}
 
 
@@ -238,3 +246,16 @@ def test_demo_worker_never_imports_torch(tmp_path):
     for label in ("A1", "B1"):
         metrics = read_json(out / "data" / "runs" / f"{label}.json")["metrics"]
         assert metrics["torch_imported"] is False and metrics["transformers_imported"] is False
+
+
+def test_preflight_that_hangs_is_killed_at_the_run_timeout(tmp_path):
+    tree, patch = make_target(tmp_path, {"pkg/__init__.py": "X = 1\n"}, {"pkg/__init__.py": "X = 2\n"})
+    workloads = tmp_path / "workloads"
+    workloads.mkdir()
+    (workloads / "sleepy.py").write_text(textwrap.dedent(SLEEPY_WORKLOAD).replace('["quick", "slow"]', '["slow"]'))
+    campaign = write_campaign(tmp_path / "sleepy.yaml", tree, patch, workloads, "sleepy:setup",
+                              timeouts={"run_s": 2, "campaign_s": 120})
+    result = harness("run", campaign, "--out", tmp_path / "bundle", env=cache_env(tmp_path / "cache"), timeout=120)
+    assert result.returncode == 2 and no_traceback(result)
+    assert "pre-flight: " in result.stderr and "base (" in result.stderr and "killed after 2.0 s" in result.stderr
+    assert not (tmp_path / "bundle").exists()

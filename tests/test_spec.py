@@ -265,7 +265,7 @@ def assert_refused(result, out: Path, *needles: str) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     assert no_traceback(result), result.stderr
     lines = result.stderr.strip().splitlines()
-    errors = [line for line in lines if line.startswith("harness: error:")]
+    errors = [line for line in lines if line.startswith("harness run: error:")]
     assert len(errors) == 1, result.stderr
     for needle in needles:
         assert needle in errors[0], errors[0]

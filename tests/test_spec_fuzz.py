@@ -220,5 +220,5 @@ def test_cli_exit_2_no_traceback_no_bundle(path, value):
         assert result.returncode == 2, result.stderr
         assert "Traceback" not in result.stderr
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"harness: error: {campaign}: "), lines
+        assert len(lines) == 1 and lines[0].startswith(f"harness run: error: {campaign}: "), lines
         assert sorted(p.name for p in Path(tmp).iterdir()) == ["fuzz.yaml"]

@@ -3,15 +3,18 @@
   span-prefix     the span-finding helper vs the element-by-element loop
   ar-loop         the AR sampler, full-length vs compacted
   stage-overhead  what one stage wrapper costs per call
+  gemm-rows       whether a row's bits depend on its call's size (F.linear, the AR model's tiles)
 """
 from __future__ import annotations
 
 import importlib
+import sys
 
 BENCHES = {
     "span-prefix": ("span_prefix", "span finding: _common_prefix_length vs the element loop"),
     "ar-loop": ("ar_loop", "AR loop: full_length=True vs compacted active rows"),
     "stage-overhead": ("stage_overhead", "per-call cost of the stage CPU wrapper"),
+    "gemm-rows": ("gemm_rows", "does a row get the same bits at every position and call size"),
 }
 
 
@@ -33,7 +36,7 @@ def add_parser(sub) -> None:
 
 
 def _missing(args) -> int:
-    print(f"harness: microbench '{args.bench}' is not available in this checkout")
+    print(f"harness microbench: error: '{args.bench}' is not available in this checkout", file=sys.stderr)
     return 2
 
 

@@ -1,4 +1,4 @@
-"""`harness run CAMPAIGN [--out DIR] [--force]`: run a campaign and seal its bundle.
+"""`harness run CAMPAIGN [--out DIR] [--force] [overrides]`: run a campaign and seal its bundle.
 
 Exit codes: 0 complete with parity, 3 parity mismatch, 4 a run failed or timed out (or
 the campaign was interrupted), 2 usage or input error (then no bundle is written)."""
@@ -10,32 +10,58 @@ from pathlib import Path
 from harness import spec
 from harness.bundle import BundleError
 from harness.progress import Progress
-from harness.stats import verdict_line
+
+
+def add_overrides(p) -> None:
+    """The command-line overrides `run` and `check` share; a bundle records them."""
+    p.add_argument("--base", metavar="REV", help="base revision instead of the YAML's (WORKTREE: uncommitted "
+                                                 "changes)")
+    p.add_argument("--candidate", metavar="REV", help="candidate revision instead of the YAML's (WORKTREE: "
+                                                      "the working tree)")
+    p.add_argument("--order", help="run order instead of the YAML's, e.g. ABBAABBA")
+    p.add_argument("--items", type=int, metavar="N", help="run N of the workload's items, evenly spread")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="set workload.params.KEY (the value is read as YAML); repeatable")
+
+
+def load_campaign(args) -> spec.Campaign:
+    overrides = spec.parse_overrides(args.base, args.candidate, args.order, args.items, args.param)
+    return spec.load(args.campaign, overrides)
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run an A/B/B/A campaign and seal its evidence bundle")
     p.add_argument("campaign", help="campaign YAML file")
     p.add_argument("--out", help="bundle directory to create (default: out/<campaign name>)")
-    p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing bundle at --out (only a bundle of this harness is replaced)")
+    add_overrides(p)
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    from harness.runner import Interrupted, Runner
+    from harness.runner import Interrupted, PreflightError, Runner
+    from harness.stats import verdict_line
 
     progress = Progress()
     try:
-        campaign = spec.load(args.campaign)
+        campaign = load_campaign(args)
         out = Path(args.out) if args.out else Path("out") / campaign.name
         outcome = Runner(campaign, out.absolute(), force=args.force, progress=progress).run()
+    except PreflightError as exc:
+        progress.close()
+        for line in exc.problems:
+            print(f"harness run: error: pre-flight: {line}", file=sys.stderr)
+        print("harness run: error: nothing was timed and no bundle was written (`harness check` repeats the "
+              "pre-flight)", file=sys.stderr)
+        return 2
     except (spec.SpecError, BundleError) as exc:
         progress.close()
-        print(f"harness: error: {exc}", file=sys.stderr)
+        print(f"harness run: error: {exc}", file=sys.stderr)
         return 2
     except Interrupted as exc:
         progress.close()
-        print(f"harness: {exc}", file=sys.stderr)
+        print(f"harness run: error: {exc}", file=sys.stderr)
         return 4
     progress.close()
     result = outcome.comparison
@@ -53,6 +79,11 @@ def main(args) -> int:
         subset = golden["items_checked"] < golden["items"]
         print(f"golden: {'identical' if golden['identical'] else 'DIFFERS'} on {golden['items_checked']} of "
               f"{golden['items']} golden items" + (" (this campaign runs a subset)" if subset else ""))
-    print(verdict_line(result))
+    # The verdict as `harness compare` gives it; this command's own exit code is below.
+    print(verdict_line(result, exit_word="harness compare would exit"))
     print(f"digest: {outcome.digest}")
+    print(f"exit: {outcome.exit_code} ({EXIT_MEANING[outcome.exit_code]})")
     return outcome.exit_code
+
+
+EXIT_MEANING = {0: "complete, outputs identical", 3: "parity mismatch", 4: "campaign failed"}

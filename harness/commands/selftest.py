@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness.clone import clone_file
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("selftest", help="self-checks; 'tamper' runs the tampering mutation suite on a bundle")
@@ -24,7 +26,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-DEMO = Path(__file__).resolve().parents[2] / "campaigns" / "demo.yaml"
+DEMO = "campaigns/demo.yaml"  # in a clone: harness.clone.clone_file finds it or says why not
 
 
 def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
@@ -36,11 +38,12 @@ def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
     from harness import spec
     from harness.runner import Runner
 
-    data = yaml.safe_load(DEMO.read_bytes())
+    demo = clone_file(DEMO, "selftest")
+    data = yaml.safe_load(demo.read_bytes())
     data["workload"]["params"].update(changes.pop("params", {}))
     data.update(changes)
     data.pop("golden", None)  # other items than the golden file's
-    campaign = spec.parse(data, DEMO, yaml.safe_dump(data, sort_keys=False).encode())
+    campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
     t0 = time.monotonic()
     outcome = Runner(campaign, out).run()
     return outcome.comparison, time.monotonic() - t0
@@ -83,7 +86,7 @@ def _demo_bundle(tmp: Path) -> Path | None:
     from harness import spec
     from harness.runner import Runner
 
-    campaign_path = DEMO
+    campaign_path = clone_file(DEMO, "selftest")
     out = tmp / "demo"
     print(f"selftest: running the demo campaign ({campaign_path}) into {out}", file=sys.stderr)
     try:

@@ -20,7 +20,7 @@ def main(args) -> int:
         campaign = spec.load(args.campaign)
         repo = revisions.target_repo(campaign)
     except spec.SpecError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
+        print(f"harness target: error: {exc}", file=sys.stderr)
         return 2
     print(f"repository: {repo}")
     for sha, subject in revisions.commits(repo):

@@ -6,20 +6,22 @@ import importlib.util
 import sys
 from pathlib import Path
 
-CAMPAIGNS = Path(__file__).resolve().parents[2] / "campaigns"
+CAMPAIGNS = Path(__file__).resolve().parents[2] / "campaigns"  # in a clone (see checkout)
 
 
 def checkout(campaign_path: str | Path, variant: str, dest: Path) -> Path:
     """Export one revision of a campaign's target into dest/<variant> (SHA and fence
     checked as in a campaign) and return that tree. Errors exit with one line."""
     from harness import revisions, spec
+    from harness.clone import clone_file
 
+    clone_file(str(Path(campaign_path).relative_to(CAMPAIGNS.parent)), "microbench")
     try:
         campaign = spec.load(campaign_path)
         return revisions.materialize(campaign, revisions.target_repo(campaign),
                                      campaign.revision(variant), dest).tree
     except spec.SpecError as exc:
-        raise SystemExit(f"harness: error: {exc}") from None
+        raise SystemExit(f"harness microbench: error: {exc}") from None
 
 
 def load_module(path: Path, name: str):

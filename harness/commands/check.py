@@ -1,0 +1,41 @@
+"""`harness check CAMPAIGN [overrides]`: the pre-flight `harness run` does before its first
+timed run, on its own. For each revision, in a fresh worker started exactly as a run is
+(export, fence, build, environment, inputs): import the entry point and every stage, call
+setup(), run one item untimed and check the output protocol. One line per problem naming
+the revision, the key and the cause; exit 0 or 2; never writes a bundle."""
+from __future__ import annotations
+
+import sys
+
+from harness import spec
+from harness.commands.run import add_overrides, load_campaign
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("check", help="pre-flight a campaign: both revisions set up and run one item, untimed")
+    p.add_argument("campaign", help="campaign YAML file")
+    add_overrides(p)
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from harness.progress import Progress
+    from harness.runner import Interrupted, PreflightError, Runner
+
+    progress = Progress()
+    try:
+        campaign = load_campaign(args)
+        Runner(campaign, None, progress=progress, check_only=True).run()
+    except PreflightError as exc:
+        progress.close()
+        for line in exc.problems:
+            print(f"harness check: error: {line}", file=sys.stderr)
+        return 2
+    except (spec.SpecError, Interrupted) as exc:
+        progress.close()
+        print(f"harness check: error: {exc}", file=sys.stderr)
+        return 2
+    progress.close()
+    print(f"OK {campaign.source}: base and candidate import the entry point and every stage, set up, and "
+          "return a mapping of arrays for an item")
+    return 0

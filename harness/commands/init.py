@@ -1,0 +1,88 @@
+"""`harness init`: write a minimal, commented campaign for a repository and two revisions.
+
+Five keys are set (name, target, base, candidate, workload); every other key is shown as a
+comment holding its default, so the file documents what a run will do."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from harness import spec
+
+TEMPLATE = """\
+# A/B/B/A campaign written by `harness init`. Relative paths are relative to this file.
+# Check it with `harness check {file}`, run it with `harness run {file} --out DIR`.
+name: {name}
+target:
+  repo: {repo}                  # the git repository holding the code under test
+base:
+  rev: {base}                   # any commit-ish; the bundle records the full SHA
+  # fence: {{path/in/tree.py: <sha256>}}   # optional: pin files of this revision by hash
+candidate:
+  rev: {candidate}              # WORKTREE = the repository's uncommitted (tracked) changes
+workload:
+  entry: {entry}                # module:function returning an object with .items and .run(item)
+  path: {workload_path}         # folder holding that module, outside the revision tree
+  # sys_path: [src]             # folders of the revision tree to import from first (src layout)
+  # params: {{}}                # handed to setup(ctx) as ctx.params
+  # items: null                 # run only N items, evenly spread (default: all)
+# build: []                     # commands run in each revision's tree first, e.g. [[python, setup.py, build_ext, --inplace]]
+# inputs: {{}}                  # name: {{path, sha256, build}}: files pinned by hash
+# order: {order}                # A = base, B = candidate; one fresh process per letter
+# slots: {slots}                # worker threads inside each run
+# timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
+# stages: {{}}                  # name: module:function, timed as per-stage thread CPU
+# env: {{}}                     # extra environment variables for the workers
+# golden: null                  # {{path, sha256}}: digests every run must reproduce
+# verdict: {{threshold: {threshold:g}}}   # relative band inside which the change counts as equal
+"""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("init", help="write a minimal commented campaign for a repository and two revisions")
+    p.add_argument("--repo", default=".", help="the git repository (default: .)")
+    p.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
+    p.add_argument("--candidate", default="WORKTREE", help="candidate revision (default: WORKTREE, the "
+                                                           "uncommitted changes)")
+    p.add_argument("--entry", required=True, metavar="MODULE:FUNCTION", help="the workload's setup function")
+    p.add_argument("--workload-path", default=".", metavar="DIR",
+                   help="folder holding the workload module (default: the campaign file's folder)")
+    p.add_argument("--name", help="campaign name (default: the repository folder's name)")
+    p.add_argument("-o", "--output", default="campaign.yaml", help="file to write (default: campaign.yaml)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        print(f"harness init: error: {out}: already exists (use --force to overwrite it)", file=sys.stderr)
+        return 2
+    repo = Path(args.repo).resolve()
+    if not (repo / ".git").exists():
+        print(f"harness init: error: {repo}: not a git repository (no .git)", file=sys.stderr)
+        return 2
+    here = out.absolute().parent
+
+    def rel(path: str) -> str:
+        return os.path.relpath(Path(path).resolve(), here)
+
+    name = args.name or "".join(c if c.isalnum() or c in "_.-" else "_" for c in repo.name)[:64] or "campaign"
+    text = TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=args.base,
+                           candidate=args.candidate, entry=args.entry, workload_path=rel(args.workload_path),
+                           order=spec.DEFAULT_ORDER, slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
+                           campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD)
+    try:
+        spec.loads(text.encode(), out.absolute())  # what we write must load
+    except spec.SpecError as exc:
+        print(f"harness init: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    except OSError as exc:
+        print(f"harness init: error: {out}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    print(f"wrote {out}: `harness check {out}` next")
+    return 0

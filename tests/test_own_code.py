@@ -1,0 +1,329 @@
+"""Issue 11: a user's own repository, first try. Each trap a new user met is a test here:
+data loss under --force, failures that read as success, misleading parity messages, src
+layouts, build steps, working-tree candidates, errors found too late, tracebacks on
+output paths."""
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cache_env, harness, make_target, no_traceback, write_campaign
+
+GIT = ["git", "-c", "user.name=u", "-c", "user.email=u@u", "-c", "init.defaultBranch=main"]
+
+WORKLOAD = '''
+    import numpy as np
+
+    from fastsum import total
+
+
+    class Bench:
+        def __init__(self, ctx):
+            self.mode = ctx.params.get("mode", "ok")
+            self.items = [f"n{i}" for i in range(4)]
+
+        def run(self, item):
+            n = 2000 * (1 + int(item[1:]))
+            if self.mode == "bare":
+                return np.arange(3)
+            if self.mode == "raise":
+                raise ValueError(f"no {item}")
+            if self.mode == "object":
+                return {"x": np.array([object()])}
+            return {"total": np.array([total(n)], dtype=np.int64)}
+
+
+    def setup(ctx):
+        return Bench(ctx)
+'''
+
+
+def git(repo: Path, *args) -> str:
+    return subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def user_repo(tmp_path) -> Path:
+    """A src-layout package whose build step generates a module; base committed, the
+    candidate's change left uncommitted in the working tree; the workload beside it."""
+    repo = tmp_path / "repo"
+    (repo / "src" / "fastsum").mkdir(parents=True)
+    (repo / "src" / "fastsum" / "__init__.py").write_text(textwrap.dedent('''
+        from fastsum._generated import STEP
+
+
+        def total(n):
+            s = 0
+            for i in range(0, n, STEP):
+                s += i
+            return s
+    '''))
+    (repo / "gen.py").write_text("open('src/fastsum/_generated.py', 'w').write('STEP = 1\\n')\n")
+    (repo / ".gitignore").write_text("_generated.py\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "slow sum")
+    (repo / "src" / "fastsum" / "__init__.py").write_text(textwrap.dedent('''
+        from fastsum._generated import STEP
+
+
+        def total(n):
+            return sum(range(0, n, STEP))
+    '''))
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "bench_sum.py").write_text(textwrap.dedent(WORKLOAD))
+    return repo
+
+
+def campaign(tmp_path: Path, repo: Path, **extra) -> Path:
+    import yaml
+
+    body = {"name": "fastsum", "target": {"repo": str(repo)}, "base": {"rev": "HEAD"},
+            "candidate": {"rev": "WORKTREE"},
+            "workload": {"entry": "bench_sum:setup", "path": str(tmp_path / "bench"), "sys_path": ["src"]},
+            "build": [["{python}", "gen.py"]], "order": "ABBA", "slots": 1}
+    body.update(extra)
+    path = tmp_path / "fastsum.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def test_src_layout_build_step_and_working_tree_candidate(user_repo, tmp_path):
+    status_before = git(user_repo, "status", "--porcelain")
+    refs_before = git(user_repo, "for-each-ref")
+    env = cache_env(tmp_path / "cache")
+    out = tmp_path / "out"
+    result = harness("run", campaign(tmp_path, user_repo), "--out", out, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "parity: identical (12/12 fields, 4 items, 0 recorded errors)" in result.stdout
+    # The working tree, index and refs are as they were: the snapshot is a dangling commit.
+    assert git(user_repo, "status", "--porcelain") == status_before
+    assert git(user_repo, "for-each-ref") == refs_before and not git(user_repo, "stash", "list")
+    revisions = json.loads((out / "data/receipts/revisions.json").read_text())
+    head = git(user_repo, "rev-parse", "HEAD").strip()
+    assert revisions["base"]["sha"] == head and revisions["candidate"]["sha"] != head
+    assert "working tree" in revisions["candidate"]["note"]
+    builds = json.loads((out / "data/receipts/builds.json").read_text())
+    assert [s["exit_code"] for v in ("base", "candidate") for s in builds[v]["steps"]] == [0, 0]
+    record = json.loads((out / "data/runs/B1.json").read_text())
+    assert record["imported_from"]["workload"].endswith("bench_sum.py")
+    assert harness("verify", out).returncode == 0
+    # A second campaign reuses the cached builds.
+    again = harness("run", campaign(tmp_path, user_repo), "--out", tmp_path / "again", env=env)
+    builds = json.loads((tmp_path / "again/data/receipts/builds.json").read_text())
+    assert again.returncode == 0 and builds["base"]["cached"] and builds["candidate"]["cached"]
+
+
+def test_a_failed_build_is_exit_2_with_its_last_lines(user_repo, tmp_path):
+    path = campaign(tmp_path, user_repo, build=[["{python}", "-c", "import sys; print('no compiler'); sys.exit(3)"]])
+    result = harness("run", path, "--out", tmp_path / "out", env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    assert "build:" in result.stderr and "(exit 3): no compiler" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("bare", "broke the output protocol: returned ndarray, expected a non-empty dict"),
+    ("object", "broke the output protocol: field 'x': unsupported dtype object"),
+    ("raise", "run() raised on each of the first 3 items: n0: ValueError: no n0"),
+])
+def test_broken_protocols_fail_before_anything_is_timed(user_repo, tmp_path, mode, reason):
+    path = campaign(tmp_path, user_repo, workload={"entry": "bench_sum:setup", "path": str(tmp_path / "bench"),
+                                                   "sys_path": ["src"], "params": {"mode": mode}})
+    out = tmp_path / "out"
+    result = harness("run", path, "--out", out, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result), result.stdout + result.stderr
+    assert "pre-flight: " in result.stderr and reason in result.stderr
+    assert "base (" in result.stderr and "no bundle was written" in result.stderr
+    assert not out.exists() and not list(tmp_path.glob("out.partial-*"))
+    check = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert check.returncode == 2 and reason in check.stderr
+    errors = [line for line in check.stderr.splitlines() if "error" in line]
+    assert errors and all(line.startswith("harness check: error: ") for line in errors)
+
+
+def test_protocol_failures_inside_a_run_fail_the_campaign(tmp_path):
+    """Past the pre-flight (which runs the first items), a run whose every item raises, or
+    whose outputs break the protocol, is a failed run: exit 4, the reason named."""
+    tree, patch = make_target(tmp_path, {"m/__init__.py": "X = 1\n"}, {"m/__init__.py": "X = 2\n"})
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    (wl / "late.py").write_text(textwrap.dedent('''
+        import numpy as np
+
+
+        class W:
+            def __init__(self, ctx):
+                self.items = [f"i{k}" for k in range(5)]
+                self.label = ctx.label
+
+            def run(self, item):
+                if self.label == "B1":
+                    if item == "i4":
+                        return [1, 2]
+                    raise RuntimeError("boom")
+                return {"x": np.arange(3)}
+
+
+        def setup(ctx):
+            return W(ctx)
+    '''))
+    path = write_campaign(tmp_path / "late.yaml", tree, patch, wl, "late:setup")
+    result = harness("run", path, "--out", tmp_path / "out", env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "B1: worker exited with code 1: run('i4') broke the output protocol: returned list" in result.stdout
+    assert "exit: 4 (campaign failed)" in result.stdout
+    assert harness("verify", tmp_path / "out").returncode == 0
+
+
+def test_fewer_stage_calls_name_the_cause_and_the_fix(tmp_path):
+    tree, patch = make_target(
+        tmp_path, {"m/__init__.py": "def step(x):\n    return x\n\n\ndef work(n):\n    return sum(step(i) for i in range(n))\n"},
+        {"m/__init__.py": "def step(x):\n    return x\n\n\ndef work(n):\n    return sum(range(n))\n"})
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    (wl / "w.py").write_text(textwrap.dedent('''
+        import numpy as np
+
+        import m
+
+
+        class W:
+            items = ["a", "b"]
+
+            def run(self, item):
+                return {"s": np.array([m.work(100)])}
+
+
+        def setup(ctx):
+            return W()
+    '''))
+    path = write_campaign(tmp_path / "calls.yaml", tree, patch, wl, "w:setup", stages={"step": "m:step"})
+    result = harness("run", path, "--out", tmp_path / "out", env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 3
+    assert ("verdict: parity mismatch (harness compare would exit 3): stage call counts differ: 'step' is "
+            "called 200 times per base run and 0 per candidate run; if the change is meant to call it less, "
+            "mark it `calls: per_variant`") in result.stdout
+    assert "(0 mismatches)" not in result.stdout
+    report = harness("report", tmp_path / "out")
+    assert "**Parity fails: stage call counts differ: 'step'" in report.stdout
+
+
+def test_force_never_deletes_what_is_not_a_bundle(tmp_path):
+    precious = tmp_path / "thesis"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("three years of work\n")
+    result = harness("run", ROOT / "campaigns" / "demo.yaml", "--out", precious, "--force")
+    assert result.returncode == 2 and no_traceback(result)
+    assert result.stderr.count("\n") == 1 and "not an abba-harness bundle" in result.stderr
+    assert (precious / "thesis.txt").read_text() == "three years of work\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thesis"]  # no lock, staging or replaced-PID left
+
+
+def test_out_that_is_a_file_or_unusable(tmp_path):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("keep me\n")
+    for out in (afile, afile / "bundle"):
+        result = harness("run", ROOT / "campaigns" / "demo.yaml", "--out", out, "--force")
+        assert result.returncode == 2 and no_traceback(result), result.stderr
+        assert result.stderr.startswith("harness run: error: ") and result.stderr.count("\n") == 1
+    assert afile.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_typos_are_found_before_anything_is_timed(tmp_path):
+    import yaml
+
+    demo = yaml.safe_load((ROOT / "campaigns" / "demo.yaml").read_text())
+    for step in demo["target"]["build"]:
+        for kind in ("tree", "patch"):
+            if kind in step:
+                step[kind] = str(ROOT / "campaigns" / step[kind])
+    demo["workload"]["path"] = str(ROOT / "campaigns" / demo["workload"]["path"])
+    demo.pop("golden")
+    demo["workload"]["entry"] = "demo_workloadd:setup"
+    demo["stages"] = {"means": "demo.core:moving_meanz"}
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(demo))
+    check = harness("check", path)
+    assert check.returncode == 2 and no_traceback(check)
+    lines = [line for line in check.stderr.splitlines() if line.startswith("harness check: error:")]
+    assert len(lines) == 2 and lines[0].startswith(f"harness check: error: {path}: base (")
+    assert "stages: " in lines[0] and "moving_meanz" in lines[0] and lines[1].startswith(
+        f"harness check: error: {path}: candidate (")
+    demo["stages"] = {}
+    path.write_text(yaml.safe_dump(demo))
+    run = harness("run", path, "--out", tmp_path / "out")
+    assert run.returncode == 2 and "workload.entry: cannot import 'demo_workloadd:setup'" in run.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_same_revision_twice_is_an_error(user_repo, tmp_path):
+    result = harness("run", campaign(tmp_path, user_repo, candidate={"rev": "main"}), "--out", tmp_path / "o",
+                     env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and "both resolve to" in result.stderr and "nothing to compare" in result.stderr
+
+
+def test_overrides_are_recorded_and_verified(user_repo, tmp_path):
+    out = tmp_path / "out"
+    result = harness("run", campaign(tmp_path, user_repo), "--out", out, "--order", "AB", "--items", "2",
+                     "--param", "mode=ok", env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 0, result.stderr
+    recorded = json.loads((out / "data/campaign.json").read_text())
+    assert recorded["overrides"] == {"order": "AB", "items": 2, "params": {"mode": "ok"}}
+    assert recorded["order"] == "AB" and recorded["labels"] == ["A1", "B1"]
+    assert [it["id"] for it in json.loads((out / "data/runs/A1.json").read_text())["items"]] == ["n0", "n2"]
+    assert harness("verify", out).returncode == 0
+    # A forger who drops the recorded override: campaign.json no longer follows from the YAML.
+    from harness import tamper
+
+    recorded["overrides"] = {}
+    (out / "data/campaign.json").write_text(json.dumps(recorded))
+    tamper.reseal(out)
+    bad = harness("verify", out)
+    assert bad.returncode == 1 and "[campaign] order is \"AB\", campaign.yaml gives \"ABBA\"" in bad.stdout
+
+
+def test_version_and_one_error_prefix():
+    version = harness("--version")
+    assert version.returncode == 0 and version.stdout.startswith("abba-harness ")
+    missing = harness("verify", "/nonexistent/bundle")
+    assert missing.returncode == 2 and missing.stderr.startswith("harness verify: error: ")
+
+
+def test_init_writes_a_loadable_minimal_campaign_and_never_overwrites(user_repo, tmp_path):
+    from harness import spec
+
+    out = tmp_path / "bench" / "c.yaml"
+    made = harness("init", "--repo", user_repo, "--entry", "bench_sum:setup", "--workload-path", tmp_path / "bench",
+                   "-o", out)
+    assert made.returncode == 0, made.stderr
+    campaign = spec.load(out)
+    assert (campaign.base.rev, campaign.candidate.rev, campaign.order, campaign.slots) == ("HEAD", "WORKTREE",
+                                                                                         "ABBA", 4)
+    text = out.read_text()
+    for default in ("# order: ABBA", "# slots: 4", "run_s: 600", "campaign_s: 1200", "threshold: 0.02",
+                    "# sys_path: [src]", "# build: []"):
+        assert default in text, default
+    again = harness("init", "--repo", user_repo, "--entry", "x:y", "-o", out)
+    assert again.returncode == 2 and "already exists" in again.stderr and out.read_text() == text
+
+
+def test_a_plain_install_says_what_it_lacks(monkeypatch, tmp_path, capsys):
+    from harness import clone
+
+    monkeypatch.setattr(clone, "ROOT", tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        clone.clone_file("campaigns/demo.yaml", "selftest")
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("harness selftest: error: needs a clone of the abba-harness repository "
+                                       "(campaigns/demo.yaml is not part of an installed package); run it from a "
+                                       "clone\n")
+    with pytest.raises(SystemExit):
+        clone.require("no_such_module_abba", "microbench ar-loop")
+    assert "pip install 'abba-harness[campaigns]'" in capsys.readouterr().err
