@@ -8,6 +8,7 @@ number is formatted with fixed decimals and every table goes through pandas'
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -64,6 +65,16 @@ def bundle_digest(bundle_dir: os.PathLike | str) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=None)
+def verification(bundle_dir: str) -> tuple[int, tuple[str, ...]]:
+    """`harness verify`'s exit code and problems for a bundle: a report never shows figures
+    from a bundle that does not verify without saying so at the top."""
+    from harness.verify import verify
+
+    report = verify(bundle_dir)
+    return report.exit_code, tuple(report.problems or ([report.unusable] if report.unusable else []))
+
+
 def load_bundle(bundle_dir: os.PathLike | str) -> dict:
     bundle = Path(bundle_dir)
     if not bundle.is_dir():
@@ -89,6 +100,7 @@ def load_bundle(bundle_dir: os.PathLike | str) -> dict:
         "cleanup": _read_json(bundle / records.CLEANUP, required=False),
         "digest": bundle_digest(bundle),
         "figure": bundle / records.FIGURE,
+        "verified": verification(str(bundle)),
     }
 
 
@@ -396,6 +408,10 @@ def _render_loaded(b: dict, root: Path, report_dir: Path) -> str:
     c, campaign = b["comparison"], b["campaign"]
     shown = _rel(b["path"], root)
     lines = [f"## {_heading(b)}: `{shown}`", ""]
+    code, problems = b["verified"]
+    if code:
+        lines += [f"**This bundle does not verify ({len(problems)} problem(s); the first: "
+                  f"{_cell(problems[0] if problems else 'unusable')}). Do not trust the figures below.**", ""]
     if campaign.get("description"):
         lines += [_cell(campaign["description"]), ""]
     lines += ["```", verdict_line(c), "```", ""]
@@ -457,6 +473,7 @@ def _summary(bundles: list[dict], root: Path) -> str:
                                  if isinstance(w.get("speedup"), (int, float)) else NA),
                      "ratio [95% CI]": ratio,
                      "parity": "identical" if parity.get("identical") is True else "DIFFERS",
+                     "verified": "yes" if not b["verified"][0] else "**NO**",
                      "digest": f"`{b['digest'][:16]}`" if b["digest"] else "unsealed"})
     return _table(rows, right=("base (s)", "candidate (s)", "speedup", "ratio [95% CI]"))
 

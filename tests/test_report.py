@@ -185,10 +185,18 @@ def test_figure_is_png_and_byte_stable(repo, tmp_path):
 
 
 # ----------------------------------------------------------------------------- CLI
+# The `repo` fixture's bundles are made-up JSON, not sealed evidence: the report renders
+# them, says at each section that they do not verify, and exits 1.
+UNVERIFIED = 1
+
+
 def test_cli_write_then_check(repo, tmp_path, capsys):
     out = tmp_path / "REPORT.md"
-    assert cli(["report", "--root", str(repo), "-o", str(out)]) == 0
-    assert cli(["report", "--root", str(repo), "-o", str(out), "--check"]) == 0
+    assert cli(["report", "--root", str(repo), "-o", str(out)]) == UNVERIFIED
+    assert "does not verify" in capsys.readouterr().err
+    assert "**This bundle does not verify" in out.read_text()
+    assert cli(["report", "--root", str(repo), "-o", str(out), "--check"]) == UNVERIFIED
+    assert "matches its" in capsys.readouterr().out
     out.write_text(out.read_text().replace("0.8100", "0.7100"))
     capsys.readouterr()
     assert cli(["report", "--root", str(repo), "-o", str(out), "--check"]) == 1
@@ -207,16 +215,16 @@ def test_cli_default_output_and_empty_evidence(tmp_path, capsys):
 
 def test_cli_explicit_bundle_and_stdout(repo, capsys):
     capsys.readouterr()
-    assert cli(["report", str(repo / "evidence/zeta"), "--root", str(repo), "-o", "-"]) == 0
+    assert cli(["report", str(repo / "evidence/zeta"), "--root", str(repo), "-o", "-"]) == UNVERIFIED
     text = capsys.readouterr().out
     assert "## zeta" in text and "## alpha" not in text
 
 
 def test_cli_named_bundles_preview_without_touching_report(repo, capsys):
-    assert cli(["report", "--root", str(repo)]) == 0
+    assert cli(["report", "--root", str(repo)]) == UNVERIFIED
     whole = (repo / "REPORT.md").read_text()
     capsys.readouterr()
-    assert cli(["report", str(repo / "evidence/zeta"), "--root", str(repo)]) == 0
+    assert cli(["report", str(repo / "evidence/zeta"), "--root", str(repo)]) == UNVERIFIED
     assert "## zeta" in capsys.readouterr().out
     assert (repo / "REPORT.md").read_text() == whole  # the whole-evidence report is untouched
 
@@ -230,3 +238,13 @@ def test_cli_unusable_bundle(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "invalid JSON" in err and "Traceback" not in err
     assert cli(["report", str(tmp_path / "nope"), "--root", str(tmp_path), "-o", "-"]) == 2
+
+
+def test_a_sealed_bundle_is_reported_as_verified(demo_bundle, tmp_path, capsys):
+    root = tmp_path / "repo"
+    (root / "evidence").mkdir(parents=True)
+    demo_bundle.rename(root / "evidence" / "demo")
+    assert cli(["report", "--root", str(root)]) == 0
+    text = (root / "REPORT.md").read_text()
+    assert "does not verify" not in text
+    assert "| yes " in text.split("## ")[0]  # the summary table's verified column

@@ -30,7 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args) -> int:
     from harness.fsutil import atomic_write_bytes
-    from harness.report import BundleError, find_bundles, render_report
+    from harness.report import BundleError, find_bundles, render_report, verification
 
     root = Path(args.root)
     if not root.is_dir():
@@ -48,9 +48,14 @@ def main(args) -> int:
     except BundleError as exc:
         print(f"harness report: error: {exc}", file=sys.stderr)
         return 2
+    failing = [b for b in bundles if verification(str(b))[0]]
+    for bundle in failing:
+        print(f"harness report: error: {bundle} does not verify (`harness verify {bundle}` lists why); "
+              "REPORT.md says so at its section", file=sys.stderr)
+    code = 1 if failing else 0
     if to_stdout:
         sys.stdout.write(text)
-        return 0
+        return code
     if args.check:
         try:
             current = out.read_bytes().decode("utf-8", errors="replace")
@@ -59,7 +64,7 @@ def main(args) -> int:
             return 1
         if current == text:
             print(f"harness report: {out} matches its {len(bundles)} bundle(s)")
-            return 0
+            return code
         diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(),
                                          f"{out} (committed)", f"{out} (from the bundles)",
                                          lineterm="", n=1))
@@ -72,4 +77,4 @@ def main(args) -> int:
         return 1
     atomic_write_bytes(out, text.encode("utf-8"))
     print(f"harness report: wrote {out} from {len(bundles)} bundle(s)")
-    return 0
+    return code
