@@ -24,6 +24,7 @@ SCHEMAS = {
     "runner": "abba-harness/runner/v2",
     "builds": "abba-harness/builds/v1",
     "golden": "abba-harness/golden/v1",
+    "reproduction": "abba-harness/reproduction/v1",
 }
 
 # --- the bundle's path layout (bag-relative, '/'-separated) ------------------------------
@@ -44,6 +45,7 @@ INPUTS = "data/receipts/inputs.json"
 CLEANUP = "data/receipts/cleanup.json"
 RUNNER = "data/receipts/runner.json"
 BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
+REPRODUCTION = "data/receipts/reproduction.json"  # only in a bundle made by `harness reproduce`
 ARRAY_SUFFIX = ".npy.gz"
 # Every bundle holds these; golden.json only when the campaign names a golden file.
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
@@ -204,3 +206,14 @@ def golden(run: dict, *, campaign: str, machine: dict, bundle_digest: str) -> di
             "machine": machine, "bundle_digest": bundle_digest,
             "items": {it["id"]: {"fields": {n: f["digest"] for n, f in it["fields"].items()}, "error": it["error"]}
                       for it in run["items"]}}
+
+
+def reproduction_receipt(*, campaign: str, original: dict, reproduction: dict, machines: dict, scope: dict,
+                         outputs: dict, timing: dict, verdict: str, exit_code: int) -> dict:
+    """data/receipts/reproduction.json, only in a bundle `harness reproduce` made: the bundle
+    it re-ran (original: digest, start, machine), this run's side (reproduction), whether the
+    two machines are of one class, how much of the campaign was re-run (scope), and how
+    outputs and timing agree (harness/reproduce.py derives every part)."""
+    return {"schema": SCHEMAS["reproduction"], "campaign": campaign, "original": original,
+            "reproduction": reproduction, "machines": machines, "scope": scope, "outputs": outputs,
+            "timing": timing, "verdict": verdict, "exit_code": exit_code}

@@ -69,6 +69,7 @@ SCHEMAS = {
     "runner": "abba-harness/runner/v2",
     "builds": "abba-harness/builds/v1",
     "golden": "abba-harness/golden/v1",
+    "reproduction": "abba-harness/reproduction/v1",
 }
 BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST = "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"
 TAG_FILES = (BAGIT, BAG_INFO, MANIFEST)
@@ -83,6 +84,7 @@ INPUTS = "data/receipts/inputs.json"
 CLEANUP = "data/receipts/cleanup.json"
 RUNNER = "data/receipts/runner.json"
 BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
+REPRODUCTION = "data/receipts/reproduction.json"  # only in a bundle made by `harness reproduce`
 ARRAY_SUFFIX = ".npy.gz"
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
             RUNNER)
@@ -539,6 +541,9 @@ RUNNER_KEYS = {"schema": "str", "started_at": "num", "ended_at": "num", "reason"
 CLEANUP_KEYS = {"schema": "str", "method": "str", "processes": "list", "count": "int", "all_absent": "bool"}
 PROC_KEYS = {"pid": "int", "create_time": "num", "cmdline": "list", "run": "str", "role": "str",
              "absent": "bool", "verified": "str", "checked_at": "num"}
+REPRODUCTION_KEYS = {"schema": "str", "campaign": "str", "original": "dict", "reproduction": "dict",
+                     "machines": "dict", "scope": "dict", "outputs": "dict", "timing": "dict", "verdict": "str",
+                     "exit_code": "int"}
 ABSENT_STATES = {"gone": True, "pid reused": True, "alive": False}
 
 
@@ -764,7 +769,7 @@ def check_records(check, stored):
         elif rel.startswith("data/logs/") and rel not in expected_logs:
             check.fail(rel, "a log of a run the campaign did not start", "plan")
         elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/")) or rel in REQUIRED
-                  or rel in (GOLDEN, BUILDS) or not rel.startswith("data/")):
+                  or rel in (GOLDEN, BUILDS, REPRODUCTION) or not rel.startswith("data/")):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
         check.fail(rel, "missing: every started run has its log", "files")
@@ -844,6 +849,9 @@ def check_records(check, stored):
     elif GOLDEN in check.openable:
         check.fail(GOLDEN, "present although the campaign names no golden file", "files")
 
+    if REPRODUCTION in check.openable:
+        check_reproduction(check, load_json(check, REPRODUCTION), campaign, claimed)
+
     # bag-info agrees with the payload
     info = check.bag_info
     want = {"External-Identifier": campaign["name"], "Abba-Status": claimed.get("status"),
@@ -853,6 +861,27 @@ def check_records(check, stored):
         if info.get(key) != value:
             check.fail(BAG_INFO, f"{key} {short(info.get(key))}, the payload says {short(value)}", "bag-info")
     return {**docs, "runs": runs, "golden": golden}
+
+
+def check_reproduction(check, receipt, campaign, claimed):
+    """The optional receipt of `harness reproduce`: its shape, the campaign it names, and its
+    own side of the timing, which must be this bundle's claimed ratio and interval."""
+    if receipt is None or not shaped(check, REPRODUCTION, receipt, REPRODUCTION_KEYS, "reproduction receipt",
+                                     "reproduction"):
+        return
+    digest = receipt["original"].get("digest")
+    if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= HEX):
+        check.fail(REPRODUCTION, f"original digest {short(digest)} is not a SHA-256", "parsing")
+    if receipt["campaign"] != campaign["name"]:
+        check.fail(REPRODUCTION, f"campaign {short(receipt['campaign'])}, this bundle runs {short(campaign['name'])}",
+                   "identity")
+    stats = claimed.get("stats") if isinstance(claimed.get("stats"), dict) else {}
+    paired = stats.get("paired") if isinstance(stats.get("paired"), dict) else {}
+    mine = receipt["timing"].get("reproduction") if isinstance(receipt["timing"].get("reproduction"), dict) else {}
+    for key, name in (("ratio", "geomean_ratio"), ("ci95", "ci95")):
+        if mine.get(key) != paired.get(name):
+            check.fail(REPRODUCTION, f"timing.reproduction.{key} {short(mine.get(key))}, comparison.json has "
+                                     f"{short(paired.get(name))}", "identity")
 
 
 # --- comparison.json, re-derived ---------------------------------------------------------

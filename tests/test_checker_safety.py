@@ -104,8 +104,11 @@ def test_records_and_rehash_spell_the_format_alike():
     assert rehash.SCHEMAS == records.SCHEMAS
     for name in ("BAGIT", "BAG_INFO", "MANIFEST", "TAGMANIFEST", "TAG_FILES", "CAMPAIGN_YAML", "CAMPAIGN_JSON",
                  "ENVIRONMENT", "COMPARISON", "FIGURE", "GOLDEN", "REVISIONS", "INPUTS", "CLEANUP", "RUNNER", "BUILDS",
-                 "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
+                 "REPRODUCTION", "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
         assert getattr(rehash, name) == getattr(records, name), name
+    receipt = records.reproduction_receipt(campaign="c", original={}, reproduction={}, machines={}, scope={},
+                                           outputs={}, timing={}, verdict="reproduced", exit_code=0)
+    assert set(receipt) == set(rehash.REPRODUCTION_KEYS)
     assert rehash.LABEL_RE.pattern == records.LABEL_RE.pattern
     for label in ("A1", "B12"):
         assert rehash.run_path(label) == records.run_path(label)
