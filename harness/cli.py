@@ -19,6 +19,7 @@ COMMANDS = {
     "microbench": "microbench",
     "selftest": "selftest",
     "golden": "golden",
+    "reproduce": "reproduce",
 }
 
 

@@ -101,6 +101,7 @@ def load_bundle(bundle_dir: os.PathLike | str) -> dict:
         "digest": bundle_digest(bundle),
         "figure": bundle / records.FIGURE,
         "verified": verification(str(bundle)),
+        "reproduction": _read_json(bundle / records.REPRODUCTION, required=False),  # `harness reproduce` made it
     }
 
 
@@ -404,7 +405,29 @@ def render_bundle(bundle_dir: os.PathLike | str, repo_root: os.PathLike | str,
     return _render_loaded(b, root, Path(report_dir) if report_dir is not None else root)
 
 
-def _render_loaded(b: dict, root: Path, report_dir: Path) -> str:
+def _reproductions_section(reproductions: list[dict], root: Path) -> list[str]:
+    """A row per bundle under evidence/ whose receipt names this bundle as its original."""
+    from harness import reproduce
+
+    rows = []
+    for r in reproductions:
+        receipt = r["reproduction"]
+        try:
+            timing, scope = receipt["timing"], receipt["scope"]
+            rows.append({"bundle": f"`{_rel(r['path'], root)}`",
+                         "machine": _cell(reproduce.machine_text(receipt["reproduction"]["machine"])),
+                         "scope": _cell(f"{scope['order']}, {scope['items']} of {scope['items_original']} items"),
+                         "candidate/base [95% CI]": reproduce.ratio_text(timing["reproduction"]),
+                         "timing": "reproduced" if timing["reproduced"] else _cell(f"not reproduced: {timing['reason']}"),
+                         "outputs": _cell(reproduce.outputs_text(receipt["outputs"])),
+                         "verdict": _cell(receipt["verdict"])})
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+            rows.append({"bundle": f"`{_rel(r['path'], root)}`", "verdict": "malformed reproduction receipt"})
+    return ["### Reproductions", "", "Re-runs of this bundle's campaign (`harness reproduce`), each a bundle "
+            "under `evidence/` whose receipt names this bundle's digest:", "", _table(rows)]
+
+
+def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[dict] = ()) -> str:
     c, campaign = b["comparison"], b["campaign"]
     shown = _rel(b["path"], root)
     lines = [f"## {_heading(b)}: `{shown}`", ""]
@@ -424,10 +447,14 @@ def _render_loaded(b: dict, root: Path, report_dir: Path) -> str:
              f"status {_cell(c.get('status'))}"
              + (f" ({_cell(c.get('reason'))})" if c.get("reason") else ""),
              f"`harness compare` exit code {verdict_exit_code(c)}"]
+    if isinstance(b["reproduction"], dict) and isinstance(b["reproduction"].get("original"), dict):
+        facts.append(f"a reproduction of the bundle with digest `{_cell(b['reproduction']['original'].get('digest'))}`")
     lines += ["; ".join(facts) + ".", ""]
     for section in (_runs_section(b), _wall_section(c), _stages_section(c), _stats_section(c),
                     _parity_section(c), _machine_section(b)):
         lines += section + [""]
+    if reproductions:
+        lines += _reproductions_section(reproductions, root) + [""]
     if c.get("stats") and (c["stats"].get("warnings")):
         lines += ["Warnings:", ""] + [f"- {_cell(w)}" for w in c["stats"]["warnings"]] + [""]
     lines += ["### Figure", ""]
@@ -494,6 +521,11 @@ def render_report(bundle_dirs: list, repo_root: os.PathLike | str,
               "bootstrap CI of the candidate/base ratio below `1 - threshold` is *improved*, "
               "above `1 + threshold` *regressed*, inside the band *equal*, otherwise "
               "*inconclusive*.", "", _summary(bundles, root), ""]
+    by_original: dict[str, list[dict]] = {}
     for b in bundles:
-        lines.append(_render_loaded(b, root, rdir))
+        original = b["reproduction"].get("original") if isinstance(b["reproduction"], dict) else None
+        if isinstance(original, dict) and isinstance(original.get("digest"), str):
+            by_original.setdefault(original["digest"], []).append(b)
+    for b in bundles:
+        lines.append(_render_loaded(b, root, rdir, by_original.get(b["digest"], [])))
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,86 @@
+"""`harness reproduce BUNDLE [--repo PATH] [--out DIR] [--force] [--order ORDER] [--items N]`:
+re-run the campaign a bundle records, seal a new bundle with a reproduction receipt, and
+say whether the claim held (harness/reproduce.py has the rules).
+
+Exit codes: 0 reproduced, 3 outputs differ, 4 a run failed, 7 timing not reproduced;
+1 the original does not verify, 2 unusable input or refused (nothing was run)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HELP = "re-run a bundle's campaign and compare; exit 0 reproduced, 3 outputs differ, 4 run failed, 7 timing not"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("reproduce", help=HELP, description=HELP + " reproduced, 1 original does not verify, "
+                                                                  "2 refused.")
+    p.add_argument("bundle", metavar="BUNDLE", help="the bundle whose claim to re-run")
+    p.add_argument("--repo", default=".", metavar="PATH",
+                   help="the repository the bundle's campaign_path is relative to (default: the current folder)")
+    p.add_argument("--out", metavar="DIR", help="the new bundle (default: out/<campaign name>.reproduction)")
+    p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
+    p.add_argument("--order", help="a cheaper order than the recorded one, e.g. AB (a weaker check; it says so)")
+    p.add_argument("--items", type=int, metavar="N", help="re-run N of the items, evenly spread (a weaker check)")
+    p.set_defaults(func=main)
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"harness reproduce: error: {msg}", file=sys.stderr)
+    return code
+
+
+def main(args) -> int:
+    from harness import reproduce, spec
+    from harness.bundle import BundleError
+    from harness.progress import Progress
+    from harness.runner import Interrupted, PreflightError
+    from harness.verify import verify
+
+    bundle, repo = Path(args.bundle), Path(args.repo)
+    # The original must verify, then still match the repository (campaign file, golden
+    # file, each revision's tree digest): otherwise the re-run would test other code.
+    report = verify(bundle, repo=repo)
+    if report.unusable:
+        return _fail(report.unusable)
+    anchors = [p for p in report.problems if "[anchors]" in p]
+    inside = [p for p in report.problems if p not in anchors]
+    for line in inside:
+        print(f"FAIL {line}")
+    if inside:
+        return _fail(f"{bundle} does not verify; nothing to reproduce", 1)
+    if anchors:
+        return _fail(f"{bundle} no longer matches {repo}: {anchors[0]}"
+                     + (f" (and {len(anchors) - 1} more)" if len(anchors) > 1 else ""))
+    original = reproduce.load(bundle)
+    progress = Progress()
+    try:
+        campaign = reproduce.campaign_for(original, repo, args.order, args.items)
+        out = Path(args.out) if args.out else Path("out") / f"{campaign.name}.reproduction"
+        result = reproduce.reproduce(original, campaign, out, force=args.force, progress=progress)
+    except PreflightError as exc:
+        progress.close()
+        return _fail(f"pre-flight: {exc.problems[0]}")
+    except (reproduce.Refused, spec.SpecError, BundleError) as exc:
+        progress.close()
+        return _fail(str(exc))
+    except Interrupted as exc:
+        progress.close()
+        return _fail(str(exc), 4)
+    progress.close()
+    r = result.receipt
+    print(f"original: {bundle} (digest {original['digest']}) on {reproduce.machine_text(r['original']['machine'])}")
+    print(f"reproduction: {result.out} (digest {result.digest}) on "
+          f"{reproduce.machine_text(r['reproduction']['machine'])}")
+    print(f"machines: {r['machines']['why']}")
+    print(f"scope: {r['scope']['note']}")
+    print(f"outputs: {reproduce.outputs_text(r['outputs'])}")
+    for line in reproduce.divergence_lines(r["outputs"]["divergence"]):
+        print(line)
+    t = r["timing"]
+    print(f"timing: candidate/base original {reproduce.ratio_text(t['original'])}, reproduction "
+          f"{reproduce.ratio_text(t['reproduction'])} (95% CIs): {t['reason']}")
+    if result.comparison["status"] != "complete":
+        print(f"run: {result.comparison['reason']}")
+    print(f"verdict: {r['verdict']} (exit {r['exit_code']})")
+    return r["exit_code"]

@@ -1,0 +1,326 @@
+"""Issue 12: `harness reproduce`, its receipt in both checkers, and the reproductions in
+REPORT.md. The classifier and the timing judgement are unit-tested on synthetic inputs;
+end to end, the demo campaign is re-run. No timing assertions: the honest re-run's timing
+verdict is only required to be the one its two recorded intervals give, and the forged
+bundle claims a speed-up 100 times the real one."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, harness, no_traceback
+from harness import records, rehash, reproduce, tamper, tensors
+from harness.report import render_report
+from harness.worker import subset
+
+FORGED_FACTOR = 100
+
+
+# --------------------------------------------------------------------------- machines
+EPYC = {"cpu_model": "AMD EPYC", "cpu_isa": {"summary": "avx2", "flags": ["avx2"]}, "cores": 2,
+        "torch_runtime": {"blas": "mkl", "blas_version": "2024.2", "threads": 1}}
+XEON = {"cpu_model": "Intel Xeon", "vector_isa": "avx512", "blas": "mkl 2024.2", "torch_threads": 1}
+
+
+def test_machine_reads_the_new_and_the_older_fields():
+    m = reproduce.machine(EPYC)
+    assert (m["cpu_model"], m["vector_isa"], m["blas"], m["torch_threads"]) == ("AMD EPYC", "avx2", "mkl 2024.2", 1)
+    m = reproduce.machine(XEON)
+    assert (m["vector_isa"], m["blas"], m["torch_threads"]) == ("avx512", "mkl 2024.2", 1)
+    assert reproduce.machine({}) == {"cpu_model": None, "vector_isa": None, "blas": None, "torch_threads": None,
+                                     "cores": None}
+
+
+def test_machine_classes():
+    epyc, xeon = reproduce.machine(EPYC), reproduce.machine(XEON)
+    assert reproduce.same_class(epyc, dict(epyc))[0] is True
+    same, why = reproduce.same_class(epyc, xeon)
+    assert same is False and "cpu_model 'AMD EPYC' vs 'Intel Xeon'" in why and "vector_isa" in why
+    same, why = reproduce.same_class(epyc, reproduce.machine({"cpu_model": "AMD EPYC"}))
+    assert same is None and "vector_isa, blas not recorded" in why  # missing is unknown, never "same"
+    assert reproduce.same_class(epyc, reproduce.machine({**EPYC, "blas": "openblas 0.3"}))[0] is False
+
+
+# --------------------------------------------------------------------------- outputs
+def _run(tmp, label, variant, outputs: dict, error=None) -> dict:
+    """A run record holding outputs {item: {field: array}} stored under tmp/arrays."""
+    items = [records.item(item_id=i, wall_s=0.1, cpu_s=0.1, fields={n: tensors.store(a, tmp / "arrays")
+                                                                    for n, a in fields.items()},
+                          error=error if i == "err" else None) for i, fields in outputs.items()]
+    return {"label": label, "variant": variant, "status": "ok", "items": items}
+
+
+def _pair(tmp, original: dict, other: dict):
+    """One base and one candidate run per bundle, with the same outputs in both variants."""
+    a = [_run(tmp / "a", "A1", "base", original), _run(tmp / "a", "B1", "candidate", original)]
+    b = [_run(tmp / "b", "A1", "base", other), _run(tmp / "b", "B1", "candidate", other)]
+    return a, b
+
+
+LOGP = np.linspace(-3, 0, 64, dtype=np.float32)
+TOKENS = np.arange(64, dtype=np.int64)
+FLAGS = np.zeros(8, dtype=bool)
+
+
+def outputs(logp=LOGP, tokens=TOKENS, flags=FLAGS, extra=None):
+    return {"x0": {"logp": logp, "tokens": tokens, "flags": flags}, "x1": {"logp": LOGP * 2, "tokens": TOKENS},
+            **(extra or {})}
+
+
+def test_identical_outputs_agree(tmp_path):
+    a, b = _pair(tmp_path, outputs(), outputs())
+    out = reproduce.compare_outputs(a, b, True)
+    assert out["agree"] and out["why"] == "identical" and out["mismatch_count"] == 0
+    assert out["items"] == {"original": 2, "reproduction": 2, "compared": 2, "identical": 2}
+    assert out["fields_compared"] == out["fields_identical"] == 10
+
+
+@pytest.mark.parametrize("same, agree, why", [
+    (True, False, "float fields differ on a machine of the same class"),
+    (False, True, "float fields differ only: expected non-portability across machine classes"),
+    (None, True, "float fields differ only: expected non-portability across machine classes"),
+])
+def test_float_only_differences_depend_on_the_machine_class(tmp_path, same, agree, why):
+    logp = LOGP.copy()
+    logp[5] = np.nextafter(logp[5], np.float32(1))  # one ulp
+    a, b = _pair(tmp_path, outputs(), outputs(logp=logp))
+    out = reproduce.compare_outputs(a, b, same)
+    assert (out["agree"], out["why"], out["kinds"]) == (agree, why, ["float"])
+    assert out["items_differing"] == {"x0": "float"}
+    rows = reproduce.divergence(out["mismatches"], tmp_path / "a" / "arrays", tmp_path / "b" / "arrays")
+    assert [(r["field"], r["differing"], r["max_ulp"]) for r in rows] == [("logp", 1, 1), ("logp", 1, 1)]
+
+
+@pytest.mark.parametrize("edit, kind", [
+    ({"tokens": np.where(TOKENS == 7, 8, TOKENS)}, "discrete"),  # a token id
+    ({"flags": np.ones(8, dtype=bool)}, "discrete"),  # a flag
+    ({"tokens": TOKENS.astype(np.int32)}, "structure"),  # a dtype
+    ({"logp": LOGP[:-1]}, "structure"),  # a shape
+])
+@pytest.mark.parametrize("same", [True, False, None])
+def test_discrete_and_structural_differences_fail_on_any_machine(tmp_path, edit, kind, same):
+    a, b = _pair(tmp_path, outputs(), outputs(**edit))
+    out = reproduce.compare_outputs(a, b, same)
+    assert not out["agree"] and out["kinds"] == [kind] and kind in out["why"]
+
+
+def test_recorded_errors_and_missing_fields_fail_and_only_common_items_count(tmp_path):
+    more = {"x2": {"logp": LOGP}}  # only the original has x2: not compared
+    a, b = _pair(tmp_path, outputs(extra=more), outputs(extra={"x1": {"logp": LOGP * 2}}))
+    out = reproduce.compare_outputs(a, b, False)
+    assert out["items"]["compared"] == 2 and "x2" not in out["items_differing"]
+    assert not out["agree"] and out["items_differing"] == {"x1": "structure"}  # tokens missing
+    a = [_run(tmp_path / "e", "A1", "base", {"err": {}}, error={"type": "ValueError", "message": "m"})]
+    b = [_run(tmp_path / "f", "A1", "base", {"err": {}}, error={"type": "ValueError", "message": "other"})]
+    out = reproduce.compare_outputs(a, b, False)
+    assert not out["agree"] and out["kinds"] == ["error"]
+
+
+# --------------------------------------------------------------------------- judgement
+def claim(ratio, lo, hi):
+    return {"ratio": ratio, "ci95": [lo, hi], "metric": "item wall_s", "items": 8, "speedup": 1 / ratio}
+
+
+@pytest.mark.parametrize("new, held, overlap", [
+    (claim(0.45, 0.41, 0.49), True, True),  # intervals overlap
+    (claim(0.52, 0.51, 0.53), True, False),  # disjoint, but a factor 1.16 apart
+    (claim(0.35, 0.34, 0.36), True, False),  # disjoint, a factor 1.29 apart the other way
+    (claim(0.60, 0.58, 0.62), False, False),  # a factor 1.33 apart
+    (claim(0.045, 0.04, 0.05), False, False),  # a claim ten times the re-run
+])
+def test_judgement_of_the_claimed_interval(new, held, overlap):
+    judged = reproduce.judge_timing(claim(0.45, 0.40, 0.50), new)
+    assert (judged["reproduced"], judged["overlap"]) == (held, overlap)
+    assert judged["tolerance"] == reproduce.TIMING_TOLERANCE
+    no_interval = reproduce.judge_timing(claim(0.45, 0.40, 0.50), {**new, "ci95": None})
+    assert no_interval["reproduced"] is False
+
+
+@pytest.mark.parametrize("status, identical, agree, held, word", [
+    ("failed", True, True, True, "run failed"),
+    ("complete", False, True, True, "outputs differ"),  # the re-run's own base and candidate differ
+    ("complete", True, False, True, "outputs differ"),
+    ("complete", True, True, False, "timing not reproduced"),
+    ("complete", True, True, True, "reproduced"),
+])
+def test_verdict_and_exit_codes(status, identical, agree, held, word):
+    comparison = {"status": status, "parity": {"identical": identical}}
+    assert reproduce.verdict(comparison, {"agree": agree}, {"reproduced": held}) == word
+    assert reproduce.EXIT_CODES == {"reproduced": 0, "outputs differ": 3, "run failed": 4, "timing not reproduced": 7}
+
+
+def test_other_campaign():
+    a = {"name": "demo", "revisions": {"base": {"sha": "a"}, "candidate": {"sha": "b"}}}
+    assert reproduce.other_campaign(a, json.loads(json.dumps(a))) is None
+    assert reproduce.other_campaign(a, {**a, "name": "other"}) == "name demo vs other"
+    b = {**a, "revisions": {"base": {"sha": "a"}, "candidate": {"sha": "c"}}}
+    assert reproduce.other_campaign(a, b) == "candidate SHA b vs c"
+
+
+# --------------------------------------------------------------------------- end to end
+def receipt_of(bundle):
+    return json.loads((bundle / records.REPRODUCTION).read_text())
+
+
+def checkers(bundle):
+    verify = harness("verify", bundle)
+    script = subprocess.run([sys.executable, "-S", str(ROOT / "harness" / "rehash.py"), str(bundle)],
+                            capture_output=True, text=True)
+    return verify, script
+
+
+@pytest.fixture(scope="module")
+def reproduction(demo_bundle_master, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce") / "demo.reproduction"
+    return out, harness("reproduce", demo_bundle_master, "--out", out)
+
+
+def test_a_reproduction_of_the_demo_agrees_with_its_original(demo_bundle_master, reproduction):
+    out, result = reproduction
+    assert result.returncode in (0, 7), result.stdout + result.stderr
+    receipt = receipt_of(out)
+    original, new = reproduce.load(demo_bundle_master), reproduce.load(out)
+    assert receipt["original"]["digest"] == original["digest"] and receipt["campaign"] == "demo"
+    assert receipt["machines"]["same_class"] is True  # the same machine
+    assert receipt["outputs"]["why"] == "identical" and receipt["outputs"]["items"]["compared"] == 9
+    assert receipt["scope"]["spot_check"] is False and receipt["scope"]["note"] == "full re-run: ABBA, 9 of 9 items"
+    # The verdict is the one the two recorded intervals give (judged as unit-tested above).
+    judged = reproduce.judge_timing(reproduce.claim(original["comparison"]), reproduce.claim(new["comparison"]))
+    assert receipt["timing"] == json.loads(json.dumps(judged))
+    expected = "reproduced" if judged["reproduced"] else "timing not reproduced"
+    assert receipt["verdict"] == expected and result.returncode == reproduce.EXIT_CODES[expected]
+    assert f"verdict: {expected} (exit {result.returncode})" in result.stdout
+    assert f"digest {new['digest']}" in result.stdout and "outputs: identical (9 items, 32 fields)" in result.stdout
+    for check in checkers(out):
+        assert check.returncode == 0, check.stdout + check.stderr
+    leftovers = sorted(p.name for p in out.parent.iterdir())
+    assert leftovers == ["demo.reproduction"]  # no work folder, staging folder or lock left
+
+
+def forge_speedup(bundle):
+    """The candidate's records edited to a speed-up FORGED_FACTOR times the real one,
+    comparison.json re-derived and both manifests re-sealed: every checker passes it."""
+    def faster(label, record):
+        if record["variant"] == "candidate":
+            record["wall_s"] /= FORGED_FACTOR
+            for item in record["items"]:
+                item["wall_s"] /= FORGED_FACTOR
+    tamper.edit_runs(faster)(bundle)
+    tamper.rederive(bundle)
+    tamper.reseal(bundle)
+
+
+@pytest.fixture(scope="module")
+def forged_spot_check(demo_bundle_master, tmp_path_factory):
+    where = tmp_path_factory.mktemp("forged")
+    forged = where / "forged"
+    shutil.copytree(demo_bundle_master, forged)
+    forge_speedup(forged)
+    out = where / "spot"
+    return forged, out, harness("reproduce", forged, "--out", out, "--order", "AB", "--items", 3)
+
+
+def test_a_forged_speedup_is_not_reproduced(forged_spot_check, demo_bundle_master):
+    forged, out, result = forged_spot_check
+    for check in checkers(forged):
+        assert check.returncode == 0  # consistent: no checker can tell
+    assert harness("verify", forged, "--repo", ROOT).returncode == 0
+    assert result.returncode == 7, result.stdout + result.stderr
+    receipt = receipt_of(out)
+    shown = [f"original {reproduce.ratio_text(receipt['timing']['original'])}",
+             f"reproduction {reproduce.ratio_text(receipt['timing']['reproduction'])}"]
+    assert all(s in result.stdout for s in shown)  # both intervals printed
+    assert "the intervals are disjoint" in result.stdout
+    assert receipt["outputs"]["why"] == "identical"  # only the claim was forged
+    # The same judgement without a re-run: the forged claim against the honest bundle.
+    honest = reproduce.receipt(reproduce.load(forged), reproduce.load(demo_bundle_master))
+    assert honest["exit_code"] == 7 and honest["timing"]["factor"] == pytest.approx(FORGED_FACTOR, rel=1e-6)
+
+
+def test_items_selects_the_documented_subset_and_says_how_much_weaker(forged_spot_check):
+    forged, out, result = forged_spot_check
+    everything = [it["id"] for it in json.loads((forged / records.run_path("A1")).read_text())["items"]]
+    chosen = subset(everything, 3)
+    assert chosen == ["series-00", "series-03", "series-06"]  # evenly spread, the first included
+    for label in ("A1", "B1"):
+        assert [it["id"] for it in json.loads((out / records.run_path(label)).read_text())["items"]] == chosen
+    assert not (out / records.run_path("B2")).exists()
+    note = ("scope: spot check, weaker than the original: 2 runs instead of 4 (AB vs ABBA), 3 of 9 items; "
+            "the new interval rests on 3 timed items and 2 runs only")
+    assert note in result.stdout
+    receipt = receipt_of(out)
+    assert receipt["outputs"]["items"] == {"original": 9, "reproduction": 3, "compared": 3, "identical": 3}
+    overrides = json.loads((out / records.CAMPAIGN_JSON).read_text())["overrides"]
+    assert overrides == {"order": "AB", "items": 3}
+    for check in checkers(out):
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+# --------------------------------------------------------------------------- refusals
+def test_an_original_that_does_not_verify_is_not_rerun(demo_bundle, tmp_path):
+    tamper.flip_byte(records.CAMPAIGN_JSON)(demo_bundle, None)
+    result = harness("reproduce", demo_bundle, "--out", tmp_path / "out")
+    assert result.returncode == 1 and "does not verify" in result.stderr and no_traceback(result)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_tree_that_no_longer_matches_is_refused_in_one_line(demo_bundle, tmp_path):
+    revisions = json.loads((demo_bundle / records.REVISIONS).read_text())
+    revisions["base"]["tree_sha256"] = "0" * 64
+    (demo_bundle / records.REVISIONS).write_text(json.dumps(revisions, indent=2))
+    tamper.reseal(demo_bundle)
+    assert harness("verify", demo_bundle).returncode == 0  # only the repository can tell
+    result = harness("reproduce", demo_bundle, "--out", tmp_path / "out")
+    assert result.returncode == 2 and no_traceback(result)
+    assert result.stderr.count("\n") == 1 and "no longer matches" in result.stderr and "tree_sha256" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_repository_without_the_campaign_file_is_refused(demo_bundle, tmp_path):
+    result = harness("reproduce", demo_bundle, "--repo", tmp_path, "--out", tmp_path / "out")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "campaign.yaml" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- the receipt in checkers and report
+def test_both_checkers_hold_the_receipt_to_its_bundle(reproduction, tmp_path):
+    out, _ = reproduction
+    for edit, rule in ((lambda r: r.update(schema="abba-harness/reproduction/v0"), "[parsing]"),
+                       (lambda r: r.update(extra=1), "unknown extra"),
+                       (lambda r: r["timing"]["reproduction"].update(ratio=1e-9), "[identity]"),
+                       (lambda r: r.update(campaign="other"), "[identity]")):
+        copy = tmp_path / f"copy{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(out, copy)
+        receipt = receipt_of(copy)
+        edit(receipt)
+        (copy / records.REPRODUCTION).write_text(json.dumps(receipt))
+        tamper.reseal(copy)
+        for check in checkers(copy):
+            assert check.returncode == 1 and f"FAIL {records.REPRODUCTION}:" in check.stdout and rule in check.stdout
+    copy = tmp_path / "unknown"
+    shutil.copytree(out, copy)
+    (copy / "data" / "receipts" / "other.json").write_text("{}")
+    tamper.reseal(copy)
+    for check in checkers(copy):
+        assert check.returncode == 1 and "data/receipts/other.json: [files] not a file a bundle holds" in check.stdout
+
+
+def test_report_lists_each_reproduction_under_its_original(demo_bundle_master, reproduction, tmp_path):
+    out, _ = reproduction
+    shutil.copytree(demo_bundle_master, tmp_path / "evidence" / "demo")
+    shutil.copytree(out, tmp_path / "evidence" / "demo_rerun")
+    bundles = [tmp_path / "evidence" / "demo", tmp_path / "evidence" / "demo_rerun"]
+    text = render_report(bundles, tmp_path)
+    assert text == render_report(bundles, tmp_path)  # deterministic
+    original = text[text.index("## demo: `evidence/demo`"):text.index("## demo: `evidence/demo_rerun`")]
+    receipt = receipt_of(out)
+    row = next(line for line in original.splitlines() if line.startswith("| `evidence/demo_rerun`"))
+    assert reproduce.machine_text(receipt["reproduction"]["machine"]) in row
+    assert reproduce.ratio_text(receipt["timing"]["reproduction"]) in row and "identical (9 items" in row
+    assert text.count("### Reproductions") == 1  # the re-run itself has none
+    assert f"a reproduction of the bundle with digest `{receipt['original']['digest']}`" in text
