@@ -93,3 +93,70 @@ def test_missing_bundle_and_missing_file(tmp_path, capsys):
     assert cli(["compare", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
     assert "no such bundle" in err and "missing" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- two bundles (issue 12)
+def _nudge_an_output(bundle):
+    """One float of one stored output moved by one ulp in every run that has it; records,
+    comparison.json and manifests made consistent again (the bundle still verifies)."""
+    import numpy as np
+
+    from harness import records, tamper, tensors
+
+    arrays = bundle / "data" / "arrays"
+    first = json.loads((bundle / records.run_path("A1")).read_text())["items"][0]
+    old = first["fields"]["means"]["digest"]
+    array = tensors.load(tensors.array_path(arrays, old)).copy()
+    array[100] = np.nextafter(array[100], np.inf)
+    new = tensors.store(array, arrays)["digest"]
+    tensors.array_path(arrays, old).unlink()
+
+    def swap(label, record):
+        for it in record["items"]:
+            for f in it["fields"].values():
+                if f["digest"] == old:
+                    f["digest"] = new
+    tamper.edit_runs(swap)(bundle)
+    tamper.rederive(bundle)
+    tamper.reseal(bundle)
+
+
+def _older(bundle, seconds=10.0):
+    from harness import records, tamper
+
+    tamper.edit_json(records.RUNNER, lambda r: r.update(started_at=r["started_at"] - seconds))(bundle)
+    tamper.reseal(bundle)
+
+
+def test_compare_two_bundles_of_one_campaign(demo_bundle_master, demo_bundle, capsys):
+    _older(demo_bundle)
+    assert cli(["compare", str(demo_bundle), str(demo_bundle_master)]) == 0
+    out = capsys.readouterr().out
+    header = "| #   | bundle"
+    assert out.startswith(header) and str(demo_bundle) in out and str(demo_bundle_master) in out
+    assert "| stage       | 1 base   | 1 candidate   | 2 base   | 2 candidate   |" in out
+    assert "machines: same machine class" in out and "outputs: identical (9 items, 32 fields)" in out
+    assert out.rstrip().endswith("exit 0: the verdict of bundle 2, the newer")
+
+
+def test_compare_two_exits_3_when_outputs_differ(demo_bundle_master, demo_bundle, capsys):
+    _nudge_an_output(demo_bundle)
+    assert cli(["verify", str(demo_bundle)]) == 0
+    capsys.readouterr()
+    assert cli(["compare", str(demo_bundle_master), str(demo_bundle)]) == 3
+    out = capsys.readouterr().out
+    assert "outputs: DIFFER: float fields differ on a machine of the same class (8 of 9 common items identical)" \
+        in out
+    assert "item series-00 field means: 1 of 12000 elements differ" in out and "max ulp 1" in out
+    assert out.rstrip().endswith("exit 3: outputs differ")
+
+
+def test_compare_two_refuses_what_it_cannot_compare(demo_bundle_master, demo_bundle, tmp_path, capsys):
+    from harness import records, tamper
+
+    assert cli(["compare", "--no-verify", str(demo_bundle), str(demo_bundle_master)]) == 2
+    assert cli(["compare", str(demo_bundle), str(demo_bundle), str(demo_bundle_master)]) == 2
+    tamper.flip_byte(records.ENVIRONMENT)(demo_bundle, None)
+    assert cli(["compare", str(demo_bundle_master), str(demo_bundle)]) == 1
+    cap = capsys.readouterr()
+    assert "does not verify" in cap.err and "Traceback" not in cap.err

@@ -4,6 +4,11 @@
 2 unusable input (missing folder, unreadable or invalid comparison.json). The bundle is
 verified first: one that does not verify gives verify's exit code (1) and no verdict;
 `--no-verify` skips that and says so.
+
+`harness compare A B`: two verified bundles of one campaign side by side (machine,
+speed-up and interval, stage self CPU per variant) and whether their outputs agree under
+`harness reproduce`'s rules; the exit code is the newer bundle's verdict code, or 3 when
+the outputs differ.
 """
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "compare", help=HELP,
         description=HELP + ", 3 parity mismatch, 4 campaign failed, 2 unusable input.")
-    p.add_argument("bundle", metavar="BUNDLE",
-                   help="a bundle folder (or, with --no-verify, its data/comparison.json)")
+    p.add_argument("bundles", nargs="+", metavar="BUNDLE",
+                   help="a bundle folder (or, with --no-verify, its data/comparison.json); two bundles of one "
+                        "campaign: a table of both")
     p.add_argument("--no-verify", action="store_true",
                    help="print the verdict without verifying the bundle first (the output says so)")
     p.set_defaults(func=main)
@@ -54,16 +60,81 @@ def _problem(comparison) -> str | None:
 
 
 def main(args) -> int:
+    if len(args.bundles) > 2 or (len(args.bundles) == 2 and args.no_verify):
+        print("harness compare: error: give one bundle, or two bundles without --no-verify", file=sys.stderr)
+        return 2
+    if len(args.bundles) == 2:
+        return compare_two(*map(Path, args.bundles))
+    return compare_one(Path(args.bundles[0]), args.no_verify)
+
+
+def compare_two(a: Path, b: Path) -> int:
+    """Two bundles of one campaign: one table, stage CPU per variant, outputs agreement."""
+    import datetime as dt
+
+    from harness import reproduce
+    from harness.report import _table, _verdict_word
+    from harness.stats import verdict_exit_code
+    from harness.verify import verify
+
+    for path in (a, b):
+        report = verify(path)
+        if report.exit_code:
+            for line in report.problems[:5]:
+                print(f"FAIL {line}")
+            print(f"harness compare: error: {report.unusable or f'{path} does not verify'}; no comparison",
+                  file=sys.stderr)
+            return report.exit_code
+    x, y = reproduce.load(a), reproduce.load(b)
+    apart = reproduce.other_campaign(x["campaign"], y["campaign"])
+    if apart:
+        print(f"harness compare: error: not two bundles of one campaign: {apart}", file=sys.stderr)
+        return 2
+    machines = [reproduce.machine(d["environment"]) for d in (x, y)]
+    same, why = reproduce.same_class(*machines)
+    outputs = reproduce.compare_outputs(x["runs"], y["runs"], same)
+    rows, stages = [], {}
+    for n, (d, m) in enumerate(zip((x, y), machines), 1):
+        c = d["comparison"]
+        speedup = (c.get("wall") or {}).get("speedup")
+        rows.append({"#": n, "bundle": str(d["path"]),
+                     "started (UTC)": dt.datetime.fromtimestamp(d["runner"]["started_at"], dt.timezone.utc)
+                     .strftime("%Y-%m-%d %H:%M"),
+                     "machine": reproduce.machine_text(m), "order": d["campaign"]["order"],
+                     "items": reproduce._items_run(d["runs"]),
+                     "speed-up": f"{speedup:.3f}x" if speedup else "n/a",
+                     "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c)),
+                     "verdict": _verdict_word(c)})
+        for name, row in sorted((c.get("stages") or {}).items()):
+            for variant in ("base", "candidate"):
+                value = row.get(f"{variant}_self_cpu_s")
+                stages.setdefault(name, {"stage": name})[f"{n} {variant}"] = "n/a" if value is None else f"{value:.4f}"
+    print(_table(rows))
+    if stages:
+        print("\nStage self CPU (s per run, mean over ok runs):\n")
+        print(_table(list(stages.values())))
+    print(f"\nmachines: {why}")
+    print(f"outputs: {reproduce.outputs_text(outputs)}")
+    if outputs["mismatches"]:
+        rows = reproduce.divergence(outputs["mismatches"][:5], a / "data" / "arrays", b / "data" / "arrays")
+        print("\n".join(reproduce.divergence_lines(rows)))
+    newer = max((1, x), (2, y), key=lambda p: p[1]["runner"]["started_at"])
+    code = 3 if not outputs["agree"] else verdict_exit_code(newer[1]["comparison"])
+    print(f"exit {code}: " + ("outputs differ" if code == 3 and not outputs["agree"]
+                              else f"the verdict of bundle {newer[0]}, the newer"))
+    return code
+
+
+def compare_one(target: Path, no_verify: bool) -> int:
     from harness.stats import EXIT_UNUSABLE, verdict_exit_code, verdict_line
 
     from harness import records
 
-    target = Path(args.bundle)
     path = target if target.is_file() else target / records.COMPARISON
     if not target.exists():
         print(f"harness compare: error: {target}: no such bundle", file=sys.stderr)
         return EXIT_UNUSABLE
-    if not args.no_verify:
+    if not no_verify:
         from harness.verify import verify
 
         if target.is_file():
@@ -97,5 +168,5 @@ def main(args) -> int:
     except (TypeError, ValueError, KeyError, IndexError) as exc:
         print(f"harness compare: error: {path}: malformed comparison ({exc})", file=sys.stderr)
         return EXIT_UNUSABLE
-    print(line if not args.no_verify else f"{line} [not verified: --no-verify]")
+    print(line if not no_verify else f"{line} [not verified: --no-verify]")
     return verdict_exit_code(comparison)
