@@ -1,5 +1,7 @@
-"""The ar_loop code under test: the compacted AR loop is bit-identical to the full loop.
+"""The ar_loop code under test: the compacted loop's bookkeeping (history cache, counts,
+the stop-token first-stop fix) and the campaigns' inputs and workload.
 
+Exactness at every batch size, thread count and MKL mode is swept in test_ar_exact.py.
 Small models (hidden 32, 2 blocks) so everything runs in seconds; no timing assertions.
 """
 from __future__ import annotations
@@ -73,37 +75,27 @@ class Counter:
 @pytest.mark.parametrize("history", ["attention", "markov"])
 @pytest.mark.parametrize("mode", ["head", "stop_token"])
 @pytest.mark.parametrize("head", ["flow", "wgan"])
-def test_compacted_equals_full_length(revs, history, mode, head):
+def test_outputs_are_canonical(revs, history, mode, head):
     _, cand = revs
     model = build(cand, history=history, head=head, n_sec_mode=mode, count_rate=1.0, stop_bias=-0.3)
-    for b in (1, 5, 16, 23, 64, 150):
-        ctx, noise = inputs(cand, b, seed=b)
-        full = sample(model, ctx, noise, full_length=True)
-        compact = sample(model, ctx, noise)
-        assert_bytes_equal(full, compact)
-        assert_canonical(compact)
-
-
-@pytest.mark.parametrize("history", ["attention", "markov"])
-def test_base_equals_candidate_in_head_mode(revs, history):
-    base, cand = revs
-    mb, mc = build(base, history=history), build(cand, history=history)
-    for b in (1, 40, 128):
-        ctx, noise = inputs(cand, b, seed=b)
-        ref = sample(mb, ctx, noise)
-        assert_bytes_equal(ref, sample(mc, ctx, noise, full_length=True))
-        assert_bytes_equal(ref, sample(mc, ctx, noise))
+    ctx, noise = inputs(cand, 23, seed=2)
+    out = sample(model, ctx, noise)
+    assert_canonical(out)
+    assert 0 < out["n_sec"].sum() < 23 * SMALL["k_max"]
 
 
 @pytest.mark.parametrize("history", ["attention", "markov"])
 def test_select_cache_keeps_rows_aligned(revs, history):
     _, cand = revs
     model = build(cand, history=history)
-    b = 32
+    b, tile = 48, cand.TILE
     ctx, noise = inputs(cand, b, seed=7)
-    perm = torch.randperm(b, generator=torch.Generator().manual_seed(1))
-    # A subset with repeats, still at least 16 rows, as the compacted loop uses.
-    subset = torch.cat([torch.arange(3, 20), torch.tensor([19, 19, 5])])
+    # The index sets the compacted loop makes: every row at its own tile position, in
+    # another tile; tile_layout also fills gaps with copies (compared: the real rows only).
+    swapped = torch.arange(b).view(-1, tile).flip(0).flatten()
+    ids = torch.tensor([3, 4, 19, 20, 21, 35, 36, 40])
+    layout, place = cand.tile_layout(ids)
+    assert (layout[place] == ids).all() and (place % tile == ids % tile).all()
 
     def run(index_at, index):
         hs = []
@@ -120,11 +112,11 @@ def test_select_cache_keeps_rows_aligned(revs, history):
         return hs
 
     plain = run(99, None)
-    for index in (perm, subset):
+    for index, real in ((swapped, torch.arange(b)), (layout, place)):
         moved = run(3, index)
         for slot in range(6):
-            expect = plain[slot][index] if slot >= 3 else plain[slot]
-            assert torch.equal(moved[slot], expect), (slot, len(index))
+            expect = plain[slot][index[real]] if slot >= 3 else plain[slot][real]
+            assert torch.equal(moved[slot][real], expect), (slot, len(index))
 
 
 @pytest.mark.parametrize("history", ["attention", "markov"])
