@@ -154,6 +154,14 @@ def test_verdict_and_exit_codes(status, identical, agree, held, word):
     assert reproduce.EXIT_CODES == {"reproduced": 0, "outputs differ": 3, "run failed": 4, "timing not reproduced": 7}
 
 
+def test_overloaded_runs_are_named():
+    def run(label, before, after, cores=2):
+        return {"label": label, "status": "ok",
+                "machine": {"loadavg_before": [before, 0, 0], "loadavg_after": [after, 0, 0], "cores": cores}}
+    runs = [run("A1", 1.0, 1.5), run("B1", 1.9, 2.5), run("B2", 3.0, 1.0), run("A2", 9.0, 9.0, cores=None)]
+    assert reproduce.overloaded(runs) == ["B1", "B2"]
+
+
 def test_other_campaign():
     a = {"name": "demo", "revisions": {"base": {"sha": "a"}, "candidate": {"sha": "b"}}}
     assert reproduce.other_campaign(a, json.loads(json.dumps(a))) is None
@@ -191,7 +199,8 @@ def test_a_reproduction_of_the_demo_agrees_with_its_original(demo_bundle_master,
     assert receipt["scope"]["spot_check"] is False and receipt["scope"]["note"] == "full re-run: ABBA, 9 of 9 items"
     # The verdict is the one the two recorded intervals give (judged as unit-tested above).
     judged = reproduce.judge_timing(reproduce.claim(original["comparison"]), reproduce.claim(new["comparison"]))
-    assert receipt["timing"] == json.loads(json.dumps(judged))
+    assert {key: receipt["timing"][key] for key in judged} == json.loads(json.dumps(judged))
+    assert receipt["timing"]["claimed"] == receipt["timing"]["original"]  # all items: held to the claim itself
     expected = "reproduced" if judged["reproduced"] else "timing not reproduced"
     assert receipt["verdict"] == expected and result.returncode == reproduce.EXIT_CODES[expected]
     assert f"verdict: {expected} (exit {result.returncode})" in result.stdout
@@ -232,9 +241,11 @@ def test_a_forged_speedup_is_not_reproduced(forged_spot_check, demo_bundle_maste
     assert harness("verify", forged, "--repo", ROOT).returncode == 0
     assert result.returncode == 7, result.stdout + result.stderr
     receipt = receipt_of(out)
-    shown = [f"original {reproduce.ratio_text(receipt['timing']['original'])}",
-             f"reproduction {reproduce.ratio_text(receipt['timing']['reproduction'])}"]
-    assert all(s in result.stdout for s in shown)  # both intervals printed
+    judged = receipt["timing"]
+    shown = [f"claimed {reproduce.ratio_text(judged['claimed'])} over 8 items",
+             f"{reproduce.ratio_text(judged['original'])} over the same 3 items",
+             f"reproduction {reproduce.ratio_text(judged['reproduction'])}"]
+    assert all(s in result.stdout for s in shown)  # the intervals printed
     assert "the intervals are disjoint" in result.stdout
     assert receipt["outputs"]["why"] == "identical"  # only the claim was forged
     # The same judgement without a re-run: the forged claim against the honest bundle.
@@ -251,10 +262,13 @@ def test_items_selects_the_documented_subset_and_says_how_much_weaker(forged_spo
         assert [it["id"] for it in json.loads((out / records.run_path(label)).read_text())["items"]] == chosen
     assert not (out / records.run_path("B2")).exists()
     note = ("scope: spot check, weaker than the original: 2 runs instead of 4 (AB vs ABBA), 3 of 9 items; "
-            "the new interval rests on 3 timed items and 2 runs only")
+            "the new interval rests on 3 timed items and 2 runs only, and is held to the original's interval on "
+            "the same items")
     assert note in result.stdout
     receipt = receipt_of(out)
     assert receipt["outputs"]["items"] == {"original": 9, "reproduction": 3, "compared": 3, "identical": 3}
+    held_to = reproduce.claim_on(reproduce.load(forged), set(chosen))
+    assert receipt["timing"]["original"] == held_to and held_to["items"] == 3
     overrides = json.loads((out / records.CAMPAIGN_JSON).read_text())["overrides"]
     assert overrides == {"order": "AB", "items": 3}
     for check in checkers(out):

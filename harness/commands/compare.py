@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-HELP = "print a bundle's verdict; exit 0 improved/equal, 5 regressed, 6 inconclusive"
+HELP = "print a bundle's verdict (or compare two); exit 0 improved/equal, 5 regressed, 6 inconclusive"
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -101,7 +101,7 @@ def compare_two(a: Path, b: Path) -> int:
                      "started (UTC)": dt.datetime.fromtimestamp(d["runner"]["started_at"], dt.timezone.utc)
                      .strftime("%Y-%m-%d %H:%M"),
                      "machine": reproduce.machine_text(m), "order": d["campaign"]["order"],
-                     "items": reproduce._items_run(d["runs"]),
+                     "items": reproduce.items_run(d["runs"]),
                      "speed-up": f"{speedup:.3f}x" if speedup else "n/a",
                      "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c)),
                      "verdict": _verdict_word(c)})
@@ -120,8 +120,8 @@ def compare_two(a: Path, b: Path) -> int:
         print("\n".join(reproduce.divergence_lines(rows)))
     newer = max((1, x), (2, y), key=lambda p: p[1]["runner"]["started_at"])
     code = 3 if not outputs["agree"] else verdict_exit_code(newer[1]["comparison"])
-    print(f"exit {code}: " + ("outputs differ" if code == 3 and not outputs["agree"]
-                              else f"the verdict of bundle {newer[0]}, the newer"))
+    why_code = "outputs differ" if not outputs["agree"] else f"the verdict of bundle {newer[0]}, the newer"
+    print(f"exit {code}: {why_code}")
     return code
 
 

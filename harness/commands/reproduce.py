@@ -9,12 +9,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-HELP = "re-run a bundle's campaign and compare; exit 0 reproduced, 3 outputs differ, 4 run failed, 7 timing not"
+HELP = "re-run a bundle's campaign into a new bundle and judge the claim against it"
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("reproduce", help=HELP, description=HELP + " reproduced, 1 original does not verify, "
-                                                                  "2 refused.")
+    p = sub.add_parser("reproduce", help=HELP, description=HELP + ". Exit 0 reproduced, 3 outputs differ, 4 a run "
+                       "failed, 7 timing not reproduced, 1 the original does not verify, 2 refused (nothing run).")
     p.add_argument("bundle", metavar="BUNDLE", help="the bundle whose claim to re-run")
     p.add_argument("--repo", default=".", metavar="PATH",
                    help="the repository the bundle's campaign_path is relative to (default: the current folder)")
@@ -77,9 +77,7 @@ def main(args) -> int:
     print(f"outputs: {reproduce.outputs_text(r['outputs'])}")
     for line in reproduce.divergence_lines(r["outputs"]["divergence"]):
         print(line)
-    t = r["timing"]
-    print(f"timing: candidate/base original {reproduce.ratio_text(t['original'])}, reproduction "
-          f"{reproduce.ratio_text(t['reproduction'])} (95% CIs): {t['reason']}")
+    print(f"timing: {reproduce.timing_text(r['timing'])}")
     if result.comparison["status"] != "complete":
         print(f"run: {result.comparison['reason']}")
     print(f"verdict: {r['verdict']} (exit {r['exit_code']})")
