@@ -418,7 +418,8 @@ def _reproductions_section(reproductions: list[dict], root: Path) -> list[str]:
                          "machine": _cell(reproduce.machine_text(receipt["reproduction"]["machine"])),
                          "scope": _cell(f"{scope['order']}, {scope['items']} of {scope['items_original']} items"),
                          "candidate/base [95% CI]": reproduce.ratio_text(timing["reproduction"]),
-                         "timing": "reproduced" if timing["reproduced"] else _cell(f"not reproduced: {timing['reason']}"),
+                         "timing": ("reproduced" if timing["reproduced"]
+                                    else _cell(f"not reproduced: {timing['reason']}")),
                          "outputs": _cell(reproduce.outputs_text(receipt["outputs"])),
                          "verdict": _cell(receipt["verdict"])})
         except (KeyError, TypeError, AttributeError, IndexError, ValueError):
