@@ -4,7 +4,7 @@ everything that reads it (verify, report, golden, compare, tamper) goes through 
 
 The reviewer's script `harness/rehash.py` cannot import the harness (it must run with the
 standard library alone), so it spells the same layout and schemas itself;
-`tests/test_records.py` proves the two spellings agree.
+`tests/test_checker_safety.py` proves the two spellings agree.
 """
 from __future__ import annotations
 
