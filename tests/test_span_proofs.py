@@ -136,8 +136,27 @@ def _outcome(module, tokenizer, view):
     return ("ok", result.tokens, [float(x).hex() for x in result.logprobs], result.flags)
 
 
-def test_both_call_sites_are_counted_on_the_real_corpus(sites, tokenizer, corpus):
+class IdsOnly:
+    """The real tokenizer with text rendering refused: the code under test falls back on its
+    id path (spans found in token-id lists, every render encoded by the template)."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    def apply_chat_template(self, messages, **kwargs):
+        if not kwargs.get("tokenize"):
+            raise TypeError("text rendering unavailable")
+        return self.tokenizer.apply_chat_template(messages, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+@pytest.mark.parametrize("path", ["text", "ids"])
+def test_both_call_sites_are_counted_on_the_real_corpus(sites, tokenizer, corpus, path):
     views = [json.loads(line) for line in corpus.read_text().splitlines()]
+    if path == "ids":  # every prefix render is encoded whole: two views are plenty
+        tokenizer, views = IdsOnly(tokenizer), views[:2]
     sites.reset()
     outcomes = {name: [_outcome(module, tokenizer, v) for v in views] for name, module in sites.modules().items()}
     assert outcomes["base"] == outcomes["candidate"] == outcomes["oracle"]
