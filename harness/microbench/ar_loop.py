@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.clone import require
 from harness.microbench import CAMPAIGNS, checkout, load_module
 
 CAMPAIGN = CAMPAIGNS / "ar_loop_attention.yaml"  # both AR campaigns pin the same revisions
@@ -49,10 +50,11 @@ def add_arguments(parser) -> None:
 
 def main(args) -> int:
     if min(args.batch, args.batches, args.k_max, args.repeats, args.hidden, args.blocks) < 1:
-        print("harness: microbench ar-loop: --batch, --batches, --k-max, --repeats, --hidden, --blocks "
+        print("harness microbench: error: ar-loop: --batch, --batches, --k-max, --repeats, --hidden, --blocks "
               "must be positive",
               file=sys.stderr)
         return 2
+    require("torch", "microbench ar-loop")
     import numpy as np
     import torch
 

@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness.clone import require
 from harness.microbench import CAMPAIGNS, checkout, load_module
 
 CAMPAIGN = CAMPAIGNS / "ar_loop_attention.yaml"
@@ -118,6 +119,7 @@ def main(args) -> int:
     if args.hidden < 8 or args.max_rows < 1:
         print("harness microbench gemm-rows: error: --hidden must be >= 8 and --max-rows >= 1", file=sys.stderr)
         return 2
+    require("torch", "microbench gemm-rows")
     import torch
 
     threads = args.threads or os.environ.get("OMP_NUM_THREADS")
