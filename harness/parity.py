@@ -190,3 +190,14 @@ def _call_counts(comparison: dict) -> str:
         per_run = ", ".join(f"{label} {n}" for label, n in calls.items())
         return f"stage call counts differ between runs of one variant: '{name}' ({per_run})"
     return "stage call counts differ"
+
+
+def fields_per_pair(comparison: dict) -> int | None:
+    """fields_compared counts every ok run against the reference; per pair is that over
+    the ok runs other than the reference (768 per pair = 2304 over ABBA's three pairs)."""
+    p = comparison.get("parity") or {}
+    others = sum(1 for r in comparison.get("runs") or [] if r.get("status") == "ok") - 1
+    total = p.get("fields_compared")
+    if not isinstance(total, int) or others < 1 or total % others:
+        return None
+    return total // others

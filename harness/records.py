@@ -143,6 +143,7 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "schema": SCHEMAS["campaign"],
         "name": campaign.name,
         "description": campaign.description,
+        "notes": campaign.notes,
         "campaign_path": rel(campaign.source),
         "order": campaign.order,
         "labels": [label for label, _ in labels(campaign.order)],

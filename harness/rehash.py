@@ -531,7 +531,7 @@ PROCESS_KEYS = {"started_at": "num", "ended_at": "num", "wall_s": "num"}
 ITEM_KEYS = {"id": "str", "wall_s": "num", "cpu_s": "num", "fields": "dict", "error": "dict?"}
 FIELD_KEYS = {"digest": "str", "dtype": "str", "shape": "list"}
 STAGE_KEYS = {"calls": "int", "self_cpu_s": "num", "incl_cpu_s": "num"}
-CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "campaign_path": "str?", "order": "str",
+CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "notes": "str", "campaign_path": "str?", "order": "str",
                  "labels": "list", "slots": "int", "timeouts": "dict", "workload": "dict", "revisions": "dict",
                  "stages": "dict", "optional_stages": "list", "stage_calls": "dict", "env": "dict",
                  "golden": "str?", "golden_sha256": "str?", "threshold": "num", "build": "list",

@@ -311,6 +311,14 @@ def _stats_section(c: dict) -> list[str]:
     return out
 
 
+def _per_pair(c: dict) -> str:
+    """Fields per comparison of one run with the reference, beside the all-runs total."""
+    from harness.parity import fields_per_pair
+
+    per = fields_per_pair(c)
+    return f" ({per} per run compared with the reference)" if per is not None else ""
+
+
 def _parity_section(c: dict) -> list[str]:
     p = c.get("parity") or {}
     golden = p.get("golden")
@@ -322,7 +330,7 @@ def _parity_section(c: dict) -> list[str]:
     rows = [{"identical": _num(p.get("identical")), "reference": _cell(p.get("reference")),
              "items": _num(p.get("items")),
              "fields identical": f"{_num(p.get('fields_identical'))} of "
-                                 f"{_num(p.get('fields_compared'))}",
+                                 f"{_num(p.get('fields_compared'))}" + _per_pair(c),
              "error returns": _num(p.get("error_returns")),
              "errors identical": _num(p.get("errors_identical")),
              "call counts identical": _num(p.get("call_counts_identical")),
@@ -438,6 +446,8 @@ def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[di
                   f"{_cell(problems[0] if problems else 'unusable')}). Do not trust the figures below.**", ""]
     if campaign.get("description"):
         lines += [_cell(campaign["description"]), ""]
+    if campaign.get("notes"):
+        lines += [f"What moves these figures: {_cell(campaign['notes'])}", ""]
     lines += ["```", verdict_line(c), "```", ""]
     facts = [f"Bundle `{shown}`",
              f"digest (SHA-256 of `tagmanifest-sha256.txt`) `{b['digest']}`" if b["digest"]

@@ -90,6 +90,7 @@ class Campaign:
     golden_sha256: str | None
     threshold: float
     build: tuple[tuple[str, ...], ...] = ()  # commands run in each exported revision tree
+    notes: str = ""
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
 
     def revision(self, variant: str) -> Revision:
@@ -248,7 +249,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     r = _Reader(source)
     top = r.mapping(
         data, "",
-        allowed={"name", "description", "target", "base", "candidate", "workload", "inputs", "order",
+        allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "slots", "timeouts", "stages", "env", "golden", "verdict", "build"},
         required={"name", "target", "base", "candidate", "workload"},
     )
@@ -256,6 +257,9 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     description = top.get("description", "")
     if not isinstance(description, str):
         raise r.fail("description", "a string", description)
+    notes = top.get("notes", "")  # what a reader of the figures should know; REPORT.md shows it
+    if not isinstance(notes, str):
+        raise r.fail("notes", "a string", notes)
 
     target = _target(r, top["target"])
     base = _revision(r, top["base"], "base")
@@ -357,7 +361,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
 
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
-                    dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build))
+                    dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
+                    " ".join(notes.split()))
 
 
 def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:

@@ -100,7 +100,7 @@ def test_src_layout_build_step_and_working_tree_candidate(user_repo, tmp_path):
     out = tmp_path / "out"
     result = harness("run", campaign(tmp_path, user_repo), "--out", out, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "parity: identical (12/12 fields, 4 items, 0 recorded errors)" in result.stdout
+    assert "parity: identical (12/12 fields, 4 per run compared with the reference, 4 items, 0 recorded errors)" in result.stdout
     # The working tree, index and refs are as they were: the snapshot is a dangling commit.
     assert git(user_repo, "status", "--porcelain") == status_before
     assert git(user_repo, "for-each-ref") == refs_before and not git(user_repo, "stash", "list")

@@ -192,6 +192,7 @@ CASES = [
     ("golden/path", "a\0", "golden.path: expected a path without NUL"),
     ("golden/sha256", DELETE, "golden.sha256: expected a value"),
     ("golden/sha256", "abc", "golden.sha256: expected 64 lowercase hex digits"),
+    ("notes", 5, "notes: expected a string"),
     ("verdict", 0.1, "verdict: expected a mapping"),
     ("verdict/threshold", 0.9, "verdict.threshold: expected a number from 0 to 0.5"),
     ("verdict/threshold", -0.1, "verdict.threshold: expected a number"),

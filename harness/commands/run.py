@@ -41,6 +41,7 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     from harness.runner import Interrupted, PreflightError, Runner
+    from harness.parity import fields_per_pair
     from harness.stats import verdict_line
 
     progress = Progress()
@@ -72,8 +73,10 @@ def main(args) -> int:
         print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
               f"speedup {wall['speedup']:.3f}x ({wall['saving_pct']:.1f}% saved)")
     p = result["parity"]
+    per = fields_per_pair(result)
     print(f"parity: {'identical' if p['identical'] else 'NOT identical'} ({p['fields_identical']}/"
-          f"{p['fields_compared']} fields, {p['items']} items, {p['error_returns']} recorded errors)")
+          f"{p['fields_compared']} fields" + (f", {per} per run compared with the reference" if per else "")
+          + f", {p['items']} items, {p['error_returns']} recorded errors)")
     golden = p.get("golden")
     if golden:
         subset = golden["items_checked"] < golden["items"]
