@@ -494,6 +494,14 @@ def _verdict_word(c: dict) -> str:
     return words.get(code) or _cell((c.get("stats") or {}).get("verdict"))
 
 
+def _machine_class(env: dict) -> str:
+    """What made the figures: CPU model, vector ISA and cores (they differ by machine)."""
+    isa = env.get("vector_isa")
+    isa = isa.get("summary") if isinstance(isa, dict) else isa
+    parts = [env.get("cpu_model"), isa, f"{env['cores']} cores" if env.get("cores") else None]
+    return _cell(", ".join(str(x) for x in parts if x) or NA)
+
+
 def _summary(bundles: list[dict], root: Path) -> str:
     rows = []
     for b in bundles:
@@ -512,6 +520,7 @@ def _summary(bundles: list[dict], root: Path) -> str:
                      "ratio [95% CI]": ratio,
                      "parity": "identical" if parity.get("identical") is True else "DIFFERS",
                      "verified": "yes" if not b["verified"][0] else "**NO**",
+                     "machine": _machine_class(b["environment"]),
                      "digest": f"`{b['digest'][:16]}`" if b["digest"] else "unsealed"})
     return _table(rows, right=("base (s)", "candidate (s)", "speedup", "ratio [95% CI]"))
 
