@@ -1,4 +1,5 @@
-"""The AR loop is exact at every batch size: a row's bits do not depend on the other rows.
+"""The AR loop is exact at every batch size: a row's bits do not depend on which rows of
+its batch run with it at a slot.
 
 Where it can fail: a BLAS gives a row other bits in calls of other sizes or at other
 positions (MKL's sgemm does, on some CPUs for 5-11-row calls, under MKL_CBWR=COMPATIBLE
@@ -8,7 +9,10 @@ both histories, both heads, both count modes, and checks bit for bit that
 - the compacted loop gives what full_length=True gives,
 - the base revision gives what the candidate gives (head mode: the base's stop-token
   re-fire bug changes stop-token outputs, see test_ar_loop.py),
-- the first b rows of a large batch get the same bits as a batch of those b rows alone,
+- b rows get the same bits when rows that sort after them in the tile layout join their
+  batch (rows with a count of 0; in stop-token mode, any rows: its layout is batch order).
+  Rows that sort before them would move them to other tile positions, where a BLAS may
+  give other bits: that is not promised (`gemm-rows` reports it as "tile positions"),
 
 with 1 and 2 torch threads in this process and again in a subprocess under
 MKL_CBWR=COMPATIBLE (MKL's reproducibility mode picks other kernels: a cheap look at what
@@ -63,9 +67,13 @@ def rows(out: dict, b: int) -> dict[str, bytes]:
     return {k: v[:b].numpy().tobytes() for k, v in out.items()}
 
 
+# Rows that join a batch in the sweep: enough to add a tile and end on a short one.
+JOINING = 21
+
+
 def sweep(base, cand, seed: int, sizes=SIZES, model=SWEEP_MODEL, configs=CONFIGS) -> list[str]:
-    """Every (config, batch size) whose rows differ between the loops, revisions or batch
-    sizes; [] when the AR loop is exact. Batches are prefixes of one batch of max(sizes)."""
+    """Every (config, batch size) whose rows differ between the loops, revisions or batches;
+    [] when the AR loop is exact. Batches are prefixes of one batch of max(sizes) rows."""
     found = []
     top = max(sizes)
     for i, (history, head, mode) in enumerate(configs):
@@ -73,14 +81,19 @@ def sweep(base, cand, seed: int, sizes=SIZES, model=SWEEP_MODEL, configs=CONFIGS
         mc = cand.build_model(cand.Stage2Config(**cfg), seed + i)
         mb = base.build_model(base.Stage2Config(**cfg), seed + i) if mode == "head" else None
         gen = torch.Generator().manual_seed(1000 * seed + i)
-        ctx = torch.randn(top, model["ctx_dim"], generator=gen)
-        noise = cand.make_noise(top, model["k_max"], model["sec_dim"], 1000 * seed + i)
-        whole = sample(mc, ctx, noise, full_length=True)
+        ctx = torch.randn(top + JOINING, model["ctx_dim"], generator=gen)
+        noise = cand.make_noise(top + JOINING, model["k_max"], model["sec_dim"], 1000 * seed + i)
         for b in sizes:
             part = cand.Stage2Noise(noise.sec[:b], noise.count_u[:b])
             full = rows(sample(mc, ctx[:b], part, full_length=True), b)
+            # The joining rows' uniform of 0 gives them a count of 0 (asserted below).
+            grown = list(range(b)) + list(range(top, top + JOINING))
+            u = torch.cat([noise.count_u[:b], torch.zeros(JOINING)])
+            joined = sample(mc, ctx[grown], cand.Stage2Noise(noise.sec[grown], u), full_length=True)
+            if mode == "head":
+                assert (joined["n_sec"][b:] == 0).all()
             others = {"compacted vs full_length": sample(mc, ctx[:b], part),
-                      f"rows vs the same rows of a {top}-row batch": whole}
+                      f"rows vs the same rows with {JOINING} more in the batch": joined}
             if mb is not None:
                 others["base vs candidate"] = sample(mb, ctx[:b], part)
             found += [f"{history}/{head}/{mode} seed {seed} batch {b}: {name}"

@@ -12,6 +12,12 @@ the same row in one large call:
   F.linear   one gemm per call, the row shifted to other positions: differences here are
              why the model tiles; they are reported, not judged
   tiled      the model's linear, the row at the same tile position (1 to 17 tiles)
+  tile positions
+             the model's linear, the row moved to another tile position: the AR loop
+             keeps a row's place within a batch, but in head mode its place depends on
+             how many rows of the batch have larger counts, so differences here mean a
+             row may get other bits in another batch (not between the two loops);
+             reported, not judged
   row-wise   the AR loop's other operations on a subset of rows: LayerNorm, softmax, the
              stop logit's dot product, the attention matmuls
 
@@ -145,6 +151,9 @@ def main(args) -> int:
         print(f"  {label:72s} {'differs at ' + ranges(sizes_bad) if sizes_bad else 'same bits at every size'}")
     print("  verdict: " + ("a row's bits do not depend on the other rows of its call; the AR loop is exact here"
                            if ok else "ROWS DEPEND ON THEIR CALL: the AR loop's exactness does not hold here"))
+    if ok and findings.get("tile positions"):
+        print("  note: other tile positions give other bits here, so a row's bits may differ from one batch "
+              "to another (its place in the layout moves with the counts of the rows before it)")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "bench": "gemm-rows", "torch_version": torch.__version__, "threads": torch.get_num_threads(),

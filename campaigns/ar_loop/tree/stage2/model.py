@@ -15,24 +15,31 @@ samples up to ``k_max`` secondaries of dimension ``sec_dim``, one slot at a time
 Noise is drawn up front for every (row, slot) by :func:`make_noise`, so a row's sample
 depends only on its own context, its own history and its own noise.
 
-A row's bits do not depend on the other rows of its batch nor on their number. Every
-dense layer runs on tiles of ``TILE`` rows: row i of a call sits at position
+A row's bits depend only on its own data and on its place in the batch's tile layout,
+and the AR loop gives a row the same place at every slot, whichever rows run with it.
+Every dense layer runs on tiles of ``TILE`` rows: row i of a call sits at position
 ``i % TILE`` of tile ``i // TILE`` (zero rows fill the last tile and are dropped), and one
 batched matmul runs every tile as a gemm of the same shape. A plain matmul may give a
 row other bits in a call of another row count or at another position (MKL's sgemm behind
 ``F.linear`` does on CPU: for calls of up to 11 rows, and of many more under
 ``MKL_CBWR=COMPATIBLE``); a caller that keeps each row at the same position modulo
-``TILE`` (the AR loop does) gets the same bits for it. Everything else is row-wise:
-LayerNorm, softmax, ReLU, a softsign scale (exact IEEE arithmetic only), plain
-matmul-softmax attention (a batched matmul per row and head;
-``scaled_dot_product_attention`` is batch-dependent) and a row-wise dot product for the
-single stop logit (a matrix-vector product is not).
+``TILE`` gets the same bits for it. The AR loop runs rows in layout order
+(:func:`layout_order`): with counts from the count head, rows with more secondaries to
+sample come first, so the rows still sampling at any slot lead the layout and fill whole
+tiles; in stop-token mode, batch order. Everything else is row-wise: LayerNorm, softmax,
+ReLU, a softsign scale (exact IEEE arithmetic only), plain matmul-softmax attention (a
+batched matmul per row and head; ``scaled_dot_product_attention`` is batch-dependent) and
+a row-wise dot product for the single stop logit (a matrix-vector product is not).
 
 What is promised: on the machine that runs it, with its torch and BLAS, a row's outputs
-do not depend on the other rows of the batch; the tests check this bit for bit (batch
-sizes 1 to 40 and beyond, 1 and 2 threads, ``MKL_CBWR=COMPATIBLE``) and a campaign
-compares both revisions byte for byte on every run. The bits themselves are not
-portable across CPUs or BLAS builds: other kernels round differently.
+do not depend on which rows of its batch run with it at a slot, so a loop that runs only
+the rows still sampling gets the bits of one that runs them all. The tests check this bit
+for bit (batch sizes 1 to 40 and beyond, 1 and 2 threads, ``MKL_CBWR=COMPATIBLE``) and a
+campaign compares both revisions byte for byte on every run. Not promised: the same bits
+for a row in another batch. In head mode its place depends on how many rows of its batch
+have larger counts, and a BLAS may give other tile positions other bits (``harness
+microbench gemm-rows`` reports whether this one does). Nor are the bits portable across
+CPUs or BLAS builds: other kernels round differently.
 """
 
 from __future__ import annotations
@@ -116,6 +123,12 @@ def linear(x: torch.Tensor, layer: nn.Linear) -> torch.Tensor:
     w = layer.weight.t().expand(tiles, k, layer.out_features)
     out = torch.baddbmm(layer.bias, x.reshape(tiles, TILE, k), w)
     return out.reshape(tiles * TILE, layer.out_features)[:n]
+
+
+def layout_order(n_sec: torch.Tensor) -> torch.Tensor:
+    """The order the AR loop runs rows in, given their counts: more secondaries to sample
+    first, ties in batch order. The rows still sampling at any slot then lead the layout."""
+    return torch.argsort(n_sec, descending=True, stable=True)
 
 
 class MLP(nn.Module):
@@ -341,11 +354,17 @@ class Stage2Autoregressive(nn.Module):
         device = context.device
         k_max = cfg.k_max
         noise = noise.to(device)
-        secondaries = context.new_zeros(b, k_max, cfg.sec_dim)
         if cfg.n_sec_mode == "head":
             n_sec = self.predict_n_sec(context, noise.count_u)
+            order = layout_order(n_sec)
+            n_sec = n_sec[order]
         else:
+            order = torch.arange(b, device=device)
             derived_n_sec = torch.full((b,), k_max, dtype=torch.long, device=device)
+        # From here rows are in layout order (see the module docstring); the outputs go
+        # back to batch order at the end.
+        context, sec_noise = context[order], noise.sec[order]
+        secondaries = context.new_zeros(b, k_max, cfg.sec_dim)
 
         # Every slot runs for every row; slots past a row's count are masked below.
         self.history.reset_cache(context)
@@ -353,7 +372,7 @@ class Stage2Autoregressive(nn.Module):
             h = self.encode_history(slot)
             if cfg.n_sec_mode == "stop_token":
                 derived_n_sec = self.count_stop_step(slot, h, derived_n_sec)
-            sec = self.sample_head(h, noise.sec[:, slot])
+            sec = self.sample_head(h, sec_noise[:, slot])
             secondaries[:, slot] = sec
             self.history.observe(sec)
 
@@ -367,12 +386,14 @@ class Stage2Autoregressive(nn.Module):
         secondaries = torch.where(
             sec_valid.unsqueeze(-1), secondaries, torch.zeros_like(secondaries)
         )
-        return {
+        outputs = {
             "secondaries": secondaries,
             "n_sec": n_sec,
             "sec_valid": sec_valid,
             "stop_slot": stop_slot,
         }
+        back = torch.argsort(order)
+        return {name: value[back] for name, value in outputs.items()}
 
 
 def build_model(cfg: Stage2Config, seed: int) -> Stage2Autoregressive:
