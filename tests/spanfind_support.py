@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.microbench import checkout, load_module  # noqa: F401 (load_module re-exported)
+# The oracle: the length of the common prefix, one element at a time (the microbenchmark
+# checks the helper against the same one).
+from harness.microbench.span_prefix import oracle as linear_prefix  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGN = ROOT / "campaigns" / "span_finding"
@@ -176,16 +179,6 @@ def module_from_ast(tree: ast.Module, name: str, path: Path, **extra):
     sys.modules[name] = module
     exec(compile(tree, str(path), "exec"), module.__dict__)
     return module
-
-
-def linear_prefix(left, right) -> int:
-    """The oracle: the length of the common prefix, one element at a time."""
-    count = 0
-    for a, b in zip(left, right):
-        if a != b:
-            break
-        count += 1
-    return count
 
 
 # ---- the real tokenizer and a few corpus sources, built once per session ----------------

@@ -18,15 +18,6 @@ from spanfind_support import ROOT, TREE, build_revisions
 LENGTHS = [1, 2, 3, 7, 16, 31, 64, 129, 1025]
 
 
-def oracle(left, right) -> int:
-    n = 0
-    for a, b in zip(left, right):
-        if a != b:
-            break
-        n += 1
-    return n
-
-
 @pytest.fixture(scope="module")
 def helper(tmp_path_factory):
     trees = build_revisions(tmp_path_factory.mktemp("span_prefix"))
@@ -36,7 +27,7 @@ def helper(tmp_path_factory):
 
 def check(helper, left, right):
     before = (copy.copy(left), copy.copy(right))
-    expected = oracle(left, right)
+    expected = span_prefix.oracle(left, right)
     assert helper(left, right) == expected
     assert helper(right, left) == expected
     assert span_prefix.loop(left, right) == expected  # the base loop agrees too
