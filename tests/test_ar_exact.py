@@ -15,8 +15,9 @@ both histories, both heads, both count modes, and checks bit for bit that
   give other bits: that is not promised (`gemm-rows` reports it as "tile positions"),
 
 with 1 and 2 torch threads in this process and again in a subprocess under
-MKL_CBWR=COMPATIBLE (MKL's reproducibility mode picks other kernels: a cheap look at what
-another CPU would do). A small model keeps the sweep quick; one full-size check stays.
+MKL_CBWR=COMPATIBLE (MKL's reproducibility mode picks other gemm kernels) and one under
+ATEN_CPU_CAPABILITY=default (ATen's scalar kernels for the row-wise ops): cheap looks at
+what another CPU would do. A small model keeps the sweep quick; one full-size check stays.
 When these fail, `harness microbench gemm-rows` says which operation depends on its call.
 No timing assertions.
 """
@@ -130,7 +131,8 @@ def test_tiles_and_row_wise_ops_agree_at_every_call_size(revs, threads):
     assert gemm_rows.verdict(findings), findings
 
 
-# MKL reads MKL_CBWR once, at start-up: the same checks in a fresh process.
+# MKL reads MKL_CBWR and ATen its CPU capability once, at start-up: the same checks in a
+# fresh process.
 SUBPROCESS = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
@@ -142,16 +144,23 @@ for threads in (2, 1):
     findings = t.probe_findings(base, threads)
     if not gemm_rows.verdict(findings):
         found.append(f"gemm-rows, {threads} threads: {findings}")
-print(json.dumps(found))
+print(json.dumps({"found": found, "capability": t.torch.backends.cpu.get_cpu_capability()}))
 """
 
 
-def test_exact_under_mkl_cbwr_compatible(trees):
-    env = {**os.environ, "MKL_CBWR": "COMPATIBLE"}
+# Two cheap looks at what another CPU would do: MKL's reproducibility mode picks other
+# gemm kernels; ATen's default (scalar) kernels round LayerNorm, softmax and the
+# elementwise ops differently from the vectorised ones this CPU gets.
+@pytest.mark.parametrize("setting", ["MKL_CBWR=COMPATIBLE", "ATEN_CPU_CAPABILITY=default"])
+def test_exact_under_other_kernels(trees, setting):
+    env = {**os.environ, **dict([setting.split("=")])}
     proc = subprocess.run([sys.executable, "-c", SUBPROCESS, str(Path(__file__).parent), *map(str, trees)],
                           env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["found"] == []
+    if setting.startswith("ATEN_CPU_CAPABILITY"):
+        assert result["capability"] == "DEFAULT"  # the setting took effect
 
 
 @pytest.mark.parametrize("history,head", [("attention", "flow"), ("markov", "wgan")])
