@@ -70,6 +70,14 @@ class Progress:
             self.bar.close()
             self.bar = None
 
+    # `with Progress() as progress:` closes the bar however the block ends, so that what
+    # a command prints next (an error, the summary) starts on a clean line.
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 class Silent:
     """The progress interface doing nothing (library use, selftests)."""

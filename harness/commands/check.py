@@ -5,9 +5,8 @@ setup(), run one item untimed and check the output protocol. One line per proble
 the revision, the key and the cause; exit 0 or 2; never writes a bundle."""
 from __future__ import annotations
 
-import sys
-
 from harness import spec
+from harness.commands import error
 from harness.commands.run import add_overrides, load_campaign
 
 
@@ -22,20 +21,14 @@ def main(args) -> int:
     from harness.progress import Progress
     from harness.runner import Interrupted, PreflightError, Runner
 
-    progress = Progress()
     try:
-        campaign = load_campaign(args)
-        Runner(campaign, None, progress=progress, check_only=True).run()
+        with Progress() as progress:
+            campaign = load_campaign(args)
+            Runner(campaign, None, progress=progress, check_only=True).run()
     except PreflightError as exc:
-        progress.close()
-        for line in exc.problems:
-            print(f"harness check: error: {line}", file=sys.stderr)
-        return 2
+        return error("check", *exc.problems)
     except (spec.SpecError, Interrupted) as exc:
-        progress.close()
-        print(f"harness check: error: {exc}", file=sys.stderr)
-        return 2
-    progress.close()
+        return error("check", exc)
     print(f"OK {campaign.source}: base and candidate import the entry point and every stage, set up, and "
           "return a mapping of arrays for an item")
     return 0

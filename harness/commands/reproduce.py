@@ -6,8 +6,9 @@ Exit codes: 0 reproduced, 3 outputs differ, 4 a run failed, 7 timing not reprodu
 1 the original does not verify, 2 unusable input or refused (nothing was run)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+
+from harness.commands import error
 
 HELP = "re-run a bundle's campaign into a new bundle and judge the claim against it"
 
@@ -25,11 +26,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-def _fail(msg: str, code: int = 2) -> int:
-    print(f"harness reproduce: error: {msg}", file=sys.stderr)
-    return code
-
-
 def main(args) -> int:
     from harness import reproduce, spec
     from harness.bundle import BundleError
@@ -42,32 +38,28 @@ def main(args) -> int:
     # file, each revision's tree digest): otherwise the re-run would test other code.
     report = verify(bundle, repo=repo)
     if report.unusable:
-        return _fail(report.unusable)
+        return error("reproduce", report.unusable)
     anchors = [p for p in report.problems if "[anchors]" in p]
     inside = [p for p in report.problems if p not in anchors]
     for line in inside:
         print(f"FAIL {line}")
     if inside:
-        return _fail(f"{bundle} does not verify; nothing to reproduce", 1)
+        return error("reproduce", f"{bundle} does not verify; nothing to reproduce", code=1)
     if anchors:
-        return _fail(f"{bundle} no longer matches {repo}: {anchors[0]}"
+        return error("reproduce", f"{bundle} no longer matches {repo}: {anchors[0]}"
                      + (f" (and {len(anchors) - 1} more)" if len(anchors) > 1 else ""))
     original = reproduce.load(bundle)
-    progress = Progress()
     try:
-        campaign = reproduce.campaign_for(original, repo, args.order, args.items)
-        out = Path(args.out) if args.out else Path("out") / f"{campaign.name}.reproduction"
-        result = reproduce.reproduce(original, campaign, out, force=args.force, progress=progress)
+        with Progress() as progress:
+            campaign = reproduce.campaign_for(original, repo, args.order, args.items)
+            out = Path(args.out) if args.out else Path("out") / f"{campaign.name}.reproduction"
+            result = reproduce.reproduce(original, campaign, out, force=args.force, progress=progress)
     except PreflightError as exc:
-        progress.close()
-        return _fail(f"pre-flight: {exc.problems[0]}")
+        return error("reproduce", f"pre-flight: {exc.problems[0]}")
     except (reproduce.Refused, spec.SpecError, BundleError) as exc:
-        progress.close()
-        return _fail(str(exc))
+        return error("reproduce", exc)
     except Interrupted as exc:
-        progress.close()
-        return _fail(str(exc), 4)
-    progress.close()
+        return error("reproduce", exc, code=4)
     r = result.receipt
     print(f"original: {bundle} (digest {original['digest']}) on {reproduce.machine_text(r['original']['machine'])}")
     print(f"reproduction: {result.out} (digest {result.digest}) on "

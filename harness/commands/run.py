@@ -4,11 +4,11 @@ Exit codes: 0 complete with parity, 3 parity mismatch, 4 a run failed or timed o
 the campaign was interrupted), 2 usage or input error (then no bundle is written)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from harness import spec
 from harness.bundle import BundleError
+from harness.commands import error
 from harness.progress import Progress
 
 
@@ -44,27 +44,18 @@ def main(args) -> int:
     from harness.parity import fields_per_pair
     from harness.stats import verdict_line
 
-    progress = Progress()
     try:
-        campaign = load_campaign(args)
-        out = Path(args.out) if args.out else Path("out") / campaign.name
-        outcome = Runner(campaign, out.absolute(), force=args.force, progress=progress).run()
+        with Progress() as progress:
+            campaign = load_campaign(args)
+            out = Path(args.out) if args.out else Path("out") / campaign.name
+            outcome = Runner(campaign, out.absolute(), force=args.force, progress=progress).run()
     except PreflightError as exc:
-        progress.close()
-        for line in exc.problems:
-            print(f"harness run: error: pre-flight: {line}", file=sys.stderr)
-        print("harness run: error: nothing was timed and no bundle was written (`harness check` repeats the "
-              "pre-flight)", file=sys.stderr)
-        return 2
+        return error("run", *(f"pre-flight: {line}" for line in exc.problems),
+                     "nothing was timed and no bundle was written (`harness check` repeats the pre-flight)")
     except (spec.SpecError, BundleError) as exc:
-        progress.close()
-        print(f"harness run: error: {exc}", file=sys.stderr)
-        return 2
+        return error("run", exc)
     except Interrupted as exc:
-        progress.close()
-        print(f"harness run: error: {exc}", file=sys.stderr)
-        return 4
-    progress.close()
+        return error("run", exc, code=4)
     result = outcome.comparison
     print(f"bundle: {outcome.out}")
     print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else ""))
