@@ -4,15 +4,11 @@ one line, exit 2, instead of failing deep inside."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
+from harness.commands import error
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def fail(message: str) -> None:
-    print(message, file=sys.stderr)
-    raise SystemExit(2)
 
 
 def clone_file(rel: str, command: str) -> Path:
@@ -20,12 +16,12 @@ def clone_file(rel: str, command: str) -> Path:
     installs the harness, not the campaigns it ships with)."""
     path = ROOT / rel
     if not path.exists():
-        fail(f"harness {command}: error: needs a clone of the abba-harness repository ({rel} is not part "
-             "of an installed package); run it from a clone")
+        raise SystemExit(error(command, f"needs a clone of the abba-harness repository ({rel} is not part "
+                                        "of an installed package); run it from a clone"))
     return path
 
 
 def require(module: str, command: str) -> None:
     if importlib.util.find_spec(module) is None:
-        fail(f"harness {command}: error: needs {module}: pip install 'abba-harness[campaigns]' "
-             "(in a clone, `make venv` installs the CPU build)")
+        raise SystemExit(error(command, f"needs {module}: pip install 'abba-harness[campaigns]' "
+                                        "(in a clone, `make venv` installs the CPU build)"))

@@ -262,7 +262,7 @@ class Runner:
             slots=campaign.slots, stages=campaign.stages, optional_stages=sorted(campaign.optional_stages),
             arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), mode=mode)
 
-    def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float) -> dict:
+    def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float, env: dict) -> dict:
         """One worker process, start to verified end: its exit, whether it timed out, what
         it left running (killed), its log, and what the runner saw of it."""
         (run_dir / "job.json").write_text(json.dumps(job))
@@ -270,7 +270,7 @@ class Runner:
         started_at, t0 = time.time(), time.monotonic()
         with open(log_path, "wb") as log:
             argv = [sys.executable, "-m", "harness.worker", str(run_dir / "job.json")]
-            proc = subprocess.Popen(argv, cwd=run_dir, env=worker_env(self.campaign), stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             self.current, self.current_label = proc, label
             try:
@@ -321,14 +321,14 @@ class Runner:
         """`harness check`: each revision in a fresh worker started exactly as a run is
         (tree, build, env, inputs), importing the entry point and every stage, calling
         setup() and one item untimed, checking the output protocol. One line per problem."""
-        problems = []
+        problems, env = [], worker_env(self.campaign)
         for variant in ("base", "candidate"):
             label = f"check:{variant}"
             run_dir = scratch / "preflight" / variant
             run_dir.mkdir(parents=True)
             job = self._job(materialized[variant], inputs, -1, label, variant, run_dir / "arrays", run_dir, "check")
             self.progress.note(f"pre-flight: {variant} ({materialized[variant].sha[:12]}): setup() and one item")
-            w = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s)
+            w = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s, env)
             status, reason = self._verdict(w, self.campaign.run_timeout_s)
             if status != "ok":
                 if w["exit_code"] and not w["timed_out"] and not self.interrupted:
@@ -344,7 +344,7 @@ class Runner:
         # through a temporary file and a rename once the worker is gone (every evidence
         # file is written atomically).
         timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
-        w = self._launch(job, run_dir, label, "worker", timeout)
+        w = self._launch(job, run_dir, label, "worker", timeout, env)
         staging.write_bytes(records.log_path(label), w["log"].read_bytes())
         status, reason = self._verdict(w, timeout)
         measured = read_json(w["result"]) if status == "ok" else None

@@ -107,7 +107,8 @@ def check_protocol(workload, items: list[str], arrays_dir: Path, result_path: st
         except Exception as exc:  # noqa: BLE001 - allowed on some items, if alike in both revisions
             raised.append(f"{item_id}: {describe(exc)}")
             continue
-        getattr(workload, "sync", None) and workload.sync()
+        if hasattr(workload, "sync"):
+            workload.sync()
         fields = store_outputs(item_id, outputs, arrays_dir)
         if hasattr(workload, "close"):
             workload.close()
@@ -223,7 +224,7 @@ def main(job_path: str) -> int:
     for item_id, (outputs, error, item_wall, item_cpu) in zip(items, results):
         fields = store_outputs(item_id, outputs, arrays_dir) if error is None else {}
         item_records.append(records.item(item_id=item_id, wall_s=item_wall, cpu_s=item_cpu, fields=fields, error=error))
-    if items and all(r["error"] is not None for r in item_records):
+    if all(r["error"] is not None for r in item_records):  # items is never empty (checked above)
         first = item_records[0]["error"]
         raise SystemExit(f"every item raised ({len(items)} of {len(items)}); the first: {first['type']}: "
                          f"{first['message'][:200]}")

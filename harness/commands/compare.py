@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from harness.commands import error
 
 HELP = "print a bundle's verdict (or compare two); exit 0 improved/equal, 5 regressed, 6 inconclusive"
 
@@ -61,11 +62,22 @@ def _problem(comparison) -> str | None:
 
 def main(args) -> int:
     if len(args.bundles) > 2 or (len(args.bundles) == 2 and args.no_verify):
-        print("harness compare: error: give one bundle, or two bundles without --no-verify", file=sys.stderr)
-        return 2
+        return error("compare", "give one bundle, or two bundles without --no-verify", code=2)
     if len(args.bundles) == 2:
         return compare_two(*map(Path, args.bundles))
     return compare_one(Path(args.bundles[0]), args.no_verify)
+
+
+def _unverified(path: Path, consequence: str) -> int:
+    """0 when the bundle verifies; else its first problems, one error line and verify's code."""
+    from harness.verify import verify
+
+    report = verify(path)
+    if report.exit_code:
+        for line in report.problems[:5]:
+            print(f"FAIL {line}")
+        error("compare", f"{report.unusable or f'{path} does not verify'}; {consequence}")
+    return report.exit_code
 
 
 def compare_two(a: Path, b: Path) -> int:
@@ -75,21 +87,15 @@ def compare_two(a: Path, b: Path) -> int:
     from harness import reproduce
     from harness.report import _table, _verdict_word
     from harness.stats import verdict_exit_code
-    from harness.verify import verify
 
     for path in (a, b):
-        report = verify(path)
-        if report.exit_code:
-            for line in report.problems[:5]:
-                print(f"FAIL {line}")
-            print(f"harness compare: error: {report.unusable or f'{path} does not verify'}; no comparison",
-                  file=sys.stderr)
-            return report.exit_code
+        code = _unverified(path, "no comparison")
+        if code:
+            return code
     x, y = reproduce.load(a), reproduce.load(b)
     apart = reproduce.other_campaign(x["campaign"], y["campaign"])
     if apart:
-        print(f"harness compare: error: not two bundles of one campaign: {apart}", file=sys.stderr)
-        return 2
+        return error("compare", f"not two bundles of one campaign: {apart}", code=2)
     machines = [reproduce.machine(d["environment"]) for d in (x, y)]
     same, why = reproduce.same_class(*machines)
     outputs = reproduce.compare_outputs(x["runs"], y["runs"], same)
@@ -132,41 +138,28 @@ def compare_one(target: Path, no_verify: bool) -> int:
 
     path = target if target.is_file() else target / records.COMPARISON
     if not target.exists():
-        print(f"harness compare: error: {target}: no such bundle", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return error("compare", f"{target}: no such bundle", code=EXIT_UNUSABLE)
     if not no_verify:
-        from harness.verify import verify
-
         if target.is_file():
-            print(f"harness compare: error: {target}: give the bundle folder (a lone comparison.json cannot be "
-                  "verified; --no-verify reads it unverified)", file=sys.stderr)
-            return EXIT_UNUSABLE
-        report = verify(target)
-        if report.exit_code:
-            for line in report.problems[:5]:
-                print(f"FAIL {line}")
-            print(f"harness compare: error: {report.unusable or f'{target} does not verify'}; no verdict "
-                  "(run `harness verify` for every problem)", file=sys.stderr)
-            return report.exit_code
+            return error("compare", f"{target}: give the bundle folder (a lone comparison.json cannot be "
+                         "verified; --no-verify reads it unverified)", code=EXIT_UNUSABLE)
+        code = _unverified(target, "no verdict (run `harness verify` for every problem)")
+        if code:
+            return code
     try:
         comparison = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        print(f"harness compare: error: {path}: missing", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return error("compare", f"{path}: missing", code=EXIT_UNUSABLE)
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"harness compare: error: {path}: unreadable ({exc})", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return error("compare", f"{path}: unreadable ({exc})", code=EXIT_UNUSABLE)
     except ValueError as exc:
-        print(f"harness compare: error: {path}: invalid JSON ({exc})", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return error("compare", f"{path}: invalid JSON ({exc})", code=EXIT_UNUSABLE)
     problem = _problem(comparison)
     if problem:
-        print(f"harness compare: error: {path}: {problem}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return error("compare", f"{path}: {problem}", code=EXIT_UNUSABLE)
     try:
         line = verdict_line(comparison)
     except (TypeError, ValueError, KeyError, IndexError) as exc:
-        print(f"harness compare: error: {path}: malformed comparison ({exc})", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return error("compare", f"{path}: malformed comparison ({exc})", code=EXIT_UNUSABLE)
     print(line if not no_verify else f"{line} [not verified: --no-verify]")
     return verdict_exit_code(comparison)
