@@ -2,9 +2,11 @@
 its batch run with it at a slot.
 
 Where it can fail: a BLAS gives a row other bits in calls of other sizes or at other
-positions (MKL's sgemm does, on some CPUs for 5-11-row calls, under MKL_CBWR=COMPATIBLE
-for many more). So the sweep runs every batch size from 1 to 40 and a few odd larger ones,
-both histories, both heads, both count modes, and checks bit for bit that
+positions (MKL's sgemm does, on some CPUs for 5-11-row calls), or gives a 16-row tile other
+bits when one call holds another number of tiles, because it splits the call between
+threads by its size (an Intel Xeon in MKL's default mode at 2 threads, hidden 512; here the
+same under MKL_CBWR=COMPATIBLE at 4 threads). The model therefore makes one gemm call per
+tile. The sweep checks bit for bit that
 
 - the compacted loop gives what full_length=True gives,
 - the base revision gives what the candidate gives (head mode: the base's stop-token
@@ -14,10 +16,17 @@ both histories, both heads, both count modes, and checks bit for bit that
   Rows that sort before them would move them to other tile positions, where a BLAS may
   give other bits: that is not promised (`gemm-rows` reports it as "tile positions"),
 
-with 1 and 2 torch threads in this process and again in a subprocess under
-MKL_CBWR=COMPATIBLE (MKL's reproducibility mode picks other gemm kernels) and one under
-ATEN_CPU_CAPABILITY=default (ATen's scalar kernels for the row-wise ops): cheap looks at
-what another CPU would do. A small model keeps the sweep quick; one full-size check stays.
+at three sizes:
+- a hidden-128 sweep over batch sizes 1-40, 63, 100, 257, all histories, heads and count
+  modes, here with 1 and 2 threads (hidden 32 was too small for the Intel machine's MKL to
+  split its calls between 2 threads, so that sweep passed where the campaigns failed);
+- the campaigns' full-size model (hidden 512, 6 blocks) in a fresh process under the
+  campaigns' own worker environment with 1, 2 and 4 threads;
+- cheap looks at what another CPU would do, in fresh processes (MKL and ATen read their
+  settings at start-up): MKL's reproducibility modes and MKL_ENABLE_INSTRUCTIONS=AVX2 pick
+  other gemm kernels, ATEN_CPU_CAPABILITY=default other row-wise kernels; at 4 threads, and
+  the full-size model under MKL_CBWR=COMPATIBLE, which reproduced the Intel failure here
+  before the model made one call per tile.
 When these fail, `harness microbench gemm-rows` says which operation depends on its call.
 No timing assertions.
 """
@@ -36,9 +45,10 @@ torch = pytest.importorskip("torch")
 from ar_loop_support import load_model_module, materialize  # noqa: E402
 
 SIZES = tuple(range(1, 41)) + (63, 100, 257)
-# Small, so the sweep is quick; counts and first stops spread over all 6 slots, so the
-# compacted loop's active sets shrink through many sizes.
-SWEEP_MODEL = dict(hidden=32, n_blocks=1, n_heads=4, k_max=6, ctx_dim=16, sec_dim=8,
+# Small, so the sweep is quick, yet wide enough that a multi-threaded gemm splits its calls;
+# counts and first stops spread over all 6 slots, so the compacted loop's active sets shrink
+# through many sizes.
+SWEEP_MODEL = dict(hidden=128, n_blocks=1, n_heads=4, k_max=6, ctx_dim=16, sec_dim=8,
                    count_rate=2.0, stop_bias=-0.5)
 CONFIGS = [(history, head, mode) for history in ("attention", "markov") for head in ("flow", "wgan")
            for mode in ("head", "stop_token")]
@@ -131,16 +141,28 @@ def test_tiles_and_row_wise_ops_agree_at_every_call_size(revs, threads):
     assert gemm_rows.verdict(findings), findings
 
 
-# MKL reads MKL_CBWR and ATen its CPU capability once, at start-up: the same checks in a
-# fresh process.
+# The campaigns' model; batch sizes where one gemm for all tiles gave rows other bits: a
+# short last tile, a lone tile, two and a half, seven tiles (and 21 rows joining 7).
+FULL_SIZE = dict(hidden=512, n_blocks=6, n_heads=8, k_max=15, ctx_dim=64, sec_dim=8,
+                 count_rate=1.0, stop_bias=0.0)
+FULL_SIZES = (7, 21, 40, 100)
+FULL_CONFIGS = [("attention", "flow", "head"), ("markov", "wgan", "head")]
+
+# MKL reads MKL_CBWR and its thread count, ATen its CPU capability, once at start-up: these
+# checks run in a fresh process.
 SUBPROCESS = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
+job = json.loads(sys.argv[4])
 import test_ar_exact as t
 from harness.microbench import gemm_rows
 base, cand = (t.load_model_module(t.Path(p), n) for p, n in zip(sys.argv[2:4], ("b", "c")))
-found = t.with_threads(2, t.sweep, base, cand, seed=2)
-for threads in (2, 1):
+t.torch.set_num_threads(job["threads"])  # torch caps OMP_NUM_THREADS at the cores it sees
+threads = t.torch.get_num_threads()
+assert threads == job["threads"], (threads, job["threads"])
+configs = [tuple(c) for c in job["configs"]] if job["configs"] else t.CONFIGS
+found = t.sweep(base, cand, seed=job["seed"], sizes=tuple(job["sizes"]), model=job["model"], configs=configs)
+if job["probe"]:
     findings = t.probe_findings(base, threads)
     if not gemm_rows.verdict(findings):
         found.append(f"gemm-rows, {threads} threads: {findings}")
@@ -148,27 +170,50 @@ print(json.dumps({"found": found, "capability": t.torch.backends.cpu.get_cpu_cap
 """
 
 
-# Two cheap looks at what another CPU would do: MKL's reproducibility mode picks other
-# gemm kernels; ATen's default (scalar) kernels round LayerNorm, softmax and the
-# elementwise ops differently from the vectorised ones this CPU gets.
-@pytest.mark.parametrize("setting", ["MKL_CBWR=COMPATIBLE", "ATEN_CPU_CAPABILITY=default"])
-def test_exact_under_other_kernels(trees, setting):
-    env = {**os.environ, **dict([setting.split("=")])}
-    proc = subprocess.run([sys.executable, "-c", SUBPROCESS, str(Path(__file__).parent), *map(str, trees)],
-                          env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+def campaign_env(threads: int, **settings: str) -> dict[str, str]:
+    """The AR campaigns' worker environment (harness.runner.worker_env), at `threads`."""
+    from harness import runner, spec
+
+    env = runner.worker_env(spec.load(Path(__file__).parents[1] / "campaigns" / "ar_loop_markov.yaml"))
+    return {**env, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **settings}
+
+
+def sweep_in_subprocess(trees, env: dict, *, threads: int, model=SWEEP_MODEL, sizes=SIZES, configs=None,
+                        seed=2, probe=False) -> dict:
+    job = dict(threads=threads, model=model, sizes=list(sizes), configs=configs, seed=seed, probe=probe)
+    proc = subprocess.run([sys.executable, "-c", SUBPROCESS, str(Path(__file__).parent), *map(str, trees),
+                           json.dumps(job)], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_exact_at_full_size_in_the_campaigns_environment(trees, threads):
+    result = sweep_in_subprocess(trees, campaign_env(threads), threads=threads, model=FULL_SIZE,
+                                 sizes=FULL_SIZES, configs=FULL_CONFIGS, seed=5)
     assert result["found"] == []
-    if setting.startswith("ATEN_CPU_CAPABILITY"):
+
+
+# Cheap looks at what another CPU would do: MKL's reproducibility modes and its AVX2 code
+# path pick other gemm kernels (and thread splits); ATen's default (scalar) kernels round
+# LayerNorm, softmax and the elementwise ops differently from the vectorised ones this CPU
+# gets. At 4 threads: 2 threads did not show the Intel failure here, 4 did.
+OTHER_KERNELS = ["MKL_CBWR=COMPATIBLE", "MKL_CBWR=AVX2,STRICT", "MKL_ENABLE_INSTRUCTIONS=AVX2",
+                 "ATEN_CPU_CAPABILITY=default"]
+
+
+@pytest.mark.parametrize("setting", OTHER_KERNELS)
+def test_exact_under_other_kernels(trees, setting):
+    name, value = setting.split("=", 1)
+    result = sweep_in_subprocess(trees, campaign_env(4, **{name: value}), threads=4, probe=True)
+    assert result["found"] == []
+    if name == "ATEN_CPU_CAPABILITY":
         assert result["capability"] == "DEFAULT"  # the setting took effect
 
 
-@pytest.mark.parametrize("history,head", [("attention", "flow"), ("markov", "wgan")])
-def test_exact_at_full_size(revs, history, head):
-    """The campaigns' model (hidden 512, 6 blocks, k_max 15) at batch sizes where one gemm
-    per call would give rows other bits: a short last tile, a lone tile, a second tile."""
-    full_size = dict(hidden=512, n_blocks=6, n_heads=8, k_max=15, ctx_dim=64, sec_dim=8,
-                     count_rate=1.0, stop_bias=0.0)
-    found = with_threads(2, sweep, *revs, seed=5, sizes=(7, 21), model=full_size,
-                         configs=[(history, head, "head")])
-    assert found == []
+def test_exact_at_full_size_under_the_intel_stand_in(trees):
+    """MKL_CBWR=COMPATIBLE at 4 threads gave the full-size model the Intel machine's failure
+    here (compacted != full_length at 21, 40, 100 rows) while tiles shared one call."""
+    result = sweep_in_subprocess(trees, campaign_env(4, MKL_CBWR="COMPATIBLE"), threads=4, model=FULL_SIZE,
+                                 sizes=FULL_SIZES, configs=FULL_CONFIGS, seed=5)
+    assert result["found"] == []

@@ -4,8 +4,10 @@ A float matmul may give a row other bits in a call of another row count, or at a
 position in the call: the BLAS picks its kernels by the call's shape (MKL's sgemm, with 2
 threads, hands the last M mod 4 rows of 5-11-row calls to a small-M kernel; under
 MKL_CBWR=COMPATIBLE many more sizes differ). The AR model therefore runs every dense layer
-on fixed-shape tiles (`stage2.model.linear`, from the campaigns' pinned base revision), and
-the AR loop keeps each row at the same tile position. For the model's layer shapes, on this
+on fixed-shape tiles, one gemm call per tile (`stage2.model.linear`, from the campaigns'
+pinned base revision), and the AR loop keeps each row at the same tile position. It runs
+under the AR campaigns' worker environment (their thread counts); a variable the caller
+sets wins. For the model's layer shapes, on this
 machine and BLAS, this probe reports the row counts at which some row's bits differ from
 the same row in one large call:
 
@@ -126,6 +128,13 @@ def main(args) -> int:
         print("harness microbench gemm-rows: error: --hidden must be >= 8 and --max-rows >= 1", file=sys.stderr)
         return 2
     require("torch", "microbench gemm-rows")
+    # The campaigns' worker environment (thread counts), before torch and MKL read it; a
+    # variable set by the caller wins, so `MKL_CBWR=COMPATIBLE harness microbench ...` works.
+    from harness import spec
+
+    campaign_env = spec.load(CAMPAIGN).env
+    for name, value in campaign_env.items():
+        os.environ.setdefault(name, value)
     import torch
 
     threads = args.threads or os.environ.get("OMP_NUM_THREADS")
@@ -141,6 +150,8 @@ def main(args) -> int:
                  or "OpenBLAS" in line), "BLAS unknown")
     print(f"gemm-rows: torch {torch.__version__}, {torch.get_num_threads()} threads, {blas}, "
           f"MKL_CBWR={os.environ.get('MKL_CBWR', 'unset')}")
+    print("  environment: " + " ".join(f"{name}={os.environ[name]}" for name in sorted(campaign_env))
+          + f" (the AR campaigns' env: {CAMPAIGN.name}; a variable already set wins)")
     print(f"  {len(layer_shapes(args.hidden))} dense layer shapes of the AR model at hidden {args.hidden}; "
           f"call sizes {ranges(sizes)} rows")
     notes = {"F.linear": "one gemm per call (row at any position)",
@@ -157,6 +168,7 @@ def main(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({
             "bench": "gemm-rows", "torch_version": torch.__version__, "threads": torch.get_num_threads(),
-            "blas": blas, "mkl_cbwr": os.environ.get("MKL_CBWR"), "hidden": args.hidden, "tile": model.TILE,
+            "blas": blas, "mkl_cbwr": os.environ.get("MKL_CBWR"),
+            "env": {name: os.environ[name] for name in sorted(campaign_env)}, "hidden": args.hidden, "tile": model.TILE,
             "sizes": list(sizes), "differs_at": findings, "exact": ok}, indent=2) + "\n")
     return 0 if ok else 1

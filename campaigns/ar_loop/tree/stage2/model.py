@@ -18,12 +18,14 @@ depends only on its own context, its own history and its own noise.
 A row's bits depend only on its own data and on its place in the batch's tile layout,
 and the AR loop gives a row the same place at every slot, whichever rows run with it.
 Every dense layer runs on tiles of ``TILE`` rows: row i of a call sits at position
-``i % TILE`` of tile ``i // TILE`` (zero rows fill the last tile and are dropped), and one
-batched matmul runs every tile as a gemm of the same shape. A plain matmul may give a
-row other bits in a call of another row count or at another position (MKL's sgemm behind
-``F.linear`` does on CPU: for calls of up to 11 rows, and of many more under
-``MKL_CBWR=COMPATIBLE``); a caller that keeps each row at the same position modulo
-``TILE`` gets the same bits for it. The AR loop runs rows in layout order
+``i % TILE`` of tile ``i // TILE`` (zero rows fill the last tile and are dropped), and each
+tile is its own gemm call, of the same shape, strides and alignment for every tile of
+every call. A BLAS picks its kernels, and how it splits a call between threads, from the
+call: MKL's sgemm behind ``F.linear`` gives a row other bits in calls of up to 11 rows,
+and a 16-row tile other bits when one batched call holds another number of tiles (Intel
+Xeon in MKL's default mode with 2 threads, and this project's stand-in for it,
+``MKL_CBWR=COMPATIBLE`` with 4 threads, at hidden 512). One call per tile leaves the BLAS
+nothing to decide from the batch. The AR loop runs rows in layout order
 (:func:`layout_order`): with counts from the count head, rows with more secondaries to
 sample come first, so the rows still sampling at any slot lead the layout and fill whole
 tiles; in stop-token mode, batch order. Everything else is row-wise: LayerNorm, softmax,
@@ -31,15 +33,21 @@ ReLU, a softsign scale (exact IEEE arithmetic only), plain matmul-softmax attent
 batched matmul per row and head; ``scaled_dot_product_attention`` is batch-dependent) and
 a row-wise dot product for the single stop logit (a matrix-vector product is not).
 
-What is promised: on the machine that runs it, with its torch and BLAS, a row's outputs
-do not depend on which rows of its batch run with it at a slot, so a loop that runs only
-the rows still sampling gets the bits of one that runs them all. The tests check this bit
-for bit (batch sizes 1 to 40 and beyond, 1 and 2 threads, ``MKL_CBWR=COMPATIBLE``) and a
-campaign compares both revisions byte for byte on every run. Not promised: the same bits
-for a row in another batch. In head mode its place depends on how many rows of its batch
-have larger counts, and a BLAS may give other tile positions other bits (``harness
-microbench gemm-rows`` reports whether this one does). Nor are the bits portable across
-CPUs or BLAS builds: other kernels round differently.
+What is promised, and what it rests on: a row's outputs do not depend on which rows of its
+batch run with it at a slot, so a loop that runs only the rows still sampling gets the
+bits of one that runs them all, on any machine whose BLAS gives a gemm call the same bits
+for the same shape, strides, alignment and thread count (and an element no bits from other
+rows' values), and whose row-wise kernels do not depend on the row count. No setting is
+needed for it: not ``MKL_CBWR`` (its strict mode does not give it: under
+``MKL_CBWR=COMPATIBLE,STRICT`` a batched call still gave tiles other bits at 4 threads).
+The tests check it bit for bit at the campaigns' full size in a subprocess under the
+campaigns' environment with 1, 2 and 4 threads, and a hidden-128 sweep over batch sizes 1
+to 40 and beyond under other kernels (``MKL_CBWR`` modes, ``MKL_ENABLE_INSTRUCTIONS=AVX2``,
+``ATEN_CPU_CAPABILITY=default``); a campaign compares both revisions byte for byte on every
+run. Not promised: the same bits for a row in another batch. In head mode its place
+depends on how many rows of its batch have larger counts, and a BLAS may give other tile
+positions other bits (``harness microbench gemm-rows`` reports whether this one does). Nor
+are the bits portable across CPUs or BLAS builds: other kernels round differently.
 """
 
 from __future__ import annotations
@@ -113,16 +121,24 @@ def softsign_scale(x: torch.Tensor) -> torch.Tensor:
 
 
 def linear(x: torch.Tensor, layer: nn.Linear) -> torch.Tensor:
-    """``layer(x)`` for (n, in) rows, one fixed-shape gemm per tile of TILE rows."""
+    """``layer(x)`` for (n, in) rows: one gemm call per tile of TILE rows, every call of
+    the same shape, strides and alignment, whatever n is."""
     n, k = x.shape
     tiles = -(-n // TILE)
-    if n % TILE:
-        x = F.pad(x, (0, 0, 0, tiles * TILE - n))  # zero rows fill the last tile
-    # baddbmm, not matmul: matmul would fold the tiles into one gemm of tiles*TILE rows.
-    # (ATen hands a single tile to sgemm, more to sgemm_batch: the tests check they agree.)
-    w = layer.weight.t().expand(tiles, k, layer.out_features)
-    out = torch.baddbmm(layer.bias, x.reshape(tiles, TILE, k), w)
-    return out.reshape(tiles * TILE, layer.out_features)[:n]
+    # A fresh zero-padded copy: every tile then has the same strides and 64-byte alignment
+    # (a tile is TILE * k floats), whether x was padded, contiguous or a view.
+    padded = x.new_zeros(tiles * TILE, k)
+    padded[:n] = x
+    columns = padded.t()
+    bias = layer.bias[:, None]
+    out = x.new_empty(tiles, layer.out_features, TILE)
+    # One call per tile, never one call for all tiles: a BLAS may split a larger call
+    # between threads differently by its size (MKL does, in its default mode on Intel and
+    # under MKL_CBWR=COMPATIBLE here), and the split can change a tile's bits. Transposed
+    # (weight @ tile^T) so the weight is the left operand: ~25% faster than tile @ weight^T.
+    for t in range(tiles):
+        torch.addmm(bias, layer.weight, columns[:, t * TILE:(t + 1) * TILE], out=out[t])
+    return out.transpose(1, 2).reshape(tiles * TILE, layer.out_features)[:n]
 
 
 def layout_order(n_sec: torch.Tensor) -> torch.Tensor:
