@@ -321,7 +321,7 @@ class Runner:
         """`harness check`: each revision in a fresh worker started exactly as a run is
         (tree, build, env, inputs), importing the entry point and every stage, calling
         setup() and one item untimed, checking the output protocol. One line per problem."""
-        problems, env = [], worker_env(self.campaign)
+        problems, env, calls = [], worker_env(self.campaign), {}
         for variant in ("base", "candidate"):
             label = f"check:{variant}"
             run_dir = scratch / "preflight" / variant
@@ -334,7 +334,27 @@ class Runner:
                 if w["exit_code"] and not w["timed_out"] and not self.interrupted:
                     reason = _last_line(w["log"])
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
-        return problems
+            else:
+                calls[variant] = read_json(run_dir / "result.json").get("stage_calls") or {}
+        return problems + self._uncalled_stages(calls)
+
+    def _uncalled_stages(self, calls: dict[str, dict]) -> list[str]:
+        """Stages that neither revision called in its pre-flight item: a setup mistake (each
+        run would record 0 calls and pass). One revision calling a stage less is the change's
+        business: parity on call counts, or `calls: per_variant`, judges that."""
+        if len(calls) < 2:
+            return []
+        stages = self.campaign.stages
+        never = [name for name in stages if name not in self.campaign.optional_stages
+                 and all(c.get(name) == 0 for c in calls.values())]
+        if not never:
+            return []
+        named = ", ".join(f"'{name}' ({stages[name]})" for name in never)
+        return [f"{self.campaign.source}: stages: {named} never called in either revision's pre-flight item: "
+                "the code calls it through a name bound before the wrapper was installed (an alias such as "
+                "`f = module.func`, a registry, a default argument), or the path names a function this "
+                "workload does not run (a method a subclass overrides, a fallback); point the path at what "
+                "runs, or mark the stage `optional: true` if some items skip it"]
 
     def _one_run(self, staging, scratch, mat, inputs, env, index, label, variant, deadline) -> dict:
         run_dir = scratch / "runs" / label

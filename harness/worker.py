@@ -93,26 +93,35 @@ def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
     return fields
 
 
-def check_protocol(workload, items: list[str], arrays_dir: Path, result_path: str) -> int:
+def check_protocol(workload, items: list[str], arrays_dir: Path, result_path: str, timer=None,
+                   stages: dict[str, str] | None = None) -> int:
     """The pre-flight: run items untimed, in order, until one returns (items may raise:
     recorded errors are allowed when alike in both revisions), check its outputs, and write
     what was seen. Only a workload whose every item raises fails here, as its runs would.
-    Stage timers stay unarmed."""
+    Stage timers are armed only to count calls (the runner flags stages neither revision
+    called); their times are not used."""
     from harness.fsutil import atomic_write_json
 
     raised = []
     for item_id in items:
+        if timer is not None:
+            timer.armed = True
         try:
             outputs = workload.run(item_id)
         except Exception as exc:  # noqa: BLE001 - allowed on some items, if alike in both revisions
             raised.append(f"{item_id}: {describe(exc)}")
             continue
+        finally:
+            if timer is not None:
+                timer.armed = False
         if hasattr(workload, "sync"):
             workload.sync()
         fields = store_outputs(item_id, outputs, arrays_dir)
         if hasattr(workload, "close"):
             workload.close()
-        atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": len(items)})
+        calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
+        atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": len(items),
+                                        "stage_calls": calls})
         return 0
     raise SystemExit(f"workload.entry: run() raised on every item ({len(raised)}); the first: {raised[0]}")
 
@@ -215,7 +224,7 @@ def main(job_path: str) -> int:
     arrays_dir = Path(job["arrays_dir"])
 
     if job["mode"] == "check":
-        return check_protocol(workload, items, arrays_dir, job["result_path"])
+        return check_protocol(workload, items, arrays_dir, job["result_path"], timer, job["stages"])
 
     wall, results = run_items(workload, items, job["slots"], timer)
 

@@ -338,3 +338,43 @@ def test_items_that_raise_are_allowed_when_one_returns(user_repo, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "parity: identical (1/1 fields, 1 per run compared with the reference, 4 items, 3 recorded errors)" \
         in result.stdout
+
+
+def test_a_stage_neither_revision_calls_is_a_pre_flight_error(tmp_path):
+    """A stage the code calls through an alias bound before the wrapper was installed
+    records 0 calls in every run, so parity on call counts would pass: the pre-flight
+    names it, the likely causes and the fix. One revision calling it 0 times is the
+    change's business (test_fewer_stage_calls_name_the_cause_and_the_fix)."""
+    body = "def step(x):\n    return x\n\n\n_step = step  # bound at import, before any wrapper\n\n\n" \
+           "def work(n):\n    return sum(_step(i) for i in range(n))\n"
+    tree, patch = make_target(tmp_path, {"m/__init__.py": body}, {"m/__init__.py": body.replace("range(n)", "range(n + 1)")})
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    (wl / "w.py").write_text(textwrap.dedent('''
+        import numpy as np
+
+        import m
+
+
+        class W:
+            items = ["a", "b"]
+
+            def run(self, item):
+                return {"s": np.array([m.work(100)])}
+
+
+        def setup(ctx):
+            return W()
+    '''))
+    path = write_campaign(tmp_path / "alias.yaml", tree, patch, wl, "w:setup", stages={"step": "m:step"})
+    result = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result), result.stdout + result.stderr
+    assert ("stages: 'step' (m:step) never called in either revision's pre-flight item: the code calls it "
+            "through a name bound before the wrapper was installed") in result.stderr
+    assert "mark the stage `optional: true`" in result.stderr
+    run = harness("run", path, "--out", tmp_path / "out", env=cache_env(tmp_path / "cache"))
+    assert run.returncode == 2 and "never called" in run.stderr and not (tmp_path / "out").exists()
+    # Marked optional, the same campaign passes the pre-flight.
+    optional = write_campaign(tmp_path / "optional.yaml", tree, patch, wl, "w:setup",
+                              stages={"step": {"path": "m:step", "optional": True}})
+    assert harness("check", optional, env=cache_env(tmp_path / "cache")).returncode == 0
