@@ -3,6 +3,8 @@ base run), byte for byte through the array digests; recorded errors must match t
 fields differ, the divergence report says by how much."""
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 MAX_LISTED = 50
@@ -82,9 +84,8 @@ def compare_golden(golden: dict, runs: list[dict]) -> dict:
 
 
 def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
-    """How far apart differing arrays are: elements differing, max abs and ULP difference."""
-    import numpy as np
-
+    """How far apart differing arrays are: elements differing, max abs and ULP difference.
+    Both arrays are streamed side by side in chunks: memory stays a few MB whatever their size."""
     from harness import tensors
 
     out = []
@@ -93,32 +94,46 @@ def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
             continue
         row = {"run": m["run"], "item": m["item"], "field": m["field"]}
         try:
-            a = tensors.load(tensors.array_path(arrays_dir, m["reference_digest"]))
-            b = tensors.load(tensors.array_path(arrays_dir, m["digest"]))
-        except (OSError, ValueError) as exc:
+            with tensors.stream(tensors.array_path(arrays_dir, m["reference_digest"])) as (dt_a, shape_a, chunks_a), \
+                    tensors.stream(tensors.array_path(arrays_dir, m["digest"])) as (dt_b, shape_b, chunks_b):
+                if dt_a != dt_b or shape_a != shape_b:
+                    out.append({**row, "kind": f"{dt_a}", "elements": math.prod(shape_a),
+                                "note": f"dtype/shape changed: {dt_a}{list(shape_a)} -> {dt_b}{list(shape_b)}"})
+                    continue
+                row.update(_distance(dt_a, math.prod(shape_a), zip(chunks_a, chunks_b)))
+        except (OSError, ValueError, EOFError) as exc:
             out.append({**row, "note": f"arrays unreadable: {exc}"})
             continue
-        if a.dtype != b.dtype or a.shape != b.shape:
-            out.append({**row, "kind": f"{a.dtype}", "elements": int(a.size),
-                        "note": f"dtype/shape changed: {a.dtype}{list(a.shape)} -> {b.dtype}{list(b.shape)}"})
-            continue
+        out.append(row)
+    return out
+
+
+def _distance(dtype, elements: int, pairs) -> dict:
+    """Differing elements, max abs (and for floats max ULP and NaN mismatches) over chunk pairs."""
+    import numpy as np
+
+    differing, max_abs, max_ulp, nan_mismatch = 0, None, 0, 0
+    for a, b in pairs:
         ia, ib = _as_bits(a), _as_bits(b)
-        differing = int(np.count_nonzero(ia != ib))
-        row.update({"kind": str(a.dtype), "elements": int(a.size), "differing": differing})
-        if a.dtype.kind == "f":
+        differing += int(np.count_nonzero(ia != ib))
+        if dtype.kind == "f":
             with np.errstate(invalid="ignore", over="ignore"):
                 diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
             finite = diff[np.isfinite(diff)]
-            row["max_abs"] = float(finite.max()) if finite.size else None
-            row["max_ulp"] = _max_ulp(ia, ib) if a.size else 0
-            row["nan_mismatch"] = int(np.count_nonzero(np.isnan(a) != np.isnan(b)))
-            row["note"] = "float values differ"
-        else:
-            d = np.abs(a.astype(np.int64) - b.astype(np.int64)) if a.dtype.kind in "biu" else None
-            row["max_abs"] = int(d.max()) if d is not None and d.size else None
-            row["note"] = "count or mask changed" if a.dtype.kind in "biu" else "values differ"
-        out.append(row)
-    return out
+            if finite.size:
+                max_abs = max(max_abs or 0.0, float(finite.max()))
+            if a.size:
+                max_ulp = max(max_ulp, _max_ulp(ia, ib))
+            nan_mismatch += int(np.count_nonzero(np.isnan(a) != np.isnan(b)))
+        elif dtype.kind in "biu" and a.size:
+            d = int(np.abs(a.astype(np.int64) - b.astype(np.int64)).max())
+            max_abs = d if max_abs is None else max(max_abs, d)
+    row = {"kind": str(dtype), "elements": int(elements), "differing": differing, "max_abs": max_abs}
+    if dtype.kind == "f":
+        row.update(max_ulp=max_ulp, nan_mismatch=nan_mismatch, note="float values differ")
+    else:
+        row["note"] = "count or mask changed" if dtype.kind in "biu" else "values differ"
+    return row
 
 
 def _as_bits(a):

@@ -101,10 +101,12 @@ HEX = frozenset("0123456789abcdef")
 
 # --- limits: a hostile bundle cannot make a checker hang or eat memory --------------------
 MAX_NPY_HEADER = 10000  # numpy's own default limit for header length
-DEFAULT_MAX_ARRAY_BYTES = 4 << 30  # decompressed bytes one stored array may declare
+DEFAULT_MAX_ARRAY_BYTES = 4 << 30  # decompressed bytes the stored arrays may declare, all together
 MAX_JSON_BYTES = 256 << 20  # one JSON file
 MAX_JSON_DEPTH = 64
 MAX_TEXT_BYTES = 16 << 20  # a manifest or bag-info.txt
+MAX_FILE_BYTES = 1 << 30  # any one payload file, checked from its size before it is hashed
+MAX_DEPTH = 8  # folders below the root (the layout uses 3: data/arrays, data/runs, ...)
 CHUNK = 1 << 20
 # --- tolerances ---------------------------------------------------------------------------
 REL_TOL = 1e-9  # floats re-derived here vs claimed (stats keep 10 significant digits)
@@ -160,21 +162,51 @@ class Check:
         return os.fdopen(fd, "rb")
 
     def read(self, rel, limit):
+        """The file's bytes, at most limit: refused from its size before anything is read,
+        then read in chunks (never one buffer of the limit's size)."""
         with self.open_regular(rel) as fh:
-            data = fh.read(limit + 1)
-        if len(data) > limit:
+            if os.fstat(fh.fileno()).st_size > limit:
+                raise OSError(f"larger than {limit} bytes")
+            parts, got = [], 0
+            while got <= limit:
+                chunk = fh.read(min(CHUNK, limit + 1 - got))
+                if not chunk:
+                    break
+                parts.append(chunk)
+                got += len(chunk)
+        if got > limit:
             raise OSError(f"larger than {limit} bytes")
-        return data
+        return b"".join(parts)
 
     def sha256(self, rel):
         h = hashlib.sha256()
         with self.open_regular(rel) as fh:
+            refuse_unbounded(fh.fileno())
             while True:
                 chunk = fh.read(CHUNK)
                 if not chunk:
                     break
                 h.update(chunk)
         return h.hexdigest()
+
+
+def refuse_unbounded(fd):
+    """Raise OSError for a file too large to hash, or sparse: a 1 TiB file of holes takes a
+    few hundred KB on disk and a quarter of an hour to hash. (Bundles hold gzipped arrays,
+    JSON, logs and a PNG: none has holes.)"""
+    size = os.fstat(fd).st_size
+    if size > MAX_FILE_BYTES:
+        raise OSError(f"{size} bytes, over the {MAX_FILE_BYTES}-byte limit for one file; not hashed")
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if size and seek_hole is not None:
+        try:
+            hole = os.lseek(fd, 0, seek_hole)
+        except OSError:
+            hole = size
+        finally:
+            os.lseek(fd, 0, os.SEEK_SET)
+        if hole < size:
+            raise OSError(f"sparse file (a hole at byte {hole} of {size}); not hashed")
 
 
 # --- strict JSON -----------------------------------------------------------------------------
@@ -195,6 +227,13 @@ def _no_constant(name):
     raise JSONRefused(f"{name} is not JSON")
 
 
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses to infinity
+        raise JSONRefused(f"{text[:20]} is not a finite number")
+    return value
+
+
 def _depth(value, limit):
     stack = [(value, 1)]
     while stack:
@@ -209,10 +248,11 @@ def _depth(value, limit):
 
 
 def parse_json(data):
-    """Strict JSON: UTF-8, no duplicate keys, no NaN or Infinity, at most MAX_JSON_DEPTH deep."""
+    """Strict JSON: UTF-8, no duplicate keys, no NaN, Infinity or number that overflows to
+    it (1e400), at most MAX_JSON_DEPTH deep."""
     try:
         value = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates,
-                           parse_constant=_no_constant)
+                           parse_constant=_no_constant, parse_float=_finite_float)
     except RecursionError:
         raise JSONRefused(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
     except UnicodeDecodeError:
@@ -252,27 +292,41 @@ def unsafe_path(rel):
 
 
 def walk(check):
-    """Every regular file under the root as a '/'-separated relative path. Symlinks are
+    """Every regular file under the root as a '/'-separated relative path. Iterative, and
+    never deeper than a bundle's layout goes (MAX_DEPTH folders): a hostile tree of
+    thousands of nested folders is one finding, not a RecursionError. Symlinks are
     reported and never followed; other special files are reported."""
-    root = check.root
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in sorted(dirnames + filenames):
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
+    pending = [("", 0)]
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(os.path.join(check.root, *folder.split("/")) if folder else check.root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            check.fail(folder or ".", f"cannot be listed ({exc.__class__.__name__})")
+            continue
+        for entry in entries:
+            rel = f"{folder}/{entry.name}" if folder else entry.name
             try:
-                st = os.lstat(full)
+                st = entry.stat(follow_symlinks=False)
             except OSError as exc:
                 check.fail(rel, f"cannot be examined ({exc.__class__.__name__})")
                 continue
             if stat.S_ISLNK(st.st_mode):
                 try:
-                    target = os.readlink(full)
+                    target = os.readlink(entry.path)
                 except OSError:
                     target = "?"
                 check.fail(rel, f"is a symlink (-> {show(target)}); bundles hold regular files only")
             elif stat.S_ISREG(st.st_mode):
                 check.present.add(rel)
-            elif not stat.S_ISDIR(st.st_mode):
+            elif stat.S_ISDIR(st.st_mode):
+                if depth + 1 >= MAX_DEPTH:
+                    check.fail(rel, f"folders nested deeper than {MAX_DEPTH} levels; a bundle's layout has 3; "
+                                    "not descended")
+                else:
+                    pending.append((rel, depth + 1))
+            else:
                 check.fail(rel, "not a regular file")
 
 
@@ -454,12 +508,16 @@ def _byteswap(data, itemsize, kind):
     return bytes(out)
 
 
-def array_digest(check, rel):
+def array_digest(check, rel, header_only=False):
     """(digest, dtype, shape): sha256(prefix + {"dtype", "shape"} + newline + C-order
-    little-endian bytes), streamed; a header declaring more than the cap is refused first."""
+    little-endian bytes), streamed; a header declaring more than the cap is refused first.
+    header_only: the data bytes the header declares, nothing else read."""
     with check.open_regular(rel) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+        refuse_unbounded(raw.fileno())
         descr, shape, itemsize, swap, kind = npy_header(fh)
         want = math.prod(shape) * itemsize
+        if header_only:
+            return want
         if want > check.max_array_bytes:
             raise ValueError(f"header declares {want} bytes, over the cap of {check.max_array_bytes} "
                              "(--max-array-bytes)")
@@ -484,14 +542,28 @@ def array_digest(check, rel):
 
 
 def check_arrays(check):
-    """Digests of the stored arrays that re-hash to their names; headers kept for the records."""
-    stored = set()
+    """Digests of the stored arrays that re-hash to their names; headers kept for the records.
+    First every header alone (a few hundred bytes inflated each): when the arrays declare
+    more than the budget in all, none is inflated."""
+    stored, named = set(), []
     for rel in sorted(p for p in check.openable if p.startswith("data/arrays/")):
         name = rel.rsplit("/", 1)[1]
         digest = name[: -len(ARRAY_SUFFIX)] if name.endswith(ARRAY_SUFFIX) else ""
         if len(digest) != 64 or not set(digest) <= HEX or rel.count("/") != 2:
             check.fail(rel, f"not a stored array name (data/arrays/<sha256>{ARRAY_SUFFIX})", "files")
             continue
+        try:
+            declared = array_digest(check, rel, header_only=True)
+        except (OSError, ValueError, EOFError, zlib.error) as exc:
+            check.fail(rel, f"unreadable array ({str(exc)[:120]})")
+            continue
+        named.append((rel, digest, declared))
+    total = sum(declared for _, _, declared in named)
+    if total > check.max_array_bytes:
+        check.fail("data/arrays", f"the stored arrays declare {total} bytes decompressed in all, over the budget "
+                                  f"of {check.max_array_bytes} (--max-array-bytes); none was inflated", "arrays")
+        return stored
+    for rel, digest, _ in named:
         try:
             actual, descr, shape = array_digest(check, rel)
         except (OSError, ValueError, EOFError, zlib.error) as exc:

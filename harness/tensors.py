@@ -6,10 +6,12 @@ converted by duck typing, so a worker that returns numpy arrays never loads torc
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
 import json
+import math
 import os
 from pathlib import Path
 
@@ -94,3 +96,36 @@ def load(path: str | os.PathLike) -> np.ndarray:
         if fh.read(1):
             raise ValueError("trailing bytes after the array data")
     return array
+
+
+STREAM_ELEMENTS = 1 << 20  # elements per chunk when two stored arrays are compared
+
+
+@contextlib.contextmanager
+def stream(path: str | os.PathLike, elements: int = STREAM_ELEMENTS):
+    """A stored array as (dtype, shape, chunks): flat chunks of at most `elements`, read
+    from the gzip stream as they are used, so two arrays of any size are compared in a few
+    MB. Plain C-order arrays only (what `store` writes); never unpickles."""
+    with gzip.open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+        if fortran or dtype.hasobject or dtype.fields is not None:
+            raise ValueError(f"not a plain C-order array ({dtype})")
+        total = math.prod(shape)
+
+        def chunks():
+            left = total
+            while left:
+                n = min(elements, left)
+                data = fh.read(n * dtype.itemsize)
+                if len(data) != n * dtype.itemsize:
+                    raise ValueError("truncated array data")
+                left -= n
+                yield np.frombuffer(data, dtype=dtype)
+
+        yield dtype, tuple(shape), chunks()

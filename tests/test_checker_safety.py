@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 from harness import rehash, records, tamper
 
-MEMORY_KIB = 1_500_000  # address space for `harness verify` (numpy, pandas-free) and rehash.py
+MEMORY_KIB = 262_144  # 256 MB of address space for `harness verify` (numpy, pandas-free) and rehash.py
 HANG_GUARD_S = 120  # not a timing assertion: a checker that blocks on a FIFO never returns
 
 
@@ -28,7 +28,7 @@ def checkers(bundle, *extra):
 
 def test_a_one_gib_bomb_is_streamed_in_bounded_memory(demo_bundle):
     """1 GiB of zeros behind a referenced array's name, about 1 MB gzipped: both checkers
-    hash it as a stream under a 1.5 GB address-space limit and name the file."""
+    hash it as a stream under a 256 MB address-space limit and name the file."""
     victim = tamper._referenced_array(demo_bundle)
     head = b"{'descr': '|u1', 'fortran_order': False, 'shape': (1073741824,), }"
     head += b" " * (64 - (10 + len(head) + 1) % 64) + b"\n"
@@ -50,8 +50,8 @@ def test_the_cap_refuses_a_declared_size_before_decompressing(demo_bundle, tmp_p
     victim = tamper._referenced_array(demo_bundle)
     for result in checkers(demo_bundle, "--max-array-bytes", "1000000"):
         assert result.returncode == 1
-        assert f"FAIL {victim}: unreadable array (header declares 8589934592 bytes, over the cap of 1000000" \
-            in result.stdout
+        assert "FAIL data/arrays: [arrays] the stored arrays declare " in result.stdout
+        assert "over the budget of 1000000 (--max-array-bytes); none was inflated" in result.stdout
 
 
 def test_fifo_named_by_a_record_is_never_opened(demo_bundle, tmp_path):
@@ -113,3 +113,88 @@ def test_records_and_rehash_spell_the_format_alike():
     for label in ("A1", "B12"):
         assert rehash.run_path(label) == records.run_path(label)
         assert rehash.log_path(label) == records.log_path(label)
+
+
+def test_an_honest_bundle_verifies_in_256_mb(demo_bundle):
+    """No read preallocates its limit (a 256 MiB JSON cap once meant a 256 MiB buffer)."""
+    for result in checkers(demo_bundle):
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_sparse_file_is_refused_before_it_is_hashed(demo_bundle):
+    """A 1 TiB log of holes takes a few hundred KB on disk and a quarter of an hour to hash."""
+    log = demo_bundle / records.log_path("B1")
+    with open(log, "r+b") as fh:  # after the seal: resealing would hash it
+        fh.truncate(1 << 40)
+    for result in checkers(demo_bundle):
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stdout + result.stderr
+        assert f"FAIL {records.log_path('B1')}: unreadable (" in result.stdout
+        assert "over the 1073741824-byte limit for one file; not hashed" in result.stdout
+
+
+def test_a_sparse_file_under_the_size_limit_is_refused_too(demo_bundle):
+    log = demo_bundle / records.log_path("B1")
+    with open(log, "r+b") as fh:
+        fh.truncate(512 << 20)
+    tamper.reseal(demo_bundle)  # 512 MiB of holes hashes in a second or two here
+    for result in checkers(demo_bundle):
+        assert result.returncode == 1
+        assert "sparse file (a hole at byte" in result.stdout
+
+
+def test_deep_folders_are_one_finding(demo_bundle):
+    """1,500 nested folders (made and removed iteratively: pathlib and shutil recurse)."""
+    chain = [demo_bundle / "data" / "d"]
+    for _ in range(1499):
+        chain.append(chain[-1] / "d")
+    for folder in chain:
+        os.mkdir(folder)
+    try:
+        for result in checkers(demo_bundle):
+            assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-500:]
+            assert "folders nested deeper than 8 levels" in result.stdout
+    finally:
+        for folder in reversed(chain):
+            os.rmdir(folder)
+
+
+def test_many_bombs_are_refused_from_their_headers(demo_bundle):
+    """Twelve small gzips each declaring 4 GiB: the whole-bundle budget refuses them from
+    their headers, so nothing is inflated."""
+    head = b"{'descr': '|u1', 'fortran_order': False, 'shape': (4294967296,), }"
+    head += b" " * (64 - (10 + len(head) + 1) % 64) + b"\n"
+    for i in range(12):
+        rel = f"data/arrays/{i:064x}.npy.gz"
+        with gzip.GzipFile(demo_bundle / rel, "wb", compresslevel=9, mtime=0) as fh:
+            fh.write(b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head)
+            fh.write(b"\0" * (4 << 20))
+    tamper.reseal(demo_bundle)
+    for result in checkers(demo_bundle):
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert "none was inflated" in result.stdout
+
+
+def test_a_number_that_overflows_to_infinity_is_refused():
+    with pytest.raises(rehash.JSONRefused, match="1e400 is not a finite number"):
+        rehash.parse_json(b'{"wall_s": 1e400}')
+
+
+def test_the_divergence_of_two_large_arrays_is_streamed(tmp_path):
+    """Two 512 MiB float32 arrays that differ: the divergence report runs in 256 MB."""
+    import numpy as np
+
+    from harness import tensors
+
+    a = np.zeros(1 << 27, dtype=np.float32)
+    da = tensors.store(a, tmp_path)["digest"]
+    a[-1] = 1.0
+    db = tensors.store(a, tmp_path)["digest"]
+    del a
+    code = (f"import json; from pathlib import Path; from harness import parity; print(json.dumps(parity.divergence("
+            f"[{{'run': 'B1', 'item': 'x', 'field': 'f', 'reference_digest': '{da}', 'digest': '{db}'}}], "
+            f"Path('{tmp_path}'))))")
+    cmd = f"ulimit -v {MEMORY_KIB}; exec '{sys.executable}' -c \"{code}\""
+    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    row = json.loads(result.stdout)[0]
+    assert row["differing"] == 1 and row["max_abs"] == 1.0 and row["elements"] == 1 << 27

@@ -12,7 +12,8 @@ def add_parser(sub) -> None:
                    help="also check the bundle against this repository: its campaign and golden files, "
                         "and each revision's tree rebuilt from its commit")
     p.add_argument("--max-array-bytes", type=int, metavar="N", default=None,
-                   help="refuse a stored array whose header declares more bytes (default 4 GiB)")
+                   help="decompressed bytes the stored arrays may declare, all together; checked from their headers "
+                        "before any is inflated (default 4 GiB)")
     p.set_defaults(func=main)
 
 
