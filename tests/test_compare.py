@@ -136,7 +136,7 @@ def test_compare_two_bundles_of_one_campaign(demo_bundle_master, demo_bundle, ca
     assert out.startswith(header) and str(demo_bundle) in out and str(demo_bundle_master) in out
     assert "| stage       | 1 base   | 1 candidate   | 2 base   | 2 candidate   |" in out
     assert "machines: same machine class" in out and "outputs: identical (9 items, 32 fields)" in out
-    assert out.rstrip().endswith("exit 0: the verdict of bundle 2, the newer")
+    assert out.rstrip().endswith("exit 0: the verdict of bundle 2, the one judged (A B: B)")
 
 
 def test_compare_two_exits_3_when_outputs_differ(demo_bundle_master, demo_bundle, capsys):

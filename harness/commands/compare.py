@@ -7,8 +7,9 @@ verified first: one that does not verify gives verify's exit code (1) and no ver
 
 `harness compare A B`: two verified bundles of one campaign side by side (machine,
 speed-up and interval, stage self CPU per variant) and whether their outputs agree under
-`harness reproduce`'s rules; the exit code is the newer bundle's verdict code, or 3 when
-the outputs differ.
+`harness reproduce`'s rules. A is the reference and B the bundle judged, in the order
+given (never by the bundles' own clocks, which a forger sets): the exit code is B's
+verdict code, or 3 when the outputs differ.
 """
 from __future__ import annotations
 
@@ -124,9 +125,9 @@ def compare_two(a: Path, b: Path) -> int:
     if outputs["mismatches"]:
         rows = reproduce.divergence(outputs["mismatches"][:5], a / "data" / "arrays", b / "data" / "arrays")
         print("\n".join(reproduce.divergence_lines(rows)))
-    newer = max((1, x), (2, y), key=lambda p: p[1]["runner"]["started_at"])
-    code = 3 if not outputs["agree"] else verdict_exit_code(newer[1]["comparison"])
-    why_code = "outputs differ" if not outputs["agree"] else f"the verdict of bundle {newer[0]}, the newer"
+    # The order given decides which bundle is judged; the bundles' clocks are theirs to set.
+    code = 3 if not outputs["agree"] else verdict_exit_code(y["comparison"])
+    why_code = "outputs differ" if not outputs["agree"] else "the verdict of bundle 2, the one judged (A B: B)"
     print(f"exit {code}: {why_code}")
     return code
 
