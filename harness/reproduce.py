@@ -332,7 +332,13 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
         if rev["rev"] != rev["sha"]:  # WORKTREE or a moved branch would name another commit now
             overrides[variant] = rev["sha"]
     overrides.update(spec.parse_overrides(order=order, items=items))
-    campaign = spec.load(repo / recorded["campaign_path"], overrides)
+    from harness.verify import AnchorError, anchor, repository
+
+    try:  # the repository's own campaign file, never one inside a bundle
+        source = anchor(repository(repo), recorded["campaign_path"], "campaign_path")
+    except AnchorError as exc:
+        raise Refused(str(exc)) from None
+    campaign = spec.load(source, overrides)
     pinned = {inp.name: inp.sha256 for inp in campaign.inputs}
     had = {name: r["sha256"] for name, r in original["inputs"]["inputs"].items()}
     if pinned != had:

@@ -148,13 +148,21 @@ def snapshot_worktree(campaign: Campaign, repo: Path, revision: Revision) -> str
 
 
 def export(repo: Path, sha: str, dest: Path) -> None:
-    """Write the revision's files (no .git) into dest with `git archive`."""
-    dest.mkdir(parents=True, exist_ok=True)
+    """Write the revision's files (no .git) into dest with `git archive`. RuntimeError, one
+    line, when the commit is not in the repository (a collected WORKTREE snapshot)."""
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    if _git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo).returncode:
+        raise RuntimeError(f"commit {sha} is not in the repository {repo}")
+    dest.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(["git", "archive", "--format=tar", sha], cwd=repo, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-        tar.extractall(dest, filter="data")
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            tar.extractall(dest, filter="data")
+    except tarfile.TarError as exc:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"git archive {sha} in {repo}: {exc}") from None
     # tarfile stops at the end-of-archive marker; drain git's record padding so it never
     # dies of SIGPIPE on a larger tree.
     while proc.stdout.read(1 << 16):

@@ -8,7 +8,9 @@ and, with `--repo`, the anchors outside the bundle: the campaign and golden file
 repository and each revision's source tree rebuilt from its commit."""
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +44,10 @@ def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
         _check_comparison(check, docs, root)
         _check_yaml(check, docs)
         if repo is not None:
-            _check_anchors(check, docs, Path(repo))
+            try:
+                _check_anchors(check, docs, Path(repo))
+            except AnchorError as exc:
+                return Report(unusable=str(exc))
         else:
             check.notes.append("anchors outside the bundle not checked (give --repo PATH)")
     return Report(check.problems, check.notes, None, check.digest, check.status, check.files, check.arrays)
@@ -81,27 +86,80 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
                                               f"{rehash.short(expected)}", "campaign")
 
 
-def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
-    """The bundle against the repository: same campaign file, same golden file, and each
-    revision's tree digest recomputed from its commit."""
-    from harness import revisions, spec
-    from harness.fsutil import sha256_file, tree_digest
+class AnchorError(Exception):
+    """--repo cannot be checked against: one line, exit 2."""
 
+
+def repository(path: Path) -> Path:
+    """--repo PATH as a git work tree's top folder, or AnchorError."""
+    from harness import revisions
+
+    if not path.is_dir():
+        raise AnchorError(f"--repo {path}: no such folder")
+    top = revisions._git(["rev-parse", "--show-toplevel"], cwd=path, text=True)
+    if top.returncode:
+        raise AnchorError(f"--repo {path}: not a git repository")
+    return Path(top.stdout.strip()).resolve()
+
+
+def anchor(repo: Path, rel, key: str) -> Path:
+    """A file campaign.json names in the repository: a plain relative path that resolves
+    inside it and outside any evidence bundle (a bundle's own campaign.yaml would make the
+    check compare the bundle with itself, and `reproduce` run what the bundle wrote)."""
+    where = f"campaign.json {key} {rel!r}"
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel \
+            or any(part in ("", ".", "..") for part in rel.split("/")):
+        raise AnchorError(f"{where}: not a relative path inside the repository")
+    path = (repo / rel).resolve()
+    if repo not in path.parents:
+        raise AnchorError(f"{where}: resolves outside the repository {repo} (to {path})")
+    for folder in path.parents:
+        if folder == repo:
+            break
+        if (folder / rehash.TAGMANIFEST).exists() or (folder / rehash.BAGIT).exists():
+            raise AnchorError(f"{where}: lies inside the evidence bundle {folder}; the anchors are the "
+                              "repository's own files, never a bundle's")
+    return path
+
+
+def read_anchor(path: Path, limit: int = rehash.MAX_TEXT_BYTES) -> bytes:
+    """A regular file's bytes, never blocking on a FIFO, never a device, at most limit."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise AnchorError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise AnchorError(f"{path}: not a regular file")
+        if st.st_size > limit:
+            raise AnchorError(f"{path}: larger than {limit} bytes")
+        data = fh.read(limit + 1)  # bounded by the file's size, checked above
+    if len(data) > limit:
+        raise AnchorError(f"{path}: larger than {limit} bytes")
+    return data
+
+
+def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
+    """The bundle against the repository at --repo: the same campaign file, the same golden
+    file, and each revision's tree digest recomputed from its commit. A repository or an
+    anchor that cannot be read is AnchorError (exit 2), never a pass."""
+    from harness import revisions, spec
+    from harness.fsutil import tree_digest
+
+    repo = repository(repo)
     campaign = docs["campaign"]
     if not campaign["campaign_path"]:
         check.fail(records.CAMPAIGN_JSON, "no campaign_path to find the campaign in the repository", "anchors")
         return
-    source = repo / campaign["campaign_path"]
-    try:
-        same = source.read_bytes() == check.read(records.CAMPAIGN_YAML, rehash.MAX_TEXT_BYTES)
-    except OSError as exc:
-        check.fail(records.CAMPAIGN_YAML, f"cannot compare with {source}: {exc}", "anchors")
-        return
-    if not same:
+    source = anchor(repo, campaign["campaign_path"], "campaign_path")
+    if read_anchor(source) != check.read(records.CAMPAIGN_YAML, rehash.MAX_TEXT_BYTES):
         check.fail(records.CAMPAIGN_YAML, f"differs from {source}", "anchors")
     if campaign["golden"]:
-        golden = repo / campaign["golden"]
-        if not golden.is_file() or sha256_file(golden) != check.sha256(records.GOLDEN):
+        golden = anchor(repo, campaign["golden"], "golden")
+        if rehash.GOLDEN not in check.openable or \
+                hashlib.sha256(read_anchor(golden, rehash.MAX_JSON_BYTES)).hexdigest() != check.sha256(rehash.GOLDEN):
             check.fail(records.GOLDEN, f"differs from {golden}", "anchors")
     try:
         spec_campaign = spec.load(source)
@@ -116,8 +174,7 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
                 revisions.export(target, campaign["revisions"][variant]["sha"], Path(tmp) / "tree")
                 digest = tree_digest(Path(tmp) / "tree")
             except (RuntimeError, OSError, ValueError) as exc:
-                check.fail(records.REVISIONS, f"{variant}: commit not in {target} ({str(exc)[:80]})", "anchors")
-                continue
+                raise AnchorError(f"{records.REVISIONS}: {variant}: {str(exc)[:200]}") from None
         if digest != receipt.get("tree_sha256"):
             check.fail(records.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.get('tree_sha256'))}, "
                                           f"the commit's tree gives {digest[:16]}...", "anchors")

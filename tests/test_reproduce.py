@@ -296,8 +296,10 @@ def test_a_tree_that_no_longer_matches_is_refused_in_one_line(demo_bundle, tmp_p
 
 
 def test_a_repository_without_the_campaign_file_is_refused(demo_bundle, tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     result = harness("reproduce", demo_bundle, "--repo", tmp_path, "--out", tmp_path / "out")
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "campaign.yaml" in result.stderr
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "demo.yaml" in result.stderr
+    assert "cannot be read" in result.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -154,6 +154,7 @@ def test_a_forged_tree_digest_is_caught_only_against_the_repository(demo_bundle)
 def test_campaign_file_and_golden_must_match_the_repository(demo_bundle, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "campaigns", repo / "campaigns")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "campaigns" / "demo.yaml").write_text((repo / "campaigns" / "demo.yaml").read_text() + "# edited\n")
     (repo / "campaigns" / "demo" / "golden.json").write_text("{}\n")
     result = harness("verify", demo_bundle, "--repo", repo)
@@ -179,3 +180,85 @@ def test_campaign_json_must_say_what_campaign_yaml_says(demo_bundle):
     assert "FAIL data/campaign.json: [campaign] workload.params.forged is true, campaign.yaml gives null" \
         in result.stdout
     assert "FAIL data/campaign.json: [campaign] revisions.base.rev is \"HEAD~3\"" in result.stdout
+
+
+def _anchor_repo(demo_bundle, tmp_path, campaign_path):
+    """A git repository holding the demo bundle under evidence/, whose campaign.json names
+    campaign_path (re-sealed: consistent inside)."""
+    import json
+
+    from harness import records, tamper
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "campaigns", repo / "campaigns")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    bundle = repo / "evidence" / "demo"
+    shutil.copytree(demo_bundle, bundle)
+    path = bundle / records.CAMPAIGN_JSON
+    campaign = json.loads(path.read_text())
+    campaign["campaign_path"] = campaign_path
+    path.write_text(json.dumps(campaign))
+    tamper.rederive(bundle)
+    tamper.reseal(bundle)
+    return repo, bundle
+
+
+@pytest.mark.parametrize("campaign_path, why", [
+    ("evidence/demo/data/campaign.yaml", "lies inside the evidence bundle"),
+    ("/etc/hostname", "not a relative path inside the repository"),
+    ("campaigns/../../outside.yaml", "not a relative path inside the repository"),
+    ("campaigns/zero.yaml", "resolves outside the repository"),
+    ("campaigns/fifo.yaml", "not a regular file"),
+    ("campaigns/missing.yaml", "cannot be read"),
+])
+def test_anchors_are_the_repositorys_own_regular_files(demo_bundle, tmp_path, campaign_path, why):
+    """A bundle in the repository's evidence/ naming its own campaign.yaml made verify --repo
+    compare the bundle with itself; a FIFO blocked it forever; /dev/zero ate 5 GB."""
+    import os
+
+    repo, bundle = _anchor_repo(demo_bundle, tmp_path, campaign_path)
+    os.symlink("/dev/zero", repo / "campaigns" / "zero.yaml")
+    os.mkfifo(repo / "campaigns" / "fifo.yaml")
+    result = harness("verify", bundle, "--repo", repo, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    assert why in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_repo_must_be_a_git_repository_that_exists(demo_bundle, tmp_path):
+    missing = harness("verify", demo_bundle, "--repo", tmp_path / "nowhere")
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
+    (tmp_path / "plain").mkdir()
+    plain = harness("verify", demo_bundle, "--repo", tmp_path / "plain")
+    assert plain.returncode == 2 and "not a git repository" in plain.stderr
+
+
+def test_a_commit_missing_from_the_repository_is_one_line(demo_bundle, tmp_path):
+    """A collected WORKTREE snapshot once gave a tarfile.ReadError traceback."""
+    import json
+
+    from harness import records, tamper
+
+    path = demo_bundle / records.CAMPAIGN_JSON
+    campaign = json.loads(path.read_text())
+    campaign["revisions"]["candidate"]["sha"] = "1" * 40
+    path.write_text(json.dumps(campaign))
+    tamper.reseal(demo_bundle)
+    result = harness("verify", demo_bundle, "--repo", ROOT)
+    assert result.returncode == 2 and "Traceback" not in result.stderr + result.stdout
+    assert f"candidate: commit {'1' * 40} is not in the repository" in result.stderr
+
+
+def test_reproduce_never_runs_a_campaign_file_from_a_bundle(demo_bundle, tmp_path):
+    """The bundle's own campaign.yaml, with a `build:` command written into it, was run by
+    `harness reproduce` on the reviewer's machine."""
+    repo, bundle = _anchor_repo(demo_bundle, tmp_path, "evidence/demo/data/campaign.yaml")
+    marker = tmp_path / "executed"
+    yaml_path = bundle / "data" / "campaign.yaml"
+    yaml_path.write_text(yaml_path.read_text() + f"build: [[touch, '{marker}']]\n")
+    from harness import tamper
+
+    tamper.reseal(bundle)
+    result = harness("reproduce", bundle, "--repo", repo, "--out", tmp_path / "again", timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    assert "lies inside the evidence bundle" in result.stderr
+    assert not marker.exists() and not (tmp_path / "again").exists()
