@@ -54,6 +54,7 @@ import math  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import stat  # noqa: E402
+import time  # noqa: E402
 import zlib  # noqa: E402
 
 # --- the bundle format (harness/records.py owns it; tests/test_records.py proves these agree)
@@ -113,6 +114,8 @@ REL_TOL = 1e-9  # floats re-derived here vs claimed (stats keep 10 significant d
 CLOCK_TOL_S = 0.5  # between the runner's and the worker's clocks (ms timestamps, two clocks)
 SLOT_TOL, SLOT_ABS_S = 0.01, 0.001  # item walls may sum to slots x run wall x (1 + 1%) + 1 ms
 CPU_TOL_S = 1e-6  # self vs inclusive stage CPU: float sums
+TIMEOUT_TOL, TIMEOUT_GRACE_S = 0.1, 10.0  # a process or campaign may outlive its timeout by the kill
+FUTURE_TOL_S = 300.0  # a bundle's clocks may run this far ahead of the checker's
 MAX_LISTED = 50  # mismatches listed in comparison.json
 STATS_NOTE = "stats.paired ci95 (the bootstrap) not re-derived: needs numpy; harness verify does it"
 YAML_NOTE = "campaign.yaml not compared with campaign.json: needs a YAML parser; harness verify does it"
@@ -648,6 +651,16 @@ def epoch_of(text):
         return None
 
 
+def bound(x):
+    """x with the tolerance every measured bound gets (float sums, two clocks)."""
+    return x * (1 + SLOT_TOL) + SLOT_ABS_S
+
+
+def timeout_bound(timeout_s):
+    """How long a timeout can let a process or campaign live: the runner's kill and reap."""
+    return timeout_s * (1 + TIMEOUT_TOL) + TIMEOUT_GRACE_S
+
+
 def check_run(check, record, label, index, variant, campaign, runner, last):
     """The rules one run record must keep; True when it is sound enough to derive from."""
     rel = run_path(label)
@@ -719,6 +732,13 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
         ids.add(item["id"])
         if item["wall_s"] < 0 or item["cpu_s"] < 0:
             check.fail(rel, f"item {short(item['id'])}: negative time", "physics")
+        # One slot thread ran the item: its thread CPU fits in its wall, its wall in the run's.
+        if item["cpu_s"] > bound(item["wall_s"]):
+            check.fail(rel, f"item {short(item['id'])}: CPU {item['cpu_s']:.6g} s above its wall "
+                            f"{item['wall_s']:.6g} s (one thread's CPU cannot exceed its wall)", "physics")
+        if wall is not None and item["wall_s"] > bound(wall):
+            check.fail(rel, f"item {short(item['id'])}: wall {item['wall_s']:.6g} s above the run's timed wall "
+                            f"{wall:.6g} s", "physics")
         total += max(item["wall_s"], 0.0)
         if item["error"] is not None:
             if set(item["error"]) != {"type", "message"} or not all(isinstance(v, str) for v in item["error"].values()):
@@ -752,8 +772,28 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
         if row["self_cpu_s"] > row["incl_cpu_s"] + CPU_TOL_S:
             check.fail(rel, f"stage {name}: self CPU {row['self_cpu_s']:.6g} s above inclusive "
                             f"{row['incl_cpu_s']:.6g} s", "physics")
+    # Stage CPU is thread CPU inside the timed region: all of it together fits in the
+    # machine's cores x the run's wall (stages may run on threads of the workload's own).
+    cores = record["machine"].get("cores") if isinstance(record["machine"], dict) else None
+    if wall is not None and is_int(cores) and cores >= 1:
+        limit = bound(cores * wall)
+        if sum(max(row["self_cpu_s"], 0.0) for row in record["stages"].values()
+               if isinstance(row, dict) and is_number(row.get("self_cpu_s"))) > limit:
+            check.fail(rel, f"stage self CPU sums above {cores} core(s) x the run's wall {wall:.6g} s", "physics")
+    elif wall is not None:
+        check.fail(rel, f"machine.cores {short(cores)} is not a positive integer", "physics")
     if status == "ok" and set(record["stages"]) != set(campaign["stages"]):
         check.fail(rel, "stages are not the campaign's stages", "identity")
+    if status == "ok":
+        installed = record["stages_installed"] if isinstance(record["stages_installed"], dict) else {}
+        for name in campaign["stages"]:
+            if name not in campaign["optional_stages"] and installed.get(name) is not True:
+                check.fail(rel, f"stage {name} is not optional but not installed", "identity")
+    # a run lives no longer than its timeout (the runner kills it then; a grace for the kill)
+    run_timeout = campaign["timeouts"].get("run_s") if isinstance(campaign["timeouts"], dict) else None
+    if is_number(run_timeout) and process["wall_s"] > timeout_bound(run_timeout):
+        check.fail(rel, f"its process lived {process['wall_s']:.6g} s, past the run timeout of {run_timeout} s",
+                   "physics")
     return all_stored
 
 
@@ -894,6 +934,31 @@ def check_records(check, stored):
         if not isinstance(rev, dict) or rev.get("sha") != campaign["revisions"][variant]["sha"]:
             check.fail(REVISIONS, f"{variant} SHA differs from campaign.json's", "identity")
     env = docs["environment"]
+    cores = {r["machine"].get("cores") for r in runs if r["status"] == "ok" and isinstance(r["machine"], dict)}
+    if isinstance(env, dict) and cores and cores != {env.get("cores")}:
+        check.fail(ENVIRONMENT, f"cores {short(env.get('cores'))}, the run records say {short(sorted(cores, key=str))}",
+                   "identity")
+    campaign_timeout = campaign["timeouts"].get("campaign_s") if isinstance(campaign["timeouts"], dict) else None
+    if is_number(campaign_timeout) and runner["ended_at"] - runner["started_at"] > timeout_bound(campaign_timeout):
+        check.fail(RUNNER, f"the campaign ran {runner['ended_at'] - runner['started_at']:.6g} s, past its timeout of "
+                           f"{campaign_timeout} s", "physics")
+    if runner["ended_at"] > time.time() + FUTURE_TOL_S:
+        check.fail(RUNNER, "ended after now: the bundle's clocks are ahead of this machine's", "physics")
+    origins = {}
+    for r in runs:
+        if r["status"] != "ok" or not isinstance(r.get("imported_from"), dict):
+            continue
+        for name, where in (r["imported_from"].get("stages") or {}).items():
+            if isinstance(where, str) and where.startswith("tree:") and unsafe_path(where[5:]):
+                check.fail(run_path(r["label"]), f"stage {name} imported from {short(where)}, not a path in the "
+                                                 "revision's tree", "identity")
+            origins.setdefault(name, set()).add((r["variant"], where))
+    for name, seen in origins.items():
+        for variant in ("base", "candidate"):
+            places = {w for v, w in seen if v == variant}
+            if len(places) > 1:
+                check.fail(CAMPAIGN_JSON, f"stage {name} imported from {len(places)} places across the {variant} "
+                                          "runs", "identity")
     digests = {r["harness_source_sha256"] for r in runs if r["status"] == "ok"}
     if isinstance(env, dict) and digests and digests != {env.get("harness_source_sha256")}:
         check.fail(ENVIRONMENT, "harness_source_sha256 differs from the run records'", "identity")

@@ -576,6 +576,39 @@ def record_rules() -> list[Mutation]:
         a1 = _load(root, records.run_path("A1"))
         run("B1", lambda r: r["process"].update(started_at=a1["process"]["started_at"]))(root)
 
+    def cut_walls(r):
+        r["wall_s"] /= 1000
+        for it in r["items"]:
+            it["wall_s"] /= 1000
+
+    def stage_cpu_x20(r):
+        for row in r["stages"].values():
+            row["self_cpu_s"] = row["incl_cpu_s"] = row["incl_cpu_s"] * 20 + r["wall_s"] * 4
+
+    def uninstall(r):
+        name = next(iter(r["stages_installed"]))
+        r["stages_installed"][name] = False
+        r["stages"][name].update(calls=0, self_cpu_s=0.0, incl_cpu_s=0.0)
+
+    def outlive_timeout(root):
+        limit = _load(root, records.CAMPAIGN_JSON)["timeouts"]["run_s"]
+
+        def longer(r):
+            r["process"]["wall_s"] = limit * 7
+            r["process"]["ended_at"] = r["process"]["started_at"] + limit * 7
+        run("A2", longer)(root)
+        edit_json(records.RUNNER, lambda x: x.update(ended_at=x["ended_at"] + limit * 7))(root)
+
+    def future(root):
+        shift = 10 * 365.25 * 86400
+        edit_json(records.RUNNER, lambda x: x.update(started_at=x["started_at"] + shift,
+                                                     ended_at=x["ended_at"] + shift))(root)
+
+        def later(label, r):
+            r["process"]["started_at"] += shift
+            r["process"]["ended_at"] += shift
+        edit_runs(later)(root)
+
     m = Mutation
     return [
         m("records: variant and SHA of every run swapped between A and B, re-derived",
@@ -629,6 +662,24 @@ def record_rules() -> list[Mutation]:
         m("records: stage self CPU above inclusive, re-derived",
           forge(run("A1", lambda r: [s.update(self_cpu_s=s["incl_cpu_s"] + 1.0) for s in r["stages"].values()])),
           "[physics]", rule="physics"),
+        m("records: B1's timed and item walls cut a thousandfold (a regression reads as faster), re-derived",
+          forge(run("B1", cut_walls)), "[physics]", rule="physics"),
+        m("records: A1's item CPU x40, above its item wall, re-derived",
+          forge(run("A1", lambda r: [it.update(cpu_s=it["cpu_s"] * 40 + 1.0) for it in r["items"]])),
+          "[physics]", rule="physics"),
+        m("records: A1's stage CPU x20, above cores x the run's wall, re-derived",
+          forge(run("A1", stage_cpu_x20)), "[physics]", rule="physics"),
+        m("records: a non-optional stage not installed in B1, re-derived",
+          forge(run("B1", uninstall)), "[identity]", rule="identity"),
+        m("records: B1 imported a stage from outside its tree, re-derived",
+          forge(run("B1", lambda r: [r["imported_from"]["stages"].update({k: "tree:../../elsewhere.py"})
+                                     for k in r["imported_from"]["stages"]])), "[identity]", rule="identity"),
+        m("records: B1's process lived past the run timeout, re-derived",
+          forge(outlive_timeout), "[physics]", rule="physics"),
+        m("environment.json: 64 cores while the records say otherwise, re-hashed",
+          forge(edit_json(records.ENVIRONMENT, lambda e: e.update(cores=64)), derive=False), "[identity]",
+          rule="identity"),
+        m("every clock moved ten years ahead, re-derived", forge(future), "[physics]", rule="physics"),
         m("records: B1's process started before A1's ended, re-hashed",
           forge(overlap, derive=False), "[physics]", rule="physics"),
         m("records: dtype and shape that contradict the stored array, re-derived",
@@ -661,7 +712,7 @@ def record_rules() -> list[Mutation]:
         m("receipts/inputs.json: JSON nested 100,000 deep, re-hashed", deep_json, "[parsing]", hazard=True,
           rule="parsing"),
         m("manifest rows out of order, tag manifest re-hashed", unsorted_manifest, "not sorted", rule="canonical"),
-        m("a referenced array declaring 8 GiB (a bomb), re-hashed", array_bomb, "over the cap", hazard=True,
+        m("a referenced array declaring 8 GiB (a bomb), re-hashed", array_bomb, "over the budget", hazard=True,
           rule="safety"),
         m("a FIFO at the array path a record names, left out of the manifest", fifo_at_array, "not a regular file",
           hazard=True, rule="safety"),
