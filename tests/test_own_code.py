@@ -378,3 +378,96 @@ def test_a_stage_neither_revision_calls_is_a_pre_flight_error(tmp_path):
     optional = write_campaign(tmp_path / "optional.yaml", tree, patch, wl, "w:setup",
                               stages={"step": {"path": "m:step", "optional": True}})
     assert harness("check", optional, env=cache_env(tmp_path / "cache")).returncode == 0
+
+
+# --- Issue 21: the traps a new user hit on real libraries -------------------------------
+
+def test_untracked_module_of_a_worktree_candidate_says_git_add(user_repo, tmp_path):
+    """21.1: the change imports a new module left untracked; a WORKTREE snapshot takes
+    tracked files only, so the candidate cannot import it: the line says so and the fix."""
+    init = user_repo / "src" / "fastsum" / "__init__.py"
+    init.write_text("from fastsum._generated import STEP\nfrom fastsum._fast import total\n")
+    (user_repo / "src" / "fastsum" / "_fast.py").write_text("def total(n):\n    return sum(range(0, n, 1))\n")
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result), result.stderr
+    line = next(x for x in result.stderr.splitlines() if "error:" in x and ": candidate (" in x)
+    assert "No module named 'fastsum._fast' (at src/fastsum/__init__.py:2)" in line
+    assert line.endswith("; src/fastsum/_fast.py is untracked: `git add` it; a WORKTREE candidate takes "
+                         "tracked files only")
+    # Ignored by git (a build product): the hint names the build step instead.
+    (user_repo / ".gitignore").write_text("_generated.py\n_fast.py\n")
+    git(user_repo, "add", ".gitignore")
+    git(user_repo, "commit", "-qm", "ignore")
+    init.write_text(init.read_text() + "\n")
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert "src/fastsum/_fast.py exists in the working tree but git ignores it" in result.stderr
+    assert "add the step under `build:`" in result.stderr
+
+
+def test_a_clean_working_tree_says_there_is_no_uncommitted_change(user_repo, tmp_path):
+    git(user_repo, "stash", "-q")
+    (user_repo / "new_module.py").write_text("X = 1\n")
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result) and result.stderr.count("error:") == 1, result.stderr
+    assert ("candidate.rev: WORKTREE: the working tree has no uncommitted changes to tracked files (it is HEAD, "
+            in result.stderr and "nothing to compare" in result.stderr)
+    assert "1 untracked file(s) (e.g. new_module.py) are left out: `git add` them" in result.stderr
+
+
+def test_src_layout_without_sys_path_names_the_folder_and_the_key(user_repo, tmp_path):
+    """21.2: `No module named 'fastsum'` alone sends a user searching; the target has
+    src/fastsum, so the line suggests `sys_path: [src]`."""
+    path = campaign(tmp_path, user_repo, workload={"entry": "bench_sum:setup", "path": str(tmp_path / "bench")})
+    result = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result), result.stderr
+    for variant in ("base", "candidate"):
+        line = next(x for x in result.stderr.splitlines() if "error:" in x and f": {variant} (" in x)
+        assert "ModuleNotFoundError: No module named 'fastsum'" in line
+        assert line.endswith("; the target has src/fastsum: add `sys_path: [src]` under workload"), line
+
+
+def test_a_missing_workload_folder_is_named(user_repo, tmp_path):
+    path = campaign(tmp_path, user_repo, workload={"entry": "bench_sum:setup", "path": str(tmp_path / "bnech"),
+                                                   "sys_path": ["src"]})
+    for command in (("check", path), ("run", path, "--out", tmp_path / "out")):
+        result = harness(*command, env=cache_env(tmp_path / "cache"))
+        assert result.returncode == 2 and no_traceback(result) and result.stderr.count("\n") == 1, result.stderr
+        assert f"workload.path: folder '{tmp_path / 'bnech'}' does not exist" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_stage_and_setup_errors_read_as_the_users_own(user_repo, tmp_path):
+    """21.3: no harness class path in a message; setup() errors give the user's file:line."""
+    path = campaign(tmp_path, user_repo, stages={"total": "fastsum:totl"})
+    result = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    assert "stages: 'fastsum:totl': 'totl' not found" in result.stderr
+    assert "stagetimer" not in result.stderr and "StageError" not in result.stderr
+    (tmp_path / "bench" / "bench_sum.py").write_text(textwrap.dedent(WORKLOAD) + textwrap.dedent('''
+
+        def load(ctx):
+            return ctx.params["corpus"]
+
+
+        def setup(ctx):
+            load(ctx)
+            return Bench(ctx)
+    '''))
+    lineno = next(i for i, x in enumerate((tmp_path / "bench" / "bench_sum.py").read_text().splitlines(), 1)
+                  if 'ctx.params["corpus"]' in x)
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    assert (f"workload.entry: setup() failed: KeyError: 'corpus' (at {tmp_path / 'bench' / 'bench_sum.py'}:"
+            f"{lineno})") in result.stderr, result.stderr
+
+
+def test_an_input_hash_mismatch_prints_the_digest_in_full(user_repo, tmp_path):
+    import hashlib
+
+    data = tmp_path / "corpus.txt"
+    data.write_bytes(b"some data\n")
+    path = campaign(tmp_path, user_repo, inputs={"corpus": {"path": str(data), "sha256": "0" * 64}})
+    result = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    actual = hashlib.sha256(b"some data\n").hexdigest()
+    assert f"has sha256 {actual}, pinned {'0' * 64}" in result.stderr
