@@ -34,6 +34,8 @@ WORKLOAD = '''
                 raise ValueError(f"no {item}")
             if self.mode == "object":
                 return {"x": np.array([object()])}
+            if self.mode == "int":
+                return {"total": total(n)}
             return {"total": np.array([total(n)], dtype=np.int64)}
 
 
@@ -131,6 +133,9 @@ def test_a_failed_build_is_exit_2_with_its_last_lines(user_repo, tmp_path):
     ("bare", "broke the output protocol: returned ndarray, expected a non-empty dict"),
     ("object", "broke the output protocol: field 'x': unsupported dtype object"),
     ("raise", "run() raised on every item (4); the first: n0: ValueError: no n0"),
+    # 21.4: a Python number has no dtype of its own; the README says arrays, and so does the harness.
+    ("int", "broke the output protocol: field 'total': a Python int (1999000), not an array: return "
+            "np.array(value, dtype=np.int64) so its dtype is explicit"),
 ])
 def test_broken_protocols_fail_before_anything_is_timed(user_repo, tmp_path, mode, reason):
     path = campaign(tmp_path, user_repo, workload={"entry": "bench_sum:setup", "path": str(tmp_path / "bench"),

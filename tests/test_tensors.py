@@ -113,6 +113,16 @@ def test_zero_d_differs_from_one_element():
     assert tensors.digest(np.array([[2.5]])) != tensors.digest(np.array([2.5]))
 
 
+@pytest.mark.parametrize("value, dtype", [(3, "np.int64"), (2.5, "np.float64"), (True, "np.bool_"),
+                                          (1j, "np.complex128")])
+def test_python_numbers_are_refused_with_the_dtype_to_name(value, dtype):
+    """Issue 21.4: outputs are arrays (README); a Python number's dtype is the platform's
+    guess, so the refusal says how to wrap it."""
+    with pytest.raises(ArrayError, match=rf"a Python {type(value).__name__} .*not an array: return "
+                                         rf"np.array\(value, dtype={dtype}\)"):
+        tensors.store(value, "/nonexistent")
+
+
 def test_numpy_scalar_is_a_zero_d_array():
     assert tensors.describe(np.float64(2.5))["shape"] == []
     assert tensors.digest(np.float64(2.5)) == tensors.digest(np.array(2.5))
