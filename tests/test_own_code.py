@@ -476,3 +476,47 @@ def test_an_input_hash_mismatch_prints_the_digest_in_full(user_repo, tmp_path):
     assert result.returncode == 2 and no_traceback(result)
     actual = hashlib.sha256(b"some data\n").hexdigest()
     assert f"has sha256 {actual}, pinned {'0' * 64}" in result.stderr
+
+
+def test_reproduce_writes_beside_the_bundle_not_into_the_current_folder(demo_bundle, tmp_path):
+    """21.5: the default --out was ./out/NAME.reproduction of wherever the command ran; it
+    is now a fresh folder beside the bundle, printed, and a second one never reuses it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = tmp_path / "bundle.reproduction"
+    assert f"harness: reproduction: writing the new bundle to {out}" in first.stderr
+    assert f"reproduction: {out} (digest " in first.stdout
+    assert harness("verify", out).returncode == 0
+    assert list(elsewhere.iterdir()) == []
+    second = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
+    assert second.returncode == 0 and f"reproduction: {tmp_path / 'bundle.reproduction-2'} (digest " in second.stdout
+    assert (out / "bagit.txt").is_file()
+
+
+def test_report_rerun_line_never_names_the_bundles_own_folder(demo_bundle, tmp_path):
+    import shutil
+
+    shutil.copytree(demo_bundle, tmp_path / "out" / "demo")
+    preview = harness("report", tmp_path / "out" / "demo", "--root", tmp_path)
+    assert preview.returncode == 0, preview.stderr
+    assert "harness run campaigns/demo.yaml --out out/demo.rerun\nharness verify out/demo.rerun" in preview.stdout
+    elsewhere = harness("report", demo_bundle, "--root", tmp_path)
+    assert "--out out/bundle\n" in elsewhere.stdout  # not the bundle itself: the name is kept
+
+
+def test_target_lists_the_newest_commits_and_says_how_many_are_left_out(user_repo, tmp_path):
+    for k in range(24):
+        git(user_repo, "commit", "-q", "--allow-empty", "-m", f"step {k}")
+    path = campaign(tmp_path, user_repo)
+    result = harness("target", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "  tree " in line]
+    assert len(rows) == 20 and rows[-1].endswith("step 23") and rows[0].endswith("step 4")
+    assert "(5 older commits left out; the 20 newest follow, oldest first; --all or -n N lists more)" in result.stdout
+    every = harness("target", path, "--all", env=cache_env(tmp_path / "cache"))
+    assert len([line for line in every.stdout.splitlines() if "  tree " in line]) == 25
+    assert "left out" not in every.stdout
+    bad = harness("target", path, "-n", "0")
+    assert bad.returncode == 2 and no_traceback(bad) and "-n: expected a positive number" in bad.stderr
