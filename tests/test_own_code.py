@@ -520,3 +520,102 @@ def test_target_lists_the_newest_commits_and_says_how_many_are_left_out(user_rep
     assert "left out" not in every.stdout
     bad = harness("target", path, "-n", "0")
     assert bad.returncode == 2 and no_traceback(bad) and "-n: expected a positive number" in bad.stderr
+
+
+PARITY_BASE = '''
+    def value():
+        return 0.1 + 0.2
+
+
+    def check(item):
+        return item
+'''
+PARITY_CANDIDATE = '''
+    def value():
+        return 0.3
+
+
+    def check(item):
+        if item == "b":
+            raise ValueError("no b")
+        return item
+'''
+PARITY_WORKLOAD = '''
+    import os
+    import time
+
+    import numpy as np
+
+    import m
+
+
+    class W:
+        items = ["a", "b", "c"]
+
+        def __init__(self, ctx):
+            self.mode, self.label = ctx.params["mode"], ctx.label
+
+        def run(self, item):
+            if self.mode == "errors":
+                m.check(item)
+                return {"x": np.array([1.0])}
+            if self.mode == "fail" and self.label == "B1":
+                os._exit(1)
+            if self.mode == "timing":
+                return {"x": np.array([1.0]), "elapsed": np.array([time.perf_counter()])}
+            return {"x": np.array([m.value()]), "n": np.arange(3)}
+
+
+    def setup(ctx):
+        return W(ctx)
+'''
+
+
+@pytest.fixture
+def parity_target(tmp_path):
+    tree, patch = make_target(tmp_path, {"m/__init__.py": PARITY_BASE}, {"m/__init__.py": PARITY_CANDIDATE})
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    (wl / "pw.py").write_text(textwrap.dedent(PARITY_WORKLOAD))
+
+    def run(mode: str, order: str = "ABBA"):
+        path = write_campaign(tmp_path / f"{mode}.yaml", tree, patch, wl, "pw:setup", order=order,
+                              params={"mode": mode})
+        return harness("run", path, "--out", tmp_path / mode, env=cache_env(tmp_path / "cache"))
+    return run
+
+
+def test_parity_line_counts_recorded_errors_per_run_when_they_differ(parity_target):
+    """21.7: "0 recorded errors" (the reference's count) sat next to "recorded errors differ"."""
+    result = parity_target("errors")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "recorded errors differ (per run: A1 0, B1 1, B2 1, A2 0))" in result.stdout
+    assert "0 recorded errors" not in result.stdout
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith("verdict:"))
+    assert verdict.endswith(": recorded errors differ in 2 place(s), first B1 item b (A1 vs B1: no error vs "
+                            "ValueError: no b)"), verdict  # not also as the fields the raising item lacks
+
+
+def test_a_failed_campaign_does_not_claim_a_parity_of_0_of_0_fields(parity_target):
+    result = parity_target("fail", order="AB")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert ("parity: not compared, the campaign failed (no successful run of both variants to compare)"
+            in result.stdout)
+    assert "0/0 fields" not in result.stdout and "NOT identical" not in result.stdout
+
+
+def test_base_runs_that_differ_are_called_non_determinism_in_the_workload(parity_target):
+    result = parity_target("timing")
+    assert result.returncode == 3, result.stdout + result.stderr
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith("verdict:"))
+    assert ("the workload is not deterministic: base runs A1 and A2 ran the same code and differ in field(s) "
+            "'elapsed' (first item a)") in verdict
+    assert "metrics()" in verdict
+
+
+def test_float_differences_are_in_the_run_output(parity_target):
+    result = parity_target("floats", order="AB")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert ("divergence: field 'x' (float64) in 3 place(s), first B1 item a: 3 of 3 elements differ, max abs "
+            "5.55112e-17, max 1 ULP" in result.stdout)
+    assert "not deterministic" not in result.stdout
