@@ -243,28 +243,32 @@ def main(job_path: str) -> int:
     # Failures name the campaign key that leads to them (the pre-flight prints these lines),
     # and where in the user's code they were raised.
     user_roots = [tree] + ([Path(job["workload"]["path"])] if job["workload"].get("path") else [])
+
+    def hints(exc: BaseException | None) -> str:
+        if exc is None:
+            return ""
+        return where(exc, user_roots) + missing_module_hint(exc, tree, job["workload"]["sys_path"])
+
     timer = stagetimer.StageTimer()
     try:
         installed = stagetimer.install(job["stages"], timer, frozenset(job.get("optional_stages", ())))
-    except stagetimer.StageError as exc:  # the message names the stage path and the cause
-        # (the import error it wraps is its __context__: raised `from None`)
-        hint = missing_module_hint(exc.__context__, tree, job["workload"]["sys_path"])
-        raise SystemExit(f"stages: {exc}{hint}") from None
+    except stagetimer.StageError as exc:  # its message names the stage path and the cause, not its class
+        # (an import error it wraps is its __context__: it is raised `from None`)
+        raise SystemExit(f"stages: {exc}{hints(exc.__context__)}") from None
     except Exception as exc:  # noqa: BLE001 - any import or wrapping failure
-        raise SystemExit(f"stages: {describe(exc)}{where(exc, user_roots)}") from None
+        raise SystemExit(f"stages: {describe(exc)}{hints(exc)}") from None
     try:
         setup = import_entry(job["workload"]["entry"])
     except Exception as exc:  # noqa: BLE001
         raise SystemExit(f"workload.entry: cannot import '{job['workload']['entry']}': {describe(exc)}"
-                         f"{where(exc, user_roots)}{missing_module_hint(exc, tree, job['workload']['sys_path'])}") from None
+                         f"{hints(exc)}") from None
     ctx = SimpleNamespace(params=job["workload"].get("params") or {}, inputs=inputs, slots=job["slots"],
                           label=job["label"], variant=job["variant"], tree=tree)
     try:
         workload = setup(ctx)
         items = [str(i) for i in workload.items]
     except Exception as exc:  # noqa: BLE001
-        raise SystemExit(f"workload.entry: setup() failed: {describe(exc)}{where(exc, user_roots)}"
-                         f"{missing_module_hint(exc, tree, job['workload']['sys_path'])}") from None
+        raise SystemExit(f"workload.entry: setup() failed: {describe(exc)}{hints(exc)}") from None
     if len(set(items)) != len(items):
         raise SystemExit("workload.entry: setup()'s items have duplicate ids")
     if not items:
