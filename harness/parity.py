@@ -173,16 +173,28 @@ def explain(comparison: dict) -> str:
         return p["note"]
     reasons = []
     mismatches = p.get("mismatches") or []
-    outputs = [m for m in mismatches if m.get("field")]
+    unstable = _nondeterministic(comparison)
+    if unstable:
+        reasons.append(unstable)
+    errors = [m for m in mismatches if m.get("field") is None and str(m.get("reason", "")).startswith("error differs")]
+    # An item that raised in one run has no fields there: its missing fields are the error's.
+    raised = {(m.get("run"), m.get("item")) for m in errors}
+    outputs = [m for m in mismatches if m.get("field") and (m.get("run"), m.get("item")) not in raised]
     if outputs:
         m = outputs[0]
         reasons.append(f"outputs differ in {p.get('mismatch_count', len(mismatches))} place(s), first "
                        f"{m.get('run')} item {m.get('item')} field {m.get('field')} ({m.get('reason')})")
-    elif mismatches:
+    elif mismatches and not errors:
         m = mismatches[0]
         reasons.append(f"items differ, first {m.get('run')} item {m.get('item')}: {m.get('reason')}")
     if p.get("errors_identical") is False:
-        reasons.append("recorded errors differ between base and candidate")
+        if errors:
+            m = errors[0]
+            detail = str(m["reason"]).removeprefix("error differs: ")
+            reasons.append(f"recorded errors differ in {len(errors)} place(s), first {m.get('run')} item "
+                           f"{m.get('item')} ({p.get('reference')} vs {m.get('run')}: {detail})")
+        else:
+            reasons.append("recorded errors differ between base and candidate")
     if p.get("call_counts_identical") is False:
         reasons.append(_call_counts(comparison))
     golden = p.get("golden")
@@ -191,6 +203,23 @@ def explain(comparison: dict) -> str:
         reasons.append(f"golden digests differ ({failing[0].get('items_differing')} item(s) in run "
                        f"{failing[0].get('run')})")
     return "; ".join(reasons) or "outputs differ between base and candidate"
+
+
+def _nondeterministic(comparison: dict) -> str | None:
+    """Base runs that differ from the reference (the first base run) ran the same code:
+    the workload's outputs are not a function of its inputs (a timing, an unseeded random
+    value, an address), and parity cannot judge the change until that field goes."""
+    p = comparison.get("parity") or {}
+    base = {r.get("label") for r in comparison.get("runs") or [] if r.get("variant") == "base"}
+    same = [m for m in p.get("mismatches") or [] if m.get("run") in base and m.get("run") != p.get("reference")]
+    if not same:
+        return None
+    fields = sorted({m["field"] for m in same if m.get("field")})
+    m = same[0]
+    what = f"field(s) {', '.join(repr(f) for f in fields)}" if fields else "recorded errors"
+    return (f"the workload is not deterministic: base runs {p.get('reference')} and {m.get('run')} ran the same "
+            f"code and differ in {what} (first item {m.get('item')}); return only what the code computes "
+            "from its inputs (a timing or an unseeded random value belongs in metrics()), then re-run")
 
 
 def _call_counts(comparison: dict) -> str:
@@ -205,6 +234,39 @@ def _call_counts(comparison: dict) -> str:
         per_run = ", ".join(f"{label} {n}" for label, n in calls.items())
         return f"stage call counts differ between runs of one variant: '{name}' ({per_run})"
     return "stage call counts differ"
+
+
+def divergence_lines(comparison: dict, limit: int = 3) -> list[str]:
+    """How far apart differing fields are (comparison.json parity.divergence), one line per
+    field over every listed run and item, for the output of `harness run`."""
+    rows = (comparison.get("parity") or {}).get("divergence") or []
+    by_field: dict[str, list[dict]] = {}
+    for row in rows:
+        by_field.setdefault(str(row.get("field")), []).append(row)
+    lines = []
+    for name, group in list(by_field.items())[:limit]:
+        first = group[0]
+        head = (f"divergence: field '{name}' ({first.get('kind')}) in {len(group)} place(s), first "
+                f"{first.get('run')} item {first.get('item')}")
+        measured = [r for r in group if "differing" in r]
+        if not measured:
+            lines.append(f"{head}: {first.get('note')}")
+            continue
+        text = (f"{head}: {sum(r['differing'] for r in measured)} of {sum(r['elements'] for r in measured)} "
+                "elements differ")
+        abs_values = [r["max_abs"] for r in measured if r.get("max_abs") is not None]
+        if abs_values:
+            text += f", max abs {max(abs_values):.6g}"
+        ulps = [r["max_ulp"] for r in measured if r.get("max_ulp") is not None]
+        if ulps:
+            text += f", max {max(ulps)} ULP"
+        nans = sum(r.get("nan_mismatch") or 0 for r in measured)
+        if nans:
+            text += f", {nans} NaN where the other is not"
+        lines.append(text)
+    if len(by_field) > limit:
+        lines.append(f"divergence: {len(by_field) - limit} more field(s) in data/comparison.json (parity.divergence)")
+    return lines
 
 
 def fields_per_pair(comparison: dict) -> int | None:

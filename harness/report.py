@@ -477,6 +477,8 @@ def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[di
         lines += ["**No figure in the bundle (`data/figure.png` missing).**"]
     campaign_path = campaign.get("campaign_path") or "CAMPAIGN.yaml"
     rerun = f"out/{b['path'].name}"
+    if (root / rerun).resolve() == Path(b["path"]).resolve():  # the bundle is out/NAME itself
+        rerun += ".rerun"
     lines += ["", "### Reproduce and verify", "",
               "Re-run the campaign into a fresh folder and verify the new bundle:", "",
               "```sh", f"harness run {campaign_path} --out {rerun}", f"harness verify {rerun}",

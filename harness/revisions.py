@@ -147,6 +147,39 @@ def snapshot_worktree(campaign: Campaign, repo: Path, revision: Revision) -> str
     return sha
 
 
+def untracked_files(repo: Path) -> list[str]:
+    """Files of the working tree git does not track and does not ignore (a WORKTREE
+    snapshot leaves them out)."""
+    result = _git(["ls-files", "--others", "--exclude-standard", "-z"], cwd=repo)
+    return sorted(f.decode(errors="replace") for f in result.stdout.split(b"\0") if f) if not result.returncode else []
+
+
+def untracked_hint(campaign: Campaign, repo: Path, problem: str) -> str:
+    """For a pre-flight problem of a WORKTREE revision that is "No module named 'X'": the
+    module exists in the working tree as a file git does not track (or ignores)."""
+    import re
+
+    match = re.search(r"No module named '([\w.]+)'", problem)
+    variant = next((v for v in ("base", "candidate") if campaign.revision(v).rev == WORKTREE
+                    and f": {v} (" in problem), None)
+    if not match or variant is None:
+        return ""
+    rel = match.group(1).replace(".", "/")
+    roots = [*campaign.workload.sys_path, "."]
+    candidates = [os.path.normpath(f"{root}/{rel}{suffix}") for root in roots for suffix in (".py", "/__init__.py")]
+    present = [c for c in candidates if (repo / c).is_file()]
+    if not present:
+        return ""
+    tracked = _git(["ls-files", "--", *present], cwd=repo, text=True).stdout.split()
+    if tracked:
+        return ""
+    ignored = _git(["check-ignore", "-q", "--", present[0]], cwd=repo).returncode == 0
+    if ignored:
+        return (f"; {present[0]} exists in the working tree but git ignores it, so the WORKTREE snapshot "
+                "leaves it out: if a build makes it, add the step under `build:`")
+    return f"; {present[0]} is untracked: `git add` it; a WORKTREE {variant} takes tracked files only"
+
+
 def export(repo: Path, sha: str, dest: Path) -> None:
     """Write the revision's files (no .git) into dest with `git archive`. RuntimeError, one
     line, when the commit is not in the repository (a collected WORKTREE snapshot)."""

@@ -76,8 +76,9 @@ def prepare_inputs(campaign: Campaign, log) -> dict[str, dict]:
             raise SpecError(f"{campaign.source}: inputs.{inp.name}.path: '{inp.path}' does not exist")
         kind, digest = path_digest(inp.path)
         if digest != inp.sha256:
+            # In full, so that a deliberate change can be pasted into the YAML.
             raise SpecError(f"{campaign.source}: inputs.{inp.name}.sha256: '{inp.path}' has sha256 "
-                            f"{digest[:16]}..., pinned {inp.sha256[:16]}...")
+                            f"{digest}, pinned {inp.sha256}")
         receipts[inp.name] = {"path": str(inp.path), "kind": kind, "sha256": digest, "build": inp.build}
     return receipts
 
@@ -110,8 +111,8 @@ def load_golden(campaign: Campaign) -> tuple[dict, bytes] | None:
         raise SpecError(f"{campaign.source}: golden.path: cannot read '{campaign.golden}': {exc}") from None
     actual = sha256_bytes(raw)
     if actual != campaign.golden_sha256:
-        raise SpecError(f"{campaign.source}: golden.sha256: '{campaign.golden}' has sha256 {actual[:16]}..., "
-                        f"pinned {campaign.golden_sha256[:16]}...")
+        raise SpecError(f"{campaign.source}: golden.sha256: '{campaign.golden}' has sha256 {actual}, "
+                        f"pinned {campaign.golden_sha256}")
     if not isinstance(golden, dict) or not isinstance(golden.get("items"), dict):
         raise SpecError(f"{campaign.source}: golden.path: '{campaign.golden}' has no 'items' mapping")
     return golden, raw
@@ -163,6 +164,10 @@ class Runner:
             inputs = prepare_inputs(campaign, self.progress.note)
             golden = load_golden(campaign)
             repo = revisions.target_repo(campaign)
+            workload_path = campaign.workload.path
+            if workload_path is not None and not workload_path.is_dir():
+                raise SpecError(f"{campaign.source}: workload.path: folder '{workload_path}' does not exist "
+                                "(a relative path is relative to the campaign file)")
             scratch = Path(tempfile.mkdtemp(prefix=f"abba-{campaign.name}-"))
             staging = None
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -170,9 +175,9 @@ class Runner:
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
                 if materialized["base"].sha == materialized["candidate"].sha:
-                    raise SpecError(f"{campaign.source}: base.rev and candidate.rev both resolve to "
-                                    f"{materialized['base'].sha[:12]}: nothing to compare")
+                    raise SpecError(_same_revision(campaign, repo, materialized["base"].sha))
                 problems = self.preflight(scratch, materialized, inputs)
+                problems = [p + revisions.untracked_hint(campaign, repo, p) for p in problems]
                 if self.interrupted:
                     raise Interrupted(f"{self.interrupted} during the pre-flight; no bundle was written")
                 if problems:
@@ -372,6 +377,17 @@ class Runner:
                                   measured=measured)
 
 
+def _same_revision(campaign: Campaign, repo: Path, sha: str) -> str:
+    worktree = [v for v in ("base", "candidate") if campaign.revision(v).rev == revisions.WORKTREE]
+    if not worktree:
+        return (f"{campaign.source}: base.rev and candidate.rev both resolve to {sha[:12]}: nothing to compare")
+    untracked = revisions.untracked_files(repo)
+    extra = (f"; {len(untracked)} untracked file(s) (e.g. {untracked[0]}) are left out: `git add` them, "
+             "a WORKTREE revision takes tracked files only") if untracked else ""
+    return (f"{campaign.source}: {worktree[0]}.rev: WORKTREE: the working tree has no uncommitted changes to "
+            f"tracked files (it is HEAD, {sha[:12]}, like the other revision): nothing to compare{extra}")
+
+
 def _drop_unreferenced_arrays(arrays_dir: Path, runs: list[dict]) -> None:
     """A run that failed after storing outputs has no items in its record: its arrays are
     evidence of nothing, and a bundle holds only arrays its records name."""
@@ -411,4 +427,4 @@ def _last_line(path: Path) -> str:
         lines = path.read_text(errors="replace").strip().splitlines()
     except OSError:
         return "no log"
-    return lines[-1][:200] if lines else "no output"
+    return lines[-1][:800] if lines else "no output"  # room for the cause and its fix

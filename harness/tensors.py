@@ -26,6 +26,10 @@ SUFFIX = ".npy.gz"
 _SUPPORTED_KINDS = set("biufc")  # bool, int, uint, float, complex: plain bytes, no objects
 
 
+# What a Python number becomes once the workload wraps it (the hint the refusal gives).
+_PY_DTYPES = {bool: "np.bool_", int: "np.int64", float: "np.float64", complex: "np.complex128"}
+
+
 class ArrayError(ValueError):
     pass
 
@@ -38,10 +42,16 @@ def to_numpy(value) -> np.ndarray:
             raise ArrayError("bfloat16 has no numpy dtype; convert to float32 or view as int16")
         value = tensor.contiguous().numpy()
     if not isinstance(value, np.ndarray):
-        if np.isscalar(value):
+        if isinstance(value, np.generic):  # a numpy scalar carries its dtype: a 0-d array
             value = np.asarray(value)
+        elif isinstance(value, (bool, int, float, complex)):
+            # A Python number has no dtype of its own (int is int32 on some platforms, and
+            # unbounded); the digest covers the dtype, so the workload names it.
+            raise ArrayError(f"a Python {type(value).__name__} ({value!r:.40}), not an array: return "
+                             f"np.array(value, dtype={_PY_DTYPES[type(value)]}) so its dtype is explicit")
         else:
-            raise ArrayError(f"expected a numpy array or torch tensor, got {type(value).__name__}")
+            raise ArrayError(f"expected a numpy array or torch tensor, got {type(value).__name__}: wrap it in "
+                             "np.array(..., dtype=...)")
     if value.dtype.kind not in _SUPPORTED_KINDS or value.dtype.fields is not None:
         raise ArrayError(f"unsupported dtype {value.dtype} (only bool, int, uint, float, complex)")
     if value.dtype.byteorder == ">":

@@ -74,6 +74,47 @@ def describe(exc: BaseException) -> str:
     return f"{error_name(exc)}: {str(exc)[:300]}"
 
 
+def where(exc: BaseException, roots: list[Path]) -> str:
+    """' (at FILE:LINE)' for the innermost frame of the traceback in the user's code (the
+    revision tree or the workload folder), else '' (the error is elsewhere, e.g. numpy)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        frames.append(traceback.FrameSummary(exc.filename, exc.lineno, "<module>"))
+    resolved = [r.resolve() for r in roots]
+    for frame in reversed(frames):
+        path = Path(frame.filename)
+        if not path.is_absolute():
+            continue
+        path = path.resolve()
+        for root in resolved:
+            if path.is_relative_to(root):
+                return f" (at {path.relative_to(root) if root == resolved[0] else path}:{frame.lineno})"
+    return ""
+
+
+def missing_module_hint(exc: BaseException, tree: Path, sys_path: list[str]) -> str:
+    """A src layout without `sys_path`: the package the import wanted is in a folder of
+    the revision tree that is not on sys.path."""
+    name = getattr(exc, "name", None)
+    if not isinstance(exc, ModuleNotFoundError) or not name:
+        return ""
+    top = name.split(".")[0]
+    listed = {(tree / sub).resolve() for sub in sys_path} | {tree.resolve()}
+    try:
+        folders = sorted(p for p in tree.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return ""
+    for folder in folders:
+        if folder.resolve() in listed:
+            continue
+        if (folder / top).is_dir() or (folder / f"{top}.py").is_file():
+            found = f"{folder.name}/{top}" + ("" if (folder / top).is_dir() else ".py")
+            return f"; the target has {found}: add `sys_path: [{folder.name}]` under workload"
+    return ""
+
+
 def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
     """Hash and store one item's outputs. A broken output protocol ends the run (exit 1
     with the cause): recorded as an item error it would read as "parity identical, 0 fields"."""
@@ -199,23 +240,35 @@ def main(job_path: str) -> int:
     from harness.environment import harness_source_digest
     from harness.fsutil import atomic_write_json
 
-    # Failures name the campaign key that leads to them (the pre-flight prints these lines).
+    # Failures name the campaign key that leads to them (the pre-flight prints these lines),
+    # and where in the user's code they were raised.
+    user_roots = [tree] + ([Path(job["workload"]["path"])] if job["workload"].get("path") else [])
+
+    def hints(exc: BaseException | None) -> str:
+        if exc is None:
+            return ""
+        return where(exc, user_roots) + missing_module_hint(exc, tree, job["workload"]["sys_path"])
+
     timer = stagetimer.StageTimer()
     try:
         installed = stagetimer.install(job["stages"], timer, frozenset(job.get("optional_stages", ())))
+    except stagetimer.StageError as exc:  # its message names the stage path and the cause, not its class
+        # (an import error it wraps is its __context__: it is raised `from None`)
+        raise SystemExit(f"stages: {exc}{hints(exc.__context__)}") from None
     except Exception as exc:  # noqa: BLE001 - any import or wrapping failure
-        raise SystemExit(f"stages: {describe(exc)}") from None
+        raise SystemExit(f"stages: {describe(exc)}{hints(exc)}") from None
     try:
         setup = import_entry(job["workload"]["entry"])
     except Exception as exc:  # noqa: BLE001
-        raise SystemExit(f"workload.entry: cannot import '{job['workload']['entry']}': {describe(exc)}") from None
+        raise SystemExit(f"workload.entry: cannot import '{job['workload']['entry']}': {describe(exc)}"
+                         f"{hints(exc)}") from None
     ctx = SimpleNamespace(params=job["workload"].get("params") or {}, inputs=inputs, slots=job["slots"],
                           label=job["label"], variant=job["variant"], tree=tree)
     try:
         workload = setup(ctx)
         items = [str(i) for i in workload.items]
     except Exception as exc:  # noqa: BLE001
-        raise SystemExit(f"workload.entry: setup() failed: {describe(exc)}") from None
+        raise SystemExit(f"workload.entry: setup() failed: {describe(exc)}{hints(exc)}") from None
     if len(set(items)) != len(items):
         raise SystemExit("workload.entry: setup()'s items have duplicate ids")
     if not items:

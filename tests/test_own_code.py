@@ -34,6 +34,8 @@ WORKLOAD = '''
                 raise ValueError(f"no {item}")
             if self.mode == "object":
                 return {"x": np.array([object()])}
+            if self.mode == "int":
+                return {"total": total(n)}
             return {"total": np.array([total(n)], dtype=np.int64)}
 
 
@@ -131,6 +133,9 @@ def test_a_failed_build_is_exit_2_with_its_last_lines(user_repo, tmp_path):
     ("bare", "broke the output protocol: returned ndarray, expected a non-empty dict"),
     ("object", "broke the output protocol: field 'x': unsupported dtype object"),
     ("raise", "run() raised on every item (4); the first: n0: ValueError: no n0"),
+    # 21.4: a Python number has no dtype of its own; the README says arrays, and so does the harness.
+    ("int", "broke the output protocol: field 'total': a Python int (1999000), not an array: return "
+            "np.array(value, dtype=np.int64) so its dtype is explicit"),
 ])
 def test_broken_protocols_fail_before_anything_is_timed(user_repo, tmp_path, mode, reason):
     path = campaign(tmp_path, user_repo, workload={"entry": "bench_sum:setup", "path": str(tmp_path / "bench"),
@@ -378,3 +383,239 @@ def test_a_stage_neither_revision_calls_is_a_pre_flight_error(tmp_path):
     optional = write_campaign(tmp_path / "optional.yaml", tree, patch, wl, "w:setup",
                               stages={"step": {"path": "m:step", "optional": True}})
     assert harness("check", optional, env=cache_env(tmp_path / "cache")).returncode == 0
+
+
+# --- Issue 21: the traps a new user hit on real libraries -------------------------------
+
+def test_untracked_module_of_a_worktree_candidate_says_git_add(user_repo, tmp_path):
+    """21.1: the change imports a new module left untracked; a WORKTREE snapshot takes
+    tracked files only, so the candidate cannot import it: the line says so and the fix."""
+    init = user_repo / "src" / "fastsum" / "__init__.py"
+    init.write_text("from fastsum._generated import STEP\nfrom fastsum._fast import total\n")
+    (user_repo / "src" / "fastsum" / "_fast.py").write_text("def total(n):\n    return sum(range(0, n, 1))\n")
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result), result.stderr
+    line = next(x for x in result.stderr.splitlines() if "error:" in x and ": candidate (" in x)
+    assert "No module named 'fastsum._fast' (at src/fastsum/__init__.py:2)" in line
+    assert line.endswith("; src/fastsum/_fast.py is untracked: `git add` it; a WORKTREE candidate takes "
+                         "tracked files only")
+    # Ignored by git (a build product): the hint names the build step instead.
+    (user_repo / ".gitignore").write_text("_generated.py\n_fast.py\n")
+    git(user_repo, "add", ".gitignore")
+    git(user_repo, "commit", "-qm", "ignore")
+    init.write_text(init.read_text() + "\n")
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert "src/fastsum/_fast.py exists in the working tree but git ignores it" in result.stderr
+    assert "add the step under `build:`" in result.stderr
+
+
+def test_a_clean_working_tree_says_there_is_no_uncommitted_change(user_repo, tmp_path):
+    git(user_repo, "stash", "-q")
+    (user_repo / "new_module.py").write_text("X = 1\n")
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result) and result.stderr.count("error:") == 1, result.stderr
+    assert ("candidate.rev: WORKTREE: the working tree has no uncommitted changes to tracked files (it is HEAD, "
+            in result.stderr and "nothing to compare" in result.stderr)
+    assert "1 untracked file(s) (e.g. new_module.py) are left out: `git add` them" in result.stderr
+
+
+def test_src_layout_without_sys_path_names_the_folder_and_the_key(user_repo, tmp_path):
+    """21.2: `No module named 'fastsum'` alone sends a user searching; the target has
+    src/fastsum, so the line suggests `sys_path: [src]`."""
+    path = campaign(tmp_path, user_repo, workload={"entry": "bench_sum:setup", "path": str(tmp_path / "bench")})
+    result = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result), result.stderr
+    for variant in ("base", "candidate"):
+        line = next(x for x in result.stderr.splitlines() if "error:" in x and f": {variant} (" in x)
+        assert "ModuleNotFoundError: No module named 'fastsum'" in line
+        assert line.endswith("; the target has src/fastsum: add `sys_path: [src]` under workload"), line
+
+
+def test_a_missing_workload_folder_is_named(user_repo, tmp_path):
+    path = campaign(tmp_path, user_repo, workload={"entry": "bench_sum:setup", "path": str(tmp_path / "bnech"),
+                                                   "sys_path": ["src"]})
+    for command in (("check", path), ("run", path, "--out", tmp_path / "out")):
+        result = harness(*command, env=cache_env(tmp_path / "cache"))
+        assert result.returncode == 2 and no_traceback(result) and result.stderr.count("\n") == 1, result.stderr
+        assert f"workload.path: folder '{tmp_path / 'bnech'}' does not exist" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_stage_and_setup_errors_read_as_the_users_own(user_repo, tmp_path):
+    """21.3: no harness class path in a message; setup() errors give the user's file:line."""
+    path = campaign(tmp_path, user_repo, stages={"total": "fastsum:totl"})
+    result = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    assert "stages: 'fastsum:totl': 'totl' not found" in result.stderr
+    assert "stagetimer" not in result.stderr and "StageError" not in result.stderr
+    (tmp_path / "bench" / "bench_sum.py").write_text(textwrap.dedent(WORKLOAD) + textwrap.dedent('''
+
+        def load(ctx):
+            return ctx.params["corpus"]
+
+
+        def setup(ctx):
+            load(ctx)
+            return Bench(ctx)
+    '''))
+    lineno = next(i for i, x in enumerate((tmp_path / "bench" / "bench_sum.py").read_text().splitlines(), 1)
+                  if 'ctx.params["corpus"]' in x)
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    assert (f"workload.entry: setup() failed: KeyError: 'corpus' (at {tmp_path / 'bench' / 'bench_sum.py'}:"
+            f"{lineno})") in result.stderr, result.stderr
+
+
+def test_an_input_hash_mismatch_prints_the_digest_in_full(user_repo, tmp_path):
+    import hashlib
+
+    data = tmp_path / "corpus.txt"
+    data.write_bytes(b"some data\n")
+    path = campaign(tmp_path, user_repo, inputs={"corpus": {"path": str(data), "sha256": "0" * 64}})
+    result = harness("check", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    actual = hashlib.sha256(b"some data\n").hexdigest()
+    assert f"has sha256 {actual}, pinned {'0' * 64}" in result.stderr
+
+
+def test_reproduce_writes_beside_the_bundle_not_into_the_current_folder(demo_bundle, tmp_path):
+    """21.5: the default --out was ./out/NAME.reproduction of wherever the command ran; it
+    is now a fresh folder beside the bundle, printed, and a second one never reuses it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = tmp_path / "bundle.reproduction"
+    assert f"harness: reproduction: writing the new bundle to {out}" in first.stderr
+    assert f"reproduction: {out} (digest " in first.stdout
+    assert harness("verify", out).returncode == 0
+    assert list(elsewhere.iterdir()) == []
+    second = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
+    assert second.returncode == 0 and f"reproduction: {tmp_path / 'bundle.reproduction-2'} (digest " in second.stdout
+    assert (out / "bagit.txt").is_file()
+
+
+def test_report_rerun_line_never_names_the_bundles_own_folder(demo_bundle, tmp_path):
+    import shutil
+
+    shutil.copytree(demo_bundle, tmp_path / "out" / "demo")
+    preview = harness("report", tmp_path / "out" / "demo", "--root", tmp_path)
+    assert preview.returncode == 0, preview.stderr
+    assert "harness run campaigns/demo.yaml --out out/demo.rerun\nharness verify out/demo.rerun" in preview.stdout
+    elsewhere = harness("report", demo_bundle, "--root", tmp_path)
+    assert "--out out/bundle\n" in elsewhere.stdout  # not the bundle itself: the name is kept
+
+
+def test_target_lists_the_newest_commits_and_says_how_many_are_left_out(user_repo, tmp_path):
+    for k in range(24):
+        git(user_repo, "commit", "-q", "--allow-empty", "-m", f"step {k}")
+    path = campaign(tmp_path, user_repo)
+    result = harness("target", path, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "  tree " in line]
+    assert len(rows) == 20 and rows[-1].endswith("step 23") and rows[0].endswith("step 4")
+    assert "(5 older commits left out; the 20 newest follow, oldest first; --all or -n N lists more)" in result.stdout
+    every = harness("target", path, "--all", env=cache_env(tmp_path / "cache"))
+    assert len([line for line in every.stdout.splitlines() if "  tree " in line]) == 25
+    assert "left out" not in every.stdout
+    bad = harness("target", path, "-n", "0")
+    assert bad.returncode == 2 and no_traceback(bad) and "-n: expected a positive number" in bad.stderr
+
+
+PARITY_BASE = '''
+    def value():
+        return 0.1 + 0.2
+
+
+    def check(item):
+        return item
+'''
+PARITY_CANDIDATE = '''
+    def value():
+        return 0.3
+
+
+    def check(item):
+        if item == "b":
+            raise ValueError("no b")
+        return item
+'''
+PARITY_WORKLOAD = '''
+    import os
+    import time
+
+    import numpy as np
+
+    import m
+
+
+    class W:
+        items = ["a", "b", "c"]
+
+        def __init__(self, ctx):
+            self.mode, self.label = ctx.params["mode"], ctx.label
+
+        def run(self, item):
+            if self.mode == "errors":
+                m.check(item)
+                return {"x": np.array([1.0])}
+            if self.mode == "fail" and self.label == "B1":
+                os._exit(1)
+            if self.mode == "timing":
+                return {"x": np.array([1.0]), "elapsed": np.array([time.perf_counter()])}
+            return {"x": np.array([m.value()]), "n": np.arange(3)}
+
+
+    def setup(ctx):
+        return W(ctx)
+'''
+
+
+@pytest.fixture
+def parity_target(tmp_path):
+    tree, patch = make_target(tmp_path, {"m/__init__.py": PARITY_BASE}, {"m/__init__.py": PARITY_CANDIDATE})
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    (wl / "pw.py").write_text(textwrap.dedent(PARITY_WORKLOAD))
+
+    def run(mode: str, order: str = "ABBA"):
+        path = write_campaign(tmp_path / f"{mode}.yaml", tree, patch, wl, "pw:setup", order=order,
+                              params={"mode": mode})
+        return harness("run", path, "--out", tmp_path / mode, env=cache_env(tmp_path / "cache"))
+    return run
+
+
+def test_parity_line_counts_recorded_errors_per_run_when_they_differ(parity_target):
+    """21.7: "0 recorded errors" (the reference's count) sat next to "recorded errors differ"."""
+    result = parity_target("errors")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "recorded errors differ (per run: A1 0, B1 1, B2 1, A2 0))" in result.stdout
+    assert "0 recorded errors" not in result.stdout
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith("verdict:"))
+    assert verdict.endswith(": recorded errors differ in 2 place(s), first B1 item b (A1 vs B1: no error vs "
+                            "ValueError: no b)"), verdict  # not also as the fields the raising item lacks
+
+
+def test_a_failed_campaign_does_not_claim_a_parity_of_0_of_0_fields(parity_target):
+    result = parity_target("fail", order="AB")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert ("parity: not compared, the campaign failed (no successful run of both variants to compare)"
+            in result.stdout)
+    assert "0/0 fields" not in result.stdout and "NOT identical" not in result.stdout
+
+
+def test_base_runs_that_differ_are_called_non_determinism_in_the_workload(parity_target):
+    result = parity_target("timing")
+    assert result.returncode == 3, result.stdout + result.stderr
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith("verdict:"))
+    assert ("the workload is not deterministic: base runs A1 and A2 ran the same code and differ in field(s) "
+            "'elapsed' (first item a)") in verdict
+    assert "metrics()" in verdict
+
+
+def test_float_differences_are_in_the_run_output(parity_target):
+    result = parity_target("floats", order="AB")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert ("divergence: field 'x' (float64) in 3 place(s), first B1 item a: 3 of 3 elements differ, max abs "
+            "5.55112e-17, max 1 ULP" in result.stdout)
+    assert "not deterministic" not in result.stdout

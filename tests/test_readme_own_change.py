@@ -25,3 +25,42 @@ def test_readme_commands_from_an_empty_folder(tmp_path):
     # The change is still uncommitted, the repository untouched.
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
     assert status.splitlines() == [" M src/fastsum/__init__.py", "?? bench/"]
+    import json
+
+    assert json.loads((repo / "bench/out/data/campaign.json").read_text())["slots"] == 1
+
+
+def _quoted(text: str) -> set[str]:
+    """The messages the README quotes in double-backtick code spans, joined over line breaks."""
+    return {" ".join(m.split()) for m in re.findall(r"``(.*?)``", text, re.S)}
+
+
+def test_readme_traps_say_what_the_harness_says(tmp_path):
+    """Issue 21: the README's "Benchmark your own change" notes quote the pre-flight's lines
+    for a src layout without sys_path and an untracked new module; both are what it prints."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Benchmark your own change"):text.index("## Commands and exit codes")]
+    quoted = _quoted(section)
+    src_line = next(q for q in quoted if "the target has src/fastsum" in q)
+    untracked_line = next(q for q in quoted if "is untracked" in q)
+    block = re.search(r"<!-- own-change -->\n```sh\n(.*?)\n```", text, re.S).group(1)
+    setup = block[:block.index("harness check")]
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "ABBA_HARNESS_CACHE": str(tmp_path / "cache")}
+
+    def sh(script: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-uo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    made = sh(setup)
+    assert made.returncode == 0, made.stderr
+    repo = tmp_path / "fastsum"
+    no_src = sh("cd fastsum && sed 's|^  sys_path: \\[src\\]|  # sys_path: [src]|' bench/campaign.yaml > bench/nosrc.yaml"
+                " && harness check bench/nosrc.yaml")
+    assert no_src.returncode == 2 and src_line in no_src.stderr, no_src.stderr
+    (repo / "src/fastsum/__init__.py").write_text("from fastsum._fast import total\n")
+    (repo / "src/fastsum/_fast.py").write_text("def total(n):\n    return n * (n - 1) // 2\n")
+    untracked = sh("cd fastsum && harness check bench/campaign.yaml")
+    assert untracked.returncode == 2 and untracked_line in untracked.stderr, untracked.stderr
+    staged = sh("cd fastsum && git add src/fastsum/_fast.py && harness check bench/campaign.yaml")
+    assert staged.returncode == 0, staged.stderr  # staged is enough, as the README says

@@ -113,6 +113,16 @@ def test_zero_d_differs_from_one_element():
     assert tensors.digest(np.array([[2.5]])) != tensors.digest(np.array([2.5]))
 
 
+@pytest.mark.parametrize("value, dtype", [(3, "np.int64"), (2.5, "np.float64"), (True, "np.bool_"),
+                                          (1j, "np.complex128")])
+def test_python_numbers_are_refused_with_the_dtype_to_name(value, dtype):
+    """Issue 21.4: outputs are arrays (README); a Python number's dtype is the platform's
+    guess, so the refusal says how to wrap it."""
+    with pytest.raises(ArrayError, match=rf"a Python {type(value).__name__} .*not an array: return "
+                                         rf"np.array\(value, dtype={dtype}\)"):
+        tensors.store(value, "/nonexistent")
+
+
 def test_numpy_scalar_is_a_zero_d_array():
     assert tensors.describe(np.float64(2.5))["shape"] == []
     assert tensors.digest(np.float64(2.5)) == tensors.digest(np.array(2.5))
@@ -175,3 +185,24 @@ def test_store_is_deterministic_gzip(tmp_path):
     tensors.store(np.arange(100), b)
     name = f"{info['digest']}.npy.gz"
     assert (a / name).read_bytes() == (b / name).read_bytes()
+
+
+def test_the_readme_one_liner_shows_a_stored_array(demo_bundle_master):
+    """Issue 21.8: the README's `gunzip -c F | python -c ...` line, verbatim (F a real stored
+    array of the demo bundle); numpy 2.4 refuses a pipe ("not seekable"), so it reads the
+    stream into a BytesIO first."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import ROOT
+
+    line = re.search(r"`(gunzip -c F \| python -c '[^`]*')`", (ROOT / "README.md").read_text()).group(1)
+    stored = sorted((demo_bundle_master / "data" / "arrays").glob("*.npy.gz"))[0]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", line.replace(" F ", f" '{stored}' ", 1)],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(tensors.load(stored)).strip()

@@ -30,7 +30,7 @@ workload:
 # build: []                     # commands run in each revision's tree first, e.g. [[python, setup.py, build_ext, --inplace]]
 # inputs: {{}}                  # name: {{path, sha256, build}}: files pinned by hash
 # order: {order}                # A = base, B = candidate; one fresh process per letter
-# slots: {slots}                # worker threads inside each run
+# slots: {slots}                # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
 # timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
 # stages: {{}}                  # name: module:function, timed as per-stage thread CPU
 # env: {{}}                     # extra environment variables for the workers

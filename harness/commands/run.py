@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     from harness.runner import Interrupted, PreflightError, Runner
-    from harness.parity import fields_per_pair
+    from harness.parity import divergence_lines
     from harness.stats import verdict_line
 
     try:
@@ -64,10 +64,9 @@ def main(args) -> int:
         print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
               f"speedup {wall['speedup']:.3f}x ({wall['saving_pct']:.1f}% saved)")
     p = result["parity"]
-    per = fields_per_pair(result)
-    print(f"parity: {'identical' if p['identical'] else 'NOT identical'} ({p['fields_identical']}/"
-          f"{p['fields_compared']} fields" + (f", {per} per run compared with the reference" if per else "")
-          + f", {p['items']} items, {p['error_returns']} recorded errors)")
+    print(parity_line(result, outcome.out))
+    for line in divergence_lines(result):
+        print(line)
     golden = p.get("golden")
     if golden:
         subset = golden["items_checked"] < golden["items"]
@@ -78,6 +77,38 @@ def main(args) -> int:
     print(f"digest: {outcome.digest}")
     print(f"exit: {outcome.exit_code} ({EXIT_MEANING[outcome.exit_code]})")
     return outcome.exit_code
+
+
+def parity_line(result: dict, out: Path) -> str:
+    """The parity summary. A failed campaign with nothing compared says so rather than
+    "NOT identical (0/0 fields)"; recorded errors are counted per run when they differ,
+    since the reference's count alone ("0 recorded errors") hides what differs."""
+    from harness import records
+    from harness.fsutil import read_json
+    from harness.parity import fields_per_pair
+
+    p = result["parity"]
+    ok = [r for r in result["runs"] if r["status"] == "ok"]
+    if result["status"] != "complete" and not p["fields_compared"]:
+        why = p.get("note") or f"{len(ok)} ok run(s), none to compare with the reference"
+        return f"parity: not compared, the campaign failed ({why})"
+    per = fields_per_pair(result)
+    errors = {}
+    for run in ok:
+        try:
+            items = read_json(out / records.run_path(run["label"]))["items"]
+            errors[run["label"]] = sum(1 for item in items if item["error"] is not None)
+        except (OSError, ValueError, KeyError, TypeError):
+            errors = {}
+            break
+    if p["errors_identical"] or not errors:
+        counted = f"{p['error_returns']} recorded errors"
+    else:
+        counted = "recorded errors differ (per run: " + ", ".join(f"{k} {n}" for k, n in errors.items()) + ")"
+    scope = "" if result["status"] == "complete" else f" over the {len(ok)} ok runs of a failed campaign"
+    return (f"parity{scope}: {'identical' if p['identical'] else 'NOT identical'} ({p['fields_identical']}/"
+            f"{p['fields_compared']} fields" + (f", {per} per run compared with the reference" if per else "")
+            + f", {p['items']} items, {counted})")
 
 
 EXIT_MEANING = {0: "complete, outputs identical", 3: "parity mismatch", 4: "campaign failed"}
