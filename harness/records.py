@@ -15,8 +15,8 @@ from typing import Any
 SCHEMAS = {
     "job": "abba-harness/job/v2",
     "run": "abba-harness/run/v2",
-    "campaign": "abba-harness/campaign/v2",
-    "comparison": "abba-harness/comparison/v2",
+    "campaign": "abba-harness/campaign/v3",
+    "comparison": "abba-harness/comparison/v3",
     "environment": "abba-harness/environment/v2",
     "revisions": "abba-harness/revisions/v2",
     "inputs": "abba-harness/inputs/v2",
@@ -26,6 +26,10 @@ SCHEMAS = {
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
 }
+
+# Bundles written under these older schemas still verify (the committed evidence, until it
+# is re-run): campaign/v2 has no rounds or seed, comparison/v2 the item bootstrap.
+LEGACY_SCHEMAS = {"campaign": "abba-harness/campaign/v2", "comparison": "abba-harness/comparison/v2"}
 
 # --- the bundle's path layout (bag-relative, '/'-separated) ------------------------------
 BAGIT = "bagit.txt"
@@ -66,6 +70,16 @@ def log_path(label: str) -> str:
 
 def array_path(digest: str) -> str:
     return f"data/arrays/{digest}{ARRAY_SUFFIX}"
+
+
+def round_order(rounds: int, seed: int) -> str:
+    """The order of a campaign made of rounds: each round one A and one B, which goes first
+    decided by the low bit of SHA-256("abba-rounds-v1:<seed>:<round>") (0: A first). A
+    fresh, recorded coin per round, spelled so that rehash.py re-derives it exactly."""
+    import hashlib
+
+    return "".join("AB" if hashlib.sha256(f"abba-rounds-v1:{seed}:{i}".encode()).digest()[0] & 1 == 0
+                   else "BA" for i in range(rounds))
 
 
 def labels(order: str) -> list[tuple[str, str]]:
@@ -146,6 +160,8 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "notes": campaign.notes,
         "campaign_path": rel(campaign.source),
         "order": campaign.order,
+        "rounds": campaign.rounds,  # null for an explicit order
+        "seed": campaign.seed,  # the shuffle seed of the rounds (null for an explicit order)
         "labels": [label for label, _ in labels(campaign.order)],
         "slots": campaign.slots,
         "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},

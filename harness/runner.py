@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from harness import bundle, cleanup, comparison, environment, figure, records, revisions
+from harness import bundle, cleanup, comparison, environment, figure, records, revisions, verdict
 from harness.fsutil import path_digest, read_json, sha256_bytes
 from harness.progress import Silent
 from harness.spec import Campaign, SpecError
@@ -42,8 +42,8 @@ class Outcome:
     @property
     def exit_code(self) -> int:
         if self.comparison["status"] != "complete":
-            return 4
-        return 0 if self.comparison["parity"]["identical"] else 3
+            return verdict.FAILED
+        return verdict.OK if self.comparison["parity"]["identical"] else verdict.PARITY
 
 
 class Interrupted(Exception):
@@ -132,7 +132,7 @@ def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | 
 class Runner:
     def __init__(self, campaign: Campaign, out: Path | None, force: bool = False, progress=None,
                  check_only: bool = False):
-        self.campaign = campaign
+        self.campaign = campaign.with_seed()  # rounds: the shuffle settled (and recorded) now
         self.out = out
         self.force = force
         self.check_only = check_only  # `harness check`: the pre-flight only, no bundle

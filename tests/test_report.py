@@ -10,7 +10,7 @@ import pytest
 from harness.cli import main as cli
 from harness.figure import render
 from harness.report import find_bundles, render_bundle, render_report
-from harness.stats import analyze
+from harness.legacy import analyze_v2 as analyze
 
 BASE_ITEMS = [0.010, 0.020, 0.030, 0.015, 0.025, 0.012]
 
