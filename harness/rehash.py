@@ -71,6 +71,7 @@ SCHEMAS = {
     "builds": "abba-harness/builds/v1",
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
+    "noise_floor": "abba-harness/noise-floor/v1",
 }
 # Older schemas whose bundles still verify: campaign/v2 has no rounds or seed, comparison/v2
 # the item bootstrap (the committed evidence, until it is re-run).
@@ -89,6 +90,7 @@ CLEANUP = "data/receipts/cleanup.json"
 RUNNER = "data/receipts/runner.json"
 BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
 REPRODUCTION = "data/receipts/reproduction.json"  # only in a bundle made by `harness reproduce`
+NOISE_FLOOR = "data/noise_floor.json"  # only when the campaign pins a noise floor (harness calibrate)
 ARRAY_SUFFIX = ".npy.gz"
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
             RUNNER)
@@ -539,8 +541,12 @@ CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "notes": 
                  "labels": "list", "slots": "int", "timeouts": "dict", "workload": "dict", "revisions": "dict",
                  "stages": "dict", "optional_stages": "list", "stage_calls": "dict", "env": "dict",
                  "golden": "str?", "golden_sha256": "str?", "threshold": "num", "build": "list",
-                 "overrides": "dict", "rounds": "int?", "seed": "int?"}
-CAMPAIGN_KEYS_V2 = {k: v for k, v in CAMPAIGN_KEYS.items() if k not in ("rounds", "seed")}
+                 "overrides": "dict", "rounds": "int?", "seed": "int?", "noise_floor": "str?",
+                 "noise_floor_sha256": "str?"}
+CAMPAIGN_V3_ONLY = ("rounds", "seed", "noise_floor", "noise_floor_sha256")
+CAMPAIGN_KEYS_V2 = {k: v for k, v in CAMPAIGN_KEYS.items() if k not in CAMPAIGN_V3_ONLY}
+NOISE_FLOOR_KEYS = {"schema": "str", "campaign": "str", "bundle_digest": "str", "machine": "dict", "started_at": "num",
+                    "rounds": "int", "ratio": "num", "ci95": "list", "floor": "num"}
 RUNNER_KEYS = {"schema": "str", "started_at": "num", "ended_at": "num", "reason": "str?", "runs_planned": "int",
                "runs_started": "int"}
 CLEANUP_KEYS = {"schema": "str", "method": "str", "processes": "list", "count": "int", "all_absent": "bool"}
@@ -709,11 +715,11 @@ def check_records(check, stored):
         ("environment", ENVIRONMENT), ("revisions", REVISIONS), ("inputs", INPUTS))}
     campaign, runner, cleanup = docs["campaign"], docs["runner"], docs["cleanup"]
     legacy = isinstance(campaign, dict) and campaign.get("schema") == LEGACY_SCHEMAS["campaign"]
-    if legacy:  # an explicit order, no rounds: read as v3 without them
-        campaign = docs["campaign"] = {**campaign, "schema": SCHEMAS["campaign"], "rounds": None, "seed": None}
-        if not shaped(check, CAMPAIGN_JSON, {k: v for k, v in campaign.items() if k not in ("rounds", "seed")},
-                      CAMPAIGN_KEYS_V2, "campaign"):
+    if legacy:  # an explicit order, no rounds, no noise floor: read as v3 without them
+        if not shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS_V2, "campaign"):
             return None
+        campaign = docs["campaign"] = {**campaign, "schema": SCHEMAS["campaign"],
+                                       **{key: None for key in CAMPAIGN_V3_ONLY}}
     if not (shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS, "campaign", "campaign")
             and shaped(check, RUNNER, runner, RUNNER_KEYS, "runner receipt", "runner")
             and shaped(check, CLEANUP, cleanup, CLEANUP_KEYS, "cleanup receipt", "cleanup")):
@@ -795,7 +801,7 @@ def check_records(check, stored):
         elif rel.startswith("data/logs/") and rel not in expected_logs:
             check.fail(rel, "a log of a run the campaign did not start", "plan")
         elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/")) or rel in REQUIRED
-                  or rel in (GOLDEN, BUILDS, REPRODUCTION) or not rel.startswith("data/")):
+                  or rel in (GOLDEN, BUILDS, REPRODUCTION, NOISE_FLOOR) or not rel.startswith("data/")):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
         check.fail(rel, "missing: every started run has its log", "files")
@@ -875,6 +881,24 @@ def check_records(check, stored):
     elif GOLDEN in check.openable:
         check.fail(GOLDEN, "present although the campaign names no golden file", "files")
 
+    # noise floor: present exactly when the campaign pins one, the one it pins, of this campaign
+    floor = None
+    if campaign["noise_floor_sha256"] is not None:
+        floor = load_json(check, NOISE_FLOOR)
+        if floor is not None:
+            if not shaped(check, NOISE_FLOOR, floor, NOISE_FLOOR_KEYS, "noise floor", "noise_floor"):
+                return None
+            if not 0 <= floor["floor"] <= 0.5:
+                check.fail(NOISE_FLOOR, f"floor {short(floor['floor'])} outside 0..0.5", "parsing")
+                return None
+            if check.sha256(NOISE_FLOOR) != campaign["noise_floor_sha256"]:
+                check.fail(NOISE_FLOOR, "its SHA-256 is not the one campaign.json pins (noise_floor_sha256)",
+                           "identity")
+            if floor["campaign"] != campaign["name"]:
+                check.fail(NOISE_FLOOR, f"calibrates campaign {short(floor['campaign'])}, not this one", "identity")
+    elif NOISE_FLOOR in check.openable:
+        check.fail(NOISE_FLOOR, "present although the campaign pins no noise floor", "files")
+
     if REPRODUCTION in check.openable:
         check_reproduction(check, load_json(check, REPRODUCTION), campaign, claimed)
 
@@ -886,7 +910,7 @@ def check_records(check, stored):
     for key, value in want.items():
         if info.get(key) != value:
             check.fail(BAG_INFO, f"{key} {short(info.get(key))}, the payload says {short(value)}", "bag-info")
-    return {**docs, "runs": runs, "golden": golden}
+    return {**docs, "runs": runs, "golden": golden, "noise_floor": floor}
 
 
 def check_reproduction(check, receipt, campaign, claimed):
@@ -1476,7 +1500,8 @@ def check_comparison(check, docs):
         derived = derive(campaign, runs, docs["runner"], docs["cleanup"], docs["golden"],
                          LEGACY_SCHEMAS["comparison"] if v2 else None)
         derived["stats"] = (derive_stats_v2(runs, campaign["threshold"], claimed.get("stats")) if v2 else
-                            derive_stats(runs, campaign["threshold"], None))
+                            derive_stats(runs, campaign["threshold"],
+                                         docs["noise_floor"]["floor"] if docs["noise_floor"] else None))
     except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
         check.fail(COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: {str(exc)[:80]})")
         return

@@ -101,6 +101,8 @@ class Campaign:
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
     rounds: int | None = None  # None: the explicit `order` string
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
+    noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
+    noise_floor_sha256: str | None = None
 
     def with_seed(self, seed: int | None = None) -> "Campaign":
         """A campaign of rounds with its order settled: the YAML's seed, else `seed`, else a
@@ -277,7 +279,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     top = r.mapping(
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
-                 "rounds", "seed", "slots", "timeouts", "stages", "env", "golden", "verdict", "build"},
+                 "rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden", "verdict", "build"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -389,6 +391,11 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         g = r.mapping(top["golden"], "golden", {"path", "sha256"}, {"path", "sha256"})
         golden = r.path(g["path"], "golden.path")
         golden_sha256 = r.string(g["sha256"], "golden.sha256", HEX64_RE, "64 lowercase hex digits")
+    floor = floor_sha256 = None
+    if top.get("noise_floor") is not None:  # from `harness calibrate`, pinned like the golden file
+        g = r.mapping(top["noise_floor"], "noise_floor", {"path", "sha256"}, {"path", "sha256"})
+        floor = r.path(g["path"], "noise_floor.path")
+        floor_sha256 = r.string(g["sha256"], "noise_floor.sha256", HEX64_RE, "64 lowercase hex digits")
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
     threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
 
@@ -402,7 +409,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
-                    " ".join(notes.split()), rounds=rounds, seed=seed)
+                    " ".join(notes.split()), rounds=rounds, seed=seed, noise_floor=floor,
+                    noise_floor_sha256=floor_sha256)
 
 
 def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:

@@ -395,9 +395,12 @@ def rederive(root: Path) -> None:
     runs = [_load(root, records.run_path(label)) for label in campaign["labels"][:runner["runs_started"]]
             if (root / records.run_path(label)).is_file()]
     golden = _load(root, records.GOLDEN) if (root / records.GOLDEN).is_file() else None
+    floor = _load(root, records.NOISE_FLOOR) if (root / records.NOISE_FLOOR).is_file() else None
+    claimed = _load(root, records.COMPARISON) if (root / records.COMPARISON).is_file() else {}
     try:
         result = comparison.derive(campaign, runs, runner, _load(root, records.CLEANUP), golden,
-                                   root / "data" / "arrays")
+                                   root / "data" / "arrays", claimed.get("schema") if isinstance(claimed, dict) else None,
+                                   floor)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
     _dump(root, records.COMPARISON, result)

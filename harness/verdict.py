@@ -93,7 +93,8 @@ def line(comparison: dict, exit_word: str = "exit") -> str:
     v3 = isinstance(stats.get("rounds"), dict)  # comparison/v2 bundles keep their old line
     if paired.get("geomean_ratio") is not None and paired.get("ci95"):
         lo, hi = paired["ci95"]
-        how = (f"{stats['rounds']['n']} rounds, 95% CI, band +-{100 * float(stats['band']):.1f}%" if v3 else
+        floor = f", noise floor {100 * stats['floor']:.1f}%" if v3 and stats.get("floor") else ""
+        how = (f"{stats['rounds']['n']} rounds, 95% CI, band +-{100 * float(stats['band']):.1f}%{floor}" if v3 else
                f"95% CI, threshold {100 * float(stats.get('threshold') or 0):.1f}%")
         parts.append(f"candidate/base {paired['geomean_ratio']:.4f} [{lo:.4f}, {hi:.4f}] "
                      f"({paired.get('metric')}, {how})")

@@ -107,7 +107,7 @@ def test_records_and_rehash_spell_the_format_alike():
         assert rehash.round_order(rounds, seed) == records.round_order(rounds, seed)
     for name in ("BAGIT", "BAG_INFO", "MANIFEST", "TAGMANIFEST", "TAG_FILES", "CAMPAIGN_YAML", "CAMPAIGN_JSON",
                  "ENVIRONMENT", "COMPARISON", "FIGURE", "GOLDEN", "REVISIONS", "INPUTS", "CLEANUP", "RUNNER", "BUILDS",
-                 "REPRODUCTION", "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
+                 "REPRODUCTION", "NOISE_FLOOR", "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
         assert getattr(rehash, name) == getattr(records, name), name
     receipt = records.reproduction_receipt(campaign="c", original={}, reproduction={}, machines={}, scope={},
                                            outputs={}, timing={}, verdict="reproduced", exit_code=0)
