@@ -28,7 +28,7 @@ from typing import Any
 from harness import verdict
 from harness.stats import is_pos, mean, sig10, t_interval
 
-METHOD = "paired rounds, Student-t over per-round log ratios"
+METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
 MIN_ROUNDS = 5  # below this the run-to-run variance is not estimated well enough to claim
 PER_ITEM_SHOWN = 10  # per-item rows kept in comparison.json, worst first
 

@@ -1290,7 +1290,8 @@ def derive_stats(runs, threshold, floor):
         loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
         if is_int(m.get("cores")) and loads and max(loads) > m["cores"]:
             overloaded.append(r["label"])
-    out = {"method": "paired rounds, Student-t over per-round log ratios", "threshold": sig10(float(threshold)),
+    out = {"method": "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios",
+           "threshold": sig10(float(threshold)),
            "floor": sig10(floor), "band": band,
            "rounds": {"n": len(pairs), "min": MIN_ROUNDS, "pairs": [[a["label"], b["label"]] for a, b in pairs],
                       "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,

@@ -255,11 +255,57 @@ def _stages_section(c: dict) -> list[str]:
                                       "base incl", "candidate incl"))]
 
 
+def _rounds_section(s: dict) -> list[str]:
+    """comparison/v3: the rounds' interval, the band and what widened it, drift, per item."""
+    out = ["### Statistics", ""]
+    band, floor, rounds, p = s.get("band"), s.get("floor"), s.get("rounds") or {}, s.get("paired") or {}
+    out.append(f"- **Verdict: {_cell(s.get('verdict'))}** against the equal band +-{_num(100 * band, 2)}% "
+               f"(threshold {_num(100 * s['threshold'], 2)}%"
+               + (f", noise floor {_num(100 * floor, 2)}% from `harness calibrate`" if floor else
+                  ", no noise floor pinned") + f"): {_cell(s.get('verdict_reason'))}.")
+    out.append(f"- Method: {_cell(s.get('method'))}. {rounds.get('n')} rounds (at least {rounds.get('min')} "
+               "to conclude), each one base and one candidate run in a shuffled order; per round the "
+               "geometric mean of the item ratios; a 20%-trimmed mean of the per-round log ratios and its "
+               "Tukey-McLaughlin 95% interval, so the interval holds the run-to-run variance.")
+    if p.get("ci95"):
+        lo, hi = p["ci95"]
+        out.append(f"- Candidate/base ratio of {_cell(p.get('metric'))} over {p.get('items')} items: "
+                   f"**{_num(p.get('geomean_ratio'), 4)}**, 95% CI [{_num(lo, 4)}, {_num(hi, 4)}] "
+                   f"(t quantile {_num(rounds.get('t_quantile'), 4)}, winsorized sd of the per-round log ratios "
+                   f"{_num(rounds.get('sd_log'), 4)}, typical per-round deviation "
+                   f"{_pct(100 * rounds['typical_deviation'] if rounds.get('typical_deviation') is not None else None)}"
+                   f"); run-level ratio of mean walls {_num(p.get('run_ratio'), 4)}.")
+        cpu = p.get("cpu")
+        if isinstance(cpu, dict) and cpu.get("ci95"):
+            out.append(f"- Same for item cpu_s over {cpu.get('items')} items: {_num(cpu.get('geomean_ratio'), 4)}, "
+                       f"95% CI [{_num(cpu['ci95'][0], 4)}, {_num(cpu['ci95'][1], 4)}].")
+    overloaded = (s.get("load") or {}).get("overloaded") or []
+    out.append(f"- Load: {'above the cores during ' + ', '.join(overloaded) if overloaded else 'within the cores'}"
+               " (1-minute load average before and after each run).")
+    d = s.get("drift") or {}
+    if d.get("max_abs_drift_pct") is not None:
+        out.append(f"- Drift, median wall of each variant's later half of runs against its earlier half: up to "
+                   f"{_pct(d.get('max_abs_drift_pct'))}, {'**flagged**' if d.get('flagged') else 'not flagged'}.")
+    per = s.get("per_item")
+    if isinstance(per, dict) and per.get("items"):
+        rows = [{"item": _cell(row["id"]), "candidate/base": _num(row["ratio"], 4),
+                 "95% CI": f"[{_num(row['ci95'][0], 4)}, {_num(row['ci95'][1], 4)}]" if row.get("ci95") else NA}
+                for row in per["table"]]
+        out += ["", f"Per item, worst first: {per['regressed']} of {per['items']} items regressed beyond the band "
+                f"(their interval lies above it), {per['improved']} improved beyond it:", "",
+                _table(rows, right=("candidate/base",))]
+        if per.get("more"):
+            out += ["", f"... and {per['more']} more item(s), all with a lower ratio."]
+    return out
+
+
 def _stats_section(c: dict) -> list[str]:
     s = c.get("stats")
     out = ["### Statistics", ""]
     if not isinstance(s, dict):
         return out + ["No statistics recorded in comparison.json."]
+    if isinstance(s.get("rounds"), dict):
+        return _rounds_section(s)
     thr = s.get("threshold")
     out.append(f"- **Verdict: {_cell(s.get('verdict'))}** at threshold "
                f"{_num(100 * thr if isinstance(thr, (int, float)) else None, 2)}%: "
