@@ -1,0 +1,15 @@
+"""`harness selftest noise` end to end at its smallest: real campaigns of the noise workload,
+quiet only, checked for what it prints (never for what the timings are)."""
+from __future__ import annotations
+
+import re
+
+from conftest import harness
+
+
+def test_selftest_noise_runs_and_reports_false_claims_coverage_and_detections():
+    result = harness("selftest", "noise", "--campaigns", "1", "--rounds", "2", "--work", "2000", "--quiet-only")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^quiet, A-vs-A #1: (improved|regressed|equal|inconclusive) ", result.stdout, re.M)
+    assert re.search(r"^quiet: A-vs-A \d false claim\(s\) in 1, interval holds 1.0 in \d of 1; known effect "
+                     r"called improved in \d of 1 \(median ratio ", result.stdout, re.M)
