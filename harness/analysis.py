@@ -31,6 +31,23 @@ from harness.stats import is_pos, mean, sig10, t_interval
 METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
 MIN_ROUNDS = 5  # below this the run-to-run variance is not estimated well enough to claim
 PER_ITEM_SHOWN = 10  # per-item rows kept in comparison.json, worst first
+# A counting stage wrapper's own cost per call: two thread_time reads (`harness microbench
+# stage-overhead`, 2 cores, Python 3.11). A stage not 10x above it measures the wrapper.
+WRAPPER_S = 1.1e-6
+
+
+def thin_stages(ok: list[dict]) -> list[str]:
+    """A warning per stage whose self CPU per call (the median over runs) is within 10x of
+    the wrapper's own cost: instrumenting it moves its figures and the runs' wall."""
+    out = []
+    for name in sorted({n for r in ok for n in r.get("stages") or {}}):
+        per_call = [s["self_cpu_s"] / s["calls"] for r in ok
+                    for s in [(r.get("stages") or {}).get(name)] if s and s.get("calls")]
+        if per_call and statistics.median(per_call) < 10 * WRAPPER_S:
+            out.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within 10x "
+                       f"of the stage wrapper's own ~{1e6 * WRAPPER_S:.1f} us: instrumentation moves its figures "
+                       "and the wall")
+    return out
 
 
 def pairs_of(ok: list[dict]) -> tuple[list[tuple[dict, dict]], list[str]]:
@@ -150,6 +167,7 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
         "per_item": None, "drift": None, "load": {"overloaded": overloaded(ok)},
         "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
     }
+    warnings.extend(thin_stages(ok))
     if unpaired:
         warnings.append(f"runs without a partner of the other variant, left out of the interval: "
                         f"{', '.join(unpaired)}")

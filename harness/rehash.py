@@ -1300,6 +1300,12 @@ def derive_stats(runs, threshold, floor):
                       "run_ratio": None, "cpu": None},
            "per_item": None, "drift": None, "load": {"overloaded": overloaded},
            "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
+    for name in sorted({n for r in ok for n in r.get("stages") or {}}):  # the stage wrapper costs ~1.1 us a call
+        per_call = [r["stages"][name]["self_cpu_s"] / r["stages"][name]["calls"] for r in ok
+                    if name in (r.get("stages") or {}) and r["stages"][name].get("calls")]
+        if per_call and statistics.median(per_call) < 10 * 1.1e-6:
+            warnings.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within "
+                            "10x of the stage wrapper's own ~1.1 us: instrumentation moves its figures and the wall")
     if unpaired:
         warnings.append(f"runs without a partner of the other variant, left out of the interval: {', '.join(unpaired)}")
     if not pairs:

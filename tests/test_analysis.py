@@ -124,3 +124,13 @@ def test_json_plain_and_deterministic():
     a = analysis.analyze(runs, 0.02)
     assert json.dumps(a, sort_keys=True) == json.dumps(analysis.analyze(json.loads(json.dumps(runs)), 0.02),
                                                        sort_keys=True)
+
+
+def test_a_stage_whose_calls_cost_about_the_wrapper_is_named():
+    runs = rounds_of([0.8] * 5)
+    for r in runs:
+        r["stages"] = {"tiny": {"calls": 1000, "self_cpu_s": 0.002, "incl_cpu_s": 0.002},  # 2 us a call
+                       "big": {"calls": 10, "self_cpu_s": 0.5, "incl_cpu_s": 0.5}}
+    s = same(runs)
+    named = [w for w in s["warnings"] if w.startswith("stage ")]
+    assert len(named) == 1 and named[0].startswith("stage tiny: 2.00 us self CPU per call, within 10x")
