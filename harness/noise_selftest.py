@@ -27,22 +27,46 @@ LOAD = ("import time\nend = time.monotonic() + 900\nwhile time.monotonic() < end
 
 
 class Load:
-    """One bursty busy process per core, started and reliably stopped (process groups)."""
+    """One bursty busy process per core, started and reliably stopped. They are not our
+    descendants (a launcher forks them and exits while we are no subreaper), so the runner,
+    which fails a run that leaves processes behind, does not count them as the run's."""
 
     def __enter__(self):
-        self.procs = [subprocess.Popen([sys.executable, "-c", LOAD], start_new_session=True,
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-                      for _ in range(os.cpu_count() or 1)]
+        from harness import cleanup
+
+        cleanup._prctl(cleanup.PR_SET_CHILD_SUBREAPER, 0)
+        try:
+            launcher = ("import subprocess, sys\nfor _ in range(int(sys.argv[1])):\n"
+                        "    p = subprocess.Popen([sys.executable, '-c', sys.argv[2]], start_new_session=True,\n"
+                        "                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,\n"
+                        "                         stderr=subprocess.DEVNULL)\n"
+                        "    print(p.pid)\n")
+            out = subprocess.run([sys.executable, "-c", launcher, str(os.cpu_count() or 1), LOAD],
+                                 capture_output=True, text=True, check=True).stdout
+        finally:
+            cleanup.become_subreaper()
+        self.pids = [int(line) for line in out.split()]
         time.sleep(5)  # let the 1-minute load average notice
         return self
 
     def __exit__(self, *exc):
-        for p in self.procs:
+        import psutil
+
+        for pid in self.pids:
             try:
-                os.killpg(p.pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            p.wait()
+        psutil.wait_procs([p for p in map(_process, self.pids) if p], timeout=5)
+
+
+def _process(pid: int):
+    import psutil
+
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
 
 
 def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work: int) -> dict:
