@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("--only", help="run only the mutations whose name holds this text")
     p.add_argument("--campaigns", type=int, default=3, metavar="N",
                    help="noise: campaigns per kind and condition (default 3)")
-    p.add_argument("--rounds", type=int, default=10, metavar="N", help="noise: rounds per campaign (default 10)")
+    p.add_argument("--rounds", type=int, default=20, metavar="N", help="noise: rounds per campaign (default 20)")
     p.add_argument("--effect", type=float, default=0.05, metavar="F",
                    help="noise: the known effect, the candidate doing 1/(1+F) of the work (default 0.05)")
     p.add_argument("--work", type=int, default=600_000, metavar="N", help="noise: loop length per item")
