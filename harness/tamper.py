@@ -452,15 +452,15 @@ def swap_identities(root: Path) -> None:
 
 
 def cherry_pick(root: Path) -> None:
-    """Order shortened to AB; the dropped runs' records, logs, ledger rows and arrays removed;
+    """Order shortened to its first round (AB or BA, as it ran); the dropped runs' records, logs, ledger rows and arrays removed;
     receipts made consistent. Only campaign.yaml still says what was run (rounds, or ABBA)."""
     campaign = _load(root, records.CAMPAIGN_JSON)
-    keep = ["A1", "B1"]
+    keep = campaign["labels"][:2]  # A1 and B1 in the order they ran (rounds shuffle them)
     for label in campaign["labels"]:
         if label not in keep:
             (root / records.run_path(label)).unlink()
             (root / records.log_path(label)).unlink()
-    campaign.update(order="AB", labels=keep, rounds=None, seed=None)  # rounds would not shuffle to AB
+    campaign.update(order="".join(label[0] for label in keep), labels=keep, rounds=None, seed=None)
     _dump(root, records.CAMPAIGN_JSON, campaign)
     edit_json(records.RUNNER, lambda r: r.update(runs_planned=2, runs_started=2))(root)
 
