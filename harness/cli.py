@@ -20,6 +20,7 @@ COMMANDS = {
     "selftest": "selftest",
     "golden": "golden",
     "reproduce": "reproduce",
+    "calibrate": "calibrate",
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness import parity, records, stats
+from harness import analysis, legacy, parity, records
 
 
 def mean(values: list[float]) -> float | None:
@@ -14,9 +14,13 @@ def mean(values: list[float]) -> float | None:
 
 
 def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden: dict | None,
-           arrays_dir: Path) -> dict:
+           arrays_dir: Path, schema: str | None = None, floor: dict | None = None) -> dict:
     """campaign: data/campaign.json; runs: records in execution order; runner:
-    receipts/runner.json (interruptions, runs not started); cleanup: receipts/cleanup.json."""
+    receipts/runner.json (interruptions, runs not started); cleanup: receipts/cleanup.json.
+    schema: the comparison schema to derive (verify passes the claimed one, so that a
+    comparison/v2 bundle is re-derived the way it was written); default the current one.
+    floor: the pinned noise-floor file (`harness calibrate`), when the campaign pins one."""
+    v2 = schema == records.LEGACY_SCHEMAS["comparison"]
     ok = [r for r in runs if r["status"] == "ok"]
     by_variant = {v: [r for r in ok if r["variant"] == v] for v in ("base", "candidate")}
 
@@ -43,7 +47,7 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
                     speedup=base_mean / cand_mean)
 
     return {
-        "schema": records.SCHEMAS["comparison"],
+        "schema": records.LEGACY_SCHEMAS["comparison"] if v2 else records.SCHEMAS["comparison"],
         "campaign": campaign["name"],
         "status": status,
         "reason": "; ".join(reasons) or None,
@@ -53,7 +57,8 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
         "wall": wall,
         "stages": _stages(campaign, ok),
         "parity": _parity(campaign, ok, by_variant, golden, arrays_dir),
-        "stats": stats.analyze(runs, threshold=campaign.get("threshold", 0.02)),
+        "stats": (legacy.analyze_v2(runs, threshold=campaign.get("threshold", 0.02)) if v2 else
+                  analysis.analyze(runs, campaign.get("threshold", 0.02), floor and floor["floor"])),
     }
 
 

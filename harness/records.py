@@ -15,8 +15,8 @@ from typing import Any
 SCHEMAS = {
     "job": "abba-harness/job/v2",
     "run": "abba-harness/run/v2",
-    "campaign": "abba-harness/campaign/v2",
-    "comparison": "abba-harness/comparison/v2",
+    "campaign": "abba-harness/campaign/v3",
+    "comparison": "abba-harness/comparison/v3",
     "environment": "abba-harness/environment/v2",
     "revisions": "abba-harness/revisions/v2",
     "inputs": "abba-harness/inputs/v2",
@@ -25,7 +25,12 @@ SCHEMAS = {
     "builds": "abba-harness/builds/v1",
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
+    "noise_floor": "abba-harness/noise-floor/v1",
 }
+
+# Bundles written under these older schemas still verify (the committed evidence, until it
+# is re-run): campaign/v2 has no rounds or seed, comparison/v2 the item bootstrap.
+LEGACY_SCHEMAS = {"campaign": "abba-harness/campaign/v2", "comparison": "abba-harness/comparison/v2"}
 
 # --- the bundle's path layout (bag-relative, '/'-separated) ------------------------------
 BAGIT = "bagit.txt"
@@ -46,6 +51,7 @@ CLEANUP = "data/receipts/cleanup.json"
 RUNNER = "data/receipts/runner.json"
 BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
 REPRODUCTION = "data/receipts/reproduction.json"  # only in a bundle made by `harness reproduce`
+NOISE_FLOOR = "data/noise_floor.json"  # the calibration the campaign pins, byte for byte, when it pins one
 ARRAY_SUFFIX = ".npy.gz"
 # Every bundle holds these; golden.json only when the campaign names a golden file.
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
@@ -66,6 +72,16 @@ def log_path(label: str) -> str:
 
 def array_path(digest: str) -> str:
     return f"data/arrays/{digest}{ARRAY_SUFFIX}"
+
+
+def round_order(rounds: int, seed: int) -> str:
+    """The order of a campaign made of rounds: each round one A and one B, which goes first
+    decided by the low bit of SHA-256("abba-rounds-v1:<seed>:<round>") (0: A first). A
+    fresh, recorded coin per round, spelled so that rehash.py re-derives it exactly."""
+    import hashlib
+
+    return "".join("AB" if hashlib.sha256(f"abba-rounds-v1:{seed}:{i}".encode()).digest()[0] & 1 == 0
+                   else "BA" for i in range(rounds))
 
 
 def labels(order: str) -> list[tuple[str, str]]:
@@ -146,6 +162,8 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "notes": campaign.notes,
         "campaign_path": rel(campaign.source),
         "order": campaign.order,
+        "rounds": campaign.rounds,  # null for an explicit order
+        "seed": campaign.seed,  # the shuffle seed of the rounds (null for an explicit order)
         "labels": [label for label, _ in labels(campaign.order)],
         "slots": campaign.slots,
         "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
@@ -161,12 +179,14 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "env": campaign.env,
         "golden": rel(campaign.golden),
         "golden_sha256": campaign.golden_sha256,
+        "noise_floor": rel(campaign.noise_floor),
+        "noise_floor_sha256": campaign.noise_floor_sha256,
         "threshold": campaign.threshold,
     }
 
 
 # Fields of campaign.json that come from the machine or the repository, not from the YAML.
-CAMPAIGN_RESOLVED = ("campaign_path", "workload.path", "golden", "revisions.base.sha",
+CAMPAIGN_RESOLVED = ("campaign_path", "workload.path", "golden", "noise_floor", "revisions.base.sha",
                      "revisions.candidate.sha")
 
 
@@ -207,6 +227,17 @@ def golden(run: dict, *, campaign: str, machine: dict, bundle_digest: str) -> di
             "machine": machine, "bundle_digest": bundle_digest,
             "items": {it["id"]: {"fields": {n: f["digest"] for n, f in it["fields"].items()}, "error": it["error"]}
                       for it in run["items"]}}
+
+
+def noise_floor(*, campaign: str, bundle_digest: str, machine: dict, started_at: float, rounds: int,
+                ratio: float, ci95: list[float], floor: float) -> dict:
+    """A noise-floor file from `harness calibrate`: the campaign run base against base, and
+    the largest ratio its 95% interval allowed for no change, max(1 - lo, hi - 1). A
+    campaign pins the file (noise_floor: {path, sha256}); its verdicts then make no claim
+    smaller than the floor."""
+    return {"schema": SCHEMAS["noise_floor"], "campaign": campaign, "bundle_digest": bundle_digest,
+            "machine": machine, "started_at": started_at, "rounds": rounds, "ratio": ratio, "ci95": ci95,
+            "floor": floor}
 
 
 def reproduction_receipt(*, campaign: str, original: dict, reproduction: dict, machines: dict, scope: dict,

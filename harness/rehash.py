@@ -54,6 +54,7 @@ import math  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import stat  # noqa: E402
+import statistics  # noqa: E402
 import time  # noqa: E402
 import zlib  # noqa: E402
 
@@ -61,8 +62,8 @@ import zlib  # noqa: E402
 SCHEMAS = {
     "job": "abba-harness/job/v2",
     "run": "abba-harness/run/v2",
-    "campaign": "abba-harness/campaign/v2",
-    "comparison": "abba-harness/comparison/v2",
+    "campaign": "abba-harness/campaign/v3",
+    "comparison": "abba-harness/comparison/v3",
     "environment": "abba-harness/environment/v2",
     "revisions": "abba-harness/revisions/v2",
     "inputs": "abba-harness/inputs/v2",
@@ -71,7 +72,11 @@ SCHEMAS = {
     "builds": "abba-harness/builds/v1",
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
+    "noise_floor": "abba-harness/noise-floor/v1",
 }
+# Older schemas whose bundles still verify: campaign/v2 has no rounds or seed, comparison/v2
+# the item bootstrap (the committed evidence, until it is re-run).
+LEGACY_SCHEMAS = {"campaign": "abba-harness/campaign/v2", "comparison": "abba-harness/comparison/v2"}
 BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST = "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"
 TAG_FILES = (BAGIT, BAG_INFO, MANIFEST)
 CAMPAIGN_YAML = "data/campaign.yaml"
@@ -86,6 +91,7 @@ CLEANUP = "data/receipts/cleanup.json"
 RUNNER = "data/receipts/runner.json"
 BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
 REPRODUCTION = "data/receipts/reproduction.json"  # only in a bundle made by `harness reproduce`
+NOISE_FLOOR = "data/noise_floor.json"  # only when the campaign pins a noise floor (harness calibrate)
 ARRAY_SUFFIX = ".npy.gz"
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
             RUNNER)
@@ -610,7 +616,12 @@ CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "notes": 
                  "labels": "list", "slots": "int", "timeouts": "dict", "workload": "dict", "revisions": "dict",
                  "stages": "dict", "optional_stages": "list", "stage_calls": "dict", "env": "dict",
                  "golden": "str?", "golden_sha256": "str?", "threshold": "num", "build": "list",
-                 "overrides": "dict"}
+                 "overrides": "dict", "rounds": "int?", "seed": "int?", "noise_floor": "str?",
+                 "noise_floor_sha256": "str?"}
+CAMPAIGN_V3_ONLY = ("rounds", "seed", "noise_floor", "noise_floor_sha256")
+CAMPAIGN_KEYS_V2 = {k: v for k, v in CAMPAIGN_KEYS.items() if k not in CAMPAIGN_V3_ONLY}
+NOISE_FLOOR_KEYS = {"schema": "str", "campaign": "str", "bundle_digest": "str", "machine": "dict", "started_at": "num",
+                    "rounds": "int", "ratio": "num", "ci95": "list", "floor": "num"}
 RUNNER_KEYS = {"schema": "str", "started_at": "num", "ended_at": "num", "reason": "str?", "runs_planned": "int",
                "runs_started": "int"}
 CLEANUP_KEYS = {"schema": "str", "method": "str", "processes": "list", "count": "int", "all_absent": "bool"}
@@ -797,6 +808,13 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
     return all_stored
 
 
+def round_order(rounds, seed):
+    """Each round one A and one B; A first when the low bit of the first byte of
+    SHA-256("abba-rounds-v1:<seed>:<round>") is 0 (harness/records.py round_order)."""
+    return "".join("AB" if hashlib.sha256(f"abba-rounds-v1:{seed}:{i}".encode()).digest()[0] & 1 == 0
+                   else "BA" for i in range(rounds))
+
+
 def check_records(check, stored):
     """Every rule that ties the bundle's parts together. Returns the parsed documents when
     they are sound enough to re-derive comparison.json from, else None."""
@@ -808,6 +826,12 @@ def check_records(check, stored):
         ("campaign", CAMPAIGN_JSON), ("claimed", COMPARISON), ("runner", RUNNER), ("cleanup", CLEANUP),
         ("environment", ENVIRONMENT), ("revisions", REVISIONS), ("inputs", INPUTS))}
     campaign, runner, cleanup = docs["campaign"], docs["runner"], docs["cleanup"]
+    legacy = isinstance(campaign, dict) and campaign.get("schema") == LEGACY_SCHEMAS["campaign"]
+    if legacy:  # an explicit order, no rounds, no noise floor: read as v3 without them
+        if not shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS_V2, "campaign"):
+            return None
+        campaign = docs["campaign"] = {**campaign, "schema": SCHEMAS["campaign"],
+                                       **{key: None for key in CAMPAIGN_V3_ONLY}}
     if not (shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS, "campaign", "campaign")
             and shaped(check, RUNNER, runner, RUNNER_KEYS, "runner receipt", "runner")
             and shaped(check, CLEANUP, cleanup, CLEANUP_KEYS, "cleanup receipt", "cleanup")):
@@ -841,6 +865,14 @@ def check_records(check, stored):
         plan.append((f"{letter}{counts[letter]}", VARIANTS[letter]))
     if campaign["labels"] != [label for label, _ in plan]:
         check.fail(CAMPAIGN_JSON, f"labels {short(campaign['labels'])} do not follow from order {order}", "plan")
+        return None
+    rounds, seed = campaign["rounds"], campaign["seed"]
+    if (rounds is None) != (seed is None) or (rounds is not None and not (rounds >= 1 and seed >= 0)):
+        check.fail(CAMPAIGN_JSON, f"rounds {short(rounds)} and seed {short(seed)}: both null (an explicit order) "
+                                  "or a positive count and its shuffle seed", "plan")
+        return None
+    if rounds is not None and order != round_order(rounds, seed):
+        check.fail(CAMPAIGN_JSON, f"order {short(order)} is not the shuffle of {rounds} rounds by seed {seed}", "plan")
         return None
     if set(campaign["revisions"]) != {"base", "candidate"} or not all(
             isinstance(r, dict) and set(r) == {"rev", "sha"} and isinstance(r["sha"], str)
@@ -881,7 +913,7 @@ def check_records(check, stored):
         elif rel.startswith("data/logs/") and rel not in expected_logs:
             check.fail(rel, "a log of a run the campaign did not start", "plan")
         elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/")) or rel in REQUIRED
-                  or rel in (GOLDEN, BUILDS, REPRODUCTION) or not rel.startswith("data/")):
+                  or rel in (GOLDEN, BUILDS, REPRODUCTION, NOISE_FLOOR) or not rel.startswith("data/")):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
         check.fail(rel, "missing: every started run has its log", "files")
@@ -986,6 +1018,24 @@ def check_records(check, stored):
     elif GOLDEN in check.openable:
         check.fail(GOLDEN, "present although the campaign names no golden file", "files")
 
+    # noise floor: present exactly when the campaign pins one, the one it pins, of this campaign
+    floor = None
+    if campaign["noise_floor_sha256"] is not None:
+        floor = load_json(check, NOISE_FLOOR)
+        if floor is not None:
+            if not shaped(check, NOISE_FLOOR, floor, NOISE_FLOOR_KEYS, "noise floor", "noise_floor"):
+                return None
+            if not 0 <= floor["floor"] <= 0.5:
+                check.fail(NOISE_FLOOR, f"floor {short(floor['floor'])} outside 0..0.5", "parsing")
+                return None
+            if check.sha256(NOISE_FLOOR) != campaign["noise_floor_sha256"]:
+                check.fail(NOISE_FLOOR, "its SHA-256 is not the one campaign.json pins (noise_floor_sha256)",
+                           "identity")
+            if floor["campaign"] != campaign["name"]:
+                check.fail(NOISE_FLOOR, f"calibrates campaign {short(floor['campaign'])}, not this one", "identity")
+    elif NOISE_FLOOR in check.openable:
+        check.fail(NOISE_FLOOR, "present although the campaign pins no noise floor", "files")
+
     if REPRODUCTION in check.openable:
         check_reproduction(check, load_json(check, REPRODUCTION), campaign, claimed)
 
@@ -997,7 +1047,7 @@ def check_records(check, stored):
     for key, value in want.items():
         if info.get(key) != value:
             check.fail(BAG_INFO, f"{key} {short(info.get(key))}, the payload says {short(value)}", "bag-info")
-    return {**docs, "runs": runs, "golden": golden}
+    return {**docs, "runs": runs, "golden": golden, "noise_floor": floor}
 
 
 def check_reproduction(check, receipt, campaign, claimed):
@@ -1093,7 +1143,7 @@ def compare_golden(golden, runs):
             "runs": len(runs), "identical": not failing, "failing": failing}
 
 
-def derive(campaign, runs, runner, cleanup, golden):
+def derive(campaign, runs, runner, cleanup, golden, schema=None):
     """comparison.json without `stats` and without `parity.divergence` values (both left to
     `derive_stats` and to harness verify)."""
     ok = [r for r in runs if r["status"] == "ok"]
@@ -1163,7 +1213,7 @@ def derive(campaign, runs, runner, cleanup, golden):
                                and (parity["golden"] is None or parity["golden"]["identical"]))
 
     return {
-        "schema": SCHEMAS["comparison"],
+        "schema": schema or SCHEMAS["comparison"],
         "campaign": campaign["name"],
         "status": "complete" if not reasons else "failed",
         "reason": "; ".join(reasons) or None,
@@ -1174,6 +1224,63 @@ def derive(campaign, runs, runner, cleanup, golden):
         "stages": stages,
         "parity": parity,
     }
+
+
+# --- Student's t, standard library only (harness/stats.py uses these same functions) ------
+def _betacf(a, b, x):
+    """Continued fraction of the regularized incomplete beta (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-16:
+            break
+    return h
+
+
+def _betainc(a, b, x):
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t, df):
+    """P(T <= t) for Student's t with df degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+_T_QUANTILES = {}
+
+
+def t_quantile(p, df):
+    """The p-quantile (p > 0.5) of Student's t: bisection on t_cdf to the last bit, so that
+    every machine gets the same float."""
+    key = (p, df)
+    if key not in _T_QUANTILES:
+        lo, hi = 0.0, 1.0
+        while t_cdf(hi, df) < p:
+            hi *= 2.0
+        for _ in range(200):
+            mid = (lo + hi) / 2.0
+            if mid in (lo, hi):
+                break
+            lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+        _T_QUANTILES[key] = hi
+    return _T_QUANTILES[key]
 
 
 # --- stats, re-derived without numpy (the bootstrap interval is taken as claimed) ----------
@@ -1279,8 +1386,157 @@ def verdict_rule(lo, hi, run_ratio, t, what):
     return verdict, reason
 
 
-def derive_stats(runs, threshold, claimed):
-    """`stats` as comparison.json holds it, with both ci95 intervals copied from the claim."""
+MIN_ROUNDS = 5  # harness/analysis.py: fewer rounds give no claim
+PER_ITEM_SHOWN = 10
+
+
+def t_ratio(logs):
+    """(ratio, [lo, hi] or None, sd, q) of per-round log ratios: the 20%-trimmed mean and its
+    Tukey-McLaughlin 95% interval (winsorized variance, t with kept - 1 degrees of freedom)."""
+    x = sorted(logs)
+    n = len(x)
+    cut = int(0.2 * n)
+    kept = x[cut:n - cut]
+    m = math.fsum(kept) / len(kept)
+    if len(kept) < 2:
+        return sig10(math.exp(m)), None, None, None
+    w = [x[cut]] * cut + kept + [x[n - cut - 1]] * cut
+    wm = math.fsum(w) / n
+    var_w = math.fsum((v - wm) ** 2 for v in w) / (n - 1)
+    half = t_quantile(0.975, len(kept) - 1) * math.sqrt((n - 1) * var_w / (len(kept) * (len(kept) - 1)))
+    return (sig10(math.exp(m)), [sig10(math.exp(m - half)), sig10(math.exp(m + half))], sig10(math.sqrt(var_w)),
+            sig10(t_quantile(0.975, len(kept) - 1)))
+
+
+def derive_stats(runs, threshold, floor):
+    """comparison/v3 `stats` in full, from the run records (harness/analysis.py is the
+    harness's own spelling; this one is written apart from it)."""
+    ok = [r for r in runs if r["status"] == "ok" and is_number(r["wall_s"]) and r["wall_s"] > 0]
+    warnings = []
+    excluded = [r["label"] for r in runs if r not in ok]
+    if excluded:
+        warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
+    band = sig10(max(float(threshold), floor or 0.0))
+    labels = {r["label"]: r for r in ok}
+    pairs = [(r, labels["B" + r["label"][1:]]) for r in ok if r["variant"] == "base" and "B" + r["label"][1:] in labels]
+    paired_labels = {r["label"] for pair in pairs for r in pair}
+    unpaired = [r["label"] for r in ok if r["label"] not in paired_labels]
+    overloaded = []
+    for r in ok:
+        m = r.get("machine") or {}
+        loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
+        if is_int(m.get("cores")) and loads and max(loads) > m["cores"]:
+            overloaded.append(r["label"])
+    out = {"method": "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios",
+           "threshold": sig10(float(threshold)),
+           "floor": sig10(floor), "band": band,
+           "rounds": {"n": len(pairs), "min": MIN_ROUNDS, "pairs": [[a["label"], b["label"]] for a, b in pairs],
+                      "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
+                      "typical_deviation": None},
+           "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
+                      "run_ratio": None, "cpu": None},
+           "per_item": None, "drift": None, "load": {"overloaded": overloaded},
+           "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
+    for name in sorted({n for r in ok for n in r.get("stages") or {}}):  # the stage wrapper costs ~1.1 us a call
+        per_call = [r["stages"][name]["self_cpu_s"] / r["stages"][name]["calls"] for r in ok
+                    if name in (r.get("stages") or {}) and r["stages"][name].get("calls")]
+        if per_call and statistics.median(per_call) < 10 * 1.1e-6:
+            warnings.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within "
+                            "10x of the stage wrapper's own ~1.1 us: instrumentation moves its figures and the wall")
+    if unpaired:
+        warnings.append(f"runs without a partner of the other variant, left out of the interval: {', '.join(unpaired)}")
+    if not pairs:
+        out["verdict_reason"] = "no round with an ok run of both variants"
+        return out
+    in_pairs = [r for pair in pairs for r in pair]
+
+    def usable(key):
+        maps = [by_id(r) for r in in_pairs]
+        ids = sorted(set().union(*(set(m) for m in maps)))
+        good = [i for i in ids if all(i in m and not m[i]["error"] and is_number(m[i][key]) and m[i][key] > 0
+                                      for m in maps)]
+        return good, len(ids) - len(good)
+
+    def logs_of(items, key):
+        return [[math.log(by_id(b)[i][key] / by_id(a)[i][key]) for i in items] if items
+                else [math.log(b["wall_s"] / a["wall_s"])] for a, b in pairs]
+
+    items, dropped = usable("wall_s")
+    logs = logs_of(items, "wall_s")
+    d = [math.fsum(row) / len(row) for row in logs]
+    ratio, ci, sd, q = t_ratio(d)
+    run_ratio = sig10(mean([b["wall_s"] for _, b in pairs]) / mean([a["wall_s"] for a, _ in pairs]))
+    paired = out["paired"]
+    paired.update(items=len(items), items_excluded=dropped, geomean_ratio=ratio, ci95=ci, run_ratio=run_ratio)
+    center = math.log(ratio)
+    deviation = sig10(statistics.median([abs(math.exp(v - center) - 1.0) for v in d]))
+    out["rounds"].update(log_ratios=[sig10(v) for v in d], sd_log=sd, t_quantile=q, typical_deviation=deviation)
+    if items:
+        if dropped:
+            warnings.append(f"{dropped} item(s) left out of the paired comparison "
+                            "(error or no positive wall_s in some ok run)")
+        citems, _ = usable("cpu_s")
+        if citems:
+            cratio, cci, _, _ = t_ratio([math.fsum(row) / len(row) for row in logs_of(citems, "cpu_s")])
+            paired["cpu"] = {"metric": "item cpu_s", "items": len(citems), "geomean_ratio": cratio, "ci95": cci}
+        what = f"the geometric-mean item wall ratio over {len(items)} items and {len(pairs)} rounds"
+    else:
+        paired["metric"] = "run wall_s"
+        what = f"the run wall ratio over {len(pairs)} rounds (items carry no usable timings)"
+        warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
+
+    effect = math.exp(center) - 1.0
+    drift = {"base": None, "candidate": None, "effect_pct": sig10(100.0 * effect), "max_abs_drift_pct": None,
+             "flagged": False, "rule": ("flagged when the median wall of a variant's later half of runs differs from "
+                                        "its earlier half's by at least half the effect and at least the threshold")}
+    for variant, group in (("base", [a for a, _ in pairs]), ("candidate", [b for _, b in pairs])):
+        if len(group) >= 2:
+            half = len(group) // 2
+            first, last = (statistics.median([r["wall_s"] for r in part]) for part in (group[:half], group[-half:]))
+            drift[variant] = {"first": [r["label"] for r in group[:half]], "last": [r["label"] for r in group[-half:]],
+                              "first_s": sig10(first), "last_s": sig10(last),
+                              "change_pct": sig10(100.0 * (last - first) / first)}
+    changes = [abs(v["change_pct"]) for v in (drift["base"], drift["candidate"]) if v]
+    if changes:
+        drift["max_abs_drift_pct"] = sig10(max(changes))
+        drift["flagged"] = max(changes) >= max(50.0 * abs(effect), 100.0 * float(threshold))
+    out["drift"] = drift
+    cautions = []
+    if drift["flagged"]:
+        cautions.append(f"drift: a variant's later runs differ from its earlier ones by {drift['max_abs_drift_pct']:.2f}%")
+    if overloaded:
+        cautions.append(f"load above the cores during {', '.join(overloaded)}")
+    if cautions:
+        widened = max(band, (drift["max_abs_drift_pct"] or 0.0) / 100.0, deviation)
+        if widened > band:
+            cautions[-1] += f"; the band widens to +-{100 * widened:.2f}%"
+        band = out["band"] = sig10(widened)
+        warnings.extend(cautions)
+    enough = len(pairs) >= MIN_ROUNDS
+    if items:
+        rows = []
+        for j, item in enumerate(items):
+            r_j, ci_j, _, _ = t_ratio([row[j] for row in logs])
+            rows.append({"id": item, "ratio": r_j, "ci95": ci_j})
+        rows.sort(key=lambda row: (-row["ratio"], row["id"]))
+        out["per_item"] = {
+            "items": len(rows),
+            "regressed": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + band),
+            "improved": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - band),
+            "worst": rows[0], "table": rows[:PER_ITEM_SHOWN], "more": max(0, len(rows) - PER_ITEM_SHOWN)}
+    if not enough:
+        out["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
+                                 f"{MIN_ROUNDS} are needed to estimate the run-to-run variance")
+        warnings.append(f"too few rounds to conclude ({len(pairs)} of at least {MIN_ROUNDS}; `rounds: N` or "
+                        "`--rounds N`)")
+        return out
+    out["verdict"], out["verdict_reason"] = verdict_rule(ci[0], ci[1], run_ratio, band, what)
+    return out
+
+
+def derive_stats_v2(runs, threshold, claimed):
+    """comparison/v2's `stats` (the item bootstrap of A/B/B/A bundles written before rounds),
+    with both ci95 intervals copied from the claim."""
     claimed = claimed if isinstance(claimed, dict) else {}
     cpaired = claimed.get("paired") if isinstance(claimed.get("paired"), dict) else {}
     ok = [r for r in runs if r["status"] == "ok" and is_number(r["wall_s"]) and r["wall_s"] > 0]
@@ -1383,9 +1639,13 @@ def report_diff(check, derived, claimed):
 
 def check_comparison(check, docs):
     campaign, claimed, runs = docs["campaign"], docs["claimed"], docs["runs"]
+    v2 = claimed.get("schema") == LEGACY_SCHEMAS["comparison"]
     try:
-        derived = derive(campaign, runs, docs["runner"], docs["cleanup"], docs["golden"])
-        derived["stats"] = derive_stats(runs, campaign["threshold"], claimed.get("stats"))
+        derived = derive(campaign, runs, docs["runner"], docs["cleanup"], docs["golden"],
+                         LEGACY_SCHEMAS["comparison"] if v2 else None)
+        derived["stats"] = (derive_stats_v2(runs, campaign["threshold"], claimed.get("stats")) if v2 else
+                            derive_stats(runs, campaign["threshold"],
+                                         docs["noise_floor"]["floor"] if docs["noise_floor"] else None))
     except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
         check.fail(COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: {str(exc)[:80]})")
         return
@@ -1421,7 +1681,9 @@ def rehash(root, max_array_bytes=None):
     check, docs = structure(root, max_array_bytes)
     if docs is not None:
         check_comparison(check, docs)
-        check.notes += [STATS_NOTE, YAML_NOTE]
+        if docs["claimed"].get("schema") == LEGACY_SCHEMAS["comparison"]:
+            check.notes.append(STATS_NOTE)
+        check.notes.append(YAML_NOTE)
     return check
 
 
@@ -1447,6 +1709,7 @@ def main(argv):
         return 1
     print(f"OK {root}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard "
           "library; record rules hold; comparison re-derived (runs, wall, stages, parity, status; stats: "
+          f"the rounds' trimmed-t interval, per-item ratios, drift, load and the verdict rule; comparison/v2: "
           f"drift, Mann-Whitney U and p, geometric-mean ratios, verdict rule on the claimed interval); "
           f"status {check.status}; digest {check.digest}")
     for note in check.notes:

@@ -11,8 +11,10 @@ overrides and the recorded SHAs, seals a new bundle, and writes into it a receip
   when a bundle does not record its class, differences in float fields only are expected
   non-portability, while integer and bool fields (counts, ids, tokens, flags), dtypes,
   shapes and recorded errors must still agree.
-* timing: reproduced when the two 95% intervals of the candidate/base ratio overlap, or
-  when the two ratios are within a factor 1 + TIMING_TOLERANCE of each other. A re-run of
+* timing: reproduced when the 95% interval of the ratio of the two ratios (re-run over
+  original) holds 1. Each bundle's interval is read as a symmetric interval of the log
+  ratio, so its half-width holds that bundle's own t quantile and spread; the two bundles
+  are independent, so the half-widths add in quadrature. A re-run of
   some items is held to the original's ratio re-derived over those items (timing.original;
   the claim over all of them is timing.claimed).
 
@@ -28,15 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import records
+from harness.verdict import REPRODUCTION_CODES
 
-# The same code on two CPUs moved the ratio by up to a factor 1.26 (issue 12: the AR loop,
-# 17.4x on a Xeon, 22.0x on an EPYC); a claim further from the re-run than 1.3x does not hold.
-TIMING_TOLERANCE = 0.3
 CLASS_KEYS = ("cpu_model", "vector_isa", "blas")
 FLOAT_KINDS = "fc"  # dtype kinds whose bits legitimately depend on the machine
 REASONS = {"structure": "missing, or another dtype or shape", "float": "float values differ",
            "discrete": "integer or bool values differ"}
-EXIT_CODES = {"reproduced": 0, "outputs differ": 3, "run failed": 4, "timing not reproduced": 7}
+EXIT_CODES = REPRODUCTION_CODES
 MAX_LISTED = 50
 
 
@@ -196,10 +196,11 @@ def claim(comparison: dict) -> dict:
 def claim_on(original: dict, ids: set[str]) -> dict:
     """The original's claim re-derived over some of its items: per-item speed-ups differ, so
     a spot check of N items is held to what the original measured on those N."""
-    from harness import stats
+    from harness import analysis, legacy
 
     runs = [{**r, "items": [it for it in r["items"] if it["id"] in ids]} for r in original["runs"]]
-    analysed = stats.analyze(runs, threshold=original["campaign"]["threshold"])
+    v2 = original["comparison"].get("schema") == records.LEGACY_SCHEMAS["comparison"]
+    analysed = (legacy.analyze_v2 if v2 else analysis.analyze)(runs, threshold=original["campaign"]["threshold"])
     return {**claim({"stats": analysed}), "speedup": None}
 
 
@@ -209,36 +210,21 @@ def ratio_text(c: dict) -> str:
     return f"{c['ratio']:.4g} [{c['ci95'][0]:.4g}, {c['ci95'][1]:.4g}]"
 
 
-def judge_timing(original: dict, reproduction: dict, tolerance: float = TIMING_TOLERANCE) -> dict:
-    """original, reproduction: claim() of each comparison.json."""
-    out = {"original": original, "reproduction": reproduction, "tolerance": tolerance, "overlap": None,
-           "factor": None}
+def judge_timing(original: dict, reproduction: dict) -> dict:
+    """original, reproduction: claim() of each comparison.json. Reproduced when the 95%
+    interval of reproduction ratio / original ratio holds 1."""
+    import math
+
+    out = {"original": original, "reproduction": reproduction, "ratio_of_ratios": None, "ci95": None}
     if not (original["ci95"] and reproduction["ci95"] and original["ratio"] and reproduction["ratio"]):
         return {**out, "reproduced": False, "reason": "a bundle has no candidate/base interval"}
-    (lo, hi), (nlo, nhi) = original["ci95"], reproduction["ci95"]
-    overlap = nlo <= hi and lo <= nhi
-    factor = max(original["ratio"], reproduction["ratio"]) / min(original["ratio"], reproduction["ratio"])
-    if overlap:
-        reason = "the intervals overlap"
-    elif factor <= 1 + tolerance:
-        reason = f"the ratios are within a factor {factor:.3f} (tolerance {1 + tolerance:.2f})"
-    else:
-        reason = (f"the intervals are disjoint and the ratios a factor {factor:.3f} apart "
-                  f"(tolerance {1 + tolerance:.2f})")
-    return {**out, "overlap": overlap, "factor": round(factor, 6), "reproduced": overlap or factor <= 1 + tolerance,
-            "reason": reason}
-
-
-def overloaded(runs: list[dict]) -> list[str]:
-    """Runs during which the 1-minute load average exceeded the cores: other work competed
-    with the measurement, which compresses or stretches ratios."""
-    out = []
-    for r in runs:
-        m = r.get("machine") or {}
-        loads = [(m.get(key) or [0])[0] for key in ("loadavg_before", "loadavg_after")]
-        if r["status"] == "ok" and m.get("cores") and max(loads) > m["cores"]:
-            out.append(r["label"])
-    return out
+    half = math.hypot(*(math.log(c["ci95"][1] / c["ci95"][0]) / 2 for c in (original, reproduction)))
+    center = math.log(reproduction["ratio"] / original["ratio"])
+    q, lo, hi = (round(math.exp(v), 6) for v in (center, center - half, center + half))
+    held = lo <= 1 <= hi
+    reason = (f"re-run/original {q:.4f} [{lo:.4f}, {hi:.4f}] (95% CI of the ratio of the two ratios) "
+              f"{'holds' if held else 'excludes'} 1")
+    return {**out, "ratio_of_ratios": q, "ci95": [lo, hi], "reproduced": held, "reason": reason}
 
 
 # --------------------------------------------------------------------------- scope, verdict
@@ -249,17 +235,21 @@ def items_run(runs: list[dict]) -> int:
 def scope(original: dict, reproduction: dict) -> dict:
     """How much of the original campaign the re-run repeated, and what that costs the check."""
     orders = original["campaign"]["order"], reproduction["campaign"]["order"]
+    plans = [f"{c['rounds']} rounds" if c.get("rounds") else c["order"]
+             for c in (original["campaign"], reproduction["campaign"])]
     items = items_run(original["runs"]), items_run(reproduction["runs"])
     spot = len(orders[1]) < len(orders[0]) or items[1] < items[0]
     if spot:
         timed = claim(reproduction["comparison"])["items"]
-        note = (f"spot check, weaker than the original: {len(orders[1])} runs instead of {len(orders[0])} "
-                f"({orders[1]} vs {orders[0]}), {items[1]} of {items[0]} items; the new interval rests on "
-                f"{items[1] if timed is None else timed} timed items and {len(orders[1])} runs only")
+        fewer = [f"{len(orders[1])} runs instead of {len(orders[0])} ({plans[1]} vs {plans[0]})"] \
+            if len(orders[1]) < len(orders[0]) else []
+        note = (f"spot check, weaker than the original: {', '.join(fewer + [f'{items[1]} of {items[0]} items'])}; "
+                f"the new interval rests on {items[1] if timed is None else timed} timed items and "
+                f"{len(orders[1])} runs only")
         if items[1] < items[0]:
             note += ", and is held to the original's interval on the same items"
     else:
-        note = f"full re-run: {orders[1]}, {items[1]} of {items[0]} items"
+        note = f"full re-run: {plans[1]}, {items[1]} of {items[0]} items"
     return {"order": orders[1], "order_original": orders[0], "items": items[1], "items_original": items[0],
             "spot_check": spot, "note": note}
 
@@ -274,6 +264,8 @@ def verdict(comparison: dict, outputs: dict, timing: dict) -> str:
 
 def receipt(original: dict, reproduction: dict) -> dict:
     """The receipt from two loaded bundles (load()), the divergence left empty."""
+    from harness import analysis
+
     ma, mb = machine(original["environment"]), machine(reproduction["environment"])
     same, why = same_class(ma, mb)
     outputs = compare_outputs(original["runs"], reproduction["runs"], same)
@@ -282,7 +274,7 @@ def receipt(original: dict, reproduction: dict) -> dict:
     everything = {it["id"] for r in original["runs"] for it in r["items"]}
     held_to = claimed if ran >= everything else claim_on(original, ran)
     timing = {**judge_timing(held_to, claim(reproduction["comparison"])), "claimed": claimed,
-              "overloaded": overloaded(reproduction["runs"])}
+              "overloaded": analysis.overloaded([r for r in reproduction["runs"] if r["status"] == "ok"])}
     word = verdict(reproduction["comparison"], outputs, timing)
     return records.reproduction_receipt(
         campaign=original["campaign"]["name"],
@@ -318,9 +310,10 @@ def outputs_text(outputs: dict) -> str:
 
 
 # --------------------------------------------------------------------------- running
-def campaign_for(original: dict, repo: Path, order: str | None, items: int | None):
+def campaign_for(original: dict, repo: Path, order: str | None, items: int | None, rounds: int | None = None):
     """The campaign as the bundle ran it, from the repository's campaign file, at the
-    recorded SHAs, with the recorded overrides (and --order/--items on top)."""
+    recorded SHAs, with the recorded overrides (and --order/--rounds/--items on top); a
+    campaign of rounds gets a fresh shuffle."""
     from harness import spec
 
     recorded = original["campaign"]
@@ -331,7 +324,10 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
         rev = recorded["revisions"][variant]
         if rev["rev"] != rev["sha"]:  # WORKTREE or a moved branch would name another commit now
             overrides[variant] = rev["sha"]
-    overrides.update(spec.parse_overrides(order=order, items=items))
+    if order is not None or rounds is not None:
+        overrides.pop("order", None)
+        overrides.pop("rounds", None)
+    overrides.update(spec.parse_overrides(order=order, items=items, rounds=rounds))
     from harness.verify import AnchorError, anchor, repository
 
     try:  # the repository's own campaign file, never one inside a bundle

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from harness import bundle, cleanup, comparison, environment, figure, records, revisions
+from harness import bundle, cleanup, comparison, environment, figure, records, revisions, verdict
 from harness.fsutil import path_digest, read_json, sha256_bytes
 from harness.progress import Silent
 from harness.spec import Campaign, SpecError
@@ -42,8 +42,8 @@ class Outcome:
     @property
     def exit_code(self) -> int:
         if self.comparison["status"] != "complete":
-            return 4
-        return 0 if self.comparison["parity"]["identical"] else 3
+            return verdict.FAILED
+        return verdict.OK if self.comparison["parity"]["identical"] else verdict.PARITY
 
 
 class Interrupted(Exception):
@@ -118,6 +118,29 @@ def load_golden(campaign: Campaign) -> tuple[dict, bytes] | None:
     return golden, raw
 
 
+def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
+    """The pinned noise-floor file, parsed, and its bytes (copied into the bundle as they are)."""
+    if campaign.noise_floor is None:
+        return None
+    where = f"{campaign.source}: noise_floor"
+    try:
+        raw = campaign.noise_floor.read_bytes()
+        doc = json.loads(raw.decode())
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{where}.path: cannot read '{campaign.noise_floor}': {exc}") from None
+    if sha256_bytes(raw) != campaign.noise_floor_sha256:
+        raise SpecError(f"{where}.sha256: '{campaign.noise_floor}' has sha256 {sha256_bytes(raw)[:16]}..., "
+                        f"pinned {campaign.noise_floor_sha256[:16]}...")
+    floor = doc.get("floor") if isinstance(doc, dict) else None
+    if doc.get("schema") != records.SCHEMAS["noise_floor"] or not isinstance(floor, (int, float)) \
+            or isinstance(floor, bool) or not 0 <= floor <= 0.5:
+        raise SpecError(f"{where}.path: '{campaign.noise_floor}' is not a noise-floor file of `harness calibrate`")
+    if doc.get("campaign") != campaign.name:
+        raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {doc.get('campaign')!r}, "
+                        f"not {campaign.name!r}")
+    return doc, raw
+
+
 def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | None) -> dict:
     def rel(p: Path | None) -> str | None:
         if p is None:
@@ -132,11 +155,12 @@ def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | 
 
 class Runner:
     def __init__(self, campaign: Campaign, out: Path | None, force: bool = False, progress=None,
-                 check_only: bool = False):
-        self.campaign = campaign
+                 check_only: bool = False, calibration: bool = False):
+        self.campaign = campaign.with_seed()  # rounds: the shuffle settled (and recorded) now
         self.out = out
         self.force = force
         self.check_only = check_only  # `harness check`: the pre-flight only, no bundle
+        self.calibration = calibration  # `harness calibrate`: base against base, one SHA allowed
         self.progress = progress or Silent()
         self.ledger = cleanup.Ledger()
         self.current: subprocess.Popen | None = None
@@ -163,6 +187,7 @@ class Runner:
         with contextlib.nullcontext() if self.check_only else bundle.OutputLock(self.out):
             inputs = prepare_inputs(campaign, self.progress.note)
             golden = load_golden(campaign)
+            floor = load_noise_floor(campaign)
             repo = revisions.target_repo(campaign)
             workload_path = campaign.workload.path
             if workload_path is not None and not workload_path.is_dir():
@@ -174,7 +199,7 @@ class Runner:
             try:
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
-                if materialized["base"].sha == materialized["candidate"].sha:
+                if materialized["base"].sha == materialized["candidate"].sha and not self.calibration:
                     raise SpecError(_same_revision(campaign, repo, materialized["base"].sha))
                 problems = self.preflight(scratch, materialized, inputs)
                 problems = [p + revisions.untracked_hint(campaign, repo, p) for p in problems]
@@ -185,7 +210,7 @@ class Runner:
                 if self.check_only:
                     return None
                 staging = bundle.Staging(self.out)
-                return self._campaign(staging, scratch, materialized, inputs, golden)
+                return self._campaign(staging, scratch, materialized, inputs, golden, floor)
             except BaseException:
                 if staging is not None:
                     staging.discard()
@@ -196,7 +221,7 @@ class Runner:
                 self.ledger.kill_all()
                 shutil.rmtree(scratch, ignore_errors=True)
 
-    def _campaign(self, staging, scratch, materialized, inputs, golden) -> Outcome:
+    def _campaign(self, staging, scratch, materialized, inputs, golden, floor) -> Outcome:
         campaign = self.campaign
         env = worker_env(campaign)
         repo_root = _repo_root(campaign.source)
@@ -212,6 +237,9 @@ class Runner:
         if golden is not None:
             golden, golden_raw = golden
             staging.write_bytes(records.GOLDEN, golden_raw)
+        if floor is not None:
+            floor, floor_raw = floor
+            staging.write_bytes(records.NOISE_FLOOR, floor_raw)
 
         started = time.time()
         deadline = time.monotonic() + campaign.campaign_timeout_s
@@ -240,7 +268,8 @@ class Runner:
                                                 runs_planned=len(labels), runs_started=len(runs))
         staging.write_json(records.CLEANUP, cleanup_receipt)
         staging.write_json(records.RUNNER, runner_receipt)
-        result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden, staging.arrays_dir)
+        result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden, staging.arrays_dir,
+                                   floor=floor)
         staging.write_json(records.COMPARISON, result)
         # Rendered outside the bundle, then copied in through a temporary file and a rename.
         figure.render(result, runs, scratch / "figure.png")

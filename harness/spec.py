@@ -9,12 +9,19 @@ from typing import Any
 
 import yaml
 
-DEFAULT_ORDER = "ABBA"
+from harness import records
+
+# Rounds, not ABBA: each round one A and one B in a fresh random order (RMIT), and enough
+# rounds that the spread of per-round ratios (the run-to-run variance) can be estimated.
+# 20 rounds of ~1 s runs take about 1.5 minutes with process start-up.
+DEFAULT_ROUNDS = 20
+MAX_ROUNDS = 100
+MAX_SEED = 2**32 - 1
 DEFAULT_SLOTS = 4
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
 DEFAULT_THRESHOLD = 0.02
-MAX_RUNS = 64
+MAX_RUNS = 2 * MAX_ROUNDS
 CALL_MODES = ("equal", "per_variant")
 MAX_SLOTS = 256
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
@@ -92,15 +99,32 @@ class Campaign:
     build: tuple[tuple[str, ...], ...] = ()  # commands run in each exported revision tree
     notes: str = ""
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
+    rounds: int | None = None  # None: the explicit `order` string
+    seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
+    noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
+    noise_floor_sha256: str | None = None
+
+    def with_seed(self, seed: int | None = None) -> "Campaign":
+        """A campaign of rounds with its order settled: the YAML's seed, else `seed`, else a
+        fresh random one (recorded in the bundle). An explicit order is returned as is."""
+        if self.rounds is None:
+            return self
+        import secrets
+
+        from harness.records import round_order
+
+        if self.seed is not None:
+            seed = self.seed
+        elif seed is None:
+            seed = secrets.randbelow(MAX_SEED + 1)
+        return replace(self, seed=seed, order=round_order(self.rounds, seed))
 
     def revision(self, variant: str) -> Revision:
         return self.base if variant == "base" else self.candidate
 
     def labels(self) -> list[tuple[str, str]]:
         """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2."""
-        from harness.records import labels
-
-        return labels(self.order)
+        return records.labels(self.order)
 
 
 class _Reader:
@@ -182,14 +206,17 @@ def load(path: str | Path, overrides: dict | None = None) -> Campaign:
     return loads(raw, source.resolve(), overrides)
 
 
-OVERRIDES = ("base", "candidate", "order", "items", "params")
+OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params")
 
 
-def parse_overrides(base=None, candidate=None, order=None, items=None, params=()) -> dict:
-    """Command-line overrides (`--base REV --candidate REV --order ABAB --items N --param K=V`)
-    as the dict a bundle records; a --param value is read as YAML (`3` is a number)."""
+def parse_overrides(base=None, candidate=None, order=None, items=None, params=(), rounds=None) -> dict:
+    """Command-line overrides (`--base REV --candidate REV --order ABAB | --rounds N --items N
+    --param K=V`) as the dict a bundle records; a --param value is read as YAML (`3` is a number)."""
+    if order is not None and rounds is not None:
+        raise SpecError("--order and --rounds: give one of them")
     out = {}
-    for key, value in (("base", base), ("candidate", candidate), ("order", order), ("items", items)):
+    for key, value in (("base", base), ("candidate", candidate), ("order", order), ("rounds", rounds),
+                       ("items", items)):
         if value is not None:
             out[key] = value
     for text in params:
@@ -217,8 +244,10 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
             data[variant] = {**(data.get(variant) if isinstance(data.get(variant), dict) else {}),
                              "rev": overrides[variant]}
             data[variant].pop("fence", None)  # a fence pins the YAML's revision, not another one
-    if "order" in overrides:
-        data["order"] = overrides["order"]
+    for key, other in (("order", "rounds"), ("rounds", "order")):
+        if key in overrides:  # one replaces the other: a campaign has an order or rounds
+            data[key] = overrides[key]
+            data.pop(other, None)
     if "items" in overrides or "params" in overrides:
         wl = dict(data.get("workload") or {})
         if "items" in overrides:
@@ -250,7 +279,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     top = r.mapping(
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
-                 "slots", "timeouts", "stages", "env", "golden", "verdict", "build"},
+                 "rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden", "verdict", "build"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -301,11 +330,24 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
             build = tuple(build)
         inputs.append(Input(key, r.path(item["path"], f"{p}.path"), sha, build))
 
-    order = top.get("order", DEFAULT_ORDER)
-    if not isinstance(order, str) or not re.fullmatch(r"[AB]+", order or "") or "A" not in order or "B" not in order:
-        raise r.fail("order", "a string of A and B holding both letters, e.g. ABBA", order)
-    if len(order) > MAX_RUNS:
-        raise r.fail("order", f"at most {MAX_RUNS} runs", order)
+    if "order" in top and "rounds" in top:
+        raise r.fail("rounds", "either rounds or an explicit order, not both", show_got=False)
+    rounds = seed = None
+    if "order" in top:
+        order = top["order"]
+        if not isinstance(order, str) or not re.fullmatch(r"[AB]+", order or "") or "A" not in order \
+                or "B" not in order:
+            raise r.fail("order", "a string of A and B holding both letters, e.g. ABBA", order)
+        if len(order) > MAX_RUNS:
+            raise r.fail("order", f"at most {MAX_RUNS} runs", order)
+        if "seed" in top:
+            raise r.fail("seed", "no seed with an explicit order (the seed shuffles rounds)", show_got=False)
+    else:
+        rounds = int(r.number(top.get("rounds", DEFAULT_ROUNDS), "rounds", 1, MAX_ROUNDS, integer=True))
+        if top.get("seed") is not None:
+            seed = int(r.number(top["seed"], "seed", 0, MAX_SEED, integer=True))
+        # Until a seed is drawn (Campaign.with_seed), the order shows the shape of the plan.
+        order = records.round_order(rounds, seed) if seed is not None else "AB" * rounds
     slots = int(r.number(top.get("slots", DEFAULT_SLOTS), "slots", 1, MAX_SLOTS, integer=True))
 
     timeouts = r.mapping(top.get("timeouts", {}), "timeouts", {"run_s", "campaign_s"})
@@ -349,6 +391,11 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         g = r.mapping(top["golden"], "golden", {"path", "sha256"}, {"path", "sha256"})
         golden = r.path(g["path"], "golden.path")
         golden_sha256 = r.string(g["sha256"], "golden.sha256", HEX64_RE, "64 lowercase hex digits")
+    floor = floor_sha256 = None
+    if top.get("noise_floor") is not None:  # from `harness calibrate`, pinned like the golden file
+        g = r.mapping(top["noise_floor"], "noise_floor", {"path", "sha256"}, {"path", "sha256"})
+        floor = r.path(g["path"], "noise_floor.path")
+        floor_sha256 = r.string(g["sha256"], "noise_floor.sha256", HEX64_RE, "64 lowercase hex digits")
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
     threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
 
@@ -362,7 +409,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
-                    " ".join(notes.split()))
+                    " ".join(notes.split()), rounds=rounds, seed=seed, noise_floor=floor,
+                    noise_floor_sha256=floor_sha256)
 
 
 def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:

@@ -1,34 +1,12 @@
-"""Statistics beyond the mean, and the verdict a CI job can act on.
+"""Statistics, the maths only: Student's t interval, the Mann-Whitney U test and the
+bootstraps. No verdict words here (harness/verdict.py) and nothing that reads a clock;
+numpy only, so the parent process that builds comparison.json can import this without
+pandas or matplotlib.
 
-Pure functions over run records (README format); numpy only, so the parent process that
-builds comparison.json can import this without pandas or matplotlib. Everything here is
-deterministic: the bootstrap draws from ``numpy.random.default_rng(seed)`` with the seed
-recorded in the output, nothing reads a clock, and every float in the result is rounded to
-10 significant digits so that ``harness verify`` re-deriving comparison.json on another
-machine gets the same JSON even when libm or SIMD paths differ in the last bit.
-
-Verdict rule (``analyze``). Let r = candidate / base time and [lo, hi] its bootstrap 95%
-confidence interval, t the campaign's ``verdict.threshold`` (relative, e.g. 0.02):
-
-* a variant without any ``ok`` run                -> ``inconclusive``
-* hi < 1 - t                                      -> ``improved``
-* lo > 1 + t                                      -> ``regressed``
-* 1 - t <= lo and hi <= 1 + t                     -> ``equal``
-* anything else (the CI straddles a band edge)    -> ``inconclusive``
-
-and, as a guard against per-item timings that thread contention distorts, an ``improved``
-or ``regressed`` verdict becomes ``inconclusive`` when the run-level ratio of mean walls
-lies on the other side of the equal band (beyond 1 + t, resp. below 1 - t).
-
-r is the geometric mean over items of (mean candidate item wall / mean base item wall), the
-CI a percentile bootstrap over items (items resampled with replacement). Items enter only
-when they have a positive ``wall_s`` and no error in every ok run. When no item qualifies
-(workloads that do not time items), r falls back to the run level: mean candidate run wall
-/ mean base run wall, with base and candidate runs resampled independently.
-
-Failed and timed-out runs are excluded from everything here. The Mann-Whitney U test on
-the run walls is reported beside the verdict, not folded into it: with A/B/B/A (2 vs 2) the
-smallest two-sided p it can give is 1/3, and the result says so plainly.
+Every float a caller puts in comparison.json is rounded with ``sig10`` to 10 significant
+digits, so that `harness verify` re-deriving comparison.json on another machine gets the
+same JSON even when libm or SIMD paths differ in the last bit. The t quantile is the
+standard-library one of `harness/rehash.py`, so both checkers use the same number.
 """
 from __future__ import annotations
 
@@ -43,13 +21,10 @@ EXACT_MAX_N = 50  # exact U distribution (no ties) when both samples are this sm
 PERMUTATION_MAX = 50_000  # exact permutation p (with ties) up to this many arrangements
 _CHUNK = 1000  # bootstrap resamples drawn per block (fixed: part of the definition)
 
-VERDICTS = ("improved", "regressed", "equal", "inconclusive")
-EXIT_CODES = {"improved": 0, "equal": 0, "regressed": 5, "inconclusive": 6}
-EXIT_PARITY, EXIT_FAILED, EXIT_UNUSABLE = 3, 4, 2
 
 
 # --------------------------------------------------------------------------- helpers
-def _r(x: float | None) -> float | None:
+def sig10(x: float | None) -> float | None:
     """Round to DIGITS significant digits as a plain Python float (None and non-finite kept)."""
     if x is None:
         return None
@@ -59,16 +34,12 @@ def _r(x: float | None) -> float | None:
     return float(f"{x:.{DIGITS - 1}e}")
 
 
-def _mean(xs: Iterable[float]) -> float:
+def mean(xs: Iterable[float]) -> float:
     xs = [float(x) for x in xs]
     return math.fsum(xs) / len(xs)
 
 
-def _ok_runs(runs: list[dict]) -> list[dict]:
-    return [r for r in runs if r.get("status") == "ok" and _is_pos(r.get("wall_s"))]
-
-
-def _is_pos(x: Any) -> bool:
+def is_pos(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
@@ -216,209 +187,33 @@ def bootstrap_mean_ratio(base: list[float], cand: list[float], seed: int,
         ic = rng.integers(0, len(c), size=(k, len(c)))
         out[start:start + k] = (c[ic].sum(axis=1) / len(c)) / (b[ib].sum(axis=1) / len(b))
     lo, hi = _percentile_ci(out)
-    return {"geomean_ratio": _mean(cand) / _mean(base), "ci95": [lo, hi]}
+    return {"geomean_ratio": mean(cand) / mean(base), "ci95": [lo, hi]}
 
 
-# --------------------------------------------------------------------------- pieces
-def _item_table(ok: list[dict], key: str) -> tuple[dict[str, tuple[float, float]], int]:
-    """{item id: (mean base, mean candidate)} of ``key`` over items usable in every ok run,
-    and the number of items left out."""
-    per_run: list[tuple[str, dict[str, dict]]] = []
-    for run in ok:
-        items = run.get("items") or []
-        per_run.append((run["variant"], {str(it.get("id")): it for it in items
-                                         if isinstance(it, dict)}))
-    if not per_run:
-        return {}, 0
-    ids = sorted(set().union(*(set(m) for _, m in per_run)))
-    table: dict[str, tuple[float, float]] = {}
-    dropped = 0
-    for item in ids:
-        vals: dict[str, list[float]] = {"base": [], "candidate": []}
-        usable = True
-        for variant, m in per_run:
-            it = m.get(item)
-            if it is None or it.get("error") or not _is_pos(it.get(key)):
-                usable = False
-                break
-            vals[variant].append(float(it[key]))
-        if usable and vals["base"] and vals["candidate"]:
-            table[item] = (_mean(vals["base"]), _mean(vals["candidate"]))
-        else:
-            dropped += 1
-    return table, dropped
+# --------------------------------------------------------------------------- Student's t
+TRIM = 0.2  # share of values trimmed from each end (Tukey & McLaughlin; Wilcox recommends 20%)
 
 
-def _drift(base: list[dict], cand: list[dict], threshold: float) -> dict:
-    def one(runs: list[dict]) -> dict | None:
-        if len(runs) < 2:
-            return None
-        first, last = runs[0], runs[-1]
-        change = (last["wall_s"] - first["wall_s"]) / first["wall_s"]
-        return {"first": first.get("label"), "last": last.get("label"),
-                "first_s": _r(first["wall_s"]), "last_s": _r(last["wall_s"]),
-                "change_pct": _r(100.0 * change)}
+def t_interval(values: list[float], level: float = 0.95, trim: float = TRIM) -> dict:
+    """The trimmed mean of ``values`` and its two-sided Tukey-McLaughlin (Yuen) interval:
+    g = floor(trim n) values cut from each end, h = n - 2g kept, standard error
+    sqrt((n - 1) s_w^2 / (h (h - 1))) with s_w^2 the variance of the winsorized values,
+    Student's t with h - 1 degrees of freedom. With g = 0 (n < 5 at 20%) it is the plain
+    t interval. One burst that hits one run, or a heavy tail, then moves neither the
+    centre nor the width much, while normal values keep close to nominal coverage.
+    Needs h >= 2; sd and the interval are None below."""
+    from harness.rehash import t_quantile
 
-    out: dict[str, Any] = {"base": one(base), "candidate": one(cand), "effect_pct": None,
-                           "max_abs_drift_pct": None, "flagged": False, "rule": (
-                               "flagged when the larger |first-to-last change| of a variant "
-                               "is at least half the effect and at least the threshold")}
-    if base and cand:
-        effect = (_mean(r["wall_s"] for r in cand) - _mean(r["wall_s"] for r in base)) \
-            / _mean(r["wall_s"] for r in base)
-        out["effect_pct"] = _r(100.0 * effect)
-        drifts = [abs(d["change_pct"]) for d in (out["base"], out["candidate"]) if d]
-        if drifts:
-            m = max(drifts)
-            out["max_abs_drift_pct"] = _r(m)
-            out["flagged"] = bool(m >= max(50.0 * abs(effect), 100.0 * threshold))
-    return out
-
-
-def _decide(lo: float, hi: float, run_ratio: float | None, threshold: float,
-            what: str) -> tuple[str, str]:
-    t = threshold
-    band = f"[{1 - t:.4f}, {1 + t:.4f}]"
-    ci = f"95% CI [{lo:.4f}, {hi:.4f}] of {what}"
-    if hi < 1 - t:
-        verdict, reason = "improved", f"{ci} lies below the equal band {band}"
-    elif lo > 1 + t:
-        verdict, reason = "regressed", f"{ci} lies above the equal band {band}"
-    elif lo >= 1 - t and hi <= 1 + t:
-        return "equal", f"{ci} lies inside the equal band {band}"
-    else:
-        return "inconclusive", f"{ci} straddles an edge of the equal band {band}"
-    if run_ratio is not None and (
-            (verdict == "improved" and run_ratio > 1 + t)
-            or (verdict == "regressed" and run_ratio < 1 - t)):
-        return "inconclusive", (f"{reason}, but the run-level ratio of mean walls "
-                                f"{run_ratio:.4f} lies on the other side of the band")
-    return verdict, reason
-
-
-# --------------------------------------------------------------------------- analyze
-def analyze(runs: list[dict], threshold: float, seed: int = 1130,
-            resamples: int = 10000) -> dict:
-    """Drift, per-item paired ratio with bootstrap CI, Mann-Whitney U and the verdict.
-
-    ``runs``: run records in execution order. See the module docstring for the verdict
-    rule. The result is JSON-able (plain floats, rounded to 10 significant digits) and a
-    pure function of its arguments.
-    """
-    threshold = float(threshold)
-    if not (threshold >= 0 and math.isfinite(threshold)):
-        raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
-    if resamples < 1:
-        raise ValueError("resamples must be >= 1")
-    ok = _ok_runs(runs)
-    base = [r for r in ok if r.get("variant") == "base"]
-    cand = [r for r in ok if r.get("variant") == "candidate"]
-    warnings: list[str] = []
-    excluded = [str(r.get("label")) for r in runs if r not in ok]
-    if excluded:
-        warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
-
-    result: dict[str, Any] = {
-        "seed": int(seed), "resamples": int(resamples), "threshold": _r(threshold),
-        "drift": _drift(base, cand, threshold),
-        "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0,
-                   "geomean_ratio": None, "ci95": None, "cpu": None},
-        "mann_whitney": None, "verdict": "inconclusive", "verdict_reason": "",
-        "warnings": warnings,
-    }
-    mw = mann_whitney([r["wall_s"] for r in base], [r["wall_s"] for r in cand])
-    mw = {k: (_r(v) if isinstance(v, float) else v) for k, v in mw.items()}
-    mw["metric"] = "run wall_s"
-    result["mann_whitney"] = mw
-    if mw["warning"]:
-        warnings.append(mw["warning"])
-    if result["drift"]["flagged"]:
-        d = result["drift"]
-        warnings.append(
-            f"drift: a variant changed by {d['max_abs_drift_pct']:.2f}% from its first to its "
-            f"last run, comparable to the effect ({d['effect_pct']:.2f}%)")
-
-    if not base or not cand:
-        missing = " and ".join(v for v, rs in (("base", base), ("candidate", cand)) if not rs)
-        result["verdict_reason"] = f"no ok {missing} run"
-        return result
-
-    run_ratio = _mean(r["wall_s"] for r in cand) / _mean(r["wall_s"] for r in base)
-    paired = result["paired"]
-    table, dropped = _item_table(ok, "wall_s")
-    paired["items_excluded"] = dropped
-    if table:
-        ratios = [c / b for b, c in table.values()]
-        bs = bootstrap_geomean(ratios, seed, resamples)
-        paired.update(items=len(table), geomean_ratio=_r(bs["geomean_ratio"]),
-                      ci95=[_r(v) for v in bs["ci95"]])
-        what = f"the geometric-mean item wall ratio over {len(table)} items"
-        if dropped:
-            warnings.append(f"{dropped} item(s) left out of the paired comparison "
-                            "(error or no positive wall_s in some ok run)")
-        ctable, _ = _item_table(ok, "cpu_s")
-        if ctable:
-            cbs = bootstrap_geomean([c / b for b, c in ctable.values()], seed + 1, resamples)
-            paired["cpu"] = {"metric": "item cpu_s", "items": len(ctable),
-                             "geomean_ratio": _r(cbs["geomean_ratio"]),
-                             "ci95": [_r(v) for v in cbs["ci95"]], "seed": int(seed) + 1}
-    else:
-        bs = bootstrap_mean_ratio([r["wall_s"] for r in base], [r["wall_s"] for r in cand],
-                                  seed, resamples)
-        paired.update(metric="run wall_s", geomean_ratio=_r(bs["geomean_ratio"]),
-                      ci95=[_r(v) for v in bs["ci95"]])
-        what = "the run-level ratio of mean walls (items carry no usable timings)"
-        warnings.append("items carry no usable timings: the ratio and its CI fall back to "
-                        "run-level walls")
-    lo, hi = paired["ci95"]
-    result["verdict"], result["verdict_reason"] = _decide(lo, hi, run_ratio, threshold, what)
-    return result
-
-
-# --------------------------------------------------------------------------- verdict line
-def verdict_exit_code(comparison: dict) -> int:
-    """0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign
-    failed, 2 unusable input (no stats / unknown verdict)."""
-    if not isinstance(comparison, dict):
-        return EXIT_UNUSABLE
-    if comparison.get("status") != "complete":
-        return EXIT_FAILED
-    parity = comparison.get("parity")
-    if not isinstance(parity, dict) or parity.get("identical") is not True:
-        return EXIT_PARITY
-    stats = comparison.get("stats")
-    if not isinstance(stats, dict):
-        return EXIT_UNUSABLE
-    return EXIT_CODES.get(stats.get("verdict"), EXIT_UNUSABLE)
-
-
-def verdict_line(comparison: dict, exit_word: str = "exit") -> str:
-    """One line for humans and CI logs, e.g.
-    ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...``.
-    exit_word: how the code is introduced (`harness run` says whose code it is)."""
-    from harness.parity import explain
-
-    code = verdict_exit_code(comparison)
-    if code == EXIT_FAILED:
-        return (f"verdict: campaign failed ({exit_word} {code}): "
-                f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
-    if code == EXIT_PARITY:
-        return f"verdict: parity mismatch ({exit_word} {code}): {explain(comparison)}"
-    stats = comparison.get("stats")
-    if code == EXIT_UNUSABLE:
-        return f"verdict: unusable ({exit_word} {code}): comparison.json has no usable stats"
-    parts = [f"verdict: {stats['verdict']} ({exit_word} {code})"]
-    paired = stats.get("paired") or {}
-    if paired.get("geomean_ratio") is not None and paired.get("ci95"):
-        lo, hi = paired["ci95"]
-        parts.append(f"candidate/base {paired['geomean_ratio']:.4f} "
-                     f"[{lo:.4f}, {hi:.4f}] ({paired.get('metric')}, 95% CI, "
-                     f"threshold {100 * float(stats.get('threshold') or 0):.1f}%)")
-    wall = comparison.get("wall") or {}
-    if wall.get("base_mean_s") is not None and wall.get("candidate_mean_s") is not None:
-        txt = f"wall {wall['base_mean_s']:.3f} s -> {wall['candidate_mean_s']:.3f} s"
-        if wall.get("saving_pct") is not None and wall.get("speedup") is not None:
-            txt += f" ({wall['saving_pct']:.1f}% saving, {wall['speedup']:.3f}x)"
-        parts.append(txt)
-    parts.append("parity identical")
-    return parts[0] + ": " + "; ".join(parts[1:])
+    x = sorted(values)
+    n = len(x)
+    g = int(trim * n)
+    h = n - 2 * g
+    m = math.fsum(x[g:n - g]) / h
+    if h < 2:
+        return {"n": n, "trimmed": g, "mean": m, "sd": None, "q": None, "ci": None}
+    w = [min(max(v, x[g]), x[n - g - 1]) for v in x]
+    wm = math.fsum(w) / n
+    sw2 = math.fsum((v - wm) ** 2 for v in w) / (n - 1)
+    se = math.sqrt((n - 1) * sw2 / (h * (h - 1)))
+    q = t_quantile(0.5 + level / 2.0, h - 1)
+    return {"n": n, "trimmed": g, "mean": m, "sd": math.sqrt(sw2), "q": q, "ci": [m - q * se, m + q * se]}

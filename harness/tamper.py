@@ -395,9 +395,12 @@ def rederive(root: Path) -> None:
     runs = [_load(root, records.run_path(label)) for label in campaign["labels"][:runner["runs_started"]]
             if (root / records.run_path(label)).is_file()]
     golden = _load(root, records.GOLDEN) if (root / records.GOLDEN).is_file() else None
+    floor = _load(root, records.NOISE_FLOOR) if (root / records.NOISE_FLOOR).is_file() else None
+    claimed = _load(root, records.COMPARISON) if (root / records.COMPARISON).is_file() else {}
     try:
         result = comparison.derive(campaign, runs, runner, _load(root, records.CLEANUP), golden,
-                                   root / "data" / "arrays")
+                                   root / "data" / "arrays", claimed.get("schema") if isinstance(claimed, dict) else None,
+                                   floor)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
     _dump(root, records.COMPARISON, result)
@@ -449,15 +452,15 @@ def swap_identities(root: Path) -> None:
 
 
 def cherry_pick(root: Path) -> None:
-    """Order shortened to AB; the dropped runs' records, logs, ledger rows and arrays removed;
-    receipts made consistent. Only campaign.yaml still says ABBA."""
+    """Order shortened to its first round (AB or BA, as it ran); the dropped runs' records, logs, ledger rows and arrays removed;
+    receipts made consistent. Only campaign.yaml still says what was run (rounds, or ABBA)."""
     campaign = _load(root, records.CAMPAIGN_JSON)
-    keep = ["A1", "B1"]
+    keep = campaign["labels"][:2]  # A1 and B1 in the order they ran (rounds shuffle them)
     for label in campaign["labels"]:
         if label not in keep:
             (root / records.run_path(label)).unlink()
             (root / records.log_path(label)).unlink()
-    campaign.update(order="AB", labels=keep)
+    campaign.update(order="".join(label[0] for label in keep), labels=keep, rounds=None, seed=None)
     _dump(root, records.CAMPAIGN_JSON, campaign)
     edit_json(records.RUNNER, lambda r: r.update(runs_planned=2, runs_started=2))(root)
 

@@ -56,7 +56,8 @@ def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
 def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
     try:
         derived = comparison.derive(docs["campaign"], docs["runs"], docs["runner"], docs["cleanup"],
-                                    docs["golden"], root / "data" / "arrays")
+                                    docs["golden"], root / "data" / "arrays", docs["claimed"].get("schema"),
+                                    docs["noise_floor"])
     except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
         check.fail(records.COMPARISON, f"cannot be re-derived from the run records "
                                        f"({exc.__class__.__name__}: {str(exc)[:80]})")
@@ -78,6 +79,7 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
     except (OSError, spec.SpecError) as exc:
         check.fail(records.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return
+    parsed = parsed.with_seed(campaign["seed"])  # a seed the runner drew is recorded, not in the YAML
     shas = {v: (parsed.revision(v).rev, campaign["revisions"][v]["sha"]) for v in ("base", "candidate")}
     want = records.campaign(parsed, shas, rel=lambda p: None)
     for path, expected, got in rehash.diff(want, campaign):

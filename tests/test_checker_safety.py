@@ -102,9 +102,12 @@ def test_a_record_naming_a_path_outside_is_not_opened(demo_bundle, tmp_path):
 def test_records_and_rehash_spell_the_format_alike():
     """rehash.py cannot import the harness; the format it checks must be the one written."""
     assert rehash.SCHEMAS == records.SCHEMAS
+    assert rehash.LEGACY_SCHEMAS == records.LEGACY_SCHEMAS
+    for rounds, seed in ((1, 0), (7, 12345), (40, 2**32 - 1)):
+        assert rehash.round_order(rounds, seed) == records.round_order(rounds, seed)
     for name in ("BAGIT", "BAG_INFO", "MANIFEST", "TAGMANIFEST", "TAG_FILES", "CAMPAIGN_YAML", "CAMPAIGN_JSON",
                  "ENVIRONMENT", "COMPARISON", "FIGURE", "GOLDEN", "REVISIONS", "INPUTS", "CLEANUP", "RUNNER", "BUILDS",
-                 "REPRODUCTION", "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
+                 "REPRODUCTION", "NOISE_FLOOR", "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
         assert getattr(rehash, name) == getattr(records, name), name
     receipt = records.reproduction_receipt(campaign="c", original={}, reproduction={}, machines={}, scope={},
                                            outputs={}, timing={}, verdict="reproduced", exit_code=0)

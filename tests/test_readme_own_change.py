@@ -19,7 +19,8 @@ def test_readme_commands_from_an_empty_folder(tmp_path):
     result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "parity: identical (24/24 fields, 8 per run compared with the reference, 8 items, 0 recorded errors)" in result.stdout
+    # 20 rounds (the default): 39 runs compared with the reference, 8 fields each
+    assert "parity: identical (312/312 fields, 8 per run compared with the reference, 8 items, 0 recorded errors)" in result.stdout
     assert result.stdout.splitlines()[-2].startswith("OK bench/out: ")
     repo = tmp_path / "fastsum"
     # The change is still uncommitted, the repository untouched.

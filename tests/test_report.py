@@ -10,7 +10,7 @@ import pytest
 from harness.cli import main as cli
 from harness.figure import render
 from harness.report import find_bundles, render_bundle, render_report
-from harness.stats import analyze
+from harness.legacy import analyze_v2 as analyze
 
 BASE_ITEMS = [0.010, 0.020, 0.030, 0.015, 0.025, 0.012]
 
@@ -248,3 +248,26 @@ def test_a_sealed_bundle_is_reported_as_verified(demo_bundle, tmp_path, capsys):
     text = (root / "REPORT.md").read_text()
     assert "does not verify" not in text
     assert "| yes " in text.split("## ")[0]  # the summary table's verified column
+
+
+def test_rounds_statistics_show_the_band_and_a_per_item_table_worst_first():
+    from harness import analysis
+    from harness.report import _stats_section
+
+    runs = []
+    for k in range(1, 7):
+        for variant, letter in (("base", "A"), ("candidate", "B")):
+            items = [{"id": f"item{j:02d}", "error": None, "fields": {},
+                      "wall_s": 0.01 * (1 + j) * ((2.0 if j == 3 else 0.5) if variant == "candidate" else 1.0)
+                      * (1 + 0.001 * k)} for j in range(14)]
+            for it in items:
+                it["cpu_s"] = it["wall_s"]
+            runs.append({"label": f"{letter}{k}", "variant": variant, "status": "ok", "items": items,
+                         "wall_s": sum(it["wall_s"] for it in items), "machine": {}})
+    stats = analysis.analyze(runs, 0.02)
+    text = "\n".join(_stats_section({"stats": stats}))
+    assert "**Verdict: improved** against the equal band +-2.00% (threshold 2.00%, no noise floor pinned)" in text
+    assert "Per item, worst first: 1 of 14 items regressed beyond the band" in text
+    table = [line for line in text.splitlines() if line.startswith("| item") and "candidate/base" not in line]
+    assert table[0].startswith("| item03 ") and len(table) == 10  # capped
+    assert "... and 4 more item(s)" in text

@@ -236,6 +236,7 @@ def test_demo_worker_never_imports_torch(tmp_path):
     (tmp_path / "probe_demo.py").write_text(textwrap.dedent(PROBE_DEMO.format(workloads=str(CAMPAIGNS / "workloads"))))
     d["workload"] = {"entry": "probe_demo:setup", "path": str(tmp_path),
                      "params": {**d["workload"]["params"], "items": 2, "length": 500}}
+    d.pop("rounds", None)
     d["order"] = "AB"
     d.pop("golden", None)
     campaign = tmp_path / "demo-probe.yaml"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, cache_env, harness, no_traceback
-from harness import spec
+from harness import records, spec
 
 DELETE = object()
 SOURCE = Path("/campaigns/x.yaml")
@@ -71,10 +71,49 @@ def test_valid_campaign_parses():
     assert c.golden_sha256 == HEX
 
 
+def test_rounds_shuffle_each_round_from_a_recorded_seed():
+    d = {k: copy.deepcopy(VALID[k]) for k in ("name", "target", "base", "candidate", "workload")}
+    c = spec.parse({**d, "rounds": 12}, SOURCE)
+    fixed = c.with_seed(7)
+    assert fixed.seed == 7 and fixed.order == records.round_order(12, 7) == c.with_seed(7).order
+    assert all(fixed.order[i:i + 2] in ("AB", "BA") for i in range(0, 24, 2))
+    assert len({c.with_seed(s).order for s in range(20)}) > 1  # the seed decides
+    assert c.with_seed().seed is not None  # drawn when the YAML gives none
+    pinned = spec.parse({**d, "rounds": 12, "seed": 3}, SOURCE)
+    assert pinned.order == records.round_order(12, 3) and pinned.with_seed(99).seed == 3
+    with pytest.raises(spec.SpecError, match="rounds: expected either rounds or an explicit order"):
+        spec.parse({**d, "rounds": 3, "order": "AB"}, SOURCE)
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("rounds", 0, "rounds: expected an integer from 1 to 100"),
+    ("rounds", 101, "rounds: expected an integer from 1 to 100"),
+    ("rounds", "ten", "rounds: expected an integer from 1 to 100"),
+    ("seed", -1, "seed: expected an integer from 0 to 4.29497e+09"),
+    ("seed", 1.5, "seed: expected an integer from 0"),
+])
+def test_rounds_validation(key, value, expected):
+    d = {k: v for k, v in copy.deepcopy(VALID).items() if k != "order"}
+    with pytest.raises(spec.SpecError) as err:
+        spec.parse({**d, key: value}, SOURCE)
+    assert f"{SOURCE}: {expected}" in str(err.value)
+
+
+def test_rounds_and_order_overrides_replace_each_other():
+    raw = yaml.safe_dump({**VALID}).encode()
+    assert spec.loads(raw, SOURCE, spec.parse_overrides(rounds=6)).rounds == 6
+    rounds_yaml = yaml.safe_dump({k: v for k, v in VALID.items() if k != "order"} | {"rounds": 4}).encode()
+    back = spec.loads(rounds_yaml, SOURCE, spec.parse_overrides(order="ABAB"))
+    assert (back.order, back.rounds) == ("ABAB", None)
+    with pytest.raises(spec.SpecError, match="--order and --rounds"):
+        spec.parse_overrides(order="AB", rounds=3)
+
+
 def test_defaults():
     d = {k: copy.deepcopy(VALID[k]) for k in ("name", "target", "base", "candidate", "workload")}
     c = spec.parse(d, SOURCE)
-    assert (c.order, c.slots, c.run_timeout_s, c.campaign_timeout_s, c.threshold) == ("ABBA", 4, 600.0, 1200.0, 0.02)
+    assert (c.rounds, c.seed, c.slots, c.run_timeout_s, c.campaign_timeout_s, c.threshold) == (
+        spec.DEFAULT_ROUNDS, None, 4, 600.0, 1200.0, 0.02)
     assert c.inputs == () and c.stages == {} and c.env == {} and c.golden is None and c.description == ""
 
 
@@ -155,7 +194,8 @@ CASES = [
     ("order", "abba", "order: expected a string of A and B"),
     ("order", "ABBA\n", "order: expected a string of A and B"),
     ("order", ["A", "B"], "order: expected a string of A and B"),
-    ("order", "AB" * 33, "order: expected at most 64 runs"),
+    ("order", "AB" * 101, "order: expected at most 200 runs"),
+    ("seed", 3, "seed: expected no seed with an explicit order"),
     ("slots", 0, "slots: expected an integer from 1 to 256"),
     ("slots", 257, "slots: expected an integer from 1 to 256"),
     ("slots", 2.0, "slots: expected an integer"),
@@ -376,8 +416,8 @@ def test_golden_file_that_is_not_the_pinned_one(tmp_path, cache):
 
 def test_a_key_given_twice_is_an_error(tmp_path):
     path = tmp_path / "twice.yaml"
-    path.write_text((CAMPAIGNS / "demo.yaml").read_text() + "\norder: BAAB\n")
-    with pytest.raises(spec.SpecError, match=r"twice.yaml: not valid YAML at line \d+.*'order' appears twice"):
+    path.write_text((CAMPAIGNS / "demo.yaml").read_text() + "\nrounds: 7\n")
+    with pytest.raises(spec.SpecError, match=r"twice.yaml: not valid YAML at line \d+.*'rounds' appears twice"):
         spec.load(path)
 
 

@@ -1,4 +1,6 @@
-"""harness.stats against known answers: exact and normal U, a fixed-seed bootstrap, verdicts."""
+"""harness.stats against known answers: exact and normal U, a fixed-seed bootstrap, Student's t;
+comparison/v2's analysis (harness.legacy, still used to verify the bundles written under it);
+the verdict words and exit codes (harness.verdict)."""
 from __future__ import annotations
 
 import itertools
@@ -11,7 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import stats
-from harness.stats import analyze, mann_whitney, verdict_exit_code, verdict_line
+from harness.legacy import analyze_v2 as analyze
+from harness.rehash import t_cdf, t_quantile
+from harness.stats import mann_whitney
+from harness.verdict import exit_code as verdict_exit_code, line as verdict_line
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -134,6 +139,31 @@ def test_large_samples_use_normal_and_agree_with_exact():
 def test_no_runs_in_a_variant():
     res = mann_whitney([], [1.0])
     assert res["p"] is None and res["enough"] is False and res["warning"]
+
+
+# ----------------------------------------------------------------------------- Student's t
+@pytest.mark.parametrize("df, q", [  # published two-sided 95% critical values
+    (1, 12.7062047362), (2, 4.3026527297), (4, 2.7764451052), (9, 2.2621571628), (19, 2.0930240544),
+    (29, 2.0452296421), (99, 1.9842169516)])
+def test_t_quantile_matches_tables(df, q):
+    assert t_quantile(0.975, df) == pytest.approx(q, rel=1e-9)
+    assert t_cdf(t_quantile(0.975, df), df) == pytest.approx(0.975, abs=1e-13)
+
+
+def test_t_cdf_closed_forms():
+    # df 1 is Cauchy, df 2 has t / sqrt(t^2 + 2) / 2 + 1/2
+    for t in (-3.0, -0.5, 0.0, 0.7, 4.0):
+        assert t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-13)
+        assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(t * t + 2)), abs=1e-13)
+
+
+def test_t_interval_by_hand():
+    got = stats.t_interval([0.1, 0.3, 0.2, 0.4])
+    sd = math.sqrt(((0.15 ** 2) * 2 + (0.05 ** 2) * 2) / 3)
+    half = 3.182446305284263 * sd / 2
+    assert got["mean"] == pytest.approx(0.25) and got["sd"] == pytest.approx(sd)
+    assert got["ci"] == [pytest.approx(0.25 - half), pytest.approx(0.25 + half)]
+    assert stats.t_interval([0.5])["ci"] is None
 
 
 # ----------------------------------------------------------------------------- bootstrap

@@ -17,6 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
+from harness import verdict
 from harness.commands import error
 
 HELP = "print a bundle's verdict (or compare two); exit 0 improved/equal, 5 regressed, 6 inconclusive"
@@ -37,7 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _problem(comparison) -> str | None:
     """Why this comparison.json cannot give a verdict, or None."""
-    from harness.stats import VERDICTS
+    from harness.verdict import VERDICTS
 
     if not isinstance(comparison, dict):
         return "expected a JSON object"
@@ -63,7 +64,7 @@ def _problem(comparison) -> str | None:
 
 def main(args) -> int:
     if len(args.bundles) > 2 or (len(args.bundles) == 2 and args.no_verify):
-        return error("compare", "give one bundle, or two bundles without --no-verify", code=2)
+        return error("compare", "give one bundle, or two bundles without --no-verify", code=verdict.UNUSABLE)
     if len(args.bundles) == 2:
         return compare_two(*map(Path, args.bundles))
     return compare_one(Path(args.bundles[0]), args.no_verify)
@@ -87,7 +88,7 @@ def compare_two(a: Path, b: Path) -> int:
 
     from harness import reproduce
     from harness.report import _table, _verdict_word
-    from harness.stats import verdict_exit_code
+    from harness.verdict import exit_code as verdict_exit_code
 
     for path in (a, b):
         code = _unverified(path, "no comparison")
@@ -96,7 +97,7 @@ def compare_two(a: Path, b: Path) -> int:
     x, y = reproduce.load(a), reproduce.load(b)
     apart = reproduce.other_campaign(x["campaign"], y["campaign"])
     if apart:
-        return error("compare", f"not two bundles of one campaign: {apart}", code=2)
+        return error("compare", f"not two bundles of one campaign: {apart}", code=verdict.UNUSABLE)
     machines = [reproduce.machine(d["environment"]) for d in (x, y)]
     same, why = reproduce.same_class(*machines)
     outputs = reproduce.compare_outputs(x["runs"], y["runs"], same)
@@ -126,14 +127,14 @@ def compare_two(a: Path, b: Path) -> int:
         rows = reproduce.divergence(outputs["mismatches"][:5], a / "data" / "arrays", b / "data" / "arrays")
         print("\n".join(reproduce.divergence_lines(rows)))
     # The order given decides which bundle is judged; the bundles' clocks are theirs to set.
-    code = 3 if not outputs["agree"] else verdict_exit_code(y["comparison"])
+    code = verdict.PARITY if not outputs["agree"] else verdict_exit_code(y["comparison"])
     why_code = "outputs differ" if not outputs["agree"] else "the verdict of bundle 2, the one judged (A B: B)"
     print(f"exit {code}: {why_code}")
     return code
 
 
 def compare_one(target: Path, no_verify: bool) -> int:
-    from harness.stats import EXIT_UNUSABLE, verdict_exit_code, verdict_line
+    from harness.verdict import UNUSABLE as EXIT_UNUSABLE, exit_code as verdict_exit_code, line as verdict_line
 
     from harness import records
 

@@ -29,7 +29,8 @@ workload:
   # items: null                 # run only N items, evenly spread (default: all)
 # build: []                     # commands run in each revision's tree first, e.g. [[python, setup.py, build_ext, --inplace]]
 # inputs: {{}}                  # name: {{path, sha256, build}}: files pinned by hash
-# order: {order}                # A = base, B = candidate; one fresh process per letter
+# rounds: {rounds}                # each round one base (A) and one candidate (B) run, shuffled; one fresh
+#                               # process per run (or order: ABBA, an explicit order; seed: N pins the shuffle)
 # slots: {slots}                # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
 # timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
 # stages: {{}}                  # name: module:function, timed as per-stage thread CPU
@@ -71,7 +72,7 @@ def main(args) -> int:
     name = args.name or "".join(c if c.isalnum() or c in "_.-" else "_" for c in repo.name)[:64] or "campaign"
     text = TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=args.base,
                            candidate=args.candidate, entry=args.entry, workload_path=rel(args.workload_path),
-                           order=spec.DEFAULT_ORDER, slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
+                           rounds=spec.DEFAULT_ROUNDS, slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
                            campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD)
     try:
         spec.loads(text.encode(), out.absolute())  # what we write must load

@@ -1,4 +1,4 @@
-"""`harness reproduce BUNDLE [--repo PATH] [--out DIR] [--force] [--order ORDER] [--items N]`:
+"""`harness reproduce BUNDLE [--repo PATH] [--out DIR] [--force] [--order ORDER | --rounds N] [--items N]`:
 re-run the campaign a bundle records, seal a new bundle with a reproduction receipt, and
 say whether the claim held (harness/reproduce.py has the rules).
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness import verdict
 from harness.commands import error
 
 HELP = "re-run a bundle's campaign into a new bundle and judge the claim against it"
@@ -24,6 +25,7 @@ def add_parser(sub) -> None:
                                                 "BUNDLE.reproduction, or BUNDLE.reproduction-2 and so on when taken)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
     p.add_argument("--order", help="a cheaper order than the recorded one, e.g. AB (a weaker check; it says so)")
+    p.add_argument("--rounds", type=int, metavar="N", help="N rounds instead of the recorded order or rounds")
     p.add_argument("--items", type=int, metavar="N", help="re-run N of the items, evenly spread (a weaker check)")
     p.set_defaults(func=main)
 
@@ -59,14 +61,14 @@ def main(args) -> int:
     for line in inside:
         print(f"FAIL {line}")
     if inside:
-        return error("reproduce", f"{bundle} does not verify; nothing to reproduce", code=1)
+        return error("reproduce", f"{bundle} does not verify; nothing to reproduce", code=verdict.PROBLEMS)
     if anchors:
         return error("reproduce", f"{bundle} no longer matches {repo}: {anchors[0]}"
                      + (f" (and {len(anchors) - 1} more)" if len(anchors) > 1 else ""))
     original = reproduce.load(bundle)
     try:
         with Progress() as progress:
-            campaign = reproduce.campaign_for(original, repo, args.order, args.items)
+            campaign = reproduce.campaign_for(original, repo, args.order, args.items, args.rounds)
             out = Path(args.out) if args.out else fresh_beside(bundle)
             progress.note(f"reproduction: writing the new bundle to {out}")
             result = reproduce.reproduce(original, campaign, out, force=args.force, progress=progress)
@@ -75,7 +77,7 @@ def main(args) -> int:
     except (reproduce.Refused, spec.SpecError, BundleError) as exc:
         return error("reproduce", exc)
     except Interrupted as exc:
-        return error("reproduce", exc, code=4)
+        return error("reproduce", exc, code=verdict.FAILED)
     r = result.receipt
     print(f"original: {bundle} (digest {original['digest']}) on {reproduce.machine_text(r['original']['machine'])}")
     print(f"reproduction: {result.out} (digest {result.digest}) on "

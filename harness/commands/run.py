@@ -10,6 +10,7 @@ from harness import spec
 from harness.bundle import BundleError
 from harness.commands import error
 from harness.progress import Progress
+from harness.verdict import FAILED
 
 
 def add_overrides(p) -> None:
@@ -18,14 +19,16 @@ def add_overrides(p) -> None:
                                                  "changes)")
     p.add_argument("--candidate", metavar="REV", help="candidate revision instead of the YAML's (WORKTREE: "
                                                       "the working tree)")
-    p.add_argument("--order", help="run order instead of the YAML's, e.g. ABBAABBA")
+    p.add_argument("--order", help="an explicit run order instead of the YAML's rounds or order, e.g. ABBAABBA")
+    p.add_argument("--rounds", type=int, metavar="N",
+                   help="N rounds (each one A and one B, shuffled) instead of the YAML's order or rounds")
     p.add_argument("--items", type=int, metavar="N", help="run N of the workload's items, evenly spread")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="set workload.params.KEY (the value is read as YAML); repeatable")
 
 
 def load_campaign(args) -> spec.Campaign:
-    overrides = spec.parse_overrides(args.base, args.candidate, args.order, args.items, args.param)
+    overrides = spec.parse_overrides(args.base, args.candidate, args.order, args.items, args.param, args.rounds)
     return spec.load(args.campaign, overrides)
 
 
@@ -42,7 +45,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from harness.runner import Interrupted, PreflightError, Runner
     from harness.parity import divergence_lines
-    from harness.stats import verdict_line
+    from harness.verdict import RUN_EXIT_MEANING, line as verdict_line
 
     try:
         with Progress() as progress:
@@ -55,7 +58,7 @@ def main(args) -> int:
     except (spec.SpecError, BundleError) as exc:
         return error("run", exc)
     except Interrupted as exc:
-        return error("run", exc, code=4)
+        return error("run", exc, code=FAILED)
     result = outcome.comparison
     print(f"bundle: {outcome.out}")
     print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else ""))
@@ -75,7 +78,7 @@ def main(args) -> int:
     # The verdict as `harness compare` gives it; this command's own exit code is below.
     print(verdict_line(result, exit_word="harness compare would exit"))
     print(f"digest: {outcome.digest}")
-    print(f"exit: {outcome.exit_code} ({EXIT_MEANING[outcome.exit_code]})")
+    print(f"exit: {outcome.exit_code} ({RUN_EXIT_MEANING[outcome.exit_code]})")
     return outcome.exit_code
 
 
@@ -110,5 +113,3 @@ def parity_line(result: dict, out: Path) -> str:
             f"{p['fields_compared']} fields" + (f", {per} per run compared with the reference" if per else "")
             + f", {p['items']} items, {counted})")
 
-
-EXIT_MEANING = {0: "complete, outputs identical", 3: "parity mismatch", 4: "campaign failed"}

@@ -1,6 +1,9 @@
 """`harness selftest tamper [--bundle DIR]`: the tampering mutation suite (issue 6.3).
 `harness selftest scale`: a demo campaign of ABBA x 8 runs, and a bundle of about 10,000
 stored arrays verified by both checkers, with their times.
+`harness selftest noise [--campaigns N] [--rounds N] [--effect F] [--quiet-only]`: A-vs-A and
+known-effect campaigns, quiet and under a load generator it starts and stops itself, with
+false claims, coverage and detections (harness/noise_selftest.py).
 
 Each mutation is applied to a fresh copy of a sealed bundle and both checkers run on it:
 `harness verify` and the standard-library `python -S harness/rehash.py`. One line per
@@ -20,9 +23,16 @@ from harness.clone import clone_file
 
 def add_parser(sub) -> None:
     p = sub.add_parser("selftest", help="self-checks; 'tamper' runs the tampering mutation suite on a bundle")
-    p.add_argument("suite", choices=["tamper", "scale"], help="which self-check to run")
+    p.add_argument("suite", choices=["tamper", "scale", "noise"], help="which self-check to run")
     p.add_argument("--bundle", help="a sealed bundle to mutate copies of (default: run the demo campaign)")
     p.add_argument("--only", help="run only the mutations whose name holds this text")
+    p.add_argument("--campaigns", type=int, default=3, metavar="N",
+                   help="noise: campaigns per kind and condition (default 3)")
+    p.add_argument("--rounds", type=int, default=20, metavar="N", help="noise: rounds per campaign (default 20)")
+    p.add_argument("--effect", type=float, default=0.05, metavar="F",
+                   help="noise: the known effect, the candidate doing 1/(1+F) of the work (default 0.05)")
+    p.add_argument("--work", type=int, default=600_000, metavar="N", help="noise: loop length per item")
+    p.add_argument("--quiet-only", action="store_true", help="noise: skip the campaigns under load")
     p.set_defaults(func=main)
 
 
@@ -121,6 +131,10 @@ def _line(result) -> str:
 def main(args) -> int:
     if args.suite == "scale":
         return _scale()
+    if args.suite == "noise":
+        from harness import noise_selftest
+
+        return noise_selftest.run(args.campaigns, args.rounds, args.effect, args.work, not args.quiet_only)
     from harness import records, tamper
 
     with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:

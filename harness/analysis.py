@@ -1,0 +1,232 @@
+"""comparison.json `stats` (comparison/v3): an interval that holds the run-to-run variance.
+
+Method (README "Statistics and verdict"). Ok runs are paired into rounds: the k-th base run
+with the k-th candidate run (with `rounds: N` they ran in round k, in a shuffled order).
+Per round, d_k = the mean over items of log(candidate item wall / base item wall), over
+the items usable in every ok run (no error, a positive wall); without usable items,
+log(candidate run wall / base run wall). The ratio is exp(mean d_k), its 95% interval
+exp(mean +- t(0.975, n-1) sd / sqrt(n)): the spread between rounds, so the interval holds
+what load and drift change (the process, the run), not only the item-to-item spread.
+
+Assumptions: the d_k are independent draws of one distribution whose mean is the true
+log ratio (the shuffled order within each round makes a slow drift symmetric), and the
+t interval is close enough to it for n >= MIN_ROUNDS (tests/test_noise_simulation.py
+measures coverage under log-normal, heavy-tailed, drifting and bursty run noise).
+
+Verdict: improved / regressed / equal / inconclusive by harness/verdict.py `decide` against
+the band [1 - b, 1 + b], b = max(threshold, noise floor). Inconclusive with fewer than
+MIN_ROUNDS rounds. When a run's load average exceeded the cores or drift is flagged, b
+widens to the drift and to the typical (median) deviation of a round's ratio from the
+ratio: a claim must clear the noise it was measured under. `harness/rehash.py` re-derives all of it.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from harness import verdict
+from harness.stats import is_pos, mean, sig10, t_interval
+
+METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
+MIN_ROUNDS = 5  # below this the run-to-run variance is not estimated well enough to claim
+PER_ITEM_SHOWN = 10  # per-item rows kept in comparison.json, worst first
+# A counting stage wrapper's own cost per call: two thread_time reads (`harness microbench
+# stage-overhead`, 2 cores, Python 3.11). A stage not 10x above it measures the wrapper.
+WRAPPER_S = 1.1e-6
+
+
+def thin_stages(ok: list[dict]) -> list[str]:
+    """A warning per stage whose self CPU per call (the median over runs) is within 10x of
+    the wrapper's own cost: instrumenting it moves its figures and the runs' wall."""
+    out = []
+    for name in sorted({n for r in ok for n in r.get("stages") or {}}):
+        per_call = [s["self_cpu_s"] / s["calls"] for r in ok
+                    for s in [(r.get("stages") or {}).get(name)] if s and s.get("calls")]
+        if per_call and statistics.median(per_call) < 10 * WRAPPER_S:
+            out.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within 10x "
+                       f"of the stage wrapper's own ~{1e6 * WRAPPER_S:.1f} us: instrumentation moves its figures "
+                       "and the wall")
+    return out
+
+
+def pairs_of(ok: list[dict]) -> tuple[list[tuple[dict, dict]], list[str]]:
+    """(A_k, B_k) for every k where both ran ok, and the labels left without a partner."""
+    by_label = {r["label"]: r for r in ok}
+    pairs, unpaired = [], []
+    for r in ok:
+        if r["variant"] == "base":
+            partner = by_label.get("B" + r["label"][1:])
+            if partner is not None:
+                pairs.append((r, partner))
+                continue
+        elif ("A" + r["label"][1:]) in by_label:
+            continue
+        unpaired.append(r["label"])
+    return pairs, unpaired
+
+
+def usable_items(ok: list[dict], key: str) -> tuple[list[str], int]:
+    """Items with a positive `key` and no error in every ok run (sorted), and how many
+    items were left out."""
+    maps = [{str(it.get("id")): it for it in r.get("items") or [] if isinstance(it, dict)} for r in ok]
+    ids = sorted(set().union(*(set(m) for m in maps))) if maps else []
+    good = [i for i in ids if all(i in m and not m[i].get("error") and is_pos(m[i].get(key)) for m in maps)]
+    return good, len(ids) - len(good)
+
+
+def round_logs(pairs: list[tuple[dict, dict]], items: list[str], key: str) -> list[list[float]]:
+    """Per round, the log ratio of each item (or of the run walls when there are no items)."""
+    out = []
+    for a, b in pairs:
+        if not items:
+            out.append([math.log(b["wall_s"] / a["wall_s"])])
+            continue
+        ia = {str(it["id"]): it for it in a["items"]}
+        ib = {str(it["id"]): it for it in b["items"]}
+        out.append([math.log(ib[i][key] / ia[i][key]) for i in items])
+    return out
+
+
+def interval(logs: list[float]) -> dict:
+    """Ratio and 95% interval from per-round log ratios."""
+    t = t_interval(logs)
+    return {"geomean_ratio": sig10(math.exp(t["mean"])),
+            "ci95": [sig10(math.exp(v)) for v in t["ci"]] if t["ci"] else None,
+            "sd_log": sig10(t["sd"]), "t_quantile": sig10(t["q"])}
+
+
+def drift(base: list[dict], cand: list[dict], effect: float, threshold: float) -> dict:
+    """Per variant, the median wall of its later half of runs against its earlier half (the
+    median: one burst is not a drift)."""
+    def one(runs: list[dict]) -> dict | None:
+        if len(runs) < 2:
+            return None
+        half = len(runs) // 2
+        first, last = (statistics.median(r["wall_s"] for r in part) for part in (runs[:half], runs[-half:]))
+        return {"first": [r["label"] for r in runs[:half]], "last": [r["label"] for r in runs[-half:]],
+                "first_s": sig10(first), "last_s": sig10(last), "change_pct": sig10(100.0 * (last - first) / first)}
+
+    out: dict[str, Any] = {"base": one(base), "candidate": one(cand), "effect_pct": sig10(100.0 * effect),
+                           "max_abs_drift_pct": None, "flagged": False,
+                           "rule": ("flagged when the median wall of a variant's later half of runs differs from "
+                                    "its earlier half's by at least half the effect and at least the threshold")}
+    changes = [abs(d["change_pct"]) for d in (out["base"], out["candidate"]) if d]
+    if changes:
+        out["max_abs_drift_pct"] = sig10(max(changes))
+        out["flagged"] = bool(max(changes) >= max(50.0 * abs(effect), 100.0 * threshold))
+    return out
+
+
+def overloaded(ok: list[dict]) -> list[str]:
+    """Runs during which the 1-minute load average exceeded the cores: other work competed."""
+    out = []
+    for r in ok:
+        m = r.get("machine") or {}
+        loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
+        if isinstance(m.get("cores"), int) and loads and max(loads) > m["cores"]:
+            out.append(r["label"])
+    return out
+
+
+def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enough: bool) -> dict:
+    """Each item's own ratio over the rounds, its interval, and how many regressed beyond
+    the band (interval above it): what a geometric mean over items can hide."""
+    rows = []
+    for j, item in enumerate(items):
+        iv = interval([row[j] for row in logs])
+        rows.append({"id": item, "ratio": iv["geomean_ratio"], "ci95": iv["ci95"]})
+    rows.sort(key=lambda row: (-row["ratio"], row["id"]))
+    regressed = [row for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + band]
+    improved = [row for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - band]
+    return {"items": len(rows), "regressed": len(regressed), "improved": len(improved),
+            "worst": rows[0] if rows else None, "table": rows[:PER_ITEM_SHOWN],
+            "more": max(0, len(rows) - PER_ITEM_SHOWN)}
+
+
+def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> dict:
+    """`stats` of comparison.json from the run records in execution order (see the module
+    docstring); JSON-able, floats at 10 significant digits, a pure function of its input."""
+    threshold = float(threshold)
+    if not (threshold >= 0 and math.isfinite(threshold)):
+        raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
+    ok = [r for r in runs if r.get("status") == "ok" and is_pos(r.get("wall_s"))]
+    warnings: list[str] = []
+    excluded = [str(r.get("label")) for r in runs if r not in ok]
+    if excluded:
+        warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
+    band = sig10(max(threshold, floor or 0.0))
+    pairs, unpaired = pairs_of(ok)
+    result: dict[str, Any] = {
+        "method": METHOD, "threshold": sig10(threshold), "floor": sig10(floor), "band": sig10(band),
+        "rounds": {"n": len(pairs), "min": MIN_ROUNDS, "pairs": [[a["label"], b["label"]] for a, b in pairs],
+                   "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
+                   "typical_deviation": None},
+        "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
+                   "ci95": None, "run_ratio": None, "cpu": None},
+        "per_item": None, "drift": None, "load": {"overloaded": overloaded(ok)},
+        "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
+    }
+    warnings.extend(thin_stages(ok))
+    if unpaired:
+        warnings.append(f"runs without a partner of the other variant, left out of the interval: "
+                        f"{', '.join(unpaired)}")
+    if not pairs:
+        result["verdict_reason"] = "no round with an ok run of both variants"
+        return result
+
+    items, dropped = usable_items([r for pair in pairs for r in pair], "wall_s")
+    logs = round_logs(pairs, items, "wall_s")
+    d = [math.fsum(row) / len(row) for row in logs]
+    iv = interval(d)
+    run_ratio = mean(b["wall_s"] for _, b in pairs) / mean(a["wall_s"] for a, _ in pairs)
+    paired, rounds = result["paired"], result["rounds"]
+    paired.update(items=len(items), items_excluded=dropped, geomean_ratio=iv["geomean_ratio"], ci95=iv["ci95"],
+                  run_ratio=sig10(run_ratio))
+    center = math.log(iv["geomean_ratio"])
+    deviation = sig10(statistics.median(abs(math.exp(v - center) - 1.0) for v in d))
+    rounds.update(log_ratios=[sig10(v) for v in d], sd_log=iv["sd_log"], t_quantile=iv["t_quantile"],
+                  typical_deviation=deviation)
+    if items:
+        if dropped:
+            warnings.append(f"{dropped} item(s) left out of the paired comparison "
+                            "(error or no positive wall_s in some ok run)")
+        citems, _ = usable_items([r for pair in pairs for r in pair], "cpu_s")
+        if citems:
+            crow = [math.fsum(row) / len(row) for row in round_logs(pairs, citems, "cpu_s")]
+            paired["cpu"] = {"metric": "item cpu_s", "items": len(citems),
+                             **{k: v for k, v in interval(crow).items() if k in ("geomean_ratio", "ci95")}}
+        what = f"the geometric-mean item wall ratio over {len(items)} items and {len(pairs)} rounds"
+    else:
+        paired["metric"] = "run wall_s"
+        what = f"the run wall ratio over {len(pairs)} rounds (items carry no usable timings)"
+        warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
+
+    base = [a for a, _ in pairs]
+    cand = [b for _, b in pairs]
+    result["drift"] = drift(base, cand, math.exp(center) - 1.0, threshold)
+    cautions = []
+    if result["drift"]["flagged"]:
+        cautions.append(f"drift: a variant's later runs differ from its earlier ones by "
+                        f"{result['drift']['max_abs_drift_pct']:.2f}%")
+    if result["load"]["overloaded"]:
+        cautions.append(f"load above the cores during {', '.join(result['load']['overloaded'])}")
+    if cautions:  # a claim must clear the noise it was measured under
+        widened = max(band, (result["drift"]["max_abs_drift_pct"] or 0.0) / 100.0, deviation)
+        if widened > band:
+            cautions[-1] += f"; the band widens to +-{100 * widened:.2f}%"
+        band = sig10(widened)
+        result["band"] = band
+        warnings.extend(cautions)
+    enough = len(pairs) >= MIN_ROUNDS
+    if items:
+        result["per_item"] = per_item(pairs, items, logs, band, enough)
+    if not enough:
+        result["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
+                                    f"{MIN_ROUNDS} are needed to estimate the run-to-run variance")
+        warnings.append(f"too few rounds to conclude ({len(pairs)} of at least {MIN_ROUNDS}; `rounds: N` or "
+                        "`--rounds N`)")
+        return result
+    lo, hi = paired["ci95"]
+    result["verdict"], result["verdict_reason"] = verdict.decide(lo, hi, band, paired["run_ratio"], what)
+    return result

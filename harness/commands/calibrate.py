@@ -1,0 +1,83 @@
+"""`harness calibrate CAMPAIGN [--rounds N] [--out DIR] [-o FILE] [--force]`: run the campaign
+base against base (the one case where one SHA on both sides is allowed), seal that A-vs-A
+bundle, and write the machine's noise floor: the largest change the 95% interval of a
+no-change ratio allowed, max(1 - lo, hi - 1). A campaign pins the file
+(`noise_floor: {path, sha256}`); its runs then copy it into the bundle and no claim smaller
+than the floor is "improved" or "regressed" (both checkers re-derive it).
+
+Exit codes: 0 written, 4 the calibration campaign failed, 2 usage, input or pre-flight."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness import spec, verdict
+from harness.commands import error
+
+HELP = "run a campaign base against base and write its noise floor for campaigns to pin"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("calibrate", help=HELP, description=HELP + ".")
+    p.add_argument("campaign", help="campaign YAML file")
+    p.add_argument("--rounds", type=int, metavar="N", help="rounds instead of the YAML's order or rounds")
+    p.add_argument("--out", help="the A-vs-A bundle (default: out/<campaign name>.calibration)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="the noise-floor file (default: <campaign name>.noise-floor.json beside the YAML)")
+    p.add_argument("--force", action="store_true", help="replace an existing bundle at --out and FILE")
+    p.set_defaults(func=main)
+
+
+def floor_of(stats: dict) -> float | None:
+    """The noise floor an A-vs-A interval gives: the farthest its bounds lie from 1."""
+    ci = (stats.get("paired") or {}).get("ci95")
+    if not ci:
+        return None
+    return round(min(0.5, max(0.0, 1.0 - ci[0], ci[1] - 1.0)), 6)
+
+
+def main(args) -> int:
+    from harness import records, reproduce
+    from harness.bundle import BundleError
+    from harness.fsutil import read_json, sha256_bytes
+    from harness.progress import Progress
+    from harness.runner import Interrupted, PreflightError, Runner
+
+    try:
+        base = spec.load(args.campaign).base.rev
+        campaign = spec.load(args.campaign, spec.parse_overrides(candidate=base, rounds=args.rounds))
+    except spec.SpecError as exc:
+        return error("calibrate", exc)
+    out = Path(args.out) if args.out else Path("out") / f"{campaign.name}.calibration"
+    target = Path(args.output) if args.output else campaign.source.parent / f"{campaign.name}.noise-floor.json"
+    if target.exists() and not args.force:
+        return error("calibrate", f"{target} already exists (--force replaces it)")
+    try:
+        with Progress() as progress:
+            outcome = Runner(campaign, out.absolute(), force=args.force, progress=progress, calibration=True).run()
+    except PreflightError as exc:
+        return error("calibrate", *(f"pre-flight: {line}" for line in exc.problems))
+    except (spec.SpecError, BundleError) as exc:
+        return error("calibrate", exc)
+    except Interrupted as exc:
+        return error("calibrate", exc, code=verdict.FAILED)
+    result = outcome.comparison
+    floor = floor_of(result["stats"])
+    print(f"bundle: {outcome.out} (digest {outcome.digest})")
+    print(verdict.line(result))
+    if result["status"] != "complete" or floor is None:
+        return error("calibrate", f"no noise floor: {result['reason'] or result['stats']['verdict_reason']}",
+                     code=verdict.FAILED)
+    paired = result["stats"]["paired"]
+    environment = read_json(outcome.out / records.ENVIRONMENT)
+    doc = records.noise_floor(campaign=campaign.name, bundle_digest=outcome.digest,
+                              machine=reproduce.machine(environment),
+                              started_at=read_json(outcome.out / records.RUNNER)["started_at"],
+                              rounds=result["stats"]["rounds"]["n"], ratio=paired["geomean_ratio"],
+                              ci95=paired["ci95"], floor=floor)
+    raw = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+    target.write_bytes(raw)
+    print(f"noise floor: {100 * floor:.2f}% (A-vs-A {paired['geomean_ratio']:.4f} "
+          f"[{paired['ci95'][0]:.4f}, {paired['ci95'][1]:.4f}] over {doc['rounds']} rounds) -> {target}")
+    print(f"pin it in {campaign.source.name}:\nnoise_floor: {{path: {target.name}, sha256: {sha256_bytes(raw)}}}")
+    return verdict.OK

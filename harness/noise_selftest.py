@@ -1,0 +1,128 @@
+"""`harness selftest noise`: does the verdict hold on this machine, quiet and under load?
+
+Campaigns of the noise workload (campaigns/workloads/noise_workload.py) on the demo target:
+A-vs-A (the candidate does the same work) and a known effect (the candidate does
+1/(1 + effect) of the work), each first on a quiet machine, then under a bounded load
+generator this command starts and stops itself (one process per core, each busy half of
+every 0.6 s, ending by itself after 15 minutes at the latest). Printed per condition: false
+claims (A-vs-A called improved or regressed), how many intervals hold 1.0, detections of
+the known effect, and under load whether each interval holds the quiet ratio or the
+verdict makes no claim.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Busy for half of each 0.6 s period, like another job that comes and goes; exits by itself.
+LOAD = ("import time\nend = time.monotonic() + 900\nwhile time.monotonic() < end:\n"
+        "    t = time.monotonic() + 0.3\n    while time.monotonic() < t: pass\n    time.sleep(0.3)\n")
+
+
+class Load:
+    """One bursty busy process per core, started and reliably stopped. They are not our
+    descendants (a launcher forks them and exits while we are no subreaper), so the runner,
+    which fails a run that leaves processes behind, does not count them as the run's."""
+
+    def __enter__(self):
+        from harness import cleanup
+
+        cleanup._prctl(cleanup.PR_SET_CHILD_SUBREAPER, 0)
+        try:
+            launcher = ("import subprocess, sys\nfor _ in range(int(sys.argv[1])):\n"
+                        "    p = subprocess.Popen([sys.executable, '-c', sys.argv[2]], start_new_session=True,\n"
+                        "                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,\n"
+                        "                         stderr=subprocess.DEVNULL)\n"
+                        "    print(p.pid)\n")
+            out = subprocess.run([sys.executable, "-c", launcher, str(os.cpu_count() or 1), LOAD],
+                                 capture_output=True, text=True, check=True).stdout
+        finally:
+            cleanup.become_subreaper()
+        self.pids = [int(line) for line in out.split()]
+        time.sleep(5)  # let the 1-minute load average notice
+        return self
+
+    def __exit__(self, *exc):
+        import psutil
+
+        for pid in self.pids:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        psutil.wait_procs([p for p in map(_process, self.pids) if p], timeout=5)
+
+
+def _process(pid: int):
+    import psutil
+
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work: int) -> dict:
+    import yaml
+
+    from harness import spec
+    from harness.runner import Runner
+
+    data = yaml.safe_load(demo.read_bytes())
+    data.pop("golden", None)
+    data.pop("stages", None)  # no wrappers: the headline is the plain wall
+    data.pop("order", None)
+    data.update(rounds=rounds, slots=1, name="noise")
+    data["workload"] = {"entry": "noise_workload:setup", "path": data["workload"]["path"],
+                        "params": {"items": 8, "work": work, "candidate_work": candidate_work}}
+    campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
+    return Runner(campaign, out).run().comparison
+
+
+def run(campaigns: int, rounds: int, effect: float, work: int, loaded: bool = True) -> int:
+    from harness.clone import clone_file
+
+    demo = clone_file("campaigns/demo.yaml", "selftest")
+    conditions = [("quiet", False)] + ([("under load", True)] if loaded else [])
+    quiet_ratio = None
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="abba-noise-") as tmp:
+        for name, load in conditions:
+            rows = {"A-vs-A": [], f"{100 * effect:g}% less work": []}
+            with Load() if load else contextlib.nullcontext():
+                for k in range(campaigns):
+                    for kind, factor in (("A-vs-A", 1.0), (f"{100 * effect:g}% less work", 1 / (1 + effect))):
+                        t0 = time.monotonic()
+                        c = one_campaign(demo, Path(tmp) / f"{name}-{kind}-{k}".replace(" ", "_").replace("%", ""),
+                                         rounds, factor, work)
+                        s = c["stats"]
+                        if c["status"] != "complete" or not s["paired"]["ci95"]:
+                            failed += 1
+                            print(f"{name}, {kind} #{k + 1}: {c['status']}: {c['reason'] or s['verdict_reason']}")
+                            continue
+                        lo, hi = s["paired"]["ci95"]
+                        rows[kind].append((s["verdict"], s["paired"]["geomean_ratio"], lo, hi))
+                        print(f"{name}, {kind} #{k + 1}: {s['verdict']} {s['paired']['geomean_ratio']:.4f} "
+                              f"[{lo:.4f}, {hi:.4f}], band +-{100 * s['band']:.1f}% "
+                              f"({time.monotonic() - t0:.0f} s)", flush=True)
+            aa, fx = rows["A-vs-A"], rows[f"{100 * effect:g}% less work"]
+            claims = sum(v in ("improved", "regressed") for v, *_ in aa)
+            holds = sum(lo <= 1.0 <= hi for _, _, lo, hi in aa)
+            detected = sum(v == "improved" for v, *_ in fx)
+            text = (f"{name}: A-vs-A {claims} false claim(s) in {len(aa)}, interval holds 1.0 in {holds} of "
+                    f"{len(aa)}; known effect called improved in {detected} of {len(fx)}")
+            if not load and fx:
+                quiet_ratio = statistics.median(r for _, r, _, _ in fx)
+                text += f" (median ratio {quiet_ratio:.4f})"
+            elif quiet_ratio is not None:
+                honest = sum(lo <= quiet_ratio <= hi or v not in ("improved", "regressed") for v, _, lo, hi in fx)
+                text += f"; interval holds the quiet ratio or no claim in {honest} of {len(fx)}"
+            print(text, flush=True)
+    return 1 if failed else 0

@@ -1,0 +1,46 @@
+"""Simulated campaigns for the statistics: run records as a worker would write them, from a
+known true ratio and run-level noise, with no process and no clock (seeded numpy)."""
+from __future__ import annotations
+
+import numpy as np
+
+from harness import records
+
+BASE_ITEMS = (0.012, 0.020, 0.031, 0.015, 0.026, 0.011, 0.018, 0.023)  # seconds
+
+
+def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, run_sd: float = 0.03,
+             item_sd: float = 0.02, tails: bool = False, drift: float = 0.0, burst: float = 1.0,
+             per_item: dict[int, float] | None = None) -> list[dict]:
+    """Run records of one campaign of `rounds` shuffled rounds.
+
+    Each run's items are scaled by one run-level factor (log-normal with sd `run_sd`, or a
+    t(3) draw of that scale with `tails`: the process-level noise load changes), a slow
+    drift (the whole campaign slows by `drift`, linearly in execution order), and `burst`
+    on one run picked at random (another job hitting that run only); each item then gets
+    its own log-normal noise `item_sd`. The candidate's items take `ratio` times the base
+    time, or `per_item[j]` for item j."""
+    order = records.round_order(rounds, int(rng.integers(0, 2**32)))
+    hit = int(rng.integers(0, len(order)))
+    runs = []
+    for index, (label, variant) in enumerate(records.labels(order)):
+        z = rng.standard_t(3) / np.sqrt(3.0) if tails else rng.standard_normal()
+        factor = np.exp(run_sd * z) * (1.0 + drift * index / len(order)) * (burst if index == hit else 1.0)
+        items = []
+        for j, base in enumerate(BASE_ITEMS):
+            r = (per_item or {}).get(j, ratio) if variant == "candidate" else 1.0
+            wall = float(base * r * factor * np.exp(item_sd * rng.standard_normal()))
+            items.append({"id": f"item{j}", "wall_s": wall, "cpu_s": wall, "fields": {}, "error": None})
+        runs.append({"label": label, "variant": variant, "index": index, "status": "ok",
+                     "wall_s": sum(it["wall_s"] for it in items) * 1.01, "items": items,
+                     "machine": {"loadavg_before": [0.5], "loadavg_after": [0.5], "cores": 2}})
+    return runs
+
+
+SCENARIOS = {
+    "log-normal run noise 3%": {"run_sd": 0.03},
+    "heavy-tailed run noise (t3)": {"run_sd": 0.03, "tails": True},
+    "slow drift 20% over the campaign": {"run_sd": 0.02, "drift": 0.20},
+    "burst: one run 1.6x slower": {"run_sd": 0.02, "burst": 1.6},
+    "all of them, noisy (8%)": {"run_sd": 0.08, "tails": True, "drift": 0.20, "burst": 1.6},
+}

@@ -1,0 +1,136 @@
+"""comparison/v3 `stats` (harness/analysis.py) on hand-made and simulated run records: rounds
+paired, too few rounds, load and drift widening the band, per-item truth, the verdict line."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from harness import analysis, rehash, verdict
+from noise_support import campaign
+
+
+def rounds_of(ratios_per_round, base=(0.010, 0.020, 0.030), walls=None):
+    """Runs A_k, B_k per round; the candidate's items are base x ratio (one per round, or a
+    list per item)."""
+    runs = []
+    for k, ratio in enumerate(ratios_per_round, 1):
+        per_item = ratio if isinstance(ratio, (list, tuple)) else [ratio] * len(base)
+        for variant, factors in (("base", [1.0] * len(base)), ("candidate", per_item)):
+            items = [{"id": f"i{j}", "wall_s": b * f, "cpu_s": b * f, "error": None, "fields": {}}
+                     for j, (b, f) in enumerate(zip(base, factors))]
+            wall = sum(it["wall_s"] for it in items)
+            runs.append({"label": f"{'A' if variant == 'base' else 'B'}{k}", "variant": variant, "status": "ok",
+                         "wall_s": wall, "items": items,
+                         "machine": {"loadavg_before": [0.1], "loadavg_after": [0.1], "cores": 2}})
+    return runs
+
+
+def same(runs, threshold=0.02, floor=None):
+    """analysis.analyze, and proof that rehash.py re-derives exactly the same."""
+    got = analysis.analyze(runs, threshold, floor)
+    assert list(rehash.diff(got, rehash.derive_stats(runs, threshold, floor))) == []
+    return got
+
+
+def test_improved_with_enough_rounds_and_the_reason_names_them():
+    s = same(rounds_of([0.80, 0.81, 0.79, 0.80, 0.82, 0.80]))
+    assert s["verdict"] == "improved" and s["rounds"]["n"] == 6
+    assert s["paired"]["geomean_ratio"] == pytest.approx(0.80, rel=0.01)
+    assert "6 rounds" in s["verdict_reason"]
+
+
+def test_too_few_rounds_is_inconclusive_and_says_so():
+    s = same(rounds_of([0.5, 0.5001, 0.4999]))  # a huge, clean effect: still no claim from 3 rounds
+    assert s["verdict"] == "inconclusive" and s["paired"]["ci95"] is not None
+    assert "at least 5 are needed to estimate the run-to-run variance" in s["verdict_reason"]
+    assert any(w.startswith("too few rounds to conclude") for w in s["warnings"])
+
+
+def test_equal_and_regressed():
+    assert same(rounds_of([1.001, 0.999, 1.0, 1.002, 0.998]))["verdict"] == "equal"
+    assert same(rounds_of([1.2, 1.21, 1.19, 1.2, 1.22]))["verdict"] == "regressed"
+
+
+def test_unpaired_runs_are_named_and_left_out():
+    runs = rounds_of([0.8] * 5)
+    runs.append({**runs[0], "label": "A6"})
+    s = same(runs)
+    assert s["rounds"]["unpaired"] == ["A6"] and s["rounds"]["n"] == 5
+    assert any("A6" in w and "without a partner" in w for w in s["warnings"])
+
+
+def test_overload_widens_the_band_to_the_noise_it_was_measured_under():
+    noisy = [0.95, 0.90, 1.00, 0.93, 0.97, 0.92, 0.98, 0.94]
+    quiet = same(rounds_of(noisy))
+    runs = rounds_of(noisy)
+    runs[3]["machine"]["loadavg_after"] = [4.0]
+    loaded = same(runs)
+    assert loaded["load"]["overloaded"] == [runs[3]["label"]]
+    assert loaded["band"] > quiet["band"] == 0.02
+    assert loaded["band"] == loaded["rounds"]["typical_deviation"]
+    assert any("load above the cores" in w and "the band widens" in w for w in loaded["warnings"])
+    assert loaded["paired"]["ci95"] == quiet["paired"]["ci95"]  # the interval is the interval
+
+
+def test_drift_flagged_widens_the_band_to_the_drift():
+    rng = np.random.default_rng(1)
+    runs = campaign(rng, ratio=0.9, rounds=10, run_sd=0.002, item_sd=0.002, drift=0.3)
+    s = same(runs)
+    assert s["drift"]["flagged"] is True
+    assert s["band"] == pytest.approx(s["drift"]["max_abs_drift_pct"] / 100)
+    assert any(w.startswith("drift:") for w in s["warnings"])
+
+
+def test_a_floor_above_the_threshold_is_the_band():
+    s = same(rounds_of([0.97, 0.971, 0.969, 0.97, 0.97]), floor=0.05)
+    assert s["band"] == 0.05 and s["verdict"] == "equal"  # a 3% gain under a 5% noise floor is no claim
+
+
+def test_per_item_truth_names_the_worst():
+    # Issue 17: a change that makes most items much faster and 2 of them slower reads "improved".
+    fast, slow1, slow2 = 0.3, 1.3, 2.1
+    ratios = [[fast * (1 + 0.01 * k), slow1, slow2, fast, fast, fast] for k in range(6)]
+    s = same(rounds_of(ratios, base=(0.01, 0.02, 0.03, 0.04, 0.05, 0.06)))
+    per = s["per_item"]
+    assert s["verdict"] == "improved" and per["items"] == 6 and per["regressed"] == 2
+    assert per["worst"]["id"] == "i2" and per["worst"]["ratio"] == pytest.approx(2.1)
+    assert [row["id"] for row in per["table"][:2]] == ["i2", "i1"]
+    line = verdict.line({"status": "complete", "parity": {"identical": True}, "wall": {}, "stats": s})
+    assert "2 of 6 items regressed beyond the band, worst i2 2.1000" in line
+
+
+def test_every_warning_is_on_the_verdict_line():
+    runs = rounds_of([0.8] * 3)
+    runs[0]["machine"]["loadavg_before"] = [9.0]
+    s = same(runs)
+    line = verdict.line({"status": "complete", "parity": {"identical": True}, "wall": {}, "stats": s})
+    assert line.startswith("verdict: inconclusive (exit 6)") and "\n" not in line
+    for warning in s["warnings"]:
+        assert warning in line
+
+
+def test_run_walls_when_items_carry_no_timings():
+    runs = rounds_of([0.5] * 5)
+    for r in runs:
+        r["items"] = []
+    s = same(runs)
+    assert s["paired"]["metric"] == "run wall_s" and s["verdict"] == "improved" and s["per_item"] is None
+
+
+def test_json_plain_and_deterministic():
+    runs = campaign(np.random.default_rng(4), ratio=0.9)
+    a = analysis.analyze(runs, 0.02)
+    assert json.dumps(a, sort_keys=True) == json.dumps(analysis.analyze(json.loads(json.dumps(runs)), 0.02),
+                                                       sort_keys=True)
+
+
+def test_a_stage_whose_calls_cost_about_the_wrapper_is_named():
+    runs = rounds_of([0.8] * 5)
+    for r in runs:
+        r["stages"] = {"tiny": {"calls": 1000, "self_cpu_s": 0.002, "incl_cpu_s": 0.002},  # 2 us a call
+                       "big": {"calls": 10, "self_cpu_s": 0.5, "incl_cpu_s": 0.5}}
+    s = same(runs)
+    named = [w for w in s["warnings"] if w.startswith("stage ")]
+    assert len(named) == 1 and named[0].startswith("stage tiny: 2.00 us self CPU per call, within 10x")

@@ -1,0 +1,35 @@
+"""`harness selftest noise` end to end at its smallest: real campaigns of the noise workload,
+quiet only, checked for what it prints (never for what the timings are)."""
+from __future__ import annotations
+
+import re
+
+from conftest import harness
+
+
+def test_selftest_noise_runs_and_reports_false_claims_coverage_and_detections():
+    result = harness("selftest", "noise", "--campaigns", "1", "--rounds", "2", "--work", "2000", "--quiet-only")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^quiet, A-vs-A #1: (improved|regressed|equal|inconclusive) ", result.stdout, re.M)
+    assert re.search(r"^quiet: A-vs-A \d false claim\(s\) in 1, interval holds 1.0 in \d of 1; known effect "
+                     r"called improved in \d of 1 \(median ratio ", result.stdout, re.M)
+
+
+def test_the_load_generator_is_not_ours_and_stops():
+    import os
+
+    import psutil
+
+    from harness import cleanup
+    from harness.noise_selftest import Load
+
+    cleanup.become_subreaper()  # as inside a campaign: orphans would come back to us
+    try:
+        with Load() as load:
+            assert len(load.pids) == (os.cpu_count() or 1)
+            ours = {p.pid for p in psutil.Process().children(recursive=True)}
+            assert all(psutil.pid_exists(pid) and pid not in ours for pid in load.pids)
+    finally:
+        cleanup._prctl(cleanup.PR_SET_CHILD_SUBREAPER, 0)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in load.pids)
