@@ -484,14 +484,15 @@ def test_reproduce_writes_beside_the_bundle_not_into_the_current_folder(demo_bun
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     first = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
-    assert first.returncode == 0, first.stdout + first.stderr
+    # Where it writes is the point; one AB round gives no interval to judge timing by (exit 7).
+    assert first.returncode in (0, 7), first.stdout + first.stderr
     out = tmp_path / "bundle.reproduction"
     assert f"harness: reproduction: writing the new bundle to {out}" in first.stderr
     assert f"reproduction: {out} (digest " in first.stdout
     assert harness("verify", out).returncode == 0
     assert list(elsewhere.iterdir()) == []
     second = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
-    assert second.returncode == 0 and f"reproduction: {tmp_path / 'bundle.reproduction-2'} (digest " in second.stdout
+    assert second.returncode in (0, 7) and f"reproduction: {tmp_path / 'bundle.reproduction-2'} (digest " in second.stdout
     assert (out / "bagit.txt").is_file()
 
 
