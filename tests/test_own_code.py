@@ -186,10 +186,8 @@ def test_protocol_failures_inside_a_run_fail_the_campaign(tmp_path):
     assert harness("verify", tmp_path / "out").returncode == 0
 
 
-def test_fewer_stage_calls_name_the_cause_and_the_fix(tmp_path):
-    tree, patch = make_target(
-        tmp_path, {"m/__init__.py": "def step(x):\n    return x\n\n\ndef work(n):\n    return sum(step(i) for i in range(n))\n"},
-        {"m/__init__.py": "def step(x):\n    return x\n\n\ndef work(n):\n    return sum(range(n))\n"})
+def work_calling_workload(tmp_path: Path) -> Path:
+    """A workload folder whose items call m.work(100) (for the stage-call tests)."""
     wl = tmp_path / "wl"
     wl.mkdir()
     (wl / "w.py").write_text(textwrap.dedent('''
@@ -208,6 +206,14 @@ def test_fewer_stage_calls_name_the_cause_and_the_fix(tmp_path):
         def setup(ctx):
             return W()
     '''))
+    return wl
+
+
+def test_fewer_stage_calls_name_the_cause_and_the_fix(tmp_path):
+    tree, patch = make_target(
+        tmp_path, {"m/__init__.py": "def step(x):\n    return x\n\n\ndef work(n):\n    return sum(step(i) for i in range(n))\n"},
+        {"m/__init__.py": "def step(x):\n    return x\n\n\ndef work(n):\n    return sum(range(n))\n"})
+    wl = work_calling_workload(tmp_path)
     path = write_campaign(tmp_path / "calls.yaml", tree, patch, wl, "w:setup", stages={"step": "m:step"})
     result = harness("run", path, "--out", tmp_path / "out", env=cache_env(tmp_path / "cache"))
     assert result.returncode == 3
@@ -353,24 +359,7 @@ def test_a_stage_neither_revision_calls_is_a_pre_flight_error(tmp_path):
     body = "def step(x):\n    return x\n\n\n_step = step  # bound at import, before any wrapper\n\n\n" \
            "def work(n):\n    return sum(_step(i) for i in range(n))\n"
     tree, patch = make_target(tmp_path, {"m/__init__.py": body}, {"m/__init__.py": body.replace("range(n)", "range(n + 1)")})
-    wl = tmp_path / "wl"
-    wl.mkdir()
-    (wl / "w.py").write_text(textwrap.dedent('''
-        import numpy as np
-
-        import m
-
-
-        class W:
-            items = ["a", "b"]
-
-            def run(self, item):
-                return {"s": np.array([m.work(100)])}
-
-
-        def setup(ctx):
-            return W()
-    '''))
+    wl = work_calling_workload(tmp_path)
     path = write_campaign(tmp_path / "alias.yaml", tree, patch, wl, "w:setup", stages={"step": "m:step"})
     result = harness("check", path, env=cache_env(tmp_path / "cache"))
     assert result.returncode == 2 and no_traceback(result), result.stdout + result.stderr
