@@ -201,3 +201,17 @@ def test_a_committed_comparison_v2_bundle_still_verifies_and_says_what_it_left()
     assert result.returncode == 0, result.stdout
     assert "note: stats.paired ci95 (the bootstrap) not re-derived: needs numpy" in result.stdout
     assert harness("verify", bundle).returncode == 0
+
+
+def test_rehash_spells_the_verdict_rule_as_verdict_py_does():
+    """rehash.py cannot import the harness, so the decision rule is written twice on purpose
+    (verdict.decide, rehash.verdict_rule): the two must agree everywhere, reasons included."""
+    import itertools
+
+    from harness import verdict
+
+    edges = (0.5, 0.97, 0.979, 0.98, 0.99, 1.0, 1.01, 1.02, 1.021, 1.5)
+    for (lo, hi), run_ratio, band in itertools.product(
+            ((a, b) for a, b in itertools.product(edges, edges) if a <= b), (0.5, 0.99, 1.0, 1.5), (0.0, 0.02)):
+        assert verdict.decide(lo, hi, band, run_ratio, "x") == rehash.verdict_rule(lo, hi, run_ratio, band, "x"), \
+            (lo, hi, run_ratio, band)
