@@ -26,7 +26,7 @@ import statistics
 from typing import Any
 
 from harness import verdict
-from harness.stats import is_pos, mean, sig10, t_interval
+from harness.stats import is_num, is_pos, mean, sig10, t_interval
 
 METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
 MIN_ROUNDS = 5  # below this the run-to-run variance is not estimated well enough to claim
@@ -34,6 +34,12 @@ PER_ITEM_SHOWN = 10  # per-item rows kept in comparison.json, worst first
 # A counting stage wrapper's own cost per call: two thread_time reads (`harness microbench
 # stage-overhead`, 2 cores, Python 3.11). A stage not 10x above it measures the wrapper.
 WRAPPER_S = 1.1e-6
+STALL_SHARE = 0.10  # a run is overloaded when runnable work waited for a core this share of its wall
+GIL_CPU_PER_WALL = 1.2  # slots > 1 below this many busy cores: the GIL serialises the items
+DRIFT_RULE = ("flagged when the median per-round ratio of the later half of the rounds differs from the earlier "
+              "half's by more than 2.5 standard errors (from the median absolute deviation within each half), by "
+              "at least half the effect and by at least the threshold; a drift of both variants' walls cancels "
+              "within the shuffled rounds and is shown only")
 
 
 def thin_stages(ok: list[dict]) -> list[str]:
@@ -96,37 +102,75 @@ def interval(logs: list[float]) -> dict:
             "sd_log": sig10(t["sd"]), "t_quantile": sig10(t["q"])}
 
 
-def drift(base: list[dict], cand: list[dict], effect: float, threshold: float) -> dict:
-    """Per variant, the median wall of its later half of runs against its earlier half (the
-    median: one burst is not a drift)."""
-    def one(runs: list[dict]) -> dict | None:
+def _halves(values: list[float]) -> tuple[float, float, int]:
+    """Medians of the earlier and the later half (the median: one burst is not a drift)."""
+    half = len(values) // 2
+    return statistics.median(values[:half]), statistics.median(values[-half:]), half
+
+
+def drift(pairs: list[tuple[dict, dict]], d: list[float], effect: float, threshold: float) -> dict:
+    """Does the ratio move during the campaign? The per-round log ratios' later half against
+    their earlier half decides. Each variant's walls are shown too, but a drift both variants
+    share cancels within each shuffled round, so it widens nothing."""
+    def walls(runs: list[dict]) -> dict | None:
         if len(runs) < 2:
             return None
-        half = len(runs) // 2
-        first, last = (statistics.median(r["wall_s"] for r in part) for part in (runs[:half], runs[-half:]))
+        first, last, half = _halves([r["wall_s"] for r in runs])
         return {"first": [r["label"] for r in runs[:half]], "last": [r["label"] for r in runs[-half:]],
                 "first_s": sig10(first), "last_s": sig10(last), "change_pct": sig10(100.0 * (last - first) / first)}
 
-    out: dict[str, Any] = {"base": one(base), "candidate": one(cand), "effect_pct": sig10(100.0 * effect),
-                           "max_abs_drift_pct": None, "flagged": False,
-                           "rule": ("flagged when the median wall of a variant's later half of runs differs from "
-                                    "its earlier half's by at least half the effect and at least the threshold")}
-    changes = [abs(d["change_pct"]) for d in (out["base"], out["candidate"]) if d]
-    if changes:
-        out["max_abs_drift_pct"] = sig10(max(changes))
-        out["flagged"] = bool(max(changes) >= max(50.0 * abs(effect), 100.0 * threshold))
+    out: dict[str, Any] = {"base": walls([a for a, _ in pairs]), "candidate": walls([b for _, b in pairs]),
+                           "ratio": None, "effect_pct": sig10(100.0 * effect), "max_abs_drift_pct": None,
+                           "flagged": False, "rule": DRIFT_RULE}
+    if len(d) >= 4:
+        first, last, half = _halves(d)
+        # 2.5 standard errors (not 2: a MAD of few rounds runs low) of a difference of two
+        # medians of h draws (~1.2533 sd / sqrt(h) each), the sd estimated robustly within each
+        # half (median absolute deviation), so that the drift under test does not count as noise.
+        sd = 1.4826 * statistics.median([abs(v - first) for v in d[:half]] + [abs(v - last) for v in d[-half:]])
+        noise = 2.5 * 1.2533 * sd * math.sqrt(2.0 / half)
+        change = math.exp(last - first) - 1.0
+        out["ratio"] = {"first_rounds": [1, half], "last_rounds": [len(d) - half + 1, len(d)],
+                        "first": sig10(math.exp(first)), "last": sig10(math.exp(last)),
+                        "change_pct": sig10(100.0 * change), "noise_pct": sig10(100.0 * (math.exp(noise) - 1.0))}
+        out["max_abs_drift_pct"] = sig10(100.0 * abs(change))
+        out["flagged"] = bool(abs(last - first) > noise
+                              and 100.0 * abs(change) >= max(50.0 * abs(effect), 100.0 * threshold))
     return out
 
 
 def overloaded(ok: list[dict]) -> list[str]:
-    """Runs during which the 1-minute load average exceeded the cores: other work competed."""
+    """Runs during which the machine had more runnable work than cores: other work competed
+    with the timed loop. Measured by the CPU stall time over the loop (Linux PSI) when the
+    record has it, else by the 1-minute load average before and after the run."""
     out = []
     for r in ok:
         m = r.get("machine") or {}
+        stall = m.get("cpu_stall_s")
+        if is_num(stall):
+            if stall > STALL_SHARE * r["wall_s"]:
+                out.append(r["label"])
+            continue
         loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
         if isinstance(m.get("cores"), int) and loads and max(loads) > m["cores"]:
             out.append(r["label"])
     return out
+
+
+def gil_bound(ok: list[dict]) -> list[str]:
+    """A warning when slots > 1 but the runs kept under GIL_CPU_PER_WALL cores busy: the
+    items likely hold the GIL, so more slots add contention, not parallelism."""
+    slots = {r.get("slots") for r in ok}
+    use = [m["process_cpu_s"] / r["wall_s"] for r in ok for m in [r.get("machine") or {}]
+           if is_num(m.get("process_cpu_s"))]
+    if len(slots) != 1 or not isinstance(next(iter(slots)), int) or next(iter(slots)) < 2 or not use:
+        return []
+    busy = statistics.median(use)
+    if busy >= GIL_CPU_PER_WALL:
+        return []
+    return [f"slots {next(iter(slots))}, but the timed loops used {busy:.2f} CPU s per wall s (median over runs): "
+            "the items likely hold the GIL (pure-Python code), so the slots contend instead of running in "
+            "parallel and the ratio measures the contention; use `slots: 1`"]
 
 
 def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enough: bool) -> dict:
@@ -202,12 +246,11 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
         what = f"the run wall ratio over {len(pairs)} rounds (items carry no usable timings)"
         warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
 
-    base = [a for a, _ in pairs]
-    cand = [b for _, b in pairs]
-    result["drift"] = drift(base, cand, math.exp(center) - 1.0, threshold)
+    result["drift"] = drift(pairs, d, math.exp(center) - 1.0, threshold)
+    warnings.extend(gil_bound(ok))
     cautions = []
     if result["drift"]["flagged"]:
-        cautions.append(f"drift: a variant's later runs differ from its earlier ones by "
+        cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
                         f"{result['drift']['max_abs_drift_pct']:.2f}%")
     if result["load"]["overloaded"]:
         cautions.append(f"load above the cores during {', '.join(result['load']['overloaded'])}")

@@ -793,6 +793,18 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
             check.fail(rel, f"stage self CPU sums above {cores} core(s) x the run's wall {wall:.6g} s", "physics")
     elif wall is not None:
         check.fail(rel, f"machine.cores {short(cores)} is not a positive integer", "physics")
+    # Over the timed loop, measured when the worker could: the process's CPU (every thread)
+    # holds the items' thread CPU and fits in cores x wall; the CPU stall (PSI) fits in the wall.
+    machine = record["machine"] if isinstance(record["machine"], dict) else {}
+    item_cpu = sum(max(it["cpu_s"], 0.0) for it in record["items"])
+    for key, low, high, what in (("process_cpu_s", item_cpu, cores * wall if is_int(cores) and wall else None,
+                                  "the items' CPU and cores x the run's wall"),
+                                 ("cpu_stall_s", 0.0, wall, "0 and the run's wall")):
+        value = machine.get(key)
+        if value is None or wall is None:
+            continue
+        if not is_number(value) or value < low - SLOT_ABS_S or (high is not None and value > bound(high)):
+            check.fail(rel, f"machine.{key} {short(value)} is not between {what}", "physics")
     if status == "ok" and set(record["stages"]) != set(campaign["stages"]):
         check.fail(rel, "stages are not the campaign's stages", "identity")
     if status == "ok":
@@ -1421,9 +1433,13 @@ def derive_stats(runs, threshold, floor):
     pairs = [(r, labels["B" + r["label"][1:]]) for r in ok if r["variant"] == "base" and "B" + r["label"][1:] in labels]
     paired_labels = {r["label"] for pair in pairs for r in pair}
     unpaired = [r["label"] for r in ok if r["label"] not in paired_labels]
-    overloaded = []
+    overloaded = []  # PSI stall over the timed loop above 10% of its wall, else load average above the cores
     for r in ok:
         m = r.get("machine") or {}
+        if is_number(m.get("cpu_stall_s")):
+            if m["cpu_stall_s"] > 0.10 * r["wall_s"]:
+                overloaded.append(r["label"])
+            continue
         loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
         if is_int(m.get("cores")) and loads and max(loads) > m["cores"]:
             overloaded.append(r["label"])
@@ -1486,9 +1502,12 @@ def derive_stats(runs, threshold, floor):
         warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
 
     effect = math.exp(center) - 1.0
-    drift = {"base": None, "candidate": None, "effect_pct": sig10(100.0 * effect), "max_abs_drift_pct": None,
-             "flagged": False, "rule": ("flagged when the median wall of a variant's later half of runs differs from "
-                                        "its earlier half's by at least half the effect and at least the threshold")}
+    drift = {"base": None, "candidate": None, "ratio": None, "effect_pct": sig10(100.0 * effect),
+             "max_abs_drift_pct": None, "flagged": False,
+             "rule": ("flagged when the median per-round ratio of the later half of the rounds differs from the "
+                      "earlier half's by more than 2.5 standard errors (from the median absolute deviation "
+                      "within each half), by at least half the effect and by at least the threshold; a drift of both "
+                      "variants' walls cancels within the shuffled rounds and is shown only")}
     for variant, group in (("base", [a for a, _ in pairs]), ("candidate", [b for _, b in pairs])):
         if len(group) >= 2:
             half = len(group) // 2
@@ -1496,14 +1515,31 @@ def derive_stats(runs, threshold, floor):
             drift[variant] = {"first": [r["label"] for r in group[:half]], "last": [r["label"] for r in group[-half:]],
                               "first_s": sig10(first), "last_s": sig10(last),
                               "change_pct": sig10(100.0 * (last - first) / first)}
-    changes = [abs(v["change_pct"]) for v in (drift["base"], drift["candidate"]) if v]
-    if changes:
-        drift["max_abs_drift_pct"] = sig10(max(changes))
-        drift["flagged"] = max(changes) >= max(50.0 * abs(effect), 100.0 * float(threshold))
+    if len(d) >= 4:
+        half = len(d) // 2
+        early, late = statistics.median(d[:half]), statistics.median(d[-half:])
+        spread = [abs(v - early) for v in d[:half]] + [abs(v - late) for v in d[-half:]]
+        noise = 2.5 * 1.2533 * 1.4826 * statistics.median(spread) * math.sqrt(2.0 / half)
+        drift["ratio"] = {"first_rounds": [1, half], "last_rounds": [len(d) - half + 1, len(d)],
+                          "first": sig10(math.exp(early)), "last": sig10(math.exp(late)),
+                          "change_pct": sig10(100.0 * (math.exp(late - early) - 1.0)),
+                          "noise_pct": sig10(100.0 * (math.exp(noise) - 1.0))}
+        drift["max_abs_drift_pct"] = sig10(100.0 * abs(math.exp(late - early) - 1.0))
+        drift["flagged"] = (abs(late - early) > noise
+                            and 100.0 * abs(math.exp(late - early) - 1.0) >= max(50.0 * abs(effect),
+                                                                                 100.0 * float(threshold)))
+    slots = {r.get("slots") for r in ok}
+    busy = [r["machine"]["process_cpu_s"] / r["wall_s"] for r in ok
+            if isinstance(r.get("machine"), dict) and is_number(r["machine"].get("process_cpu_s"))]
+    if len(slots) == 1 and is_int(min(slots)) and min(slots) >= 2 and busy and statistics.median(busy) < 1.2:
+        warnings.append(f"slots {min(slots)}, but the timed loops used {statistics.median(busy):.2f} CPU s per wall s "
+                        "(median over runs): the items likely hold the GIL (pure-Python code), so the slots contend "
+                        "instead of running in parallel and the ratio measures the contention; use `slots: 1`")
     out["drift"] = drift
     cautions = []
     if drift["flagged"]:
-        cautions.append(f"drift: a variant's later runs differ from its earlier ones by {drift['max_abs_drift_pct']:.2f}%")
+        cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
+                        f"{drift['max_abs_drift_pct']:.2f}%")
     if overloaded:
         cautions.append(f"load above the cores during {', '.join(overloaded)}")
     if cautions:

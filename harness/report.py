@@ -280,12 +280,19 @@ def _rounds_section(s: dict) -> list[str]:
             out.append(f"- Same for item cpu_s over {cpu.get('items')} items: {_num(cpu.get('geomean_ratio'), 4)}, "
                        f"95% CI [{_num(cpu['ci95'][0], 4)}, {_num(cpu['ci95'][1], 4)}].")
     overloaded = (s.get("load") or {}).get("overloaded") or []
-    out.append(f"- Load: {'above the cores during ' + ', '.join(overloaded) if overloaded else 'within the cores'}"
-               " (1-minute load average before and after each run).")
+    out.append(f"- Load: {'**more runnable work than cores** during ' + ', '.join(overloaded) if overloaded else 'within the cores'}"
+               " (CPU stall time over each timed loop, Linux PSI; the load average where a record has no PSI).")
     d = s.get("drift") or {}
-    if d.get("max_abs_drift_pct") is not None:
-        out.append(f"- Drift, median wall of each variant's later half of runs against its earlier half: up to "
-                   f"{_pct(d.get('max_abs_drift_pct'))}, {'**flagged**' if d.get('flagged') else 'not flagged'}.")
+    ratio = d.get("ratio")
+    if isinstance(ratio, dict):
+        out.append(f"- Drift of the ratio, rounds {ratio['first_rounds'][0]}-{ratio['first_rounds'][1]} against "
+                   f"{ratio['last_rounds'][0]}-{ratio['last_rounds'][1]} (medians): {_num(ratio.get('first'), 4)} -> "
+                   f"{_num(ratio.get('last'), 4)}, {_pct(ratio.get('change_pct'))} (noise allows "
+                   f"+-{_num(ratio.get('noise_pct'), 2)}%), {'**flagged**' if d.get('flagged') else 'not flagged'}.")
+    walls = [f"{v} {_pct(d[v]['change_pct'])}" for v in ("base", "candidate") if isinstance(d.get(v), dict)]
+    if walls:
+        out.append(f"- Walls, each variant's later half of runs against its earlier half (medians): {', '.join(walls)}"
+                   "; a drift both variants share cancels within the shuffled rounds.")
     per = s.get("per_item")
     if isinstance(per, dict) and per.get("items"):
         rows = [{"item": _cell(row["id"]), "candidate/base": _num(row["ratio"], 4),

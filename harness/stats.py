@@ -39,8 +39,13 @@ def mean(xs: Iterable[float]) -> float:
     return math.fsum(xs) / len(xs)
 
 
+def is_num(x: Any) -> bool:
+    """A finite JSON number (not a bool)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def is_pos(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+    return is_num(x) and x > 0
 
 
 # --------------------------------------------------------------------------- Mann-Whitney U

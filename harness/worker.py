@@ -31,6 +31,19 @@ def machine_snapshot() -> dict:
     return {"loadavg": list(os.getloadavg()), "cpu_freq_mhz": freq}
 
 
+def cpu_stall_us() -> int | None:
+    """Linux PSI: microseconds since boot during which some runnable task waited for a CPU
+    (/proc/pressure/cpu, "some ... total="); None where the kernel has no PSI. Over the timed
+    loop it says whether the machine had more runnable work than cores, our own or not."""
+    try:
+        with open("/proc/pressure/cpu", "rb") as fh:
+            first = fh.read(256).split(b"\n", 1)[0].decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = dict(part.split("=", 1) for part in first.split()[1:] if "=" in part)
+    return int(fields["total"]) if first.startswith("some ") and fields.get("total", "").isdigit() else None
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -175,7 +188,7 @@ def subset(items: list[str], n: int | None) -> list[str]:
     return [items[(i * len(items)) // n] for i in range(n)]
 
 
-def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, list[dict]]:
+def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, list[dict], dict]:
     sync = getattr(workload, "sync", None) or (lambda: None)
 
     def one(item: str):
@@ -200,6 +213,7 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
         gc.collect()
         timer.armed = True
         sync()
+        stall0, cpu0 = cpu_stall_us(), time.process_time()
         start = time.perf_counter()
         if pool is None:
             results = [one(item) for item in items]
@@ -207,11 +221,16 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
             results = [f.result() for f in [pool.submit(one, item) for item in items]]
         sync()
         wall = time.perf_counter() - start
+        cpu, stall1 = time.process_time() - cpu0, cpu_stall_us()
         timer.armed = False
     finally:
         if pool is not None:
             pool.shutdown()
-    return wall, results
+    # Over the timed loop: every thread's CPU (slots, and any the workload's libraries start),
+    # and the time runnable work waited for a core (None without PSI).
+    region = {"process_cpu_s": cpu,
+              "cpu_stall_s": (stall1 - stall0) / 1e6 if stall0 is not None and stall1 is not None else None}
+    return wall, results, region
 
 
 def main(job_path: str) -> int:
@@ -279,7 +298,7 @@ def main(job_path: str) -> int:
     if job["mode"] == "check":
         return check_protocol(workload, items, arrays_dir, job["result_path"], timer, job["stages"])
 
-    wall, results = run_items(workload, items, job["slots"], timer)
+    wall, results, region = run_items(workload, items, job["slots"], timer)
 
     # Everything below is outside the timer.
     item_records = []
@@ -307,7 +326,7 @@ def main(job_path: str) -> int:
                           "stages": stage_modules},
         "metrics": metrics or {},
         "machine": {"loadavg_before": before["loadavg"], "loadavg_after": after["loadavg"],
-                    "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count()},
+                    "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count(), **region},
         "harness_source_sha256": harness_source_digest(),
         "started_at": started_at,
         "ended_at": now_iso(),

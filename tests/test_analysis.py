@@ -74,13 +74,58 @@ def test_overload_widens_the_band_to_the_noise_it_was_measured_under():
     assert loaded["paired"]["ci95"] == quiet["paired"]["ci95"]  # the interval is the interval
 
 
-def test_drift_flagged_widens_the_band_to_the_drift():
+def test_a_drift_both_variants_share_is_shown_and_widens_nothing():
+    # The machine slows by 30% over the campaign: each variant's walls drift, the shuffled
+    # rounds cancel it, and the 10% gain is still claimed against the plain threshold.
     rng = np.random.default_rng(1)
-    runs = campaign(rng, ratio=0.9, rounds=10, run_sd=0.002, item_sd=0.002, drift=0.3)
+    s = same(campaign(rng, ratio=0.9, rounds=10, run_sd=0.002, item_sd=0.002, drift=0.3))
+    assert s["drift"]["base"]["change_pct"] > 10 and s["drift"]["candidate"]["change_pct"] > 10
+    assert s["drift"]["flagged"] is False and s["band"] == 0.02
+    assert s["verdict"] == "improved"
+    assert not any(w.startswith("drift:") for w in s["warnings"])
+
+
+def test_a_ratio_that_moves_during_the_campaign_is_flagged_and_widens_the_band():
+    # The gain fades from 20% to 2% over the rounds: no single ratio describes the campaign.
+    fading = [0.80 + 0.02 * k for k in range(10)]
+    s = same(rounds_of(fading))
+    d = s["drift"]
+    assert d["flagged"] is True and d["ratio"]["first_rounds"] == [1, 5] and d["ratio"]["last_rounds"] == [6, 10]
+    assert d["ratio"]["last"] > d["ratio"]["first"]
+    assert s["band"] == pytest.approx(d["max_abs_drift_pct"] / 100)
+    assert any(w.startswith("drift: the ratio of the later rounds") for w in s["warnings"])
+
+
+def test_a_ratio_that_only_jitters_is_not_a_drift():
+    rng = np.random.default_rng(3)
+    jitter = [0.9 * float(np.exp(0.03 * rng.standard_normal())) for _ in range(20)]
+    assert same(rounds_of(jitter))["drift"]["flagged"] is False
+
+
+def test_load_is_the_cpu_stall_over_the_timed_loop_when_the_record_has_it():
+    runs = rounds_of([0.9] * 6)
+    for r in runs:
+        r["machine"].update(loadavg_after=[5.0], cpu_stall_s=0.0)  # a high load average, but no wait for a core
+    runs[4]["machine"]["cpu_stall_s"] = 0.2 * runs[4]["wall_s"]  # runnable work waited 20% of this run
     s = same(runs)
-    assert s["drift"]["flagged"] is True
-    assert s["band"] == pytest.approx(s["drift"]["max_abs_drift_pct"] / 100)
-    assert any(w.startswith("drift:") for w in s["warnings"])
+    assert s["load"]["overloaded"] == [runs[4]["label"]]
+    runs[4]["machine"]["cpu_stall_s"] = 0.05 * runs[4]["wall_s"]
+    assert same(runs)["load"]["overloaded"] == []
+
+
+def test_slots_on_a_gil_bound_workload_get_a_warning_naming_the_gil():
+    runs = rounds_of([0.9] * 6)
+    for r in runs:
+        r["slots"] = 4
+        r["machine"]["process_cpu_s"] = 1.02 * r["wall_s"]  # one busy core for four slots
+    s = same(runs)
+    assert any("slots 4" in w and "GIL" in w and "`slots: 1`" in w for w in s["warnings"])
+    for r in runs:
+        r["machine"]["process_cpu_s"] = 3.5 * r["wall_s"]
+    assert not any("GIL" in w for w in same(runs)["warnings"])
+    for r in runs:
+        r["slots"], r["machine"]["process_cpu_s"] = 1, 1.0 * r["wall_s"]
+    assert not any("GIL" in w for w in same(runs)["warnings"])
 
 
 def test_a_floor_above_the_threshold_is_the_band():
