@@ -1,23 +1,27 @@
-"""comparison.json `stats` (comparison/v3): an interval that holds the run-to-run variance.
+"""comparison.json `stats` (comparison/v4): an interval that holds the run-to-run variance.
 
-Method (README "Statistics and verdict"). Ok runs are paired into rounds: the k-th base run
-with the k-th candidate run (with `rounds: N` they ran in round k, in a shuffled order).
+Method (README "Statistics and verdict"). Ok timed runs are paired into rounds: the k-th
+base run with the k-th candidate run (with `rounds: N` they ran in round k, in a shuffled
+order); stage runs (As1, Bs1) carry the stage wrappers and stay out of the headline.
 Per round, d_k = the mean over items of log(candidate item wall / base item wall), over
 the items usable in every ok run (no error, a positive wall); without usable items,
-log(candidate run wall / base run wall). The ratio is exp(mean d_k), its 95% interval
-exp(mean +- t(0.975, n-1) sd / sqrt(n)): the spread between rounds, so the interval holds
-what load and drift change (the process, the run), not only the item-to-item spread.
+log(candidate run wall / base run wall). The ratio is exp(the 20%-trimmed mean of d_k),
+its 95% interval the Tukey-McLaughlin (Yuen) trimmed-t interval: the spread between
+rounds, so the interval holds what load and drift change (the process, the run), not
+only the item-to-item spread.
 
-Assumptions: the d_k are independent draws of one distribution whose mean is the true
-log ratio (the shuffled order within each round makes a slow drift symmetric), and the
-t interval is close enough to it for n >= MIN_ROUNDS (tests/test_noise_simulation.py
-measures coverage under log-normal, heavy-tailed, drifting and bursty run noise).
+Assumptions: the d_k are independent draws of one distribution whose centre is the true
+log ratio (the shuffled order within each round makes a slow drift symmetric and cancels
+one both variants share), and the trimmed-t interval is close enough to it for
+n >= MIN_ROUNDS (tests/test_noise_simulation.py measures coverage under log-normal,
+heavy-tailed, drifting and bursty run noise).
 
 Verdict: improved / regressed / equal / inconclusive by harness/verdict.py `decide` against
 the band [1 - b, 1 + b], b = max(threshold, noise floor). Inconclusive with fewer than
-MIN_ROUNDS rounds. When a run's load average exceeded the cores or drift is flagged, b
-widens to the drift and to the typical (median) deviation of a round's ratio from the
-ratio: a claim must clear the noise it was measured under. `harness/rehash.py` re-derives all of it.
+MIN_ROUNDS rounds. When runnable work waited for a core during a run (PSI) or the ratio
+drifts between the campaign's halves, a claim must also clear the claim band: the rounds'
+typical deviation from the ratio and the drift, in log space. `harness/rehash.py`
+re-derives all of it.
 """
 from __future__ import annotations
 
@@ -25,16 +29,17 @@ import math
 import statistics
 from typing import Any
 
-from harness import verdict
+from harness import records, verdict
 from harness.stats import is_num, is_pos, mean, sig10, t_interval
 
 METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
 MIN_ROUNDS = 5  # below this the run-to-run variance is not estimated well enough to claim
 PER_ITEM_SHOWN = 10  # per-item rows kept in comparison.json, worst first
-# A counting stage wrapper's own cost per call: two thread_time reads (`harness microbench
-# stage-overhead`, 2 cores, Python 3.11). A stage not 10x above it measures the wrapper.
+# A stage wrapper's own cost per call where a run did not measure it (records before
+# `stage_wrapper_s`; `harness microbench stage-overhead`, 2 cores, Python 3.11).
 WRAPPER_S = 1.1e-6
 STALL_SHARE = 0.10  # a run is overloaded when runnable work waited for a core this share of its wall
+STALL_TICK_S = 0.005  # plus a scheduler tick: PSI totals settle in ticks, not at the loop's edges
 GIL_CPU_PER_WALL = 1.2  # slots > 1 below this many busy cores: the GIL serialises the items
 DRIFT_RULE = ("flagged when the median per-round ratio of the later half of the rounds differs from the earlier "
               "half's by more than 2.5 standard errors (from the median absolute deviation within each half), by "
@@ -44,15 +49,18 @@ DRIFT_RULE = ("flagged when the median per-round ratio of the later half of the 
 
 def thin_stages(ok: list[dict]) -> list[str]:
     """A warning per stage whose self CPU per call (the median over runs) is within 10x of
-    the wrapper's own cost: instrumenting it moves its figures and the runs' wall."""
+    the stage wrapper's own cost, as the runs measured it (WRAPPER_S where they did not):
+    instrumenting it moves its figures."""
+    measured = [m["stage_wrapper_s"] for r in ok for m in [r.get("machine") or {}] if is_num(m.get("stage_wrapper_s"))]
+    cost = statistics.median(measured) if measured else WRAPPER_S
     out = []
     for name in sorted({n for r in ok for n in r.get("stages") or {}}):
         per_call = [s["self_cpu_s"] / s["calls"] for r in ok
                     for s in [(r.get("stages") or {}).get(name)] if s and s.get("calls")]
-        if per_call and statistics.median(per_call) < 10 * WRAPPER_S:
+        if per_call and statistics.median(per_call) < 10 * cost:
             out.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within 10x "
-                       f"of the stage wrapper's own ~{1e6 * WRAPPER_S:.1f} us: instrumentation moves its figures "
-                       "and the wall")
+                       f"of the stage wrapper's own {1e6 * cost:.2f} us ({'measured in the runs' if measured else 'typical'})"
+                       ": instrumentation moves its figures")
     return out
 
 
@@ -148,7 +156,7 @@ def overloaded(ok: list[dict]) -> list[str]:
         m = r.get("machine") or {}
         stall = m.get("cpu_stall_s")
         if is_num(stall):
-            if stall > STALL_SHARE * r["wall_s"]:
+            if stall > STALL_SHARE * r["wall_s"] + STALL_TICK_S:
                 out.append(r["label"])
             continue
         loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
@@ -157,12 +165,13 @@ def overloaded(ok: list[dict]) -> list[str]:
     return out
 
 
-def gil_bound(ok: list[dict]) -> list[str]:
+def gil_bound(ok: list[dict], overloaded_runs: list[str]) -> list[str]:
     """A warning when slots > 1 but the runs kept under GIL_CPU_PER_WALL cores busy: the
-    items likely hold the GIL, so more slots add contention, not parallelism."""
+    items likely hold the GIL, so more slots add contention, not parallelism. Judged on the
+    runs that had the cores to themselves (others' load also keeps a run's cores idle)."""
     slots = {r.get("slots") for r in ok}
     use = [m["process_cpu_s"] / r["wall_s"] for r in ok for m in [r.get("machine") or {}]
-           if is_num(m.get("process_cpu_s"))]
+           if is_num(m.get("process_cpu_s")) and r["label"] not in overloaded_runs]
     if len(slots) != 1 or not isinstance(next(iter(slots)), int) or next(iter(slots)) < 2 or not use:
         return []
     busy = statistics.median(use)
@@ -194,11 +203,13 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
     threshold = float(threshold)
     if not (threshold >= 0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
-    ok = [r for r in runs if r.get("status") == "ok" and is_pos(r.get("wall_s"))]
+    usable = [r for r in runs if r.get("status") == "ok" and is_pos(r.get("wall_s"))]
     warnings: list[str] = []
-    excluded = [str(r.get("label")) for r in runs if r not in ok]
+    excluded = [str(r.get("label")) for r in runs if r not in usable]
     if excluded:
         warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
+    # The headline from the timed runs only; stage runs (As1, Bs1) time the stages.
+    ok = [r for r in usable if records.timed(str(r.get("label")))]
     band = sig10(max(threshold, floor or 0.0))
     pairs, unpaired = pairs_of(ok)
     result: dict[str, Any] = {
@@ -208,10 +219,15 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
                    "typical_deviation": None},
         "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
                    "ci95": None, "run_ratio": None, "cpu": None},
-        "per_item": None, "drift": None, "load": {"overloaded": overloaded(ok)},
+        "claim_band": sig10(band), "per_item": None, "drift": None, "load": {"overloaded": overloaded(ok)},
         "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
     }
-    warnings.extend(thin_stages(ok))
+    warnings.extend(thin_stages(usable))
+    wrapped = [r["label"] for r in ok if any((r.get("stages_installed") or {}).values())]
+    if wrapped:
+        warnings.append(f"the headline wall comes from runs with stage wrappers ({len(wrapped)} of {len(ok)}: an "
+                        "explicit order without stage runs), so it holds the wrappers' cost; use `rounds:` or add "
+                        "stage runs (a, b) to the order")
     if unpaired:
         warnings.append(f"runs without a partner of the other variant, left out of the interval: "
                         f"{', '.join(unpaired)}")
@@ -228,7 +244,9 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
     paired.update(items=len(items), items_excluded=dropped, geomean_ratio=iv["geomean_ratio"], ci95=iv["ci95"],
                   run_ratio=sig10(run_ratio))
     center = math.log(iv["geomean_ratio"])
-    deviation = sig10(statistics.median(abs(math.exp(v - center) - 1.0) for v in d))
+    # A round's typical distance from the ratio, as a share below it: 1 - exp(-median |d_k - c|)
+    # (log space, so it stays under 1 however noisy the rounds).
+    deviation = sig10(1.0 - math.exp(-statistics.median(abs(v - center) for v in d)))
     rounds.update(log_ratios=[sig10(v) for v in d], sd_log=iv["sd_log"], t_quantile=iv["t_quantile"],
                   typical_deviation=deviation)
     if items:
@@ -247,23 +265,25 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
         warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
 
     result["drift"] = drift(pairs, d, math.exp(center) - 1.0, threshold)
-    warnings.extend(gil_bound(ok))
+    warnings.extend(gil_bound(ok, result["load"]["overloaded"]))
     cautions = []
     if result["drift"]["flagged"]:
         cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
                         f"{result['drift']['max_abs_drift_pct']:.2f}%")
     if result["load"]["overloaded"]:
-        cautions.append(f"load above the cores during {', '.join(result['load']['overloaded'])}")
-    if cautions:  # a claim must clear the noise it was measured under
-        widened = max(band, (result["drift"]["max_abs_drift_pct"] or 0.0) / 100.0, deviation)
-        if widened > band:
-            cautions[-1] += f"; the band widens to +-{100 * widened:.2f}%"
-        band = sig10(widened)
-        result["band"] = band
+        cautions.append(f"more runnable work than cores during {', '.join(result['load']['overloaded'])}")
+    claim_band = band
+    if cautions:  # a claim must clear the noise it was measured under; "equal" keeps the plain band
+        ratio_drift = result["drift"]["ratio"]
+        moved = abs(math.log(ratio_drift["last"] / ratio_drift["first"])) if result["drift"]["flagged"] else 0.0
+        claim_band = sig10(max(band, deviation, 1.0 - math.exp(-moved)))
+        if claim_band > band:
+            cautions[-1] += f"; a claim must clear +-{100 * claim_band:.2f}%"
         warnings.extend(cautions)
+    result["claim_band"] = claim_band
     enough = len(pairs) >= MIN_ROUNDS
     if items:
-        result["per_item"] = per_item(pairs, items, logs, band, enough)
+        result["per_item"] = per_item(pairs, items, logs, claim_band, enough)
     if not enough:
         result["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
                                     f"{MIN_ROUNDS} are needed to estimate the run-to-run variance")
@@ -271,5 +291,6 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
                         "`--rounds N`)")
         return result
     lo, hi = paired["ci95"]
-    result["verdict"], result["verdict_reason"] = verdict.decide(lo, hi, band, paired["run_ratio"], what)
+    result["verdict"], result["verdict_reason"] = verdict.decide(lo, hi, band, paired["run_ratio"], what,
+                                                                 claim_band)
     return result

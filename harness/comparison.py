@@ -37,8 +37,12 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
         reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")
     status = "complete" if not reasons else "failed"
 
-    base_walls = [r["wall_s"] for r in by_variant["base"]]
-    cand_walls = [r["wall_s"] for r in by_variant["candidate"]]
+    # The headline wall from the timed runs; stage CPU and call counts from the instrumented
+    # ones (the same runs, for an order without stage runs); parity over every run.
+    timed = {v: [r for r in runs_ if records.timed(r["label"])] for v, runs_ in by_variant.items()}
+    staged = [r for r in ok if records.instrumented(r["label"], campaign["order"])]
+    base_walls = [r["wall_s"] for r in timed["base"]]
+    cand_walls = [r["wall_s"] for r in timed["candidate"]]
     base_mean, cand_mean = mean(base_walls), mean(cand_walls)
     wall = {"timer": "perf_counter", "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
             "saving_s": None, "saving_pct": None, "speedup": None}
@@ -55,8 +59,8 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
         "runs": [{"label": r["label"], "variant": r["variant"], "sha": r["sha"], "wall_s": r.get("wall_s"),
                   "exit_code": r["exit_code"], "status": r["status"]} for r in runs],
         "wall": wall,
-        "stages": _stages(campaign, ok),
-        "parity": _parity(campaign, ok, by_variant, golden, arrays_dir),
+        "stages": _stages(campaign, staged),
+        "parity": _parity(campaign, ok, by_variant, golden, arrays_dir, staged),
         "stats": (legacy.analyze_v2(runs, threshold=campaign.get("threshold", 0.02)) if v2 else
                   analysis.analyze(runs, campaign.get("threshold", 0.02), floor and floor["floor"])),
     }
@@ -78,6 +82,8 @@ def calls_per_run(name: str, ok: list[dict]):
 def call_counts_hold(campaign: dict, ok: list[dict]) -> bool:
     """Stages installed in every run must be called as often in every run, or, for stages
     the campaign marks calls: per_variant, as often within each variant."""
+    if not ok:
+        return True
     common = set.intersection(*({n for n, on in r.get("stages_installed", {}).items() if on} for r in ok))
     modes = campaign.get("stage_calls", {})
     for name in sorted(common):
@@ -102,7 +108,8 @@ def _stages(campaign: dict, ok: list[dict]) -> dict:
     return out
 
 
-def _parity(campaign: dict, ok: list[dict], by_variant: dict, golden: dict | None, arrays_dir: Path) -> dict:
+def _parity(campaign: dict, ok: list[dict], by_variant: dict, golden: dict | None, arrays_dir: Path,
+            staged: list[dict]) -> dict:
     if not by_variant["base"] or not by_variant["candidate"]:
         return {"identical": False, "reference": None, "items": 0, "fields_compared": 0,
                 "fields_identical": 0, "error_returns": 0, "errors_identical": False,
@@ -110,7 +117,7 @@ def _parity(campaign: dict, ok: list[dict], by_variant: dict, golden: dict | Non
                 "divergence": [], "note": "no successful run of both variants to compare"}
     reference = by_variant["base"][0]
     result = parity.compare_runs(reference, [r for r in ok if r is not reference])
-    result["call_counts_identical"] = call_counts_hold(campaign, ok)
+    result["call_counts_identical"] = call_counts_hold(campaign, staged)
     result["golden"] = parity.compare_golden(golden, ok) if golden is not None else None
     result["divergence"] = parity.divergence(result["mismatches"], arrays_dir) if result["mismatches"] else []
     result["identical"] = (result["mismatch_count"] == 0 and result["errors_identical"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness import records
+
 COLOURS = {"base": "#4c72b0", "candidate": "#dd8452"}
 OTHER = "#999999"
 _STAGE_PALETTE = ["#55a868", "#8172b3", "#ccb974", "#64b5cd", "#c44e52", "#937860",
@@ -44,17 +46,19 @@ def render(comparison: dict, runs: list[dict], path: os.PathLike | str,
 
 def _runs_panel(ax, comparison: dict, runs: list[dict]) -> None:
     rows = runs or comparison.get("runs") or []
-    labels, walls, colours, hatches = [], [], [], []
+    labels, walls, colours, hatches, alphas = [], [], [], [], []
     for r in rows:
         labels.append(str(r.get("label")))
         w = r.get("wall_s")
         walls.append(float(w) if isinstance(w, (int, float)) else 0.0)
         colours.append(COLOURS.get(r.get("variant"), OTHER))
         hatches.append("" if r.get("status", "ok") == "ok" else "//")
+        alphas.append(1.0 if records.timed(labels[-1]) else 0.35)  # stage runs: not in the headline
     xs = list(range(len(labels)))
     bars = ax.bar(xs, walls, color=colours, edgecolor="black", linewidth=0.5)
-    for bar, h, w, r in zip(bars, hatches, walls, rows):
+    for bar, h, w, r, alpha in zip(bars, hatches, walls, rows, alphas):
         bar.set_hatch(h)
+        bar.set_alpha(alpha)
         text = f"{w:.3f}" if isinstance(r.get("wall_s"), (int, float)) else str(r.get("status"))
         ax.annotate(text, (bar.get_x() + bar.get_width() / 2, w), xytext=(0, 2),
                     textcoords="offset points", ha="center", va="bottom", fontsize=7)
@@ -72,10 +76,12 @@ def _runs_panel(ax, comparison: dict, runs: list[dict]) -> None:
     if any(hatches):
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="//",
                              label="not ok"))
+    if min(alphas, default=1.0) < 1.0:
+        handles.append(Patch(facecolor=OTHER, alpha=0.35, label="stage run (As, Bs): not in the mean"))
     top = max(walls, default=0.0)
     ax.set_ylim(0, (top if top > 0 else 1.0) * 1.2)
     ax.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=8)
-    ax.set_title("wall per run (dashed: variant mean)")
+    ax.set_title("wall per run (dashed: variant mean of the timed runs)")
 
 
 def _stages_panel(ax, comparison: dict) -> None:

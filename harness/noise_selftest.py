@@ -109,8 +109,12 @@ def run(campaigns: int, rounds: int, effect: float, work: int, loaded: bool = Tr
                             continue
                         lo, hi = s["paired"]["ci95"]
                         rows[kind].append((s["verdict"], s["paired"]["geomean_ratio"], lo, hi))
+                        wider = f", claims +-{100 * s['claim_band']:.1f}%" if s["claim_band"] > s["band"] else ""
+                        loaded_runs = len(s["load"]["overloaded"])
                         print(f"{name}, {kind} #{k + 1}: {s['verdict']} {s['paired']['geomean_ratio']:.4f} "
-                              f"[{lo:.4f}, {hi:.4f}], band +-{100 * s['band']:.1f}% "
+                              f"[{lo:.4f}, {hi:.4f}], band +-{100 * s['band']:.1f}%{wider}, "
+                              f"{loaded_runs} of {2 * s['rounds']['n']} runs overloaded"
+                              f"{', drift flagged' if s['drift']['flagged'] else ''} "
                               f"({time.monotonic() - t0:.0f} s)", flush=True)
             aa, fx = rows["A-vs-A"], rows[f"{100 * effect:g}% less work"]
             claims = sum(v in ("improved", "regressed") for v, *_ in aa)

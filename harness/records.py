@@ -15,8 +15,8 @@ from typing import Any
 SCHEMAS = {
     "job": "abba-harness/job/v2",
     "run": "abba-harness/run/v2",
-    "campaign": "abba-harness/campaign/v3",
-    "comparison": "abba-harness/comparison/v3",
+    "campaign": "abba-harness/campaign/v4",
+    "comparison": "abba-harness/comparison/v4",
     "environment": "abba-harness/environment/v2",
     "revisions": "abba-harness/revisions/v2",
     "inputs": "abba-harness/inputs/v2",
@@ -56,7 +56,10 @@ ARRAY_SUFFIX = ".npy.gz"
 # Every bundle holds these; golden.json only when the campaign names a golden file.
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
             RUNNER)
-LABEL_RE = re.compile(r"^[AB][1-9][0-9]{0,2}\Z")
+# A1, B1: timed runs (no stage wrappers when the order has stage runs); As1, Bs1: stage runs
+# (order letters a, b), instrumented, kept out of the headline wall.
+LABEL_RE = re.compile(r"^[AB]s?[1-9][0-9]{0,2}\Z")
+ORDER_RE = re.compile(r"^[ABab]+\Z")
 PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")
@@ -74,24 +77,47 @@ def array_path(digest: str) -> str:
     return f"data/arrays/{digest}{ARRAY_SUFFIX}"
 
 
-def round_order(rounds: int, seed: int) -> str:
-    """The order of a campaign made of rounds: each round one A and one B, which goes first
-    decided by the low bit of SHA-256("abba-rounds-v1:<seed>:<round>") (0: A first). A
-    fresh, recorded coin per round, spelled so that rehash.py re-derives it exactly."""
+def coin(domain: str, seed: int, index: int) -> bool:
+    """A fresh, recorded coin: the low bit of SHA-256("<domain>:<seed>:<index>") is 0."""
     import hashlib
 
-    return "".join("AB" if hashlib.sha256(f"abba-rounds-v1:{seed}:{i}".encode()).digest()[0] & 1 == 0
-                   else "BA" for i in range(rounds))
+    return hashlib.sha256(f"{domain}:{seed}:{index}".encode()).digest()[0] & 1 == 0
+
+
+def round_order(rounds: int, seed: int | None, stage_rounds: int = 0) -> str:
+    """The order of a campaign made of rounds: each round one A and one B, A first when
+    coin("abba-rounds-v1", seed, round) (always, for the plan's shape before a seed is drawn). Stage rounds (one a and one b, a first when
+    coin("abba-stage-rounds-v1", seed, j)) go after timed round ceil((j + 1) x rounds /
+    (stage_rounds + 1)), spread through the campaign. Spelled so that rehash.py re-derives it."""
+    stage_after = {-(-(j + 1) * rounds // (stage_rounds + 1)): j for j in range(stage_rounds)}
+    out = []
+    for i in range(rounds):
+        out.append("AB" if seed is None or coin("abba-rounds-v1", seed, i) else "BA")
+        if i + 1 in stage_after:
+            out.append("ab" if seed is None or coin("abba-stage-rounds-v1", seed, stage_after[i + 1]) else "ba")
+    return "".join(out)
 
 
 def labels(order: str) -> list[tuple[str, str]]:
-    """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2."""
-    counts = {"A": 0, "B": 0}
+    """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2; ABab -> A1 B1 As1 Bs1."""
+    counts: dict[str, int] = {}
     out = []
     for letter in order:
-        counts[letter] += 1
-        out.append((f"{letter}{counts[letter]}", VARIANTS[letter]))
+        counts[letter] = counts.get(letter, 0) + 1
+        upper = letter.upper()
+        out.append((f"{upper}{'s' if letter.islower() else ''}{counts[letter]}", VARIANTS[upper]))
     return out
+
+
+def instrumented(label: str, order: str) -> bool:
+    """Whether a run has the stage wrappers: a stage run, or any run of an order without
+    stage runs (an explicit A/B string: the stages wrap the timed runs themselves)."""
+    return label[1:2] == "s" or order == order.upper()
+
+
+def timed(label: str) -> bool:
+    """Whether a run's wall is in the headline (not a stage run)."""
+    return label[1:2] != "s"
 
 
 # --- constructors --------------------------------------------------------------------------
@@ -163,6 +189,7 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "campaign_path": rel(campaign.source),
         "order": campaign.order,
         "rounds": campaign.rounds,  # null for an explicit order
+        "stage_rounds": campaign.stage_rounds,  # rounds of stage runs among them (null: explicit order)
         "seed": campaign.seed,  # the shuffle seed of the rounds (null for an explicit order)
         "labels": [label for label, _ in labels(campaign.order)],
         "slots": campaign.slots,

@@ -62,8 +62,8 @@ import zlib  # noqa: E402
 SCHEMAS = {
     "job": "abba-harness/job/v2",
     "run": "abba-harness/run/v2",
-    "campaign": "abba-harness/campaign/v3",
-    "comparison": "abba-harness/comparison/v3",
+    "campaign": "abba-harness/campaign/v4",
+    "comparison": "abba-harness/comparison/v4",
     "environment": "abba-harness/environment/v2",
     "revisions": "abba-harness/revisions/v2",
     "inputs": "abba-harness/inputs/v2",
@@ -95,7 +95,8 @@ NOISE_FLOOR = "data/noise_floor.json"  # only when the campaign pins a noise flo
 ARRAY_SUFFIX = ".npy.gz"
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
             RUNNER)
-LABEL_RE = re.compile(r"^[AB][1-9][0-9]{0,2}\Z")
+LABEL_RE = re.compile(r"^[AB]s?[1-9][0-9]{0,2}\Z")  # As1, Bs1: stage runs (order letters a, b)
+ORDER_RE = re.compile(r"^[ABab]+\Z")
 PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")
@@ -122,6 +123,7 @@ SLOT_TOL, SLOT_ABS_S = 0.01, 0.001  # item walls may sum to slots x run wall x (
 CPU_TOL_S = 1e-6  # self vs inclusive stage CPU: float sums
 TIMEOUT_TOL, TIMEOUT_GRACE_S = 0.1, 10.0  # a process or campaign may outlive its timeout by the kill
 FUTURE_TOL_S = 300.0  # a bundle's clocks may run this far ahead of the checker's
+TICK_S = 0.05  # other threads' CPU and the PSI stall total settle in scheduler ticks (4-10 ms)
 MAX_LISTED = 50  # mismatches listed in comparison.json
 STATS_NOTE = "stats.paired ci95 (the bootstrap) not re-derived: needs numpy; harness verify does it"
 YAML_NOTE = "campaign.yaml not compared with campaign.json: needs a YAML parser; harness verify does it"
@@ -616,9 +618,9 @@ CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "notes": 
                  "labels": "list", "slots": "int", "timeouts": "dict", "workload": "dict", "revisions": "dict",
                  "stages": "dict", "optional_stages": "list", "stage_calls": "dict", "env": "dict",
                  "golden": "str?", "golden_sha256": "str?", "threshold": "num", "build": "list",
-                 "overrides": "dict", "rounds": "int?", "seed": "int?", "noise_floor": "str?",
-                 "noise_floor_sha256": "str?"}
-CAMPAIGN_V3_ONLY = ("rounds", "seed", "noise_floor", "noise_floor_sha256")
+                 "overrides": "dict", "rounds": "int?", "stage_rounds": "int?", "seed": "int?",
+                 "noise_floor": "str?", "noise_floor_sha256": "str?"}
+CAMPAIGN_V3_ONLY = ("rounds", "stage_rounds", "seed", "noise_floor", "noise_floor_sha256")
 CAMPAIGN_KEYS_V2 = {k: v for k, v in CAMPAIGN_KEYS.items() if k not in CAMPAIGN_V3_ONLY}
 NOISE_FLOOR_KEYS = {"schema": "str", "campaign": "str", "bundle_digest": "str", "machine": "dict", "started_at": "num",
                     "rounds": "int", "ratio": "num", "ci95": "list", "floor": "num"}
@@ -803,15 +805,26 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
         value = machine.get(key)
         if value is None or wall is None:
             continue
-        if not is_number(value) or value < low - SLOT_ABS_S or (high is not None and value > bound(high)):
+        if not is_number(value) or value < low - SLOT_ABS_S or (high is not None and value > bound(high) + TICK_S):
             check.fail(rel, f"machine.{key} {short(value)} is not between {what}", "physics")
-    if status == "ok" and set(record["stages"]) != set(campaign["stages"]):
+    staged = instrumented(label, campaign["order"])
+    if status == "ok" and not staged:  # a timed run of an order with stage runs: no wrappers at all
+        if record["stages"] or record["stages_installed"] or (record["imported_from"].get("stages")
+                                                                if isinstance(record["imported_from"], dict) else None):
+            check.fail(rel, "a timed run with stage wrappers, but the order has stage runs: its wall is the "
+                            "headline and must carry none", "identity")
+        if machine.get("stage_wrapper_s") is not None:
+            check.fail(rel, "machine.stage_wrapper_s in a run without stage wrappers", "identity")
+    if status == "ok" and staged and set(record["stages"]) != set(campaign["stages"]):
         check.fail(rel, "stages are not the campaign's stages", "identity")
-    if status == "ok":
+    if status == "ok" and staged:
         installed = record["stages_installed"] if isinstance(record["stages_installed"], dict) else {}
         for name in campaign["stages"]:
             if name not in campaign["optional_stages"] and installed.get(name) is not True:
                 check.fail(rel, f"stage {name} is not optional but not installed", "identity")
+        cost = machine.get("stage_wrapper_s")  # measured before the clock; ~1-2 us on a 2020s CPU
+        if cost is not None and not (is_number(cost) and 0.0 <= cost <= 1e-3):
+            check.fail(rel, f"machine.stage_wrapper_s {short(cost)} is not between 0 and 1 ms", "physics")
     # a run lives no longer than its timeout (the runner kills it then; a grace for the kill)
     run_timeout = campaign["timeouts"].get("run_s") if isinstance(campaign["timeouts"], dict) else None
     if is_number(run_timeout) and process["wall_s"] > timeout_bound(run_timeout):
@@ -820,11 +833,26 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
     return all_stored
 
 
-def round_order(rounds, seed):
+def round_order(rounds, seed, stage_rounds=0):
     """Each round one A and one B; A first when the low bit of the first byte of
-    SHA-256("abba-rounds-v1:<seed>:<round>") is 0 (harness/records.py round_order)."""
-    return "".join("AB" if hashlib.sha256(f"abba-rounds-v1:{seed}:{i}".encode()).digest()[0] & 1 == 0
-                   else "BA" for i in range(rounds))
+    SHA-256("abba-rounds-v1:<seed>:<round>") is 0. Stage round j (one a and one b, a first by
+    "abba-stage-rounds-v1") follows timed round ceil((j + 1) rounds / (stage_rounds + 1))
+    (harness/records.py round_order)."""
+    def heads(domain, i):
+        return seed is None or hashlib.sha256(f"{domain}:{seed}:{i}".encode()).digest()[0] & 1 == 0
+
+    after = {-(-(j + 1) * rounds // (stage_rounds + 1)): j for j in range(stage_rounds)}
+    out = ""
+    for i in range(rounds):
+        out += "AB" if heads("abba-rounds-v1", i) else "BA"
+        if i + 1 in after:
+            out += "ab" if heads("abba-stage-rounds-v1", after[i + 1]) else "ba"
+    return out
+
+
+def instrumented(label, order):
+    """A stage run, or any run of an order without stage runs (harness/records.py)."""
+    return label[1:2] == "s" or order == order.upper()
 
 
 def check_records(check, stored):
@@ -867,24 +895,33 @@ def check_records(check, stored):
 
     # plan: labels follow from the order; one record per started run, in order
     order = campaign["order"]
-    if not re.fullmatch(r"[AB]+", order) or "A" not in order or "B" not in order:
-        check.fail(CAMPAIGN_JSON, f"order {short(order)} is not a string of A and B holding both", "plan")
+    if not ORDER_RE.match(order) or "A" not in order or "B" not in order:
+        check.fail(CAMPAIGN_JSON, f"order {short(order)} is not a string of A and B holding both (a, b: stage runs)",
+                   "plan")
         return None
     plan = []
-    counts = {"A": 0, "B": 0}
+    counts = {}
     for letter in order:
-        counts[letter] += 1
-        plan.append((f"{letter}{counts[letter]}", VARIANTS[letter]))
+        counts[letter] = counts.get(letter, 0) + 1
+        plan.append((letter.upper() + ("s" if letter.islower() else "") + str(counts[letter]), VARIANTS[letter.upper()]))
     if campaign["labels"] != [label for label, _ in plan]:
         check.fail(CAMPAIGN_JSON, f"labels {short(campaign['labels'])} do not follow from order {order}", "plan")
         return None
-    rounds, seed = campaign["rounds"], campaign["seed"]
-    if (rounds is None) != (seed is None) or (rounds is not None and not (rounds >= 1 and seed >= 0)):
-        check.fail(CAMPAIGN_JSON, f"rounds {short(rounds)} and seed {short(seed)}: both null (an explicit order) "
-                                  "or a positive count and its shuffle seed", "plan")
+    rounds, seed, stage_rounds = campaign["rounds"], campaign["seed"], campaign["stage_rounds"]
+    has_stages = bool(campaign["stages"]) if isinstance(campaign["stages"], dict) else False
+    if ((rounds is None) != (seed is None) or (rounds is None) != (stage_rounds is None)
+            or (rounds is not None and not (rounds >= 1 and seed >= 0 and 0 <= stage_rounds <= rounds
+                                            and (stage_rounds >= 1) == has_stages))):
+        check.fail(CAMPAIGN_JSON, f"rounds {short(rounds)}, stage_rounds {short(stage_rounds)} and seed {short(seed)}: "
+                                  "all null (an explicit order), or a positive count, its stage rounds (at least 1 "
+                                  "exactly when there are stages, at most the rounds) and its shuffle seed", "plan")
         return None
-    if rounds is not None and order != round_order(rounds, seed):
-        check.fail(CAMPAIGN_JSON, f"order {short(order)} is not the shuffle of {rounds} rounds by seed {seed}", "plan")
+    if rounds is not None and order != round_order(rounds, seed, stage_rounds):
+        check.fail(CAMPAIGN_JSON, f"order {short(order)} is not the shuffle of {rounds} rounds and {stage_rounds} "
+                                  f"stage rounds by seed {seed}", "plan")
+        return None
+    if order != order.upper() and not has_stages:
+        check.fail(CAMPAIGN_JSON, f"order {short(order)} has stage runs (a, b) but the campaign has no stages", "plan")
         return None
     if set(campaign["revisions"]) != {"base", "candidate"} or not all(
             isinstance(r, dict) and set(r) == {"rev", "sha"} and isinstance(r["sha"], str)
@@ -1173,7 +1210,13 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None):
         alive = [str(p["pid"]) for p in cleanup.get("processes", []) if not p["absent"]]
         reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")
 
-    base_mean, cand_mean = mean([r["wall_s"] for r in base]), mean([r["wall_s"] for r in cand])
+    # The headline wall from timed runs (not As1, Bs1); stages and call counts from the runs
+    # with wrappers; parity over every run.
+    base_mean = mean([r["wall_s"] for r in base if r["label"][1:2] != "s"])
+    cand_mean = mean([r["wall_s"] for r in cand if r["label"][1:2] != "s"])
+    staged = [r for r in ok if instrumented(r["label"], campaign["order"])]
+    staged_base = [r for r in staged if r["variant"] == "base"]
+    staged_cand = [r for r in staged if r["variant"] == "candidate"]
     wall = {"timer": "perf_counter", "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
             "saving_s": None, "saving_pct": None, "speedup": None}
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
@@ -1184,9 +1227,9 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None):
     modes = campaign.get("stage_calls", {})
     stages = {}
     for name in campaign.get("stages", {}):
-        per_run = {r["label"]: r["stages"].get(name, {}).get("calls", 0) for r in ok}
-        base_calls = {n for label, n in per_run.items() if label in {r["label"] for r in base}}
-        cand_calls = {n for label, n in per_run.items() if label in {r["label"] for r in cand}}
+        per_run = {r["label"]: r["stages"].get(name, {}).get("calls", 0) for r in staged}
+        base_calls = {n for label, n in per_run.items() if label in {r["label"] for r in staged_base}}
+        cand_calls = {n for label, n in per_run.items() if label in {r["label"] for r in staged_cand}}
         if len(set(per_run.values())) == 1:
             calls = next(iter(per_run.values()))
         elif len(base_calls) == 1 and len(cand_calls) == 1:
@@ -1194,7 +1237,7 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None):
         else:
             calls = per_run
         row = {"calls_per_run": calls, "calls": modes.get(name, "equal")}
-        for variant, group in (("base", base), ("candidate", cand)):
+        for variant, group in (("base", staged_base), ("candidate", staged_cand)):
             row[f"{variant}_self_cpu_s"] = mean([r["stages"].get(name, {}).get("self_cpu_s", 0.0) for r in group])
             row[f"{variant}_incl_cpu_s"] = mean([r["stages"].get(name, {}).get("incl_cpu_s", 0.0) for r in group])
             row[f"{variant}_installed"] = all(r.get("stages_installed", {}).get(name, True) for r in group)
@@ -1209,14 +1252,14 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None):
         reference = base[0]
         parity = compare_runs(reference, [r for r in ok if r is not reference])
         common = None
-        for r in ok:
+        for r in staged:
             on = {n for n, installed in r.get("stages_installed", {}).items() if installed}
             common = on if common is None else common & on
         # Equal in every run, or within each variant for stages marked calls: per_variant.
         parity["call_counts_identical"] = all(
-            all(len({r["stages"][n]["calls"] for r in group}) == 1
-                for group in ([ok] if modes.get(n, "equal") == "equal" else [base, cand]))
-            for n in sorted(common))
+            all(len({r["stages"][n]["calls"] for r in group}) <= 1
+                for group in ([staged] if modes.get(n, "equal") == "equal" else [staged_base, staged_cand]))
+            for n in sorted(common or ()))
         parity["golden"] = compare_golden(golden, ok) if golden is not None else None
         parity["divergence"] = [] if not parity["mismatches"] else None  # None: not re-derived
         parity["identical"] = (parity["mismatch_count"] == 0 and parity["errors_identical"]
@@ -1381,7 +1424,8 @@ def geomean(pairs):
     return math.exp(math.fsum(logs) / len(logs))
 
 
-def verdict_rule(lo, hi, run_ratio, t, what):
+def verdict_rule(lo, hi, run_ratio, t, what, claim=None):
+    """harness/verdict.py decide: the band t, and a wider band a claim must clear (load, drift)."""
     band = f"[{1 - t:.4f}, {1 + t:.4f}]"
     ci = f"95% CI [{lo:.4f}, {hi:.4f}] of {what}"
     if lo >= 1 - t and hi <= 1 + t:
@@ -1395,6 +1439,10 @@ def verdict_rule(lo, hi, run_ratio, t, what):
     if (verdict == "improved" and run_ratio > 1 + t) or (verdict == "regressed" and run_ratio < 1 - t):
         return "inconclusive", (f"{reason}, but the run-level ratio of mean walls {run_ratio:.4f} lies on "
                                 "the other side of the band")
+    if claim is not None and claim > t and ((verdict == "improved" and hi >= 1 - claim)
+                                            or (verdict == "regressed" and lo <= 1 + claim)):
+        return "inconclusive", (f"{reason}, but measured under load or drift a claim must clear "
+                                f"[{1 - claim:.4f}, {1 + claim:.4f}], and it does not")
     return verdict, reason
 
 
@@ -1423,11 +1471,12 @@ def t_ratio(logs):
 def derive_stats(runs, threshold, floor):
     """comparison/v3 `stats` in full, from the run records (harness/analysis.py is the
     harness's own spelling; this one is written apart from it)."""
-    ok = [r for r in runs if r["status"] == "ok" and is_number(r["wall_s"]) and r["wall_s"] > 0]
+    usable = [r for r in runs if r["status"] == "ok" and is_number(r["wall_s"]) and r["wall_s"] > 0]
     warnings = []
-    excluded = [r["label"] for r in runs if r not in ok]
+    excluded = [r["label"] for r in runs if r not in usable]
     if excluded:
         warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
+    ok = [r for r in usable if r["label"][1:2] != "s"]  # stage runs (As1, Bs1) stay out of the headline
     band = sig10(max(float(threshold), floor or 0.0))
     labels = {r["label"]: r for r in ok}
     pairs = [(r, labels["B" + r["label"][1:]]) for r in ok if r["variant"] == "base" and "B" + r["label"][1:] in labels]
@@ -1437,7 +1486,7 @@ def derive_stats(runs, threshold, floor):
     for r in ok:
         m = r.get("machine") or {}
         if is_number(m.get("cpu_stall_s")):
-            if m["cpu_stall_s"] > 0.10 * r["wall_s"]:
+            if m["cpu_stall_s"] > 0.10 * r["wall_s"] + 0.005:  # + a tick: PSI totals settle in ticks
                 overloaded.append(r["label"])
             continue
         loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
@@ -1451,14 +1500,24 @@ def derive_stats(runs, threshold, floor):
                       "typical_deviation": None},
            "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
                       "run_ratio": None, "cpu": None},
-           "per_item": None, "drift": None, "load": {"overloaded": overloaded},
+           "claim_band": band, "per_item": None, "drift": None, "load": {"overloaded": overloaded},
            "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
-    for name in sorted({n for r in ok for n in r.get("stages") or {}}):  # the stage wrapper costs ~1.1 us a call
-        per_call = [r["stages"][name]["self_cpu_s"] / r["stages"][name]["calls"] for r in ok
+    # A stage within 10x of the wrapper's own cost per call (as the runs measured it, else 1.1 us)
+    costs = [r["machine"]["stage_wrapper_s"] for r in usable
+             if isinstance(r.get("machine"), dict) and is_number(r["machine"].get("stage_wrapper_s"))]
+    cost = statistics.median(costs) if costs else 1.1e-6
+    for name in sorted({n for r in usable for n in r.get("stages") or {}}):
+        per_call = [r["stages"][name]["self_cpu_s"] / r["stages"][name]["calls"] for r in usable
                     if name in (r.get("stages") or {}) and r["stages"][name].get("calls")]
-        if per_call and statistics.median(per_call) < 10 * 1.1e-6:
+        if per_call and statistics.median(per_call) < 10 * cost:
             warnings.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within "
-                            "10x of the stage wrapper's own ~1.1 us: instrumentation moves its figures and the wall")
+                            f"10x of the stage wrapper's own {1e6 * cost:.2f} us "
+                            f"({'measured in the runs' if costs else 'typical'}): instrumentation moves its figures")
+    wrapped = [r["label"] for r in ok if any((r.get("stages_installed") or {}).values())]
+    if wrapped:
+        warnings.append(f"the headline wall comes from runs with stage wrappers ({len(wrapped)} of {len(ok)}: an "
+                        "explicit order without stage runs), so it holds the wrappers' cost; use `rounds:` or add "
+                        "stage runs (a, b) to the order")
     if unpaired:
         warnings.append(f"runs without a partner of the other variant, left out of the interval: {', '.join(unpaired)}")
     if not pairs:
@@ -1485,7 +1544,7 @@ def derive_stats(runs, threshold, floor):
     paired = out["paired"]
     paired.update(items=len(items), items_excluded=dropped, geomean_ratio=ratio, ci95=ci, run_ratio=run_ratio)
     center = math.log(ratio)
-    deviation = sig10(statistics.median([abs(math.exp(v - center) - 1.0) for v in d]))
+    deviation = sig10(1.0 - math.exp(-statistics.median([abs(v - center) for v in d])))  # in log space
     out["rounds"].update(log_ratios=[sig10(v) for v in d], sd_log=sd, t_quantile=q, typical_deviation=deviation)
     if items:
         if dropped:
@@ -1530,7 +1589,8 @@ def derive_stats(runs, threshold, floor):
                                                                                  100.0 * float(threshold)))
     slots = {r.get("slots") for r in ok}
     busy = [r["machine"]["process_cpu_s"] / r["wall_s"] for r in ok
-            if isinstance(r.get("machine"), dict) and is_number(r["machine"].get("process_cpu_s"))]
+            if isinstance(r.get("machine"), dict) and is_number(r["machine"].get("process_cpu_s"))
+            and r["label"] not in overloaded]  # runs that had the cores to themselves
     if len(slots) == 1 and is_int(min(slots)) and min(slots) >= 2 and busy and statistics.median(busy) < 1.2:
         warnings.append(f"slots {min(slots)}, but the timed loops used {statistics.median(busy):.2f} CPU s per wall s "
                         "(median over runs): the items likely hold the GIL (pure-Python code), so the slots contend "
@@ -1541,13 +1601,15 @@ def derive_stats(runs, threshold, floor):
         cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
                         f"{drift['max_abs_drift_pct']:.2f}%")
     if overloaded:
-        cautions.append(f"load above the cores during {', '.join(overloaded)}")
+        cautions.append(f"more runnable work than cores during {', '.join(overloaded)}")
+    claim = band  # under load or drift a claim clears the rounds' typical deviation and the drift too
     if cautions:
-        widened = max(band, (drift["max_abs_drift_pct"] or 0.0) / 100.0, deviation)
-        if widened > band:
-            cautions[-1] += f"; the band widens to +-{100 * widened:.2f}%"
-        band = out["band"] = sig10(widened)
+        moved = abs(math.log(drift["ratio"]["last"] / drift["ratio"]["first"])) if drift["flagged"] else 0.0
+        claim = sig10(max(band, deviation, 1.0 - math.exp(-moved)))
+        if claim > band:
+            cautions[-1] += f"; a claim must clear +-{100 * claim:.2f}%"
         warnings.extend(cautions)
+    out["claim_band"] = claim
     enough = len(pairs) >= MIN_ROUNDS
     if items:
         rows = []
@@ -1557,8 +1619,8 @@ def derive_stats(runs, threshold, floor):
         rows.sort(key=lambda row: (-row["ratio"], row["id"]))
         out["per_item"] = {
             "items": len(rows),
-            "regressed": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + band),
-            "improved": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - band),
+            "regressed": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + claim),
+            "improved": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - claim),
             "worst": rows[0], "table": rows[:PER_ITEM_SHOWN], "more": max(0, len(rows) - PER_ITEM_SHOWN)}
     if not enough:
         out["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
@@ -1566,7 +1628,7 @@ def derive_stats(runs, threshold, floor):
         warnings.append(f"too few rounds to conclude ({len(pairs)} of at least {MIN_ROUNDS}; `rounds: N` or "
                         "`--rounds N`)")
         return out
-    out["verdict"], out["verdict_reason"] = verdict_rule(ci[0], ci[1], run_ratio, band, what)
+    out["verdict"], out["verdict_reason"] = verdict_rule(ci[0], ci[1], run_ratio, band, what, claim)
     return out
 
 

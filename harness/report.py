@@ -262,9 +262,13 @@ def _rounds_section(s: dict) -> list[str]:
     out.append(f"- **Verdict: {_cell(s.get('verdict'))}** against the equal band +-{_num(100 * band, 2)}% "
                f"(threshold {_num(100 * s['threshold'], 2)}%"
                + (f", noise floor {_num(100 * floor, 2)}% from `harness calibrate`" if floor else
-                  ", no noise floor pinned") + f"): {_cell(s.get('verdict_reason'))}.")
+                  ", no noise floor pinned")
+               + (f"; measured under load or drift, a claim had to clear +-{_num(100 * s['claim_band'], 2)}%"
+                  if (s.get("claim_band") or 0) > (band or 0) else "")
+               + f"): {_cell(s.get('verdict_reason'))}.")
     out.append(f"- Method: {_cell(s.get('method'))}. {rounds.get('n')} rounds (at least {rounds.get('min')} "
-               "to conclude), each one base and one candidate run in a shuffled order; per round the "
+               "to conclude), each one base and one candidate run in a shuffled order, without stage wrappers "
+               "when the campaign has stage runs (As1, Bs1: the stage CPU comes from them); per round the "
                "geometric mean of the item ratios; a 20%-trimmed mean of the per-round log ratios and its "
                "Tukey-McLaughlin 95% interval, so the interval holds the run-to-run variance.")
     if p.get("ci95"):

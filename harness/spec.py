@@ -15,13 +15,16 @@ from harness import records
 # rounds that the spread of per-round ratios (the run-to-run variance) can be estimated.
 # 20 rounds of ~1 s runs take about 1.5 minutes with process start-up.
 DEFAULT_ROUNDS = 20
+# With stages, the timed runs carry no wrappers (the headline stays uninstrumented) and stage
+# runs of their own, this many rounds of one a and one b, give the stage CPU.
+DEFAULT_STAGE_ROUNDS = 2
 MAX_ROUNDS = 100
 MAX_SEED = 2**32 - 1
-DEFAULT_SLOTS = 4
+DEFAULT_SLOTS = 1  # more threads time GIL contention unless the workload releases the GIL
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
 DEFAULT_THRESHOLD = 0.02
-MAX_RUNS = 2 * MAX_ROUNDS
+MAX_RUNS = 2 * MAX_ROUNDS  # an explicit order
 CALL_MODES = ("equal", "per_variant")
 MAX_SLOTS = 256
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
@@ -100,6 +103,7 @@ class Campaign:
     notes: str = ""
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
     rounds: int | None = None  # None: the explicit `order` string
+    stage_rounds: int | None = None  # rounds of stage runs (a, b) among the rounds; None with an order
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
     noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
     noise_floor_sha256: str | None = None
@@ -117,14 +121,17 @@ class Campaign:
             seed = self.seed
         elif seed is None:
             seed = secrets.randbelow(MAX_SEED + 1)
-        return replace(self, seed=seed, order=round_order(self.rounds, seed))
+        return replace(self, seed=seed, order=round_order(self.rounds, seed, self.stage_rounds or 0))
 
     def revision(self, variant: str) -> Revision:
         return self.base if variant == "base" else self.candidate
 
     def labels(self) -> list[tuple[str, str]]:
-        """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2."""
+        """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2; ABab -> A1 B1 As1 Bs1."""
         return records.labels(self.order)
+
+    def instrumented(self, label: str) -> bool:
+        return records.instrumented(label, self.order)
 
 
 class _Reader:
@@ -248,6 +255,9 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
         if key in overrides:  # one replaces the other: a campaign has an order or rounds
             data[key] = overrides[key]
             data.pop(other, None)
+            if key == "order":
+                data.pop("seed", None)
+                data.pop("stage_rounds", None)
     if "items" in overrides or "params" in overrides:
         wl = dict(data.get("workload") or {})
         if "items" in overrides:
@@ -279,7 +289,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     top = r.mapping(
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
-                 "rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden", "verdict", "build"},
+                 "rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
+                 "verdict", "build"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -332,22 +343,22 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
 
     if "order" in top and "rounds" in top:
         raise r.fail("rounds", "either rounds or an explicit order, not both", show_got=False)
-    rounds = seed = None
+    rounds = seed = order = None
     if "order" in top:
         order = top["order"]
-        if not isinstance(order, str) or not re.fullmatch(r"[AB]+", order or "") or "A" not in order \
+        if not isinstance(order, str) or not records.ORDER_RE.match(order) or "A" not in order \
                 or "B" not in order:
-            raise r.fail("order", "a string of A and B holding both letters, e.g. ABBA", order)
+            raise r.fail("order", "a string of A and B holding both letters, e.g. ABBA (a and b: stage runs, "
+                                  "e.g. ABBAab)", order)
         if len(order) > MAX_RUNS:
             raise r.fail("order", f"at most {MAX_RUNS} runs", order)
-        if "seed" in top:
-            raise r.fail("seed", "no seed with an explicit order (the seed shuffles rounds)", show_got=False)
+        for key in ("seed", "stage_rounds"):
+            if key in top:
+                raise r.fail(key, f"no {key} with an explicit order (it belongs to rounds)", show_got=False)
     else:
         rounds = int(r.number(top.get("rounds", DEFAULT_ROUNDS), "rounds", 1, MAX_ROUNDS, integer=True))
         if top.get("seed") is not None:
             seed = int(r.number(top["seed"], "seed", 0, MAX_SEED, integer=True))
-        # Until a seed is drawn (Campaign.with_seed), the order shows the shape of the plan.
-        order = records.round_order(rounds, seed) if seed is not None else "AB" * rounds
     slots = int(r.number(top.get("slots", DEFAULT_SLOTS), "slots", 1, MAX_SLOTS, integer=True))
 
     timeouts = r.mapping(top.get("timeouts", {}), "timeouts", {"run_s", "campaign_s"})
@@ -376,6 +387,21 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                 stage_calls[key] = calls
             value = m["path"]
         stages[key] = r.string(value, f"stages.{key}", STAGE_RE, "'module:function' or 'module:Class.method'")
+
+    if rounds is not None:
+        default = min(DEFAULT_STAGE_ROUNDS, rounds) if stages else 0
+        stage_rounds = int(r.number(top.get("stage_rounds", default), "stage_rounds", 0, rounds, integer=True))
+        if stage_rounds and not stages:
+            raise r.fail("stage_rounds", "0 without stages (stage runs time the stages)", stage_rounds)
+        if stages and not stage_rounds:
+            raise r.fail("stage_rounds", "at least 1 with stages (the timed runs carry no stage wrappers)",
+                         stage_rounds)
+        # Until a seed is drawn (Campaign.with_seed), the order shows the shape of the plan.
+        order = records.round_order(rounds, seed, stage_rounds)
+    else:
+        stage_rounds = None
+        if order != order.upper() and not stages:
+            raise r.fail("order", "only A and B without stages (a and b are stage runs)", order)
 
     env = top.get("env") or {}
     if not isinstance(env, dict):
@@ -409,7 +435,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
-                    " ".join(notes.split()), rounds=rounds, seed=seed, noise_floor=floor,
+                    " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
+                    noise_floor=floor,
                     noise_floor_sha256=floor_sha256)
 
 

@@ -452,17 +452,24 @@ def swap_identities(root: Path) -> None:
 
 
 def cherry_pick(root: Path) -> None:
-    """Order shortened to its first round (AB or BA, as it ran); the dropped runs' records, logs, ledger rows and arrays removed;
-    receipts made consistent. Only campaign.yaml still says what was run (rounds, or ABBA)."""
+    """Order shortened to its first round (AB or BA, as it ran) and its first stage round; the
+    dropped runs' records, logs, ledger rows and arrays removed; receipts made consistent. Only campaign.yaml still says what was run (rounds, or ABBA)."""
     campaign = _load(root, records.CAMPAIGN_JSON)
-    keep = campaign["labels"][:2]  # A1 and B1 in the order they ran (rounds shuffle them)
-    for label in campaign["labels"]:
+    labels = campaign["labels"]
+    # A1 and B1 in the order they ran (rounds shuffle them), and the first stage round's runs
+    keep = [label for label in labels if records.timed(label)][:2] + \
+        [label for label in labels if not records.timed(label)][:2]
+    keep.sort(key=labels.index)
+    for label in labels:
         if label not in keep:
             (root / records.run_path(label)).unlink()
             (root / records.log_path(label)).unlink()
-    campaign.update(order="".join(label[0] for label in keep), labels=keep, rounds=None, seed=None)
+    for index, label in enumerate(keep):
+        edit_json(records.run_path(label), lambda r, i=index: r.update(index=i))(root)
+    order = "".join(label[0] if records.timed(label) else label[0].lower() for label in keep)
+    campaign.update(order=order, labels=keep, rounds=None, stage_rounds=None, seed=None)
     _dump(root, records.CAMPAIGN_JSON, campaign)
-    edit_json(records.RUNNER, lambda r: r.update(runs_planned=2, runs_started=2))(root)
+    edit_json(records.RUNNER, lambda r: r.update(runs_planned=len(keep), runs_started=len(keep)))(root)
 
     def ledger(c):
         c["processes"] = [p for p in c["processes"] if p["run"] in keep]
@@ -663,20 +670,34 @@ def record_rules() -> list[Mutation]:
         m("records: negative item CPU, re-derived",
           forge(run("B1", lambda r: r["items"][0].update(cpu_s=-1.0))), "[physics]", rule="physics"),
         m("records: stage self CPU above inclusive, re-derived",
-          forge(run("A1", lambda r: [s.update(self_cpu_s=s["incl_cpu_s"] + 1.0) for s in r["stages"].values()])),
+          forge(run("As1", lambda r: [s.update(self_cpu_s=s["incl_cpu_s"] + 1.0) for s in r["stages"].values()])),
           "[physics]", rule="physics"),
         m("records: B1's timed and item walls cut a thousandfold (a regression reads as faster), re-derived",
           forge(run("B1", cut_walls)), "[physics]", rule="physics"),
         m("records: A1's item CPU x40, above its item wall, re-derived",
           forge(run("A1", lambda r: [it.update(cpu_s=it["cpu_s"] * 40 + 1.0) for it in r["items"]])),
           "[physics]", rule="physics"),
-        m("records: A1's stage CPU x20, above cores x the run's wall, re-derived",
-          forge(run("A1", stage_cpu_x20)), "[physics]", rule="physics"),
-        m("records: a non-optional stage not installed in B1, re-derived",
-          forge(run("B1", uninstall)), "[identity]", rule="identity"),
-        m("records: B1 imported a stage from outside its tree, re-derived",
-          forge(run("B1", lambda r: [r["imported_from"]["stages"].update({k: "tree:../../elsewhere.py"})
+        m("records: As1's stage CPU x20, above cores x the run's wall, re-derived",
+          forge(run("As1", stage_cpu_x20)), "[physics]", rule="physics"),
+        m("records: a non-optional stage not installed in stage run Bs1, re-derived",
+          forge(run("Bs1", uninstall)), "[identity]", rule="identity"),
+        m("records: Bs1 imported a stage from outside its tree, re-derived",
+          forge(run("Bs1", lambda r: [r["imported_from"]["stages"].update({k: "tree:../../elsewhere.py"})
                                      for k in r["imported_from"]["stages"]])), "[identity]", rule="identity"),
+        m("records: timed run B1 given Bs1's stage figures (the headline would hold the wrappers), re-derived",
+          forge(lambda root: run("B1", lambda r: r.update(
+              {k: _load(root, records.run_path("Bs1"))[k] for k in ("stages", "stages_installed")}))(root)),
+          "[identity]", rule="identity"),
+        m("records: A1's process CPU below its items' thread CPU, re-derived",
+          forge(run("A1", lambda r: r["machine"].update(process_cpu_s=0.0))), "[physics]", rule="physics"),
+        m("records: B1's CPU stall longer than its wall (a quiet run made loaded, or the reverse), re-derived",
+          forge(run("B1", lambda r: r["machine"].update(cpu_stall_s=r["wall_s"] * 3 + 1.0))), "[physics]",
+          rule="physics"),
+        m("records: As1's stage wrapper cost 1 s a call, re-derived",
+          forge(run("As1", lambda r: r["machine"].update(stage_wrapper_s=1.0))), "[physics]", rule="physics"),
+        m("campaign.json: stage_rounds changed, the order kept, re-derived",
+          forge(edit_json(records.CAMPAIGN_JSON, lambda c: c.update(stage_rounds=c["stage_rounds"] + 1))), "[plan]",
+          rule="plan"),
         m("records: B1's process lived past the run timeout, re-derived",
           forge(outlive_timeout), "[physics]", rule="physics"),
         m("environment.json: 64 cores while the records say otherwise, re-hashed",

@@ -22,11 +22,13 @@ REPRODUCTION_CODES = {"reproduced": OK, "outputs differ": PARITY, "run failed": 
                       "timing not reproduced": NOT_REPRODUCED}
 
 
-def decide(lo: float, hi: float, band: float, run_ratio: float | None, what: str) -> tuple[str, str]:
+def decide(lo: float, hi: float, band: float, run_ratio: float | None, what: str,
+           claim_band: float | None = None) -> tuple[str, str]:
     """(verdict, reason) of a 95% interval [lo, hi] of candidate/base against the equal band
     [1 - band, 1 + band]: improved below it, regressed above it, equal inside it, else
     inconclusive; a claim the run-level ratio of mean walls contradicts (it lies on the
-    other side of the band) is inconclusive too. rehash.py spells the same rule."""
+    other side of the band) is inconclusive too. Measured under load or drift, a claim must
+    also clear the wider claim_band. rehash.py spells the same rule."""
     edges = f"[{1 - band:.4f}, {1 + band:.4f}]"
     ci = f"95% CI [{lo:.4f}, {hi:.4f}] of {what}"
     if lo >= 1 - band and hi <= 1 + band:
@@ -41,6 +43,10 @@ def decide(lo: float, hi: float, band: float, run_ratio: float | None, what: str
                                   or (verdict == "regressed" and run_ratio < 1 - band)):
         return "inconclusive", (f"{reason}, but the run-level ratio of mean walls {run_ratio:.4f} lies on "
                                 "the other side of the band")
+    if claim_band is not None and claim_band > band and not (hi < 1 - claim_band if verdict == "improved"
+                                                             else lo > 1 + claim_band):
+        return "inconclusive", (f"{reason}, but measured under load or drift a claim must clear "
+                                f"[{1 - claim_band:.4f}, {1 + claim_band:.4f}], and it does not")
     return verdict, reason
 
 
@@ -94,7 +100,9 @@ def line(comparison: dict, exit_word: str = "exit") -> str:
     if paired.get("geomean_ratio") is not None and paired.get("ci95"):
         lo, hi = paired["ci95"]
         floor = f", noise floor {100 * stats['floor']:.1f}%" if v3 and stats.get("floor") else ""
-        how = (f"{stats['rounds']['n']} rounds, 95% CI, band +-{100 * float(stats['band']):.1f}%{floor}" if v3 else
+        wider = stats.get("claim_band")
+        wider = f", claims +-{100 * float(wider):.1f}%" if v3 and wider and wider > stats["band"] else ""
+        how = (f"{stats['rounds']['n']} rounds, 95% CI, band +-{100 * float(stats['band']):.1f}%{wider}{floor}" if v3 else
                f"95% CI, threshold {100 * float(stats.get('threshold') or 0):.1f}%")
         parts.append(f"candidate/base {paired['geomean_ratio']:.4f} [{lo:.4f}, {hi:.4f}] "
                      f"({paired.get('metric')}, {how})")

@@ -298,6 +298,8 @@ def main(job_path: str) -> int:
     if job["mode"] == "check":
         return check_protocol(workload, items, arrays_dir, job["result_path"], timer, job["stages"])
 
+    # Measured before the clock, in runs that carry wrappers: what one costs here.
+    wrapper_s = stagetimer.wrapper_cost() if any(installed.values()) else None
     wall, results, region = run_items(workload, items, job["slots"], timer)
 
     # Everything below is outside the timer.
@@ -326,7 +328,8 @@ def main(job_path: str) -> int:
                           "stages": stage_modules},
         "metrics": metrics or {},
         "machine": {"loadavg_before": before["loadavg"], "loadavg_after": after["loadavg"],
-                    "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count(), **region},
+                    "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count(), **region,
+                    "stage_wrapper_s": wrapper_s},
         "harness_source_sha256": harness_source_digest(),
         "started_at": started_at,
         "ended_at": now_iso(),

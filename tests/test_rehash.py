@@ -211,7 +211,9 @@ def test_rehash_spells_the_verdict_rule_as_verdict_py_does():
     from harness import verdict
 
     edges = (0.5, 0.97, 0.979, 0.98, 0.99, 1.0, 1.01, 1.02, 1.021, 1.5)
-    for (lo, hi), run_ratio, band in itertools.product(
-            ((a, b) for a, b in itertools.product(edges, edges) if a <= b), (0.5, 0.99, 1.0, 1.5), (0.0, 0.02)):
-        assert verdict.decide(lo, hi, band, run_ratio, "x") == rehash.verdict_rule(lo, hi, run_ratio, band, "x"), \
-            (lo, hi, run_ratio, band)
+    for (lo, hi), run_ratio, band, claim in itertools.product(
+            ((a, b) for a, b in itertools.product(edges, edges) if a <= b), (0.5, 0.99, 1.0, 1.5), (0.0, 0.02),
+            (None, 0.02, 0.03, 0.4)):
+        claim = claim if claim is None else max(claim, band)
+        assert verdict.decide(lo, hi, band, run_ratio, "x", claim) == \
+            rehash.verdict_rule(lo, hi, run_ratio, band, "x", claim), (lo, hi, run_ratio, band, claim)

@@ -113,7 +113,7 @@ def test_defaults():
     d = {k: copy.deepcopy(VALID[k]) for k in ("name", "target", "base", "candidate", "workload")}
     c = spec.parse(d, SOURCE)
     assert (c.rounds, c.seed, c.slots, c.run_timeout_s, c.campaign_timeout_s, c.threshold) == (
-        spec.DEFAULT_ROUNDS, None, 4, 600.0, 1200.0, 0.02)
+        spec.DEFAULT_ROUNDS, None, 1, 600.0, 1200.0, 0.02)
     assert c.inputs == () and c.stages == {} and c.env == {} and c.golden is None and c.description == ""
 
 

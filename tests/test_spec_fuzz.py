@@ -130,11 +130,14 @@ def test_order(order):
     data = copy.deepcopy(VALID)
     data["order"] = order
     campaign, key_path = parse_or_error(data)
-    ok = re.fullmatch(r"[AB]+", order) is not None and "A" in order and "B" in order and len(order) <= spec.MAX_RUNS
+    # a and b are stage runs (VALID has stages); the timed runs need both A and B
+    ok = re.fullmatch(r"[ABab]+", order) is not None and "A" in order and "B" in order and len(order) <= spec.MAX_RUNS
     assert (campaign is not None) == ok, order
     if campaign:
         labels = [label for label, _ in campaign.labels()]
-        assert [lab[0] for lab in labels] == list(order) and len(set(labels)) == len(labels)
+        assert [lab[0] for lab in labels] == list(order.upper()) and len(set(labels)) == len(labels)
+        assert [lab[1] == "s" for lab in labels] == [c.islower() for c in order]
+        assert [campaign.instrumented(lab) for lab in labels] == [c.islower() or order.isupper() for c in order]
     else:
         assert key_path == "order"
 

@@ -34,6 +34,7 @@ workload:
 # slots: {slots}                # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
 # timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
 # stages: {{}}                  # name: module:function, timed as per-stage thread CPU
+# stage_rounds: {stage_rounds}            # with stages: rounds of stage runs, the only ones with wrappers
 # env: {{}}                     # extra environment variables for the workers
 # golden: null                  # {{path, sha256}}: digests every run must reproduce
 # verdict: {{threshold: {threshold:g}}}   # relative band inside which the change counts as equal
@@ -72,7 +73,8 @@ def main(args) -> int:
     name = args.name or "".join(c if c.isalnum() or c in "_.-" else "_" for c in repo.name)[:64] or "campaign"
     text = TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=args.base,
                            candidate=args.candidate, entry=args.entry, workload_path=rel(args.workload_path),
-                           rounds=spec.DEFAULT_ROUNDS, slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
+                           rounds=spec.DEFAULT_ROUNDS, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
+                           slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
                            campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD)
     try:
         spec.loads(text.encode(), out.absolute())  # what we write must load
