@@ -229,30 +229,68 @@ def _wall_section(c: dict) -> list[str]:
             _table(rows, right=tuple(rows[0]))]
 
 
-def _stages_section(c: dict) -> list[str]:
-    stages = c.get("stages") or {}
-    out = ["### Stage self CPU (seconds per run, mean over ok runs)", ""]
-    if not stages:
-        return out + ["No stages were timed."]
+STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that dominate base CPU
+
+
+def _stage_ratio(s: dict) -> float | None:
+    b, cnd = s.get("base_self_cpu_s"), s.get("candidate_self_cpu_s")
+    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (b, cnd))
+    return cnd / b if ok and b > 0 else None
+
+
+def stage_order(stages: dict) -> list[str]:
+    """Stage names, most base self CPU first (ties by name): where the base's time went."""
+    def base(name):
+        v = (stages[name] or {}).get("base_self_cpu_s")
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else -1.0
+    return sorted(stages, key=lambda name: (-base(name), str(name)))
+
+
+def stage_cells(s: dict, prefix: str = "") -> dict[str, str]:
+    """One stage's base and candidate self CPU and their ratio, as every stage table shows them."""
+    return {f"{prefix}base self": _num(s.get("base_self_cpu_s"), 4),
+            f"{prefix}candidate self": _num(s.get("candidate_self_cpu_s"), 4),
+            f"{prefix}candidate/base": _num(_stage_ratio(s), 3)}
+
+
+def stage_table(stages: dict, top: int | None = None, incl: bool = True) -> tuple[str, int]:
+    """The stage self CPU table, most base self CPU first, and how many stages ``top`` left out."""
+    names = stage_order(stages)
     rows = []
-    for name in sorted(stages):
+    for name in names[:top]:
         s = stages[name] or {}
         calls = s.get("calls_per_run")
         if isinstance(calls, dict):
             calls = ", ".join(f"{k}: {calls[k]}" for k in sorted(calls))
-        b, cnd = s.get("base_self_cpu_s"), s.get("candidate_self_cpu_s")
-        change = (100.0 * (cnd - b) / b if isinstance(b, (int, float)) and
-                  isinstance(cnd, (int, float)) and b > 0 else None)
-        row = {"stage": _cell(name), "calls per run": _num(calls),
-               "base self": _num(b, 4), "candidate self": _num(cnd, 4),
-               "change": _pct(change),
-               "base incl": _num(s.get("base_incl_cpu_s"), 4),
-               "candidate incl": _num(s.get("candidate_incl_cpu_s"), 4)}
+        row = {"stage": _cell(name), "calls per run": _num(calls), **stage_cells(s)}
+        if incl:
+            row.update({"base incl": _num(s.get("base_incl_cpu_s"), 4),
+                        "candidate incl": _num(s.get("candidate_incl_cpu_s"), 4)})
         if s.get("base_installed") is False or s.get("candidate_installed") is False:
             row["stage"] += " (not installed in every run)"
         rows.append(row)
-    return out + [_table(rows, right=("calls per run", "base self", "candidate self", "change",
-                                      "base incl", "candidate incl"))]
+    right = ("calls per run", "base self", "candidate self", "candidate/base", "base incl", "candidate incl")
+    return _table(rows, right=right), len(names) - len(rows)
+
+
+def stage_summary(c: dict) -> list[str]:
+    """The short stage table `harness run` and `harness compare DIR` print: the top stages
+    by base self CPU, so a terminal shows where the time went without opening REPORT.md."""
+    stages = c.get("stages") or {}
+    if not stages:
+        return []
+    table, left = stage_table(stages, top=STAGES_SHOWN, incl=False)
+    head = "stage self CPU (s per run, mean over ok runs), most base CPU first"
+    return [f"{head}" + (f"; {left} smaller stage(s) left out (REPORT.md has all):" if left else ":"),
+            table]
+
+
+def _stages_section(c: dict) -> list[str]:
+    stages = c.get("stages") or {}
+    out = ["### Stage self CPU (seconds per run, mean over ok runs, most base CPU first)", ""]
+    if not stages:
+        return out + ["No stages were timed."]
+    return out + [stage_table(stages)[0]]
 
 
 def _rounds_section(s: dict) -> list[str]:

@@ -121,7 +121,7 @@ def test_report_content(repo):
     digest = hashlib.sha256((repo / "evidence/zeta/tagmanifest-sha256.txt").read_bytes())
     assert digest.hexdigest() in z
     assert "verdict: improved (exit 0)" in z
-    assert "-20.00%" in z  # stage self CPU change
+    assert "| encode  |               6 |      0.5000 |           0.4000 |            0.800 |" in z
     assert "seed 1130" in z and "Too few runs to conclude" in z
     assert "Drift" in z and "not flagged" in z
     figure_link = "![wall per run and stage self CPU: zeta](evidence/zeta/data/figure.png)"
@@ -144,6 +144,25 @@ def test_report_mismatch_divergence_load_warning(repo):
     assert "load average exceeded the core count" in a and "A1 (load 3.50 on 2 cores)" in a
     assert "No figure in the bundle" in a
     assert "pipes \\| in text" in a
+
+
+def test_stage_tables_most_base_cpu_first_and_the_short_one_capped():
+    """One owner for stage tables: REPORT.md, `harness run`, `compare DIR` and `compare A B`
+    order stages by base self CPU and show candidate/base; the short table keeps the top few."""
+    from harness.report import STAGES_SHOWN, stage_summary, stage_table
+
+    stages = {f"s{k}": {"calls_per_run": 1, "base_self_cpu_s": 0.1 * k, "candidate_self_cpu_s": 0.05 * k}
+              for k in range(STAGES_SHOWN + 2)}
+    stages["s0"]["base_self_cpu_s"] = 0.0  # no base time: no ratio, listed last
+    table, left = stage_table(stages)
+    names = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+    assert names == [f"s{k}" for k in range(STAGES_SHOWN + 1, -1, -1)] and left == 0
+    assert "|            0.500 |" in table and table.splitlines()[-1].rstrip().endswith("n/a |")
+    lines = stage_summary({"stages": stages})
+    assert lines[0].endswith("; 2 smaller stage(s) left out (REPORT.md has all):")
+    shown = [line.split("|")[1].strip() for line in lines[1].splitlines()[2:]]
+    assert shown == [f"s{k}" for k in range(STAGES_SHOWN + 1, 1, -1)] and "incl" not in lines[1]
+    assert stage_summary({"stages": {}}) == []
 
 
 def test_report_is_deterministic(repo):
