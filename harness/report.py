@@ -559,13 +559,12 @@ def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[di
         lines += ["**`data/figure.png` is not a PNG file.**"]
     else:
         lines += ["**No figure in the bundle (`data/figure.png` missing).**"]
-    campaign_path = campaign.get("campaign_path") or "CAMPAIGN.yaml"
-    rerun = f"out/{b['path'].name}"
-    if (root / rerun).resolve() == Path(b["path"]).resolve():  # the bundle is out/NAME itself
-        rerun += ".rerun"
+    rerun = (reproduce.OUT / reproduce.default_name(b["path"])).as_posix()
     lines += ["", "### Reproduce and verify", "",
-              "Re-run the campaign into a fresh folder and verify the new bundle:", "",
-              "```sh", f"harness run {campaign_path} --out {rerun}", f"harness verify {rerun}",
+              "Re-run the campaign into a fresh folder (`harness reproduce` writes under `out/`, never "
+              "beside the bundle; the first free of `NAME.reproduction`, `NAME.reproduction-2`, ..., and "
+              "prints which), judge the claim against this bundle, and verify the new bundle:", "",
+              "```sh", f"harness reproduce {shown}", f"harness verify {rerun}",
               "```", "", "Verify this bundle:", "", "```sh", f"harness verify {shown}",
               f"python -S harness/rehash.py {shown}",
               f"(cd {shown} && sha256sum -c manifest-sha256.txt tagmanifest-sha256.txt)",

@@ -126,7 +126,7 @@ def test_report_content(repo):
     assert "Drift" in z and "not flagged" in z
     figure_link = "![wall per run and stage self CPU: zeta](evidence/zeta/data/figure.png)"
     assert figure_link in z
-    assert "harness run campaigns/zeta.yaml --out out/zeta" in z
+    assert "harness reproduce evidence/zeta\nharness verify out/zeta.reproduction\n" in z
     assert "harness verify evidence/zeta" in z
     assert "python -S harness/rehash.py evidence/zeta" in z
     assert "sha256sum -c manifest-sha256.txt tagmanifest-sha256.txt" in z
