@@ -177,40 +177,64 @@ def _load_of(run: dict) -> tuple[float | None, float | None, int | None]:
         cores if isinstance(cores, int) else None
 
 
+def _overloaded(b: dict) -> dict[str, str]:
+    """Runs during which the 1-minute load average exceeded the cores, with the reading:
+    other work competed with the measurement. One rule for the runs table, the summary and
+    the machine warning."""
+    env_cores = b["environment"].get("cores") if isinstance(b["environment"].get("cores"), int) else None
+    out = {}
+    for r in b["runs"]:
+        before, after, cores = _load_of(r)
+        cores = cores or env_cores
+        loads = [x for x in (before, after) if x is not None]
+        if cores and loads and max(loads) > cores:
+            out[_cell(r.get("label"))] = f"load {max(loads):.2f} on {cores} cores"
+    return out
+
+
+def _run_cpu(r: dict) -> float | None:
+    """The run's CPU: its items' cpu_s summed (None when an item lacks one)."""
+    cpu = [i.get("cpu_s") for i in r.get("items") or [] if isinstance(i, dict)]
+    ok = cpu and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in cpu)
+    return float(sum(cpu)) if ok else None
+
+
 def _runs_section(b: dict) -> list[str]:
-    campaign = b["campaign"]
-    revisions = campaign.get("revisions") if isinstance(campaign.get("revisions"), dict) else campaign
-    revs = {}
-    for v in ("base", "candidate"):
-        rev = revisions.get(v).get("rev") if isinstance(revisions.get(v), dict) else None
-        if isinstance(rev, str) and len(rev) == 40 and all(ch in "0123456789abcdef" for ch in rev):
-            rev = rev[:12]  # a full SHA: the SHA column says the rest
-        revs[v] = rev
-    metric_keys: list[str] = sorted({k for r in b["runs"] for k in _flatten(r.get("metrics") or {})}) \
-        if any(r.get("metrics") for r in b["runs"]) else []
+    """The runs at a glance (wall, CPU, status, what disturbed them), then the per-run
+    readings and workload metadata folded away: a column per metadata key made the table
+    about 30 columns wide."""
+    loaded = _overloaded(b)
     rows = []
     for r in b["runs"]:
+        label = _cell(r.get("label"))
+        notes = [loaded[label]] if label in loaded else []
+        if r.get("status", "ok") != "ok":
+            notes.append(r.get("reason") or "no reason recorded")
+        rows.append({"run": label, "variant": _cell(r.get("variant")), "wall (s)": _num(r.get("wall_s"), 4),
+                     "item CPU (s)": _num(_run_cpu(r), 4), "status": _cell(r.get("status")),
+                     "disturbed / warnings": _cell("; ".join(notes)) if notes else "-"})
+    out = ["### Runs, in execution order", "", _table(rows, right=("wall (s)", "item CPU (s)"))]
+    flat = {_cell(r.get("label")): _flatten(r.get("metrics") or {}) for r in b["runs"]}
+    keys = sorted({k for f in flat.values() for k in f})
+    same = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat.values()}) == 1]
+    varying = [k for k in keys if k not in same]
+    readings = []
+    for r in b["runs"]:
         before, after, _ = _load_of(r)
-        m = r.get("machine") or {}
         sha = r.get("sha")
-        row = {"run": _cell(r.get("label")), "variant": _cell(r.get("variant")),
-               "revision": _cell(revs.get(r.get("variant"))),
-               "SHA": sha[:12] if isinstance(sha, str) else NA,
-               "status": _cell(r.get("status")),
-               "wall (s)": _num(r.get("wall_s"), 4),
-               "load 1m before/after": (f"{before:.2f} / {after:.2f}"
-                                        if before is not None and after is not None else NA),
-               "CPU MHz": _num(m.get("cpu_freq_mhz"), 1)}
-        flat = _flatten(r.get("metrics") or {})
-        for k in metric_keys:
-            row[k] = _metric(flat.get(k))
-        rows.append(row)
-    out = ["### Runs, in execution order", "",
-           _table(rows, right=("wall (s)", "load 1m before/after", "CPU MHz", *metric_keys))]
-    bad = [f"{r.get('label')} ({r.get('status')}: {r.get('reason') or 'no reason recorded'})"
-           for r in b["runs"] if r.get("status", "ok") != "ok"]
-    if bad:
-        out += ["", "Runs not ok: " + "; ".join(_cell(x) for x in bad) + "."]
+        row = {"run": _cell(r.get("label")), "SHA": sha[:12] if isinstance(sha, str) else NA,
+               "load 1m before/after": f"{before:.2f} / {after:.2f}" if before is not None and after is not None
+               else NA, "CPU MHz": _num((r.get("machine") or {}).get("cpu_freq_mhz"), 1)}
+        row.update({k: _metric(flat[row["run"]].get(k)) for k in varying})
+        readings.append(row)
+    # Blank lines around the tables: markdown inside an HTML block renders only so.
+    out += ["", f"<details><summary>Per-run readings and workload metadata ({len(keys)} key(s), "
+            f"{len(varying)} varying by run)</summary>", "",
+            _table(readings, right=("load 1m before/after", "CPU MHz", *varying))]
+    if same:
+        out += ["", "The same in every run:", "",
+                _table([{"metadata": _cell(k), "value": _metric(next(iter(flat.values())).get(k))} for k in same])]
+    out += ["", "</details>"]
     return out
 
 
@@ -229,30 +253,68 @@ def _wall_section(c: dict) -> list[str]:
             _table(rows, right=tuple(rows[0]))]
 
 
-def _stages_section(c: dict) -> list[str]:
-    stages = c.get("stages") or {}
-    out = ["### Stage self CPU (seconds per run, mean over ok runs)", ""]
-    if not stages:
-        return out + ["No stages were timed."]
+STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that dominate base CPU
+
+
+def _stage_ratio(s: dict) -> float | None:
+    b, cnd = s.get("base_self_cpu_s"), s.get("candidate_self_cpu_s")
+    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (b, cnd))
+    return cnd / b if ok and b > 0 else None
+
+
+def stage_order(stages: dict) -> list[str]:
+    """Stage names, most base self CPU first (ties by name): where the base's time went."""
+    def base(name):
+        v = (stages[name] or {}).get("base_self_cpu_s")
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else -1.0
+    return sorted(stages, key=lambda name: (-base(name), str(name)))
+
+
+def stage_cells(s: dict, prefix: str = "") -> dict[str, str]:
+    """One stage's base and candidate self CPU and their ratio, as every stage table shows them."""
+    return {f"{prefix}base self": _num(s.get("base_self_cpu_s"), 4),
+            f"{prefix}candidate self": _num(s.get("candidate_self_cpu_s"), 4),
+            f"{prefix}candidate/base": _num(_stage_ratio(s), 3)}
+
+
+def stage_table(stages: dict, top: int | None = None, incl: bool = True) -> tuple[str, int]:
+    """The stage self CPU table, most base self CPU first, and how many stages ``top`` left out."""
+    names = stage_order(stages)
     rows = []
-    for name in sorted(stages):
+    for name in names[:top]:
         s = stages[name] or {}
         calls = s.get("calls_per_run")
         if isinstance(calls, dict):
             calls = ", ".join(f"{k}: {calls[k]}" for k in sorted(calls))
-        b, cnd = s.get("base_self_cpu_s"), s.get("candidate_self_cpu_s")
-        change = (100.0 * (cnd - b) / b if isinstance(b, (int, float)) and
-                  isinstance(cnd, (int, float)) and b > 0 else None)
-        row = {"stage": _cell(name), "calls per run": _num(calls),
-               "base self": _num(b, 4), "candidate self": _num(cnd, 4),
-               "change": _pct(change),
-               "base incl": _num(s.get("base_incl_cpu_s"), 4),
-               "candidate incl": _num(s.get("candidate_incl_cpu_s"), 4)}
+        row = {"stage": _cell(name), "calls per run": _num(calls), **stage_cells(s)}
+        if incl:
+            row.update({"base incl": _num(s.get("base_incl_cpu_s"), 4),
+                        "candidate incl": _num(s.get("candidate_incl_cpu_s"), 4)})
         if s.get("base_installed") is False or s.get("candidate_installed") is False:
             row["stage"] += " (not installed in every run)"
         rows.append(row)
-    return out + [_table(rows, right=("calls per run", "base self", "candidate self", "change",
-                                      "base incl", "candidate incl"))]
+    right = ("calls per run", "base self", "candidate self", "candidate/base", "base incl", "candidate incl")
+    return _table(rows, right=right), len(names) - len(rows)
+
+
+def stage_summary(c: dict) -> list[str]:
+    """The short stage table `harness run` and `harness compare DIR` print: the top stages
+    by base self CPU, so a terminal shows where the time went without opening REPORT.md."""
+    stages = c.get("stages") or {}
+    if not stages:
+        return []
+    table, left = stage_table(stages, top=STAGES_SHOWN, incl=False)
+    head = "stage self CPU (s per run, mean over ok runs), most base CPU first"
+    return [f"{head}" + (f"; {left} smaller stage(s) left out (REPORT.md has all):" if left else ":"),
+            table]
+
+
+def _stages_section(c: dict) -> list[str]:
+    stages = c.get("stages") or {}
+    out = ["### Stage self CPU (seconds per run, mean over ok runs, most base CPU first)", ""]
+    if not stages:
+        return out + ["No stages were timed."]
+    return out + [stage_table(stages)[0]]
 
 
 def _rounds_section(s: dict) -> list[str]:
@@ -433,13 +495,7 @@ def _machine_section(b: dict) -> list[str]:
     if isinstance(pkgs, dict) and pkgs:
         out += ["", "Packages: " + ", ".join(f"{_cell(k)} {_cell(pkgs[k])}" for k in sorted(pkgs))
                 + "."]
-    overloaded = []
-    for r in b["runs"]:
-        before, after, cores = _load_of(r)
-        cores = cores or (env.get("cores") if isinstance(env.get("cores"), int) else None)
-        loads = [x for x in (before, after) if x is not None]
-        if cores and loads and max(loads) > cores:
-            overloaded.append(f"{r.get('label')} (load {max(loads):.2f} on {cores} cores)")
+    overloaded = [f"{label} ({why})" for label, why in _overloaded(b).items()]
     if overloaded:
         out += ["", "**Warning:** the 1-minute load average exceeded the core count during "
                     "run(s) " + ", ".join(_cell(x) for x in overloaded)
@@ -492,6 +548,22 @@ def _reproductions_section(reproductions: list[dict], root: Path) -> list[str]:
             "under `evidence/` whose receipt names this bundle's digest:", "", _table(rows)]
 
 
+def _revisions_text(b: dict) -> str:
+    """'base `REV` (`SHA`), candidate ...': the revisions once, not a column of every run."""
+    campaign = b["campaign"]
+    revisions = campaign.get("revisions") if isinstance(campaign.get("revisions"), dict) else campaign  # older bundles
+    shas = {r.get("variant"): r.get("sha") for r in b["runs"] if isinstance(r.get("sha"), str)}
+    parts = []
+    for v in ("base", "candidate"):
+        rev = revisions.get(v).get("rev") if isinstance(revisions.get(v), dict) else None
+        sha = shas.get(v)
+        text = f"`{_cell(rev)}`" if isinstance(rev, str) and rev != sha else ""
+        if isinstance(sha, str):
+            text += f" (`{sha[:12]}`)" if text else f"`{sha[:12]}`"
+        parts.append(f"{v} {text or NA}")
+    return ", ".join(parts)
+
+
 def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[dict] = ()) -> str:
     c, campaign = b["comparison"], b["campaign"]
     shown = _rel(b["path"], root)
@@ -509,6 +581,7 @@ def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[di
              f"digest (SHA-256 of `tagmanifest-sha256.txt`) `{b['digest']}`" if b["digest"]
              else "**not sealed: no `tagmanifest-sha256.txt`**",
              f"campaign `{_cell(campaign.get('campaign_path') or NA)}`",
+             _revisions_text(b),
              f"order `{_cell(campaign.get('order') or c.get('order') or NA)}`",
              f"slots {_num(campaign.get('slots'))}",
              f"status {_cell(c.get('status'))}"
@@ -532,13 +605,12 @@ def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[di
         lines += ["**`data/figure.png` is not a PNG file.**"]
     else:
         lines += ["**No figure in the bundle (`data/figure.png` missing).**"]
-    campaign_path = campaign.get("campaign_path") or "CAMPAIGN.yaml"
-    rerun = f"out/{b['path'].name}"
-    if (root / rerun).resolve() == Path(b["path"]).resolve():  # the bundle is out/NAME itself
-        rerun += ".rerun"
+    rerun = (reproduce.OUT / reproduce.default_name(b["path"])).as_posix()
     lines += ["", "### Reproduce and verify", "",
-              "Re-run the campaign into a fresh folder and verify the new bundle:", "",
-              "```sh", f"harness run {campaign_path} --out {rerun}", f"harness verify {rerun}",
+              "Re-run the campaign into a fresh folder (`harness reproduce` writes under `out/`, never "
+              "beside the bundle; the first free of `NAME.reproduction`, `NAME.reproduction-2`, ..., and "
+              "prints which), judge the claim against this bundle, and verify the new bundle:", "",
+              "```sh", f"harness reproduce {shown}", f"harness verify {rerun}",
               "```", "", "Verify this bundle:", "", "```sh", f"harness verify {shown}",
               f"python -S harness/rehash.py {shown}",
               f"(cd {shown} && sha256sum -c manifest-sha256.txt tagmanifest-sha256.txt)",
@@ -559,6 +631,15 @@ def _machine_class(env: dict) -> str:
     return _cell(", ".join(str(x) for x in parts if x) or NA)
 
 
+def _disturbed(b: dict) -> str:
+    """Which runs other work disturbed (load above the cores) and whether drift was flagged:
+    what a reader must know before trusting a row of the summary."""
+    loaded = list(_overloaded(b))
+    drift = ((b["comparison"].get("stats") or {}).get("drift") or {}).get("flagged") is True
+    parts = ([f"load: {', '.join(loaded)}"] if loaded else []) + (["drift flagged"] if drift else [])
+    return "; ".join(parts) or "no"
+
+
 def _summary(bundles: list[dict], root: Path) -> str:
     rows = []
     for b in bundles:
@@ -576,6 +657,7 @@ def _summary(bundles: list[dict], root: Path) -> str:
                                  if isinstance(w.get("speedup"), (int, float)) else NA),
                      "ratio [95% CI]": ratio,
                      "parity": "identical" if parity.get("identical") is True else "DIFFERS",
+                     "disturbed": _disturbed(b),
                      "verified": "yes" if not b["verified"][0] else "**NO**",
                      "machine": _machine_class(b["environment"]),
                      "digest": f"`{b['digest'][:16]}`" if b["digest"] else "unsealed"})

@@ -40,6 +40,27 @@ EXIT_CODES = REPRODUCTION_CODES
 MAX_LISTED = 50
 
 
+OUT = Path("out")  # where a default reproduction goes: the current folder's scratch, never evidence/
+
+
+def default_name(bundle: Path) -> str:
+    """The first default folder's name for BUNDLE's reproduction (REPORT.md names it too)."""
+    return f"{bundle.absolute().name}.reproduction"
+
+
+def fresh_out(bundle: Path) -> Path:
+    """The default --out: out/BUNDLE.reproduction of the current folder, or the first free
+    out/BUNDLE.reproduction-N. Never an existing folder, and never beside the bundle: a
+    bundle is usually committed under evidence/, and a re-run written there would be
+    committed and reported as evidence by accident."""
+    first = OUT.absolute() / default_name(bundle)
+    n, out = 1, first
+    while os.path.lexists(out) or os.path.lexists(out.parent / f".{out.name}.lock"):
+        n += 1
+        out = first.parent / f"{first.name}-{n}"
+    return out
+
+
 class Refused(Exception):
     """Nothing was run: the bundle cannot be re-run as it was (one line, exit 2)."""
 

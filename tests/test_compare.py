@@ -65,8 +65,13 @@ def test_compare_refuses_a_resealed_forgery(demo_bundle, capsys):
 
 
 def test_compare_on_an_intact_bundle(demo_bundle, capsys):
+    """The verdict line first (what CI reads), then the short stage table (issue 21.6)."""
     assert cli(["compare", str(demo_bundle)]) == 0
-    assert capsys.readouterr().out.startswith("verdict: improved (exit 0)")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("verdict: improved (exit 0)")
+    assert lines[1].startswith("stage self CPU (s per run, mean over ok runs), most base CPU first")
+    header = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert header == ["stage", "calls per run", "base self", "candidate self", "candidate/base"]
 
 
 @pytest.mark.parametrize("raw", [
@@ -134,7 +139,11 @@ def test_compare_two_bundles_of_one_campaign(demo_bundle_master, demo_bundle, ca
     out = capsys.readouterr().out
     header = "| #   | bundle"
     assert out.startswith(header) and str(demo_bundle) in out and str(demo_bundle_master) in out
-    assert "| stage       | 1 base   | 1 candidate   | 2 base   | 2 candidate   |" in out
+    stages = out[out.index("Stage self CPU"):out.index("machines:")]
+    header = next(line for line in stages.splitlines() if line.startswith("| stage"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "stage", "1 base self", "1 candidate self", "1 candidate/base",
+        "2 base self", "2 candidate self", "2 candidate/base"]
     assert "machines: same machine class" in out and "outputs: identical (9 items, 32 fields)" in out
     assert out.rstrip().endswith("exit 0: the verdict of bundle 2, the one judged (A B: B)")
 

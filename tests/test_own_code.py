@@ -467,33 +467,42 @@ def test_an_input_hash_mismatch_prints_the_digest_in_full(user_repo, tmp_path):
     assert f"has sha256 {actual}, pinned {'0' * 64}" in result.stderr
 
 
-def test_reproduce_writes_beside_the_bundle_not_into_the_current_folder(demo_bundle, tmp_path):
-    """21.5: the default --out was ./out/NAME.reproduction of wherever the command ran; it
-    is now a fresh folder beside the bundle, printed, and a second one never reuses it."""
+def test_reproduce_writes_a_fresh_folder_under_out_never_beside_the_bundle(demo_bundle, tmp_path):
+    """21.5: without --out, a reproduction of a bundle (committed ones live under evidence/)
+    goes to a fresh folder under the current folder's out/, printed; never beside the
+    bundle, never into an existing folder."""
+    import shutil
+
+    evidence = tmp_path / "repo" / "evidence"
+    evidence.mkdir(parents=True)
+    bundle = evidence / "demo"
+    shutil.copytree(demo_bundle, bundle)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    first = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
+    first = harness("reproduce", bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
     # Where it writes is the point; one AB round gives no interval to judge timing by (exit 7).
     assert first.returncode in (0, 7), first.stdout + first.stderr
-    out = tmp_path / "bundle.reproduction"
+    out = elsewhere / "out" / "demo.reproduction"
     assert f"harness: reproduction: writing the new bundle to {out}" in first.stderr
     assert f"reproduction: {out} (digest " in first.stdout
     assert harness("verify", out).returncode == 0
-    assert list(elsewhere.iterdir()) == []
-    second = harness("reproduce", demo_bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
-    assert second.returncode in (0, 7) and f"reproduction: {tmp_path / 'bundle.reproduction-2'} (digest " in second.stdout
+    assert sorted(p.name for p in evidence.iterdir()) == ["demo"]  # nothing written beside it
+    second = harness("reproduce", bundle, "--repo", ROOT, "--order", "AB", "--items", 2, cwd=elsewhere)
+    assert second.returncode in (0, 7), second.stdout + second.stderr
+    assert f"reproduction: {out.parent / 'demo.reproduction-2'} (digest " in second.stdout
     assert (out / "bagit.txt").is_file()
 
 
-def test_report_rerun_line_never_names_the_bundles_own_folder(demo_bundle, tmp_path):
+def test_report_rerun_line_names_a_command_that_writes_a_fresh_folder(demo_bundle, tmp_path):
+    """21.5: REPORT.md's re-run line is `harness reproduce`, whose default folder is fresh;
+    the `harness run --out out/NAME` it gave reused a folder that could exist."""
     import shutil
 
-    shutil.copytree(demo_bundle, tmp_path / "out" / "demo")
-    preview = harness("report", tmp_path / "out" / "demo", "--root", tmp_path)
+    shutil.copytree(demo_bundle, tmp_path / "evidence" / "demo")
+    preview = harness("report", tmp_path / "evidence" / "demo", "--root", tmp_path)
     assert preview.returncode == 0, preview.stderr
-    assert "harness run campaigns/demo.yaml --out out/demo.rerun\nharness verify out/demo.rerun" in preview.stdout
-    elsewhere = harness("report", demo_bundle, "--root", tmp_path)
-    assert "--out out/bundle\n" in elsewhere.stdout  # not the bundle itself: the name is kept
+    assert "harness reproduce evidence/demo\nharness verify out/demo.reproduction\n" in preview.stdout
+    assert "harness run " not in preview.stdout
 
 
 def test_target_lists_the_newest_commits_and_says_how_many_are_left_out(user_repo, tmp_path):

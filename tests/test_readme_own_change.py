@@ -65,3 +65,24 @@ def test_readme_traps_say_what_the_harness_says(tmp_path):
     assert untracked.returncode == 2 and untracked_line in untracked.stderr, untracked.stderr
     staged = sh("cd fastsum && git add src/fastsum/_fast.py && harness check bench/campaign.yaml")
     assert staged.returncode == 0, staged.stderr  # staged is enough, as the README says
+
+
+def test_readme_notes_cover_the_four_traps_and_say_where_reproduce_writes(tmp_path, monkeypatch):
+    """Issue 21: the section's notes cover the src layout, untracked files, `slots: 1` for
+    pure-Python code (the block sets it; the first test checks the bundle records it) and
+    where `harness reproduce` writes, which is what its default --out does."""
+    from harness import reproduce
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Benchmark your own change"):text.index("## Commands and exit codes")]
+    for note in ("**src layout.**", "**Untracked files.**", "**`slots: 1` for pure-Python code.**",
+                 "**Where `harness reproduce` writes.**"):
+        assert note in section, note
+    assert "sed -i 's|^# slots: 4 |slots: 1   |' bench/campaign.yaml" in section
+    where = " ".join(section[section.index("**Where `harness reproduce` writes.**"):].split("\n\n")[0].split())
+    assert "`harness reproduce bench/out`" in where and "under the current folder's `out/`" in where
+    first, second = re.findall(r"`(out/[^`]+)`", where)[:2]
+    monkeypatch.chdir(tmp_path)
+    assert reproduce.fresh_out(Path("bench/out")) == tmp_path / first
+    (tmp_path / first).mkdir(parents=True)
+    assert reproduce.fresh_out(Path("bench/out")) == tmp_path / second

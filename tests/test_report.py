@@ -116,17 +116,18 @@ def test_report_content(repo):
     rows = [line.split("|")[1].strip() for line in z.splitlines()
             if line.startswith("| A") or line.startswith("| B")]
     assert rows[:4] == ["A1", "B1", "B2", "A2"]
-    assert "| main~1 " in z and "| bbbbbbbbbbbb | bbbbbbbbbbbb |" in z and "aaaaaaaaaaaa" in z and "0.3040" in z  # revision, SHA, metric
+    assert "base `main~1` (`aaaaaaaaaaaa`), candidate `bbbbbbbbbbbb`;" in z  # revisions once, not per run
+    assert "| bbbbbbbbbbbb |" in z and "0.3040" in z  # SHA and metric, folded away
     assert "1.0000" in z and "0.8100" in z  # wall per run
     digest = hashlib.sha256((repo / "evidence/zeta/tagmanifest-sha256.txt").read_bytes())
     assert digest.hexdigest() in z
     assert "verdict: improved (exit 0)" in z
-    assert "-20.00%" in z  # stage self CPU change
+    assert "| encode  |               6 |      0.5000 |           0.4000 |            0.800 |" in z
     assert "seed 1130" in z and "Too few runs to conclude" in z
     assert "Drift" in z and "not flagged" in z
     figure_link = "![wall per run and stage self CPU: zeta](evidence/zeta/data/figure.png)"
     assert figure_link in z
-    assert "harness run campaigns/zeta.yaml --out out/zeta" in z
+    assert "harness reproduce evidence/zeta\nharness verify out/zeta.reproduction\n" in z
     assert "harness verify evidence/zeta" in z
     assert "python -S harness/rehash.py evidence/zeta" in z
     assert "sha256sum -c manifest-sha256.txt tagmanifest-sha256.txt" in z
@@ -144,6 +145,48 @@ def test_report_mismatch_divergence_load_warning(repo):
     assert "load average exceeded the core count" in a and "A1 (load 3.50 on 2 cores)" in a
     assert "No figure in the bundle" in a
     assert "pipes \\| in text" in a
+
+
+def test_runs_table_at_a_glance_metadata_folded_summary_says_disturbed(repo):
+    """21.9: the runs table has the few columns a reader needs; workload metadata (a column
+    per key made the AR loop's about 30 wide) is folded into a details block, split into
+    what varies by run and what is the same in every run; the summary names disturbed runs."""
+    text = render_report(find_bundles(repo), repo)
+    z = text[text.index("## zeta"):]
+    runs = z[z.index("### Runs"):z.index("### Wall time")]
+    header = next(line for line in runs.splitlines() if line.startswith("| run"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "run", "variant", "wall (s)", "item CPU (s)", "status", "disturbed / warnings"]
+    assert "| A1    | base      |     1.0000 |         0.1120 | ok       | -" in runs
+    folded = runs[runs.index("<details>"):runs.index("</details>")]
+    assert "mean_n_sec" in folded and "mean_n_sec" not in header
+    assert "| tokens     | 1200    |" in folded[folded.index("The same in every run:"):]
+    assert "\n\n| run   | SHA " in folded  # a blank line after <summary>: markdown renders the table
+    a = text[text.index("## alpha"):text.index("## zeta")]
+    assert "| A1    | base      |     1.0000 |         0.1120 | ok       | load 3.50 on 2 cores" in a
+    summary = text[:text.index("## alpha")]
+    row = {line.split("|")[1].strip(): line for line in summary.splitlines() if line.startswith("| `")}
+    assert "| load: A1, B1, B2, A2; drift flagged |" in row["`evidence/alpha`"]
+    assert "| no " in row["`evidence/zeta`"]
+
+
+def test_stage_tables_most_base_cpu_first_and_the_short_one_capped():
+    """One owner for stage tables: REPORT.md, `harness run`, `compare DIR` and `compare A B`
+    order stages by base self CPU and show candidate/base; the short table keeps the top few."""
+    from harness.report import STAGES_SHOWN, stage_summary, stage_table
+
+    stages = {f"s{k}": {"calls_per_run": 1, "base_self_cpu_s": 0.1 * k, "candidate_self_cpu_s": 0.05 * k}
+              for k in range(STAGES_SHOWN + 2)}
+    stages["s0"]["base_self_cpu_s"] = 0.0  # no base time: no ratio, listed last
+    table, left = stage_table(stages)
+    names = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+    assert names == [f"s{k}" for k in range(STAGES_SHOWN + 1, -1, -1)] and left == 0
+    assert "|            0.500 |" in table and table.splitlines()[-1].rstrip().endswith("n/a |")
+    lines = stage_summary({"stages": stages})
+    assert lines[0].endswith("; 2 smaller stage(s) left out (REPORT.md has all):")
+    shown = [line.split("|")[1].strip() for line in lines[1].splitlines()[2:]]
+    assert shown == [f"s{k}" for k in range(STAGES_SHOWN + 1, 1, -1)] and "incl" not in lines[1]
+    assert stage_summary({"stages": {}}) == []
 
 
 def test_report_is_deterministic(repo):

@@ -1,4 +1,5 @@
-"""`harness compare BUNDLE`: one verdict line, and an exit code a CI job can act on.
+"""`harness compare BUNDLE`: one verdict line (then the short stage table), and an exit code a
+CI job can act on.
 
 0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
 2 unusable input (missing folder, unreadable or invalid comparison.json). The bundle is
@@ -87,7 +88,7 @@ def compare_two(a: Path, b: Path) -> int:
     import datetime as dt
 
     from harness import reproduce
-    from harness.report import _table, _verdict_word
+    from harness.report import _table, _verdict_word, stage_cells, stage_order
     from harness.verdict import exit_code as verdict_exit_code
 
     for path in (a, b):
@@ -113,13 +114,12 @@ def compare_two(a: Path, b: Path) -> int:
                      "speed-up": f"{speedup:.3f}x" if speedup else "n/a",
                      "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c)),
                      "verdict": _verdict_word(c)})
-        for name, row in sorted((c.get("stages") or {}).items()):
-            for variant in ("base", "candidate"):
-                value = row.get(f"{variant}_self_cpu_s")
-                stages.setdefault(name, {"stage": name})[f"{n} {variant}"] = "n/a" if value is None else f"{value:.4f}"
+        found = c.get("stages") or {}
+        for name in stage_order(found):  # the reference's order first: where its base time went
+            stages.setdefault(name, {"stage": name}).update(stage_cells(found[name] or {}, prefix=f"{n} "))
     print(_table(rows))
     if stages:
-        print("\nStage self CPU (s per run, mean over ok runs):\n")
+        print("\nStage self CPU (s per run, mean over ok runs; bundle 1's most base CPU first):\n")
         print(_table(list(stages.values())))
     print(f"\nmachines: {why}")
     print(f"outputs: {reproduce.outputs_text(outputs)}")
@@ -137,6 +137,7 @@ def compare_one(target: Path, no_verify: bool) -> int:
     from harness.verdict import UNUSABLE as EXIT_UNUSABLE, exit_code as verdict_exit_code, line as verdict_line
 
     from harness import records
+    from harness.report import stage_summary
 
     path = target if target.is_file() else target / records.COMPARISON
     if not target.exists():
@@ -164,4 +165,10 @@ def compare_one(target: Path, no_verify: bool) -> int:
     except (TypeError, ValueError, KeyError, IndexError) as exc:
         return error("compare", f"{path}: malformed comparison ({exc})", code=EXIT_UNUSABLE)
     print(line if not no_verify else f"{line} [not verified: --no-verify]")
+    try:
+        stages = stage_summary(comparison)
+    except (TypeError, AttributeError, ValueError) as exc:  # only a file read with --no-verify gets here
+        stages = [f"stages: malformed ({exc}); the verdict above does not depend on them"]
+    for text in stages:
+        print(text)
     return verdict_exit_code(comparison)

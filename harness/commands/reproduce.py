@@ -6,7 +6,6 @@ Exit codes: 0 reproduced, 3 outputs differ, 4 a run failed, 7 timing not reprodu
 1 the original does not verify, 2 unusable input or refused (nothing was run)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness import verdict
@@ -21,26 +20,13 @@ def add_parser(sub) -> None:
     p.add_argument("bundle", metavar="BUNDLE", help="the bundle whose claim to re-run")
     p.add_argument("--repo", default=".", metavar="PATH",
                    help="the repository the bundle's campaign_path is relative to (default: the current folder)")
-    p.add_argument("--out", metavar="DIR", help="the new bundle (default: a fresh folder beside BUNDLE, "
-                                                "BUNDLE.reproduction, or BUNDLE.reproduction-2 and so on when taken)")
+    p.add_argument("--out", metavar="DIR", help="the new bundle (default: a fresh folder under ./out, "
+                                                "out/NAME.reproduction, or out/NAME.reproduction-2 and so on when taken)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
     p.add_argument("--order", help="a cheaper order than the recorded one, e.g. AB (a weaker check; it says so)")
     p.add_argument("--rounds", type=int, metavar="N", help="N rounds instead of the recorded order or rounds")
     p.add_argument("--items", type=int, metavar="N", help="re-run N of the items, evenly spread (a weaker check)")
     p.set_defaults(func=main)
-
-
-def fresh_beside(bundle: Path) -> Path:
-    """The default --out: BUNDLE.reproduction beside the bundle, or the first free
-    BUNDLE.reproduction-N; never a folder of the current directory, never an existing one."""
-    bundle = bundle.absolute()
-    first = bundle.parent / f"{bundle.name}.reproduction"
-    n = 1
-    out = first
-    while os.path.lexists(out) or os.path.lexists(out.parent / f".{out.name}.lock"):
-        n += 1
-        out = bundle.parent / f"{first.name}-{n}"
-    return out
 
 
 def main(args) -> int:
@@ -69,7 +55,7 @@ def main(args) -> int:
     try:
         with Progress() as progress:
             campaign = reproduce.campaign_for(original, repo, args.order, args.items, args.rounds)
-            out = Path(args.out) if args.out else fresh_beside(bundle)
+            out = Path(args.out) if args.out else reproduce.fresh_out(bundle)
             progress.note(f"reproduction: writing the new bundle to {out}")
             result = reproduce.reproduce(original, campaign, out, force=args.force, progress=progress)
     except PreflightError as exc:

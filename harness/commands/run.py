@@ -45,6 +45,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from harness.runner import Interrupted, PreflightError, Runner
     from harness.parity import divergence_lines
+    from harness.report import stage_summary
     from harness.verdict import RUN_EXIT_MEANING, line as verdict_line
 
     try:
@@ -66,6 +67,8 @@ def main(args) -> int:
     if wall["speedup"] is not None:
         print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
               f"speedup {wall['speedup']:.3f}x ({wall['saving_pct']:.1f}% saved)")
+    for line in stage_summary(result):
+        print(line)
     p = result["parity"]
     print(parity_line(result, outcome.out))
     for line in divergence_lines(result):
