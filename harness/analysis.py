@@ -165,6 +165,15 @@ def overloaded(ok: list[dict]) -> list[str]:
     return out
 
 
+def load_reading(r: dict) -> str:
+    """What made a run overloaded, in words (for the report)."""
+    m = r.get("machine") or {}
+    if is_num(m.get("cpu_stall_s")) and is_pos(r.get("wall_s")):
+        return f"work waited for a core {100 * m['cpu_stall_s'] / r['wall_s']:.0f}% of its timed loop"
+    loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
+    return f"load {max(loads):.2f} on {m.get('cores')} cores" if loads else "no load reading"
+
+
 def gil_bound(ok: list[dict], overloaded_runs: list[str]) -> list[str]:
     """A warning when slots > 1 but the runs kept under GIL_CPU_PER_WALL cores busy: the
     items likely hold the GIL, so more slots add contention, not parallelism. Judged on the

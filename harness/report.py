@@ -166,30 +166,16 @@ def _metric(x: Any) -> str:
 
 
 # --------------------------------------------------------------------------- sections
-def _load_of(run: dict) -> tuple[float | None, float | None, int | None]:
-    m = run.get("machine") or {}
-
-    def first(v):
-        return float(v[0]) if isinstance(v, list) and v and isinstance(v[0], (int, float)) else None
-
-    cores = m.get("cores")
-    return first(m.get("loadavg_before")), first(m.get("loadavg_after")), \
-        cores if isinstance(cores, int) else None
-
-
 def _overloaded(b: dict) -> dict[str, str]:
-    """Runs during which the 1-minute load average exceeded the cores, with the reading:
-    other work competed with the measurement. One rule for the runs table, the summary and
-    the machine warning."""
-    env_cores = b["environment"].get("cores") if isinstance(b["environment"].get("cores"), int) else None
-    out = {}
-    for r in b["runs"]:
-        before, after, cores = _load_of(r)
-        cores = cores or env_cores
-        loads = [x for x in (before, after) if x is not None]
-        if cores and loads and max(loads) > cores:
-            out[_cell(r.get("label"))] = f"load {max(loads):.2f} on {cores} cores"
-    return out
+    """Runs during which other work competed for the cores, by the one rule the verdict
+    uses (harness/analysis.py `overloaded`), with what showed it: for the runs table, the
+    summary and the machine warning."""
+    from harness import analysis
+
+    ok = [r for r in b["runs"] if r.get("status") == "ok" and isinstance(r.get("wall_s"), (int, float))
+          and r["wall_s"] > 0]
+    by_label = {r["label"]: r for r in ok}
+    return {_cell(label): analysis.load_reading(by_label[label]) for label in analysis.overloaded(ok)}
 
 
 def _run_cpu(r: dict) -> float | None:
@@ -220,17 +206,23 @@ def _runs_section(b: dict) -> list[str]:
     varying = [k for k in keys if k not in same]
     readings = []
     for r in b["runs"]:
-        before, after, _ = _load_of(r)
+        m = r.get("machine") or {}
+        loads = [v[0] if isinstance(v, list) and v and isinstance(v[0], (int, float)) else None
+                 for v in (m.get("loadavg_before"), m.get("loadavg_after"))]
+        stall, wall = m.get("cpu_stall_s"), r.get("wall_s")
         sha = r.get("sha")
         row = {"run": _cell(r.get("label")), "SHA": sha[:12] if isinstance(sha, str) else NA,
-               "load 1m before/after": f"{before:.2f} / {after:.2f}" if before is not None and after is not None
-               else NA, "CPU MHz": _num((r.get("machine") or {}).get("cpu_freq_mhz"), 1)}
+               "CPU stall (% of loop)": _num(100 * stall / wall, 1) if isinstance(stall, (int, float))
+               and isinstance(wall, (int, float)) and wall > 0 else NA,
+               "load 1m before/after": f"{loads[0]:.2f} / {loads[1]:.2f}" if None not in loads else NA,
+               "process CPU (s)": _num(m.get("process_cpu_s"), 4), "CPU MHz": _num(m.get("cpu_freq_mhz"), 1)}
         row.update({k: _metric(flat[row["run"]].get(k)) for k in varying})
         readings.append(row)
     # Blank lines around the tables: markdown inside an HTML block renders only so.
     out += ["", f"<details><summary>Per-run readings and workload metadata ({len(keys)} key(s), "
             f"{len(varying)} varying by run)</summary>", "",
-            _table(readings, right=("load 1m before/after", "CPU MHz", *varying))]
+            _table(readings, right=("CPU stall (% of loop)", "load 1m before/after", "process CPU (s)", "CPU MHz",
+                                    *varying))]
     if same:
         out += ["", "The same in every run:", "",
                 _table([{"metadata": _cell(k), "value": _metric(next(iter(flat.values())).get(k))} for k in same])]
@@ -497,9 +489,8 @@ def _machine_section(b: dict) -> list[str]:
                 + "."]
     overloaded = [f"{label} ({why})" for label, why in _overloaded(b).items()]
     if overloaded:
-        out += ["", "**Warning:** the 1-minute load average exceeded the core count during "
-                    "run(s) " + ", ".join(_cell(x) for x in overloaded)
-                + "; other work competed with the measurement."]
+        out += ["", "**Warning:** more work than cores was runnable during run(s) "
+                + ", ".join(_cell(x) for x in overloaded) + "; other work competed with the measurement."]
     cl = b["cleanup"]
     if isinstance(cl, dict):
         procs = cl.get("processes") or []

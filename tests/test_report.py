@@ -133,7 +133,7 @@ def test_report_content(repo):
     assert "sha256sum -c manifest-sha256.txt tagmanifest-sha256.txt" in z
     assert "Cleanup: 4 process(es) launched; all verified absent afterwards: yes." in z
     assert "Test CPU" in z and "numpy 2.1.0" in z
-    assert "load average exceeded" not in z
+    assert "more work than cores" not in z
 
 
 def test_report_mismatch_divergence_load_warning(repo):
@@ -142,7 +142,7 @@ def test_report_mismatch_divergence_load_warning(repo):
     assert "**Parity fails: outputs differ in 1 place(s), first" in a
     assert "| B1    | item3  | logits  | float32 |" in a
     assert "1.5000e-07" in a
-    assert "load average exceeded the core count" in a and "A1 (load 3.50 on 2 cores)" in a
+    assert "more work than cores was runnable" in a and "A1 (load 3.50 on 2 cores)" in a
     assert "No figure in the bundle" in a
     assert "pipes \\| in text" in a
 
