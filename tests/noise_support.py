@@ -11,7 +11,7 @@ BASE_ITEMS = (0.012, 0.020, 0.031, 0.015, 0.026, 0.011, 0.018, 0.023)  # seconds
 
 def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, run_sd: float = 0.03,
              item_sd: float = 0.02, tails: bool = False, drift: float = 0.0, burst: float = 1.0,
-             per_item: dict[int, float] | None = None) -> list[dict]:
+             per_item: dict[int, float] | None = None, load: float = 0.0) -> list[dict]:
     """Run records of one campaign of `rounds` shuffled rounds.
 
     Each run's items are scaled by one run-level factor (log-normal with sd `run_sd`, or a
@@ -19,21 +19,26 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     drift (the whole campaign slows by `drift`, linearly in execution order), and `burst`
     on one run picked at random (another job hitting that run only); each item then gets
     its own log-normal noise `item_sd`. The candidate's items take `ratio` times the base
-    time, or `per_item[j]` for item j."""
+    time, or `per_item[j]` for item j. With `load`, each run is hit by another job with that
+    probability: 1.2x to 2x slower, and its record shows the CPU stall (PSI) that says so."""
     order = records.round_order(rounds, int(rng.integers(0, 2**32)))
     hit = int(rng.integers(0, len(order)))
     runs = []
     for index, (label, variant) in enumerate(records.labels(order)):
         z = rng.standard_t(3) / np.sqrt(3.0) if tails else rng.standard_normal()
         factor = np.exp(run_sd * z) * (1.0 + drift * index / len(order)) * (burst if index == hit else 1.0)
+        loaded = bool(rng.random() < load)
+        slowdown = float(rng.uniform(1.2, 2.0)) if loaded else 1.0
+        factor *= slowdown
         items = []
         for j, base in enumerate(BASE_ITEMS):
             r = (per_item or {}).get(j, ratio) if variant == "candidate" else 1.0
             wall = float(base * r * factor * np.exp(item_sd * rng.standard_normal()))
             items.append({"id": f"item{j}", "wall_s": wall, "cpu_s": wall, "fields": {}, "error": None})
-        runs.append({"label": label, "variant": variant, "index": index, "status": "ok",
-                     "wall_s": sum(it["wall_s"] for it in items) * 1.01, "items": items,
-                     "machine": {"loadavg_before": [0.5], "loadavg_after": [0.5], "cores": 2}})
+        wall = sum(it["wall_s"] for it in items) * 1.01
+        runs.append({"label": label, "variant": variant, "index": index, "status": "ok", "wall_s": wall,
+                     "items": items, "machine": {"loadavg_before": [0.5], "loadavg_after": [0.5], "cores": 2,
+                                                 "cpu_stall_s": wall * (1 - 1 / slowdown)}})
     return runs
 
 
