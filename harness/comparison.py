@@ -90,8 +90,9 @@ def instructions_section(instr: list[dict], stats: dict) -> dict:
     out.update(ratio=ratio, change_pct=change, repeated=out["base"]["repeated"] and out["candidate"]["repeated"],
                # a change the counts' own run-to-run spread cannot explain
                detected=change is not None and change != 0 and abs(change) > spread,
-               direction=None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same",
-               disagrees=ratio is not None and ((wall == "improved" and ratio > 1) or (wall == "regressed" and ratio < 1)))
+               direction=None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same")
+    # opposite ways: a move within the counts' own spread says nothing
+    out["disagrees"] = out["detected"] and ((wall == "improved" and ratio > 1) or (wall == "regressed" and ratio < 1))
     return out
 
 

@@ -1827,8 +1827,8 @@ def instructions_section(instr, wall_verdict):
     out["repeated"] = out["base"]["repeated"] and out["candidate"]["repeated"]
     out["detected"] = change is not None and change != 0 and abs(change) > spread
     out["direction"] = None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same"
-    out["disagrees"] = ratio is not None and ((wall_verdict == "improved" and ratio > 1)
-                                              or (wall_verdict == "regressed" and ratio < 1))
+    out["disagrees"] = out["detected"] and ((wall_verdict == "improved" and ratio > 1)
+                                            or (wall_verdict == "regressed" and ratio < 1))
     return out
 
 
