@@ -728,13 +728,9 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
             check.fail(rel, f"a {status} run is followed by more runs (a failed run ends the campaign)", "status")
     # physics: nothing negative; timed wall <= process wall <= the runner's span
     wall = record["wall_s"]
-    t0, t1 = runner["started_at"], runner["ended_at"]
     if min(process.values()) < 0 or (wall is not None and wall <= 0):
         check.fail(rel, "a negative (or zero) time", "physics")
-    if process["ended_at"] < process["started_at"] or process["wall_s"] > process["ended_at"] - process["started_at"] + CLOCK_TOL_S:
-        check.fail(rel, "process wall does not fit between its start and end", "physics")
-    if process["started_at"] < t0 - CLOCK_TOL_S or process["ended_at"] > t1 + CLOCK_TOL_S:
-        check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
+    check_process(check, rel, process, runner, campaign)
     if wall is not None and wall > process["wall_s"]:
         check.fail(rel, f"timed wall {wall:.6g} s is longer than its process's life {process['wall_s']:.6g} s",
                    "physics")
@@ -816,12 +812,21 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
         for name in campaign["stages"]:
             if name not in campaign["optional_stages"] and installed.get(name) is not True:
                 check.fail(rel, f"stage {name} is not optional but not installed", "identity")
-    # a run lives no longer than its timeout (the runner kills it then; a grace for the kill)
+    return all_stored
+
+
+def check_process(check, rel, process, runner, campaign):
+    """A run's process (wall or instruction run): its wall fits between its start and end,
+    which lie inside the campaign's, and it lived no longer than the run timeout lets it
+    (the runner kills it then; a grace for the kill)."""
+    if process["ended_at"] < process["started_at"] or process["wall_s"] > process["ended_at"] - process["started_at"] + CLOCK_TOL_S:
+        check.fail(rel, "process wall does not fit between its start and end", "physics")
+    if process["started_at"] < runner["started_at"] - CLOCK_TOL_S or process["ended_at"] > runner["ended_at"] + CLOCK_TOL_S:
+        check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
     run_timeout = campaign["timeouts"].get("run_s") if isinstance(campaign["timeouts"], dict) else None
     if is_number(run_timeout) and process["wall_s"] > timeout_bound(run_timeout):
         check.fail(rel, f"its process lived {process['wall_s']:.6g} s, past the run timeout of {run_timeout} s",
                    "physics")
-    return all_stored
 
 
 def round_order(rounds, seed):
@@ -951,20 +956,13 @@ def check_instruction_run(check, record, label, index, variant, after, campaign,
     if not 0 <= record["errors"] <= max(len(items) - 1, 0):
         check.fail(rel, f"errors {record['errors']} outside 0..{max(len(items) - 1, 0)} (a run whose every "
                         "item raised fails)", "status")
-    # physics: the process between the campaign's start and end, a count it could execute
-    t0, t1 = runner["started_at"], runner["ended_at"]
-    if min(process.values()) < 0 or process["ended_at"] < process["started_at"] \
-            or process["wall_s"] > process["ended_at"] - process["started_at"] + CLOCK_TOL_S:
-        check.fail(rel, "process wall does not fit between its start and end", "physics")
-    if process["started_at"] < t0 - CLOCK_TOL_S or process["ended_at"] > t1 + CLOCK_TOL_S:
-        check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
+    # physics: the process inside the campaign's span, a count it could execute
+    if min(process.values()) < 0:
+        check.fail(rel, "a negative time", "physics")
+    check_process(check, rel, process, runner, campaign)
     if count is not None and count > MAX_INSTRUCTIONS_PER_S * process["wall_s"]:
         check.fail(rel, f"{count} instructions in a process that lived {process['wall_s']:.6g} s: more than "
                         f"{MAX_INSTRUCTIONS_PER_S:.0e} a second", "physics")
-    run_timeout = campaign["timeouts"].get("run_s") if isinstance(campaign["timeouts"], dict) else None
-    if is_number(run_timeout) and process["wall_s"] > timeout_bound(run_timeout):
-        check.fail(rel, f"its process lived {process['wall_s']:.6g} s, past the run timeout of {run_timeout} s",
-                   "physics")
     return True
 
 
