@@ -12,6 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet 'torch==2.13.0'
 	$(BIN)/pip install --quiet -e '.[campaigns,test]'
+	@# valgrind for the instruction-count tests: installed only where apt can (root, no prompt);
+	@# elsewhere those tests skip and say why.
+	command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get install -y -qq valgrind >/dev/null; } || \
+	  echo "valgrind not installed: instruction-count tests will skip (sudo apt-get install valgrind)"
 	touch $(STAMP)
 
 venv: $(STAMP)

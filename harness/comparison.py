@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from harness import analysis, legacy, parity, records
+from harness.stats import sig10
 
 
 def mean(values: list[float]) -> float | None:
@@ -14,12 +15,14 @@ def mean(values: list[float]) -> float | None:
 
 
 def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden: dict | None,
-           arrays_dir: Path, schema: str | None = None, floor: dict | None = None) -> dict:
+           arrays_dir: Path, schema: str | None = None, floor: dict | None = None,
+           instr: list[dict] = ()) -> dict:
     """campaign: data/campaign.json; runs: records in execution order; runner:
     receipts/runner.json (interruptions, runs not started); cleanup: receipts/cleanup.json.
     schema: the comparison schema to derive (verify passes the claimed one, so that a
     comparison/v2 bundle is re-derived the way it was written); default the current one.
-    floor: the pinned noise-floor file (`harness calibrate`), when the campaign pins one."""
+    floor: the pinned noise-floor file (`harness calibrate`), when the campaign pins one.
+    instr: the instruction records (data/instructions/) in execution order."""
     v2 = schema == records.LEGACY_SCHEMAS["comparison"]
     ok = [r for r in runs if r["status"] == "ok"]
     by_variant = {v: [r for r in ok if r["variant"] == v] for v in ("base", "candidate")}
@@ -29,7 +32,9 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
         reasons.append(runner["reason"])
     if len(runs) < len(campaign["order"]):
         reasons.append(f"only {len(runs)} of {len(campaign['order'])} runs were started")
-    harness_digests = {r.get("harness_source_sha256") for r in ok}
+    # (the schedule puts every instruction run before a wall run: all wall runs started, all ran)
+    reasons += [f"{r['label']}: {r['reason']}" for r in instr if r["status"] != "ok"]
+    harness_digests = {r.get("harness_source_sha256") for r in ok + [r for r in instr if r["status"] == "ok"]}
     if len(harness_digests) > 1:
         reasons.append("the harness's own source changed between runs")
     if not cleanup.get("all_absent", False):
@@ -50,6 +55,8 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
         wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
                     speedup=base_mean / cand_mean)
 
+    stats = (legacy.analyze_v2(runs, threshold=campaign.get("threshold", 0.02)) if v2 else
+             analysis.analyze(runs, campaign.get("threshold", 0.02), floor and floor["floor"]))
     return {
         "schema": records.LEGACY_SCHEMAS["comparison"] if v2 else records.SCHEMAS["comparison"],
         "campaign": campaign["name"],
@@ -61,9 +68,36 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
         "wall": wall,
         "stages": _stages(campaign, staged),
         "parity": _parity(campaign, ok, by_variant, golden, arrays_dir, staged),
-        "stats": (legacy.analyze_v2(runs, threshold=campaign.get("threshold", 0.02)) if v2 else
-                  analysis.analyze(runs, campaign.get("threshold", 0.02), floor and floor["floor"])),
+        "stats": stats,
+        # Only when the campaign asked for instruction runs (older bundles have no such key).
+        **({"instructions": instructions_section(instr, stats)} if campaign.get("instructions") else {}),
     }
+
+
+def instructions_section(instr: list[dict], stats: dict) -> dict:
+    """comparison.json `instructions`: per variant the counts of its ok instruction runs and
+    whether they repeated exactly (else their spread), candidate/base of the mean counts,
+    and whether instructions and the wall verdict point opposite ways (I/O, parallelism or
+    memory effects that instructions do not see). rehash.py re-derives it."""
+    ok = [r for r in instr if r["status"] == "ok"]
+    out = {"tool": "callgrind", "items": len(ok[0]["items"]) if ok else 0}
+    for variant in ("base", "candidate"):
+        counts = [r["instructions"] for r in ok if r["variant"] == variant]
+        out[variant] = {"runs": [r["label"] for r in ok if r["variant"] == variant], "counts": counts,
+                        "repeated": len(counts) >= 2 and len(set(counts)) == 1,
+                        "spread_pct": sig10(100.0 * (max(counts) - min(counts)) / min(counts)) if counts else None}
+    base, cand = out["base"]["counts"], out["candidate"]["counts"]
+    ratio = sig10(math.fsum(cand) / len(cand) / (math.fsum(base) / len(base))) if base and cand else None
+    spread = max((out[v]["spread_pct"] or 0.0) for v in ("base", "candidate"))
+    change = sig10(100.0 * (ratio - 1.0)) if ratio is not None else None
+    wall = stats.get("verdict") if isinstance(stats, dict) else None
+    out.update(ratio=ratio, change_pct=change, repeated=out["base"]["repeated"] and out["candidate"]["repeated"],
+               # a change the counts' own run-to-run spread cannot explain
+               detected=change is not None and change != 0 and abs(change) > spread,
+               direction=None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same")
+    # opposite ways: a move within the counts' own spread says nothing
+    out["disagrees"] = out["detected"] and ((wall == "improved" and ratio > 1) or (wall == "regressed" and ratio < 1))
+    return out
 
 
 def calls_per_run(name: str, ok: list[dict]):

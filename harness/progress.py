@@ -58,7 +58,9 @@ class Progress:
     def run_finished(self, index: int, label: str, record: dict) -> None:
         self.durations.append(time.monotonic() - self.run_t0)
         wall = record.get("wall_s")
-        detail = f"timed {wall:.3f} s" if wall is not None else record.get("reason") or ""
+        count = record.get("instructions")
+        detail = (f"timed {wall:.3f} s" if wall is not None else f"{count:,} instructions" if count is not None
+                  else record.get("reason") or "")
         if self.bar is not None:
             self.bar.update(1)
             self.bar.write(f"  {label}: {record['status']} {detail}", file=self.stream)

@@ -26,6 +26,7 @@ SCHEMAS = {
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
     "noise_floor": "abba-harness/noise-floor/v1",
+    "instructions": "abba-harness/instructions/v1",
 }
 
 # Bundles written under these older schemas still verify (the committed evidence, until it
@@ -60,6 +61,7 @@ REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVIS
 # (order letters a, b), instrumented, kept out of the headline wall.
 LABEL_RE = re.compile(r"^[AB]s?[1-9][0-9]{0,2}\Z")
 ORDER_RE = re.compile(r"^[ABab]+\Z")
+INSTRUCTION_LABEL_RE = re.compile(r"^I[AB][1-9][0-9]{0,2}\Z")  # IA1: the first base instruction run
 PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")
@@ -71,6 +73,10 @@ def run_path(label: str) -> str:
 
 def log_path(label: str) -> str:
     return f"data/logs/{label}.log"
+
+
+def instructions_path(label: str) -> str:
+    return f"data/instructions/{label}.json"
 
 
 def array_path(digest: str) -> str:
@@ -120,16 +126,38 @@ def timed(label: str) -> bool:
     return label[1:2] != "s"
 
 
+def instruction_order(runs: int) -> str:
+    """`runs` instruction runs per variant, alternating which goes first: ABBA for 2."""
+    return "".join("AB" if k % 2 == 0 else "BA" for k in range(runs))
+
+
+def schedule(order: str, instr_order: str = "") -> list[tuple[str, str, int, str | None]]:
+    """Every run in execution order as (label, variant, index, after): the wall runs of
+    `order` (after None) with the instruction runs of `instr_order` spread evenly between
+    them, the j-th of m after wall run floor((j + 1) n / (m + 1)) - 1 (None: before the
+    first; never after the last). index counts within its own kind. rehash.py spells it too."""
+    walls, instr = labels(order), labels(instr_order)
+    out = []
+    for j, (label, variant) in enumerate(instr):
+        at = (j + 1) * len(walls) // (len(instr) + 1) - 1
+        out.append((at, 1, j, "I" + label, variant, walls[at][0] if at >= 0 else None))
+    out += [(i, 0, i, label, variant, None) for i, (label, variant) in enumerate(walls)]
+    # an instruction run placed after wall run `at` sorts between it and the next one
+    return [(label, variant, index, after) for _, _, index, label, variant, after in
+            sorted(out, key=lambda row: (row[0] + row[1] * 0.5, row[2]))]
+
+
 # --- constructors --------------------------------------------------------------------------
 def job(*, label: str, variant: str, index: int, sha: str, tree: str, parent_pid: int, workload: dict,
         inputs: dict, slots: int, stages: dict, optional_stages: list[str], arrays_dir: str,
-        result_path: str, mode: str = "run") -> dict:
+        result_path: str, mode: str = "run", instructions_items: int | None = None) -> dict:
     """What the runner hands one worker (not part of the bundle). mode: "run" (the timed
-    item loop) or "check" (the pre-flight: setup and one item, untimed)."""
+    item loop), "check" (the pre-flight: setup and one item, untimed) or "instructions"
+    (the item loop under valgrind, on `instructions_items` of the run's items)."""
     return {"schema": SCHEMAS["job"], "mode": mode, "label": label, "variant": variant, "index": index, "sha": sha,
             "tree": tree, "parent_pid": parent_pid, "workload": workload, "inputs": inputs, "slots": slots,
             "stages": stages, "optional_stages": optional_stages, "arrays_dir": arrays_dir,
-            "result_path": result_path}
+            "result_path": result_path, "instructions_items": instructions_items}
 
 
 def run_record(job: dict, *, status: str, reason: str | None, exit_code: int | None, process: dict,
@@ -173,6 +201,44 @@ def run_record(job: dict, *, status: str, reason: str | None, exit_code: int | N
     }
 
 
+def instruction_record(job: dict, *, status: str, reason: str | None, exit_code: int | None, process: dict,
+                       measured: dict | None, count: int | None, after: str | None, valgrind: dict) -> dict:
+    """data/instructions/<label>.json, for every instruction run that started, ok or not.
+
+    count: Ir inside the measured region (callgrind's totals); valgrind: {version,
+    command} of the run (the command line it was started with, python command included);
+    measured: what the worker wrote (items counted, how many raised). after: the wall run
+    it followed in the schedule (None: the first thing run)."""
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run status {status!r}")
+    if status == "ok" and (measured is None or count is None or exit_code != 0 or reason is not None):
+        raise ValueError("an ok instruction run needs its count, the worker's result, exit code 0 and no reason")
+    m = measured if status == "ok" else {}
+    return {
+        "schema": SCHEMAS["instructions"],
+        "label": job["label"],
+        "variant": job["variant"],
+        "index": job["index"],
+        "after": after,
+        "sha": job["sha"],
+        "status": status,
+        "reason": reason,
+        "exit_code": exit_code,
+        "instructions": count if status == "ok" else None,
+        "items": m.get("items", []),
+        "errors": m.get("errors", 0),
+        "tool": "callgrind",
+        "valgrind": valgrind["version"],
+        "command": valgrind["command"],
+        "env": valgrind["env"],
+        "harness_source_sha256": m.get("harness_source_sha256"),
+        "pid": process["pid"],
+        "process": {"started_at": process["started_at"], "ended_at": process["ended_at"],
+                    "wall_s": process["wall_s"]},
+        "log": log_path(job["label"]),
+    }
+
+
 def item(*, item_id: str, wall_s: float, cpu_s: float, fields: dict, error: dict | None) -> dict:
     return {"id": item_id, "wall_s": wall_s, "cpu_s": cpu_s, "fields": fields if error is None else {},
             "error": error}
@@ -209,6 +275,11 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "noise_floor": rel(campaign.noise_floor),
         "noise_floor_sha256": campaign.noise_floor_sha256,
         "threshold": campaign.threshold,
+        # Only in campaigns that ask for instruction runs: older bundles keep their keys.
+        **({"metrics": list(campaign.metrics),
+            "instructions": {"items": campaign.instructions.items, "runs": campaign.instructions.runs,
+                             "order": instruction_order(campaign.instructions.runs)}}
+           if campaign.instructions is not None else {}),
     }
 
 

@@ -73,6 +73,7 @@ SCHEMAS = {
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
     "noise_floor": "abba-harness/noise-floor/v1",
+    "instructions": "abba-harness/instructions/v1",
 }
 # Older schemas whose bundles still verify: campaign/v2 has no rounds or seed, comparison/v2
 # the item bootstrap (the committed evidence, until it is re-run).
@@ -97,6 +98,7 @@ REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVIS
             RUNNER)
 LABEL_RE = re.compile(r"^[AB]s?[1-9][0-9]{0,2}\Z")  # As1, Bs1: stage runs (order letters a, b)
 ORDER_RE = re.compile(r"^[ABab]+\Z")
+INSTRUCTION_LABEL_RE = re.compile(r"^I[AB][1-9][0-9]{0,2}\Z")
 PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")
@@ -125,6 +127,15 @@ TIMEOUT_TOL, TIMEOUT_GRACE_S = 0.1, 10.0  # a process or campaign may outlive it
 FUTURE_TOL_S = 300.0  # a bundle's clocks may run this far ahead of the checker's
 TICK_S = 0.05  # other threads' CPU and the PSI stall total settle in scheduler ticks (4-10 ms)
 MAX_LISTED = 50  # mismatches listed in comparison.json
+# Instruction runs (harness/instructions.py owns these; test_checker_safety compares):
+# the flags that count the measured region only, and the environment that makes it repeat.
+REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing", "--cache-sim=no")
+INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                   "OPENBLAS_NUM_THREADS": "1"}
+MAX_INSTRUCTION_RUNS = 10  # per variant (harness/spec.py)
+# No core retires more than this many instructions a second (a few GHz x a few per cycle,
+# and valgrind runs 30-100x slower): a count above it x its process's life is not measured.
+MAX_INSTRUCTIONS_PER_S = 1e10
 STATS_NOTE = "stats.paired ci95 (the bootstrap) not re-derived: needs numpy; harness verify does it"
 YAML_NOTE = "campaign.yaml not compared with campaign.json: needs a YAML parser; harness verify does it"
 DTYPE_RE = re.compile(r"^([<>|=]?)([biufc])(\d+)$")
@@ -621,6 +632,11 @@ CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "notes": 
                  "overrides": "dict", "rounds": "int?", "stage_rounds": "int?", "seed": "int?",
                  "noise_floor": "str?", "noise_floor_sha256": "str?"}
 CAMPAIGN_V3_ONLY = ("rounds", "stage_rounds", "seed", "noise_floor", "noise_floor_sha256")
+CAMPAIGN_INSTRUCTION_KEYS = {"metrics": "list", "instructions": "dict"}  # only in campaigns that count them
+INSTRUCTION_KEYS = {"schema": "str", "label": "str", "variant": "str", "index": "int", "after": "str?", "sha": "str",
+                    "status": "str", "reason": "str?", "exit_code": "int?", "instructions": "int?", "items": "list",
+                    "errors": "int", "tool": "str", "valgrind": "str", "command": "list", "env": "dict",
+                    "harness_source_sha256": "str?", "pid": "int", "process": "dict", "log": "str"}
 CAMPAIGN_KEYS_V2 = {k: v for k, v in CAMPAIGN_KEYS.items() if k not in CAMPAIGN_V3_ONLY}
 NOISE_FLOOR_KEYS = {"schema": "str", "campaign": "str", "bundle_digest": "str", "machine": "dict", "started_at": "num",
                     "rounds": "int", "ratio": "num", "ci95": "list", "floor": "num"}
@@ -714,13 +730,9 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
             check.fail(rel, f"a {status} run is followed by more runs (a failed run ends the campaign)", "status")
     # physics: nothing negative; timed wall <= process wall <= the runner's span
     wall = record["wall_s"]
-    t0, t1 = runner["started_at"], runner["ended_at"]
     if min(process.values()) < 0 or (wall is not None and wall <= 0):
         check.fail(rel, "a negative (or zero) time", "physics")
-    if process["ended_at"] < process["started_at"] or process["wall_s"] > process["ended_at"] - process["started_at"] + CLOCK_TOL_S:
-        check.fail(rel, "process wall does not fit between its start and end", "physics")
-    if process["started_at"] < t0 - CLOCK_TOL_S or process["ended_at"] > t1 + CLOCK_TOL_S:
-        check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
+    check_process(check, rel, process, runner, campaign)
     if wall is not None and wall > process["wall_s"]:
         check.fail(rel, f"timed wall {wall:.6g} s is longer than its process's life {process['wall_s']:.6g} s",
                    "physics")
@@ -825,12 +837,21 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
         cost = machine.get("stage_wrapper_s")  # measured before the clock; ~1-2 us on a 2020s CPU
         if cost is not None and not (is_number(cost) and 0.0 <= cost <= 1e-3):
             check.fail(rel, f"machine.stage_wrapper_s {short(cost)} is not between 0 and 1 ms", "physics")
-    # a run lives no longer than its timeout (the runner kills it then; a grace for the kill)
+    return all_stored
+
+
+def check_process(check, rel, process, runner, campaign):
+    """A run's process (wall or instruction run): its wall fits between its start and end,
+    which lie inside the campaign's, and it lived no longer than the run timeout lets it
+    (the runner kills it then; a grace for the kill)."""
+    if process["ended_at"] < process["started_at"] or process["wall_s"] > process["ended_at"] - process["started_at"] + CLOCK_TOL_S:
+        check.fail(rel, "process wall does not fit between its start and end", "physics")
+    if process["started_at"] < runner["started_at"] - CLOCK_TOL_S or process["ended_at"] > runner["ended_at"] + CLOCK_TOL_S:
+        check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
     run_timeout = campaign["timeouts"].get("run_s") if isinstance(campaign["timeouts"], dict) else None
     if is_number(run_timeout) and process["wall_s"] > timeout_bound(run_timeout):
         check.fail(rel, f"its process lived {process['wall_s']:.6g} s, past the run timeout of {run_timeout} s",
                    "physics")
-    return all_stored
 
 
 def round_order(rounds, seed, stage_rounds=0):
@@ -855,6 +876,136 @@ def instrumented(label, order):
     return label[1:2] == "s" or order == order.upper()
 
 
+def instruction_order(runs):
+    """runs instruction runs per variant, AB and BA alternating (harness/records.py)."""
+    return "".join("AB" if k % 2 == 0 else "BA" for k in range(runs))
+
+
+def instruction_slots(order, instr_order):
+    """(label, variant, index, after) per instruction run: the j-th of m runs after wall run
+    floor((j + 1) n / (m + 1)) - 1 of the n in order (-1: before the first; after is its
+    label, or None) (harness/records.py schedule)."""
+    walls, counts, out = [], {}, []
+    for letter in order:  # a, b: stage runs As1, Bs1
+        counts[letter] = counts.get(letter, 0) + 1
+        walls.append(letter.upper() + ("s" if letter.islower() else "") + str(counts[letter]))
+    counts = {"A": 0, "B": 0}
+    for j, letter in enumerate(instr_order):
+        counts[letter] += 1
+        at = (j + 1) * len(walls) // (len(instr_order) + 1) - 1
+        out.append((f"I{letter}{counts[letter]}", VARIANTS[letter], j, walls[at] if at >= 0 else None, at))
+    return out
+
+
+def check_instruction_runs(check, campaign, runner, runs, plan, started, instr_order):
+    """Instruction records: exactly those the schedule ran before the campaign stopped, each
+    under the rules of check_instruction_run, in their places between the wall runs.
+    Returns (records, sound)."""
+    present = {rel for rel in check.openable if rel.startswith("data/instructions/")}
+    out, sound, stopped = [], True, False
+    wall_ok = [r for r in runs if r["status"] == "ok"]
+    wall_items = {it["id"] for r in wall_ok for it in r["items"]} if wall_ok else None
+    failed_wall = next((n for n, r in enumerate(runs) if r["status"] != "ok"), None)
+    by_label = {r["label"]: r for r in runs}
+    for label, variant, index, after, at in instruction_slots(campaign["order"], instr_order):
+        rel = instructions_path(label)
+        # It ran before wall run at + 1: present when that one started, absent when the
+        # campaign stopped before its place, either when it stopped right there.
+        must = at + 1 < started and not stopped
+        may = at + 1 == started and not stopped and (failed_wall is None or at < failed_wall)
+        if rel not in present:
+            if must:
+                check.fail(rel, f"missing: wall run {plan[at + 1][0]} started after it", "plan")
+                sound = False
+            stopped = True
+            continue
+        if not (must or may):
+            continue  # reported as a record the campaign did not run
+        record = load_json(check, rel)
+        if record is None:
+            return out, False
+        ok = check_instruction_run(check, record, label, index, variant, after, campaign, runner, wall_items)
+        sound &= ok
+        if not ok:
+            return out, False
+        # its process lies between its neighbours' in the schedule
+        before = by_label.get(after) if after is not None else None
+        later = by_label.get(plan[at + 1][0]) if at + 1 < len(plan) else None
+        prev = out[-1] if out and out[-1]["after"] == after else before
+        if (prev is not None and record["process"]["started_at"] < prev["process"]["ended_at"] - CLOCK_TOL_S) or \
+                (later is not None and later["process"]["started_at"] < record["process"]["ended_at"] - CLOCK_TOL_S):
+            check.fail(rel, "its process overlaps the run before or after it in the schedule", "physics")
+        if record["status"] != "ok":
+            if at + 1 != started:
+                check.fail(rel, f"a {record['status']} instruction run is followed by more runs (a failed run "
+                                "ends the campaign)", "status")
+            stopped = True
+        out.append(record)
+    ok = [r for r in out if r["status"] == "ok"]
+    if len({json.dumps(r["items"]) for r in ok}) > 1:
+        check.fail(instructions_path(ok[0]["label"]), "instruction runs counted different items", "identity")
+    if len({r["valgrind"] for r in out}) > 1:
+        check.fail(instructions_path(out[0]["label"]), "instruction runs used different valgrind versions",
+                   "identity")
+    return out, sound
+
+
+def check_instruction_run(check, record, label, index, variant, after, campaign, runner, wall_items):
+    """The rules one instruction record must keep; True when it is sound enough to derive from."""
+    rel = instructions_path(label)
+    if not shaped(check, rel, record, INSTRUCTION_KEYS, "instruction record", "instructions"):
+        return False
+    process = record["process"]
+    if not shaped(check, rel, process, PROCESS_KEYS, "process"):
+        return False
+    for key, want in (("label", label), ("index", index), ("variant", variant), ("after", after),
+                      ("sha", campaign["revisions"][variant]["sha"]), ("log", log_path(label)),
+                      ("tool", "callgrind"), ("env", INSTRUCTION_ENV)):
+        if record[key] != want:
+            check.fail(rel, f"{key} {short(record[key])}, the schedule and campaign give {short(want)}", "plan")
+    status, count = record["status"], record["instructions"]
+    if status not in RUN_STATUSES:
+        check.fail(rel, f"status {short(status)} is not one of {', '.join(RUN_STATUSES)}", "status")
+        return False
+    if status == "ok":
+        if record["exit_code"] != 0 or record["reason"] is not None or not (is_int(count) and count > 0):
+            check.fail(rel, f"status ok with exit code {record['exit_code']}, reason {short(record['reason'])} "
+                            f"and count {short(count)} (an ok run has exit 0, no reason, a positive count)", "status")
+            return False
+    elif not record["reason"] or count is not None or record["items"]:
+        check.fail(rel, f"status {status} needs a reason and no count or items", "status")
+        return False
+    # the command: the flags that count the measured region only, ASLR off, the worker
+    cmd = record["command"]
+    if not all(isinstance(a, str) for a in cmd) or cmd[:2] != ["setarch", "-R"] \
+            or not all(flag in cmd for flag in REGION_FLAGS) or "harness.worker" not in cmd:
+        check.fail(rel, f"command {short(cmd)} is not `setarch -R valgrind {' '.join(REGION_FLAGS)} ... -m "
+                        "harness.worker` (only that counts the measured region alone)", "identity")
+    if not (isinstance(record["valgrind"], str) and record["valgrind"].startswith("valgrind-")):
+        check.fail(rel, f"valgrind {short(record['valgrind'])} is not a `valgrind --version` line", "identity")
+    # items: a subset of the wall runs' items, at most the campaign's count, each once
+    items = record["items"]
+    if not all(isinstance(i, str) for i in items) or len(set(items)) != len(items):
+        check.fail(rel, "items must be distinct item ids", "parsing")
+        return False
+    limit = campaign["instructions"]["items"]
+    if status == "ok" and (not items or (limit is not None and len(items) > limit)):
+        check.fail(rel, f"{len(items)} items counted, the campaign asks for 1 to {short(limit)}", "plan")
+    if wall_items is not None and not set(items) <= wall_items:
+        check.fail(rel, "counts items the wall runs did not run", "identity")
+    if not 0 <= record["errors"] <= max(len(items) - 1, 0):
+        check.fail(rel, f"errors {record['errors']} outside 0..{max(len(items) - 1, 0)} (a run whose every "
+                        "item raised fails)", "status")
+    # physics: the process inside the campaign's span, a count it could execute
+    if min(process.values()) < 0:
+        check.fail(rel, "a negative time", "physics")
+    check_process(check, rel, process, runner, campaign)
+    if count is not None and count > MAX_INSTRUCTIONS_PER_S * process["wall_s"]:
+        check.fail(rel, f"{count} instructions in a process that lived {process['wall_s']:.6g} s: more than "
+                        f"{MAX_INSTRUCTIONS_PER_S:.0e} a second", "physics")
+    return True
+
+
 def check_records(check, stored):
     """Every rule that ties the bundle's parts together. Returns the parsed documents when
     they are sound enough to re-derive comparison.json from, else None."""
@@ -872,7 +1023,9 @@ def check_records(check, stored):
             return None
         campaign = docs["campaign"] = {**campaign, "schema": SCHEMAS["campaign"],
                                        **{key: None for key in CAMPAIGN_V3_ONLY}}
-    if not (shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS, "campaign", "campaign")
+    counting = isinstance(campaign, dict) and not legacy and bool(set(campaign) & set(CAMPAIGN_INSTRUCTION_KEYS))
+    if not (shaped(check, CAMPAIGN_JSON, campaign, {**CAMPAIGN_KEYS, **(CAMPAIGN_INSTRUCTION_KEYS if counting else {})},
+                   "campaign", "campaign")
             and shaped(check, RUNNER, runner, RUNNER_KEYS, "runner receipt", "runner")
             and shaped(check, CLEANUP, cleanup, CLEANUP_KEYS, "cleanup receipt", "cleanup")):
         return None
@@ -933,6 +1086,19 @@ def check_records(check, stored):
     if not isinstance(campaign["stages"], dict) or not all(isinstance(v, str) for v in campaign["stages"].values()):
         check.fail(CAMPAIGN_JSON, "stages must map names to 'module:function'", "parsing")
         return None
+    instr_order = ""
+    if counting:
+        spec_ = campaign["instructions"]
+        runs_ = spec_.get("runs")
+        if campaign["metrics"] != ["wall", "instructions"] or set(spec_) != {"items", "runs", "order"} \
+                or not (is_int(runs_) and 2 <= runs_ <= MAX_INSTRUCTION_RUNS) \
+                or not (spec_["items"] is None or (is_int(spec_["items"]) and spec_["items"] >= 1)) \
+                or spec_["order"] != instruction_order(runs_):
+            check.fail(CAMPAIGN_JSON, f"metrics {short(campaign['metrics'])} and instructions {short(spec_)}: "
+                                      "expected [wall, instructions] and {items, runs 2.." f"{MAX_INSTRUCTION_RUNS}, "
+                                      "order: runs rounds of AB alternating with BA}", "plan")
+            return None
+        instr_order = spec_["order"]
     if runner["runs_planned"] != len(order):
         check.fail(RUNNER, f"runs_planned {runner['runs_planned']}, the order has {len(order)} runs", "plan")
     started = runner["runs_started"]
@@ -954,14 +1120,20 @@ def check_records(check, stored):
         if sound:
             previous_end = record["process"]["ended_at"]
         runs.append(record)
+    instr, sound_instr = check_instruction_runs(check, campaign, runner, runs, plan, started, instr_order)
+    sound &= sound_instr
     expected_runs = {run_path(label) for label, _ in plan[:started]}
-    expected_logs = {log_path(label) for label, _ in plan[:started]}
+    expected_instr = {instructions_path(r["label"]) for r in instr}
+    expected_logs = {log_path(label) for label, _ in plan[:started]} | {log_path(r["label"]) for r in instr}
     for rel in sorted(check.openable):
         if rel.startswith("data/runs/") and rel not in expected_runs:
             check.fail(rel, "a run record the campaign did not start (runner.json runs_started, order)", "plan")
+        elif rel.startswith("data/instructions/") and rel not in expected_instr:
+            check.fail(rel, "an instruction record the campaign did not run (campaign.json instructions, the "
+                            "schedule, runner.json runs_started)", "plan")
         elif rel.startswith("data/logs/") and rel not in expected_logs:
             check.fail(rel, "a log of a run the campaign did not start", "plan")
-        elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/")) or rel in REQUIRED
+        elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/", "data/instructions/")) or rel in REQUIRED
                   or rel in (GOLDEN, BUILDS, REPRODUCTION, NOISE_FLOOR) or not rel.startswith("data/")):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
@@ -973,7 +1145,7 @@ def check_records(check, stored):
     procs = cleanup["processes"]
     if cleanup["count"] != len(procs):
         check.fail(CLEANUP, f"count {cleanup['count']} but {len(procs)} processes listed", "ledger")
-    started_labels = [label for label, _ in plan[:started]]
+    started_labels = [label for label, _ in plan[:started]] + [r["label"] for r in instr]
     workers = {}
     keys = set()
     for n, p in enumerate(procs):
@@ -996,7 +1168,7 @@ def check_records(check, stored):
     worker_pids = [p["pid"] for ps in workers.values() for p in ps]
     if len(set(worker_pids)) != len(worker_pids):
         check.fail(CLEANUP, "two workers share a pid", "ledger")
-    for record in runs:
+    for record in runs + instr:
         ws = workers.get(record["label"], [])
         if len(ws) != 1:
             check.fail(CLEANUP, f"{len(ws)} worker processes for run {record['label']}, expected exactly 1", "ledger")
@@ -1040,7 +1212,7 @@ def check_records(check, stored):
             if len(places) > 1:
                 check.fail(CAMPAIGN_JSON, f"stage {name} imported from {len(places)} places across the {variant} "
                                           "runs", "identity")
-    digests = {r["harness_source_sha256"] for r in runs if r["status"] == "ok"}
+    digests = {r["harness_source_sha256"] for r in runs + instr if r["status"] == "ok"}
     if isinstance(env, dict) and digests and digests != {env.get("harness_source_sha256")}:
         check.fail(ENVIRONMENT, "harness_source_sha256 differs from the run records'", "identity")
 
@@ -1096,7 +1268,7 @@ def check_records(check, stored):
     for key, value in want.items():
         if info.get(key) != value:
             check.fail(BAG_INFO, f"{key} {short(info.get(key))}, the payload says {short(value)}", "bag-info")
-    return {**docs, "runs": runs, "golden": golden, "noise_floor": floor}
+    return {**docs, "runs": runs, "golden": golden, "noise_floor": floor, "instructions": instr}
 
 
 def check_reproduction(check, receipt, campaign, claimed):
@@ -1192,9 +1364,10 @@ def compare_golden(golden, runs):
             "runs": len(runs), "identical": not failing, "failing": failing}
 
 
-def derive(campaign, runs, runner, cleanup, golden, schema=None):
+def derive(campaign, runs, runner, cleanup, golden, schema=None, instr=()):
     """comparison.json without `stats` and without `parity.divergence` values (both left to
-    `derive_stats` and to harness verify)."""
+    `derive_stats` and to harness verify); its `instructions` section is added by
+    check_comparison once the stats are known."""
     ok = [r for r in runs if r["status"] == "ok"]
     base = [r for r in ok if r["variant"] == "base"]
     cand = [r for r in ok if r["variant"] == "candidate"]
@@ -1204,7 +1377,8 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None):
         reasons.append(runner["reason"])
     if len(runs) < len(campaign["order"]):
         reasons.append(f"only {len(runs)} of {len(campaign['order'])} runs were started")
-    if len({r.get("harness_source_sha256") for r in ok}) > 1:
+    reasons += [f"{r['label']}: {r['reason']}" for r in instr if r["status"] != "ok"]
+    if len({r.get("harness_source_sha256") for r in ok + [r for r in instr if r["status"] == "ok"]}) > 1:
         reasons.append("the harness's own source changed between runs")
     if not cleanup.get("all_absent", False):
         alive = [str(p["pid"]) for p in cleanup.get("processes", []) if not p["absent"]]
@@ -1730,6 +1904,30 @@ def short(value):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def instructions_section(instr, wall_verdict):
+    """comparison.json `instructions` (harness/comparison.py instructions_section): per
+    variant its ok counts, repeated exactly or their spread; the ratio of mean counts; a
+    change beyond the spread is detected; disagreement with the wall verdict's direction."""
+    ok = [r for r in instr if r["status"] == "ok"]
+    out = {"tool": "callgrind", "items": len(ok[0]["items"]) if ok else 0}
+    for variant in ("base", "candidate"):
+        counts = [r["instructions"] for r in ok if r["variant"] == variant]
+        out[variant] = {"runs": [r["label"] for r in ok if r["variant"] == variant], "counts": counts,
+                        "repeated": len(counts) >= 2 and len(set(counts)) == 1,
+                        "spread_pct": sig10(100.0 * (max(counts) - min(counts)) / min(counts)) if counts else None}
+    base, cand = out["base"]["counts"], out["candidate"]["counts"]
+    ratio = sig10(math.fsum(cand) / len(cand) / (math.fsum(base) / len(base))) if base and cand else None
+    spread = max((out[v]["spread_pct"] or 0.0) for v in ("base", "candidate"))
+    change = sig10(100.0 * (ratio - 1.0)) if ratio is not None else None
+    out["ratio"], out["change_pct"] = ratio, change
+    out["repeated"] = out["base"]["repeated"] and out["candidate"]["repeated"]
+    out["detected"] = change is not None and change != 0 and abs(change) > spread
+    out["direction"] = None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same"
+    out["disagrees"] = out["detected"] and ((wall_verdict == "improved" and ratio > 1)
+                                            or (wall_verdict == "regressed" and ratio < 1))
+    return out
+
+
 def report_diff(check, derived, claimed):
     for path, want, got in diff(derived, claimed):
         check.fail(COMPARISON, f"{path} claims {short(got)}, the run records give {short(want)}")
@@ -1740,10 +1938,12 @@ def check_comparison(check, docs):
     v2 = claimed.get("schema") == LEGACY_SCHEMAS["comparison"]
     try:
         derived = derive(campaign, runs, docs["runner"], docs["cleanup"], docs["golden"],
-                         LEGACY_SCHEMAS["comparison"] if v2 else None)
+                         LEGACY_SCHEMAS["comparison"] if v2 else None, docs["instructions"])
         derived["stats"] = (derive_stats_v2(runs, campaign["threshold"], claimed.get("stats")) if v2 else
                             derive_stats(runs, campaign["threshold"],
                                          docs["noise_floor"]["floor"] if docs["noise_floor"] else None))
+        if campaign.get("instructions") is not None:
+            derived["instructions"] = instructions_section(docs["instructions"], derived["stats"]["verdict"])
     except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
         check.fail(COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: {str(exc)[:80]})")
         return
@@ -1762,6 +1962,10 @@ def run_path(label):
 
 def log_path(label):
     return f"data/logs/{label}.log"
+
+
+def instructions_path(label):
+    return f"data/instructions/{label}.json"
 
 
 def structure(root, max_array_bytes=None):

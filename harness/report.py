@@ -245,6 +245,26 @@ def _wall_section(c: dict) -> list[str]:
             _table(rows, right=tuple(rows[0]))]
 
 
+def _instructions_section(c: dict) -> list[str]:
+    """The second metric: instruction counts per variant under callgrind, beside the wall."""
+    from harness.verdict import disagreement, instructions_text
+
+    ins = c["instructions"]
+    rows = [{"variant": v, "runs": ", ".join(ins[v]["runs"]) or NA,
+             "instructions": ", ".join(f"{n:,}" for n in ins[v]["counts"]) or NA,
+             "repeated": "exactly" if ins[v]["repeated"] else _pct(ins[v]["spread_pct"], 4) + " apart"}
+            for v in ("base", "candidate")]
+    lines = ["### Instructions", "",
+             "Instructions executed in the measured region only (callgrind, collection toggled on around the "
+             f"item loop), {ins['items']} item(s) per run, in extra runs under valgrind interleaved with the "
+             "wall runs; `PYTHONHASHSEED=0`, address randomisation off, one thread.", "",
+             _table(rows, right=("instructions",)), "", _cell(instructions_text(c)) + "."]
+    warning = disagreement(c)
+    if warning:
+        lines += ["", f"**{_cell(warning)}.**"]
+    return lines
+
+
 STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that dominate base CPU
 
 
@@ -581,7 +601,8 @@ def _render_loaded(b: dict, root: Path, report_dir: Path, reproductions: list[di
     if isinstance(b["reproduction"], dict) and isinstance(b["reproduction"].get("original"), dict):
         facts.append(f"a reproduction of the bundle with digest `{_cell(b['reproduction']['original'].get('digest'))}`")
     lines += ["; ".join(facts) + ".", ""]
-    for section in (_runs_section(b), _wall_section(c), _stages_section(c), _stats_section(c),
+    counted = [_instructions_section(c)] if c.get("instructions") else []  # campaigns that asked only
+    for section in (_runs_section(b), _wall_section(c), *counted, _stages_section(c), _stats_section(c),
                     _parity_section(c), _machine_section(b)):
         lines += section + [""]
     if reproductions:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from harness import bundle, cleanup, comparison, environment, figure, records, revisions, verdict
+from harness import bundle, cleanup, comparison, environment, figure, instructions, records, revisions, verdict
 from harness.fsutil import path_digest, read_json, sha256_bytes
 from harness.progress import Silent
 from harness.spec import Campaign, SpecError
@@ -243,21 +243,29 @@ class Runner:
 
         started = time.time()
         deadline = time.monotonic() + campaign.campaign_timeout_s
-        runs = []
+        runs, instr_runs = [], []
         labels = campaign.labels()
-        self.progress.start(campaign.name, [label for label, _ in labels])
-        for index, (label, variant) in enumerate(labels):
+        plan = records.schedule(campaign.order, self._instruction_order())
+        valgrind = self._valgrind() if campaign.instructions is not None else None
+        self.progress.start(campaign.name, [label for label, *_ in plan])
+        for step, (label, variant, index, after) in enumerate(plan):
             if self.interrupted:
                 break
             if time.monotonic() >= deadline:
                 self.interrupted = f"campaign timeout ({campaign.campaign_timeout_s:g} s) reached before {label}"
                 break
-            self.progress.run_started(index, label, variant)
-            record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label,
-                                   variant, deadline)
-            runs.append(record)
-            staging.write_json(records.run_path(label), record)
-            self.progress.run_finished(index, label, record)
+            self.progress.run_started(step, label, variant)
+            if label.startswith("I"):
+                record = self._one_instruction_run(staging, scratch, materialized[variant], inputs, env, index,
+                                                   label, variant, after, deadline, valgrind)
+                instr_runs.append(record)
+                staging.write_json(records.instructions_path(label), record)
+            else:
+                record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label,
+                                       variant, deadline)
+                runs.append(record)
+                staging.write_json(records.run_path(label), record)
+            self.progress.run_finished(step, label, record)
             if record["status"] != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
 
@@ -269,7 +277,7 @@ class Runner:
         staging.write_json(records.CLEANUP, cleanup_receipt)
         staging.write_json(records.RUNNER, runner_receipt)
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden, staging.arrays_dir,
-                                   floor=floor)
+                                   floor=floor, instr=instr_runs)
         staging.write_json(records.COMPARISON, result)
         # Rendered outside the bundle, then copied in through a temporary file and a rename.
         figure.render(result, runs, scratch / "figure.png")
@@ -285,11 +293,26 @@ class Runner:
         staging.publish(self.force)
         return Outcome(self.out, digest, result)
 
+    def _instruction_order(self) -> str:
+        spec_ = self.campaign.instructions
+        return records.instruction_order(spec_.runs) if spec_ is not None else ""
+
+    def _valgrind(self) -> dict:
+        """The valgrind every instruction run of this campaign uses (the pre-flight probed it)."""
+        path = instructions.valgrind()
+        if path is None:
+            raise SpecError(f"{self.campaign.source}: metrics: instructions needs valgrind: install it with "
+                            f"`{instructions.INSTALL}`")
+        try:
+            return {"path": path, "version": instructions.version(path)}
+        except instructions.InstructionsError as exc:
+            raise SpecError(f"{self.campaign.source}: metrics: instructions: {exc}") from None
+
     def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, mode: str = "run") -> dict:
         campaign = self.campaign
         # Timed runs carry no stage wrappers when the order has stage runs: the headline wall
         # is then free of the wrappers' cost. The pre-flight checks every stage.
-        staged = mode == "check" or campaign.instrumented(label)
+        staged = mode == "check" or (mode == "run" and campaign.instrumented(label))
         return records.job(
             label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree), parent_pid=os.getpid(),
             workload={"entry": campaign.workload.entry, "params": campaign.workload.params,
@@ -298,16 +321,19 @@ class Runner:
             inputs={name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
             slots=campaign.slots, stages=campaign.stages if staged else {},
             optional_stages=sorted(campaign.optional_stages) if staged else [],
-            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), mode=mode)
+            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), mode=mode,
+            instructions_items=campaign.instructions.items if campaign.instructions is not None else None)
 
-    def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float, env: dict) -> dict:
+    def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float, env: dict,
+                prefix: tuple[str, ...] = ()) -> dict:
         """One worker process, start to verified end: its exit, whether it timed out, what
-        it left running (killed), its log, and what the runner saw of it."""
+        it left running (killed), its log, and what the runner saw of it. prefix: what the
+        worker's command runs under (valgrind, for an instruction run)."""
         (run_dir / "job.json").write_text(json.dumps(job))
         log_path = run_dir / "worker.log"
         started_at, t0 = time.time(), time.monotonic()
         with open(log_path, "wb") as log:
-            argv = [sys.executable, "-m", "harness.worker", str(run_dir / "job.json")]
+            argv = [*prefix, sys.executable, "-m", "harness.worker", str(run_dir / "job.json")]
             proc = subprocess.Popen(argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             self.current, self.current_label = proc, label
@@ -336,7 +362,7 @@ class Runner:
         self._kill_run(proc.pid, label)
         self.ledger.kill_all(label)
         return {"exit_code": proc.returncode, "timed_out": timed_out, "leftovers": leftovers, "log": log_path,
-                "result": run_dir / "result.json",
+                "result": run_dir / "result.json", "argv": argv,
                 "process": {"pid": proc.pid, "started_at": started_at, "wall_s": time.monotonic() - t0,
                             "ended_at": time.time()}}
 
@@ -374,6 +400,8 @@ class Runner:
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
             else:
                 calls[variant] = read_json(run_dir / "result.json").get("stage_calls") or {}
+        if self.campaign.instructions is not None:
+            problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
         return problems + self._uncalled_stages(calls)
 
     def _uncalled_stages(self, calls: dict[str, dict]) -> list[str]:
@@ -408,6 +436,32 @@ class Runner:
         measured = read_json(w["result"]) if status == "ok" else None
         return records.run_record(job, status=status, reason=reason, exit_code=w["exit_code"], process=w["process"],
                                   measured=measured)
+
+
+    def _one_instruction_run(self, staging, scratch, mat, inputs, env, index, label, variant, after, deadline,
+                             valgrind) -> dict:
+        """One instruction run: a fresh worker under valgrind, counting its item loop only,
+        in the fixed environment that makes the count repeat (recorded with the command)."""
+        run_dir = scratch / "runs" / label
+        run_dir.mkdir(parents=True)
+        job = self._job(mat, inputs, index, label, variant, run_dir / "arrays", run_dir, "instructions")
+        out_file = run_dir / "callgrind.out"
+        timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
+        run_env = {**env, **instructions.ENV}
+        w = self._launch(job, run_dir, label, "worker", timeout, run_env,
+                         tuple(instructions.command(valgrind["path"], out_file)))
+        staging.write_bytes(records.log_path(label), w["log"].read_bytes())
+        status, reason = self._verdict(w, timeout)
+        count = measured = None
+        if status == "ok":
+            try:
+                count, measured = instructions.read_count(out_file), read_json(w["result"])
+            except instructions.InstructionsError as exc:
+                status, reason = "failed", str(exc)
+        return records.instruction_record(
+            job, status=status, reason=reason, exit_code=w["exit_code"], process=w["process"], measured=measured,
+            count=count, after=after,
+            valgrind={"version": valgrind["version"], "command": w["argv"], "env": dict(instructions.ENV)})
 
 
 def _same_revision(campaign: Campaign, repo: Path, sha: str) -> str:

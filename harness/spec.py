@@ -28,6 +28,9 @@ MAX_RUNS = 2 * MAX_ROUNDS  # an explicit order
 CALL_MODES = ("equal", "per_variant")
 MAX_SLOTS = 256
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
+METRICS = ("wall", "instructions")  # wall runs always; instruction runs are extra (harness/instructions.py)
+DEFAULT_INSTRUCTION_RUNS = 2  # per variant: two, so that a count that does not repeat shows
+MAX_INSTRUCTION_RUNS = 10
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 ENTRY_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*\Z")
@@ -70,6 +73,14 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Instructions:
+    """`metrics: [wall, instructions]`: `runs` instruction runs per variant, each counting
+    `items` of the wall runs' items (None: all of them)."""
+    items: int | None = None
+    runs: int = DEFAULT_INSTRUCTION_RUNS
+
+
+@dataclass(frozen=True)
 class Input:
     name: str
     path: Path
@@ -107,6 +118,11 @@ class Campaign:
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
     noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
     noise_floor_sha256: str | None = None
+    instructions: Instructions | None = None  # None: `metrics: [wall]`, no instruction runs
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return ("wall", "instructions") if self.instructions is not None else ("wall",)
 
     def with_seed(self, seed: int | None = None) -> "Campaign":
         """A campaign of rounds with its order settled: the YAML's seed, else `seed`, else a
@@ -213,15 +229,22 @@ def load(path: str | Path, overrides: dict | None = None) -> Campaign:
     return loads(raw, source.resolve(), overrides)
 
 
-OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params")
+OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params", "metrics")
 
 
-def parse_overrides(base=None, candidate=None, order=None, items=None, params=(), rounds=None) -> dict:
+def parse_overrides(base=None, candidate=None, order=None, items=None, params=(), rounds=None,
+                    metrics=()) -> dict:
     """Command-line overrides (`--base REV --candidate REV --order ABAB | --rounds N --items N
-    --param K=V`) as the dict a bundle records; a --param value is read as YAML (`3` is a number)."""
+    --param K=V --metric instructions`) as the dict a bundle records; a --param value is read
+    as YAML (`3` is a number)."""
     if order is not None and rounds is not None:
         raise SpecError("--order and --rounds: give one of them")
     out = {}
+    for metric in metrics:
+        if metric not in METRICS:
+            raise SpecError(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
+    if metrics:  # --metric adds to the wall runs, which every campaign has
+        out["metrics"] = [m for m in METRICS if m == "wall" or m in metrics]
     for key, value in (("base", base), ("candidate", candidate), ("order", order), ("rounds", rounds),
                        ("items", items)):
         if value is not None:
@@ -258,6 +281,10 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
             if key == "order":
                 data.pop("seed", None)
                 data.pop("stage_rounds", None)
+    if "metrics" in overrides:
+        data["metrics"] = overrides["metrics"]
+        if "instructions" not in overrides["metrics"]:
+            data.pop("instructions", None)  # `--metric wall` turns the YAML's instruction runs off
     if "items" in overrides or "params" in overrides:
         wl = dict(data.get("workload") or {})
         if "items" in overrides:
@@ -290,7 +317,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
-                 "verdict", "build"},
+                 "verdict", "build", "metrics", "instructions"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -436,8 +463,26 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
-                    noise_floor=floor,
-                    noise_floor_sha256=floor_sha256)
+                    noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=_instructions(r, top))
+
+
+def _instructions(r: _Reader, top: dict) -> Instructions | None:
+    metrics = top.get("metrics", ["wall"])
+    if not isinstance(metrics, list) or "wall" not in metrics or len(set(metrics)) != len(metrics) \
+            or not set(metrics) <= set(METRICS):
+        raise r.fail("metrics", "a list of wall and optionally instructions, e.g. [wall, instructions]", metrics)
+    if "instructions" not in metrics:
+        if "instructions" in top:
+            raise r.fail("instructions", "no instructions settings without instruction runs: add instructions "
+                                         "to metrics ([wall, instructions]) or remove the key", show_got=False)
+        return None
+    m = r.mapping(top.get("instructions") or {}, "instructions", {"items", "runs"})
+    items = m.get("items")
+    if items is not None:
+        items = int(r.number(items, "instructions.items", 1, 10**9, integer=True))
+    runs = int(r.number(m.get("runs", DEFAULT_INSTRUCTION_RUNS), "instructions.runs", 2, MAX_INSTRUCTION_RUNS,
+                        integer=True))
+    return Instructions(items, runs)
 
 
 def _json_value(r: _Reader, value: Any, path: str, depth: int = 0) -> None:

@@ -397,10 +397,13 @@ def rederive(root: Path) -> None:
     golden = _load(root, records.GOLDEN) if (root / records.GOLDEN).is_file() else None
     floor = _load(root, records.NOISE_FLOOR) if (root / records.NOISE_FLOOR).is_file() else None
     claimed = _load(root, records.COMPARISON) if (root / records.COMPARISON).is_file() else {}
+    instr = [_load(root, records.instructions_path(label)) for label, *_ in
+             records.schedule("", (campaign.get("instructions") or {}).get("order", ""))
+             if (root / records.instructions_path(label)).is_file()]
     try:
         result = comparison.derive(campaign, runs, runner, _load(root, records.CLEANUP), golden,
                                    root / "data" / "arrays", claimed.get("schema") if isinstance(claimed, dict) else None,
-                                   floor)
+                                   floor, instr)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
     _dump(root, records.COMPARISON, result)

@@ -79,6 +79,32 @@ def per_item_text(stats: dict) -> str | None:
     return text
 
 
+def instructions_text(comparison: dict) -> str | None:
+    """"instructions candidate/base 0.9901 (-0.99%, repeated exactly, 2+2 runs of 3 items)":
+    the second metric beside the wall, or None when the campaign counted no instructions."""
+    ins = comparison.get("instructions")
+    if not isinstance(ins, dict):
+        return None
+    if ins.get("ratio") is None:
+        return "instructions: no ok instruction run of both variants"
+    runs = f"{len(ins['base']['counts'])}+{len(ins['candidate']['counts'])} runs of {ins['items']} items"
+    if ins["repeated"]:
+        how = "repeated exactly"
+    else:
+        spread = max(ins[v]["spread_pct"] or 0.0 for v in ("base", "candidate"))
+        how = f"did NOT repeat: runs of one variant up to {spread:.4f}% apart"
+    return f"instructions candidate/base {ins['ratio']:.4f} ({ins['change_pct']:+.2f}%, {how}, {runs})"
+
+
+def disagreement(comparison: dict) -> str | None:
+    """The warning when wall and instructions point opposite ways, else None."""
+    ins = comparison.get("instructions")
+    if not isinstance(ins, dict) or not ins.get("disagrees"):
+        return None
+    return (f"wall says {comparison['stats']['verdict']} but instructions went the other way "
+            f"({ins['change_pct']:+.2f}%): I/O, parallelism or memory effects that instruction counts do not see")
+
+
 def line(comparison: dict, exit_word: str = "exit") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
@@ -117,9 +143,12 @@ def line(comparison: dict, exit_word: str = "exit") -> str:
     items = per_item_text(stats)
     if items:
         parts.append(items)
+    counted = instructions_text(comparison)
+    if counted:
+        parts.append(counted)
     parts.append("parity identical")
     text = parts[0] + ": " + "; ".join(parts[1:])
-    warnings = stats.get("warnings") or []
+    warnings = (stats.get("warnings") or []) + [w for w in [disagreement(comparison)] if w]
     if warnings and v3:
         text += "; warnings: " + "; ".join(warnings)
     return text

@@ -57,7 +57,7 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
     try:
         derived = comparison.derive(docs["campaign"], docs["runs"], docs["runner"], docs["cleanup"],
                                     docs["golden"], root / "data" / "arrays", docs["claimed"].get("schema"),
-                                    docs["noise_floor"])
+                                    docs["noise_floor"], docs["instructions"])
     except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
         check.fail(records.COMPARISON, f"cannot be re-derived from the run records "
                                        f"({exc.__class__.__name__}: {str(exc)[:80]})")

@@ -233,6 +233,36 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
     return wall, results, region
 
 
+def count_items(workload, items: list[str], result_path: str) -> int:
+    """An instruction run: the items in order on this thread, through the one call that
+    callgrind collects inside (harness.instructions.measured); outputs are dropped, not
+    stored (the wall runs carry parity)."""
+    from harness.environment import harness_source_digest
+    from harness.fsutil import atomic_write_json
+    from harness.instructions import measured
+
+    sync = getattr(workload, "sync", None) or (lambda: None)
+    raised = []
+
+    def loop():
+        for item in items:
+            try:
+                workload.run(item)
+            except Exception:  # noqa: BLE001 - an item that raises in the wall runs raises here too
+                raised.append(item)
+            sync()
+
+    gc.collect()
+    measured(loop)
+    if len(raised) == len(items):
+        raise SystemExit(f"every item raised ({len(items)} of {len(items)}) in the instruction run")
+    if hasattr(workload, "close"):
+        workload.close()
+    atomic_write_json(result_path, {"items": items, "errors": len(raised),
+                                    "harness_source_sha256": harness_source_digest()})
+    return 0
+
+
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     from harness.cleanup import die_with_parent
@@ -269,8 +299,10 @@ def main(job_path: str) -> int:
         return where(exc, user_roots) + missing_module_hint(exc, tree, job["workload"]["sys_path"])
 
     timer = stagetimer.StageTimer()
+    # An instruction run counts the code as it is: no stage wrappers in its region.
+    stages = job["stages"] if job["mode"] != "instructions" else {}
     try:
-        installed = stagetimer.install(job["stages"], timer, frozenset(job.get("optional_stages", ())))
+        installed = stagetimer.install(stages, timer, frozenset(job.get("optional_stages", ())))
     except stagetimer.StageError as exc:  # its message names the stage path and the cause, not its class
         # (an import error it wraps is its __context__: it is raised `from None`)
         raise SystemExit(f"stages: {exc}{hints(exc.__context__)}") from None
@@ -297,6 +329,8 @@ def main(job_path: str) -> int:
 
     if job["mode"] == "check":
         return check_protocol(workload, items, arrays_dir, job["result_path"], timer, job["stages"])
+    if job["mode"] == "instructions":
+        return count_items(workload, subset(items, job["instructions_items"]), job["result_path"])
 
     # Measured before the clock, in runs that carry wrappers: what one costs here.
     wrapper_s = stagetimer.wrapper_cost() if any(installed.values()) else None

@@ -25,10 +25,14 @@ def add_overrides(p) -> None:
     p.add_argument("--items", type=int, metavar="N", help="run N of the workload's items, evenly spread")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="set workload.params.KEY (the value is read as YAML); repeatable")
+    p.add_argument("--metric", action="append", default=[], metavar="METRIC",
+                   help="instructions: also count instructions under valgrind (extra runs beside the wall runs); "
+                        "wall: wall runs only; instead of the YAML's metrics")
 
 
 def load_campaign(args) -> spec.Campaign:
-    overrides = spec.parse_overrides(args.base, args.candidate, args.order, args.items, args.param, args.rounds)
+    overrides = spec.parse_overrides(args.base, args.candidate, args.order, args.items, args.param, args.rounds,
+                                     args.metric)
     return spec.load(args.campaign, overrides)
 
 

@@ -1,0 +1,214 @@
+"""Instruction counts under valgrind (issue 19): the campaign keys, the schedule and the
+comparison section both checkers spell, and, where valgrind is installed, a campaign whose
+base sets up heavily and whose items are light: setup must not reach the counts."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import harness, make_target, write_campaign
+from harness import comparison, instructions, records, rehash, spec, tamper, verdict
+
+NEEDS_VALGRIND = pytest.mark.skipif(shutil.which("valgrind") is None,
+                                    reason="valgrind is not installed (sudo apt-get install valgrind)")
+
+MINIMAL = {"name": "c", "target": {"repo": "."}, "base": {"rev": "HEAD~1"}, "candidate": {"rev": "HEAD"},
+           "workload": {"entry": "w:setup"}}
+
+
+def parse(**extra) -> spec.Campaign:
+    return spec.parse({**MINIMAL, **extra}, Path("/x/c.yaml"))
+
+
+def test_metrics_default_to_wall_and_instructions_take_items_and_runs():
+    assert parse().metrics == ("wall",) and parse().instructions is None
+    c = parse(metrics=["wall", "instructions"], instructions={"items": 3})
+    assert c.metrics == ("wall", "instructions") and c.instructions == spec.Instructions(3, 2)
+
+
+@pytest.mark.parametrize("extra, key", [
+    ({"metrics": ["instructions"]}, "metrics"),
+    ({"metrics": "wall"}, "metrics"),
+    ({"metrics": ["wall", "cycles"]}, "metrics"),
+    ({"instructions": {"items": 2}}, "instructions"),  # without the metric
+    ({"metrics": ["wall", "instructions"], "instructions": {"runs": 1}}, "instructions.runs"),
+    ({"metrics": ["wall", "instructions"], "instructions": {"items": 0}}, "instructions.items"),
+    ({"metrics": ["wall", "instructions"], "instructions": {"repeat": 2}}, "instructions.repeat"),
+])
+def test_bad_metric_settings_are_one_line_errors_naming_the_key(extra, key):
+    with pytest.raises(spec.SpecError) as err:
+        parse(**extra)
+    assert f": {key}: expected" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_metric_override_adds_instructions_and_wall_turns_them_off():
+    assert spec.parse_overrides(metrics=["instructions"]) == {"metrics": ["wall", "instructions"]}
+    with pytest.raises(spec.SpecError, match="--metric 'cycles'"):
+        spec.parse_overrides(metrics=["cycles"])
+    data = {**MINIMAL, "metrics": ["wall", "instructions"], "instructions": {"items": 2}}
+    off = spec._apply_overrides(data, {"metrics": ["wall"]}, Path("c.yaml"))
+    assert spec.parse(off, Path("/x/c.yaml")).instructions is None
+
+
+@pytest.mark.parametrize("order, runs", [("AB", 2), ("ABBAABBAAB", 2), ("BAAB", 3), ("AB" * 20, 10)])
+def test_schedule_puts_every_instruction_run_before_the_last_wall_run_alike_in_both_checkers(order, runs):
+    instr = records.instruction_order(runs)
+    assert instr == rehash.instruction_order(runs) and instr.count("A") == instr.count("B") == runs
+    plan = records.schedule(order, instr)
+    assert [label for label, *_ in plan if not label.startswith("I")] == [label for label, _ in records.labels(order)]
+    assert not plan[-1][0].startswith("I")
+    slots = rehash.instruction_slots(order, instr)
+    assert [(label, variant, index, after) for label, variant, index, after, _ in slots] == \
+        [row for row in plan if row[0].startswith("I")]
+    for label, _, _, after in plan:  # each instruction run sits right after the wall run it names
+        if label.startswith("I") and after is not None:
+            walls = [row[0] for row in plan[:[row[0] for row in plan].index(label)] if not row[0].startswith("I")]
+            assert walls[-1] == after
+
+
+def test_both_checkers_share_the_flags_and_environment_of_an_instruction_run():
+    assert rehash.REGION_FLAGS == instructions.REGION_FLAGS
+    assert rehash.INSTRUCTION_ENV == instructions.ENV
+    assert rehash.INSTRUCTION_LABEL_RE.pattern == records.INSTRUCTION_LABEL_RE.pattern
+    assert rehash.MAX_INSTRUCTION_RUNS == spec.MAX_INSTRUCTION_RUNS
+    job = {"label": "IA1", "variant": "base", "index": 0, "sha": "s"}
+    record = records.instruction_record(job, status="ok", reason=None, exit_code=0,
+                                        process={"pid": 1, "started_at": 0, "ended_at": 1, "wall_s": 1},
+                                        measured={"items": ["a"], "errors": 0}, count=5, after=None,
+                                        valgrind={"version": "valgrind-3.19.0", "command": [], "env": {}})
+    assert set(record) == set(rehash.INSTRUCTION_KEYS)
+
+
+def _instr(label: str, count: int, status: str = "ok") -> dict:
+    return {"label": label, "variant": "base" if label[1] == "A" else "candidate", "status": status,
+            "instructions": count if status == "ok" else None, "items": ["a", "b"]}
+
+
+@pytest.mark.parametrize("counts, wall, repeated, detected, disagrees", [
+    ({"IA1": 1000, "IA2": 1000, "IB1": 1000, "IB2": 1000}, "equal", True, False, False),
+    ({"IA1": 1000, "IA2": 1000, "IB1": 990, "IB2": 990}, "equal", True, True, False),
+    ({"IA1": 1000, "IA2": 1000, "IB1": 1010, "IB2": 1010}, "improved", True, True, True),
+    ({"IA1": 1000, "IA2": 1001, "IB1": 1000, "IB2": 1000}, "regressed", False, False, False),
+    ({"IA1": 1000, "IA2": 1002, "IB1": 990, "IB2": 990}, "inconclusive", False, True, False),
+])
+def test_the_instructions_section_is_derived_alike_by_both_checkers(counts, wall, repeated, detected, disagrees):
+    instr = [_instr(label, n) for label, n in counts.items()]
+    ours = comparison.instructions_section(instr, {"verdict": wall})
+    assert ours == rehash.instructions_section(instr, wall)
+    assert (ours["repeated"], ours["detected"], ours["disagrees"]) == (repeated, detected, disagrees)
+    if not repeated:  # the campaign says by how much the runs of one variant differ
+        assert ours["base"]["spread_pct"] == pytest.approx(100 * (max(counts["IA1"], counts["IA2"])
+                                                                  / min(counts["IA1"], counts["IA2"]) - 1))
+
+
+def test_the_verdict_line_shows_instructions_and_flags_disagreement_in_direction():
+    instr = [_instr("IA1", 1000), _instr("IA2", 1000), _instr("IB1", 1010), _instr("IB2", 1010)]
+    c = {"status": "complete", "parity": {"identical": True},
+         "stats": {"verdict": "improved", "rounds": {"n": 5}, "band": 0.02, "warnings": [],
+                   "paired": {"geomean_ratio": 0.9, "ci95": [0.85, 0.95], "metric": "item wall_s"}},
+         "wall": {}, "instructions": comparison.instructions_section(instr, {"verdict": "improved"})}
+    text = verdict.line(c)
+    assert "instructions candidate/base 1.0100 (+1.00%, repeated exactly, 2+2 runs of 2 items)" in text
+    assert "wall says improved but instructions went the other way" in text
+    del c["instructions"]
+    assert "instructions" not in verdict.line(c)
+
+
+# --- under valgrind ------------------------------------------------------------------------
+SETUP_LOOPS = 3_000_000  # ~100M instructions of setup in the base, none in the candidate
+
+HEAVY_SETUP = f'''
+import numpy as np
+
+
+class Workload:
+    """Heavy setup in the base only, the same light items in both."""
+
+    def __init__(self, ctx):
+        total = 0
+        for i in range({SETUP_LOOPS} if ctx.variant == "base" else 0):
+            total += i
+        self.items = ["i0", "i1", "i2"]
+
+    def run(self, item):
+        total = 0
+        for i in range(2000):
+            total += i
+        return {{"total": np.array([total], dtype=np.int64)}}
+
+
+def setup(ctx):
+    return Workload(ctx)
+'''
+
+
+@pytest.fixture(scope="module")
+def counted(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("instructions")
+    tree, patch = make_target(where, {"lib/__init__.py": "VERSION = 1\n"}, {"lib/__init__.py": "VERSION = 2\n"})
+    (where / "wl").mkdir()
+    (where / "wl" / "heavy.py").write_text(HEAVY_SETUP)
+    yaml_path = write_campaign(where / "heavy.yaml", tree, patch, where / "wl", "heavy:setup",
+                               metrics=["wall", "instructions"], instructions={"items": 2},
+                               timeouts={"run_s": 120, "campaign_s": 600})
+    out = where / "bundle"
+    result = harness("run", yaml_path, "--out", out)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+@NEEDS_VALGRIND
+def test_setup_does_not_reach_the_counts_and_they_repeat_exactly(counted):
+    section = json.loads((counted / records.COMPARISON).read_text())["instructions"]
+    base, cand = section["base"]["counts"][0], section["candidate"]["counts"][0]
+    # The base's setup ran SETUP_LOOPS loop iterations (tens of instructions each, ~50x the
+    # region) that the candidate's did not: even 1% of it counted would put the base ~1M
+    # above. What is left is the state setup leaves behind (allocator and free lists, a few
+    # hundred instructions here), never setup's own work.
+    assert base < SETUP_LOOPS and cand < SETUP_LOOPS
+    assert abs(base - cand) < 1e-3 * cand and abs(base - cand) < SETUP_LOOPS / 1000
+    # Two runs of one variant agree to the instruction.
+    assert section["repeated"] and section["base"]["spread_pct"] == 0 == section["candidate"]["spread_pct"]
+    assert section["items"] == 2
+    record = json.loads((counted / records.instructions_path("IA1")).read_text())
+    assert record["items"] == ["i0", "i1"] and record["env"] == instructions.ENV
+    assert record["command"][:2] == ["setarch", "-R"] and record["valgrind"].startswith("valgrind-")
+
+
+@NEEDS_VALGRIND
+def test_both_checkers_pass_the_bundle_and_the_verdict_line_shows_the_counts(counted):
+    assert harness("verify", counted).returncode == 0
+    assert rehash.rehash(str(counted)).problems == []
+    shown = harness("compare", counted)
+    assert "repeated exactly, 2+2 runs of 2 items)" in shown.stdout and "instructions candidate/base 1.000" in shown.stdout
+
+
+def _edit(bundle: Path, label: str, **changes) -> None:
+    path = bundle / records.instructions_path(label)
+    record = json.loads(path.read_text())
+    record.update(changes)
+    path.write_text(json.dumps(record))
+
+
+@NEEDS_VALGRIND
+@pytest.mark.parametrize("edit, finding", [
+    (lambda b: _edit(b, "IB1", instructions=10**15), "more than 1e+10 a second"),
+    (lambda b: _edit(b, "IA1", command=["valgrind", "python3"]), "is not `setarch -R valgrind"),
+    (lambda b: _edit(b, "IA2", env={"PYTHONHASHSEED": "1"}), "env"),
+    (lambda b: _edit(b, "IB2", items=["i0", "zz"]), "counts items the wall runs did not run"),
+    (lambda b: _edit(b, "IA1", status="failed", reason="x", instructions=None, items=[]),
+     "followed by more runs"),
+    (lambda b: (b / records.instructions_path("IB2")).unlink(), "missing: wall run"),
+])
+def test_checkers_refuse_forged_instruction_records(counted, tmp_path, edit, finding):
+    bundle = tmp_path / "bundle"
+    shutil.copytree(counted, bundle)
+    edit(bundle)
+    tamper.rederive(bundle)
+    tamper.reseal(bundle)
+    check = rehash.rehash(str(bundle))
+    assert any(finding in p for p in check.problems), check.problems
+    assert harness("verify", bundle).returncode == 1
