@@ -317,7 +317,7 @@ def timing_text(timing: dict) -> str:
                 f"{timing['original']['items']} items"
     text = f"candidate/base {held}; reproduction {ratio_text(timing['reproduction'])} (95% CIs): {timing['reason']}"
     if timing["overloaded"]:
-        text += (f"; warning: the load average exceeded the cores during {', '.join(timing['overloaded'])}, "
+        text += (f"; warning: more work than cores was runnable during {', '.join(timing['overloaded'])}, "
                  "so other work competed with the re-run")
     return text
 

@@ -273,7 +273,7 @@ def test_items_selects_the_documented_subset_and_says_how_much_weaker(forged_spo
     for label in ("A1", "B1", "A5", "B5"):
         assert [it["id"] for it in json.loads((out / records.run_path(label)).read_text())["items"]] == chosen
     note = ("scope: spot check, weaker than the original: 3 of 9 items; the new interval rests on 3 timed items "
-            "and 10 runs only, and is held to the original's interval on the same items")
+            "and 14 runs only, and is held to the original's interval on the same items")  # 5 rounds, 2 of stage runs
     assert note in result.stdout
     receipt = receipt_of(out)
     assert receipt["outputs"]["items"] == {"original": 9, "reproduction": 3, "compared": 3, "identical": 3}
