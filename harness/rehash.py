@@ -822,6 +822,9 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
             continue
         if not is_number(value) or value < low - SLOT_ABS_S or (high is not None and value > bound(high) + TICK_S):
             check.fail(rel, f"machine.{key} {short(value)} is not between {what}", "physics")
+    warmup = machine.get("warmup_s")  # the busy spin before the clock (harness/worker.py WARMUP_S)
+    if warmup is not None and not (is_number(warmup) and 0.0 <= warmup <= 10.0):
+        check.fail(rel, f"machine.warmup_s {short(warmup)} is not between 0 and 10 s", "physics")
     staged = instrumented(label, campaign["order"])
     if status == "ok" and not staged:  # a timed run of an order with stage runs: no wrappers at all
         if record["stages"] or record["stages_installed"] or (record["imported_from"].get("stages")
