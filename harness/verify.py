@@ -169,6 +169,12 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
     except spec.SpecError as exc:
         check.fail(records.REVISIONS, f"cannot rebuild the target repository: {exc}", "anchors")
         return
+    # the workload folder the repository's campaign file names, as the machine resolved it
+    workload = Path(spec_campaign.workload.path).resolve()
+    recorded = campaign["workload"].get("path") if isinstance(campaign["workload"], dict) else None
+    if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
+        check.fail(records.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
+                                          f"names {workload}", "anchors")
     for variant in ("base", "candidate"):
         receipt = docs["revisions"].get(variant) or {}
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:
