@@ -770,15 +770,15 @@ FIELDS = {
         "*.sha": ("str", "identity: campaign.json's SHA"),
         "*.rev": ("str", "identity: campaign.json's rev"),
         "*.tree_sha256": ("str", "anchors: the commit's tree, recomputed (verify --repo)"),
-        "*.fence": ("dict", "anchors: the commit's tree (verify --repo)"),
-        "*.fence.**": ("any", "anchors: the commit's tree (verify --repo)"),
+        "*.fence": ("dict", "campaign: campaign.yaml's fence"),
+        "*.fence.**": ("any", "campaign: campaign.yaml's fence"),
         "*.note": ("str", "free"),
     },
     "inputs": {  # data/receipts/inputs.json
         "schema": ("str", "parsing: the inputs schema id"),
         "inputs": ("dict", "campaign: campaign.yaml's inputs"),
         "inputs.*.sha256": ("str", "campaign: campaign.yaml's pin"),
-        "inputs.*.**": ("any", "campaign: campaign.yaml's inputs"),
+        "inputs.*.**": ("any", "free"),
     },
     "golden": {  # data/golden.json
         "schema": ("str", "parsing: the golden schema id"),
@@ -874,6 +874,8 @@ UNBOUND = {
     ("environment", "**"): "what the machine reported (CPU model, ISA, BLAS, packages, load, worker env): "
                            "no record repeats it; `harness reproduce` compares the machine class",
     ("revisions", "*.note"): "prose about a working-tree snapshot",
+    ("inputs", "inputs.*.**"): "where the input was found and how it was built on the measuring machine; its "
+                               "hash is bound",
     ("reproduction", "reproduction"): "the re-run's own side, derived by `harness reproduce`; not re-derived",
     ("reproduction", "machines"): "derived by `harness reproduce` from two environments; not re-derived",
     ("reproduction", "scope"): "derived by `harness reproduce`; not re-derived",
@@ -1130,6 +1132,31 @@ def check_process(check, rel, process, runner, campaign):
     if is_number(run_timeout) and process["wall_s"] > timeout_bound(run_timeout):
         check.fail(rel, f"its process lived {process['wall_s']:.6g} s, past the run timeout of {run_timeout} s",
                    "physics")
+
+
+# What a worker's log holds when it died, though its record says ok: Python's traceback
+# header (the worker catches an item's exception and records it; it prints one only when
+# it dies) and a kill signal's name at the start of a line.
+LOG_MARKERS = (b"Traceback (most recent call last):", b"SIGKILL")
+
+
+def log_marker(check, rel):
+    """The first LOG_MARKERS entry at the start of a line of the log, streamed, or None."""
+    tail = b"\n"
+    try:
+        with check.open_regular(rel) as fh:
+            refuse_unbounded(fh.fileno())
+            while True:
+                chunk = fh.read(CHUNK)
+                if not chunk:
+                    return None
+                text = tail + chunk
+                for marker in LOG_MARKERS:
+                    if b"\n" + marker in text:
+                        return marker.decode()
+                tail = text[-64:]
+    except OSError:
+        return None  # the layout check names an unreadable file
 
 
 def round_order(rounds, seed, stage_rounds=0):
@@ -1418,6 +1445,13 @@ def check_records(check, stored):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
         check.fail(rel, "missing: every started run has its log", "files")
+    for record in runs if sound else ():
+        label = record["label"]
+        if record["status"] == "ok" and log_path(label) in check.openable:
+            marker = log_marker(check, log_path(label))
+            if marker:
+                check.fail(log_path(label), f"holds {marker} while {run_path(label)} says ok (a worker that raised "
+                                            "or was killed fails its run)", "status")
     if not sound:
         return None
 
