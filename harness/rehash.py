@@ -672,6 +672,10 @@ FIELDS = {
         "metrics.*": ("any", "free"),
         "machine": ("dict", "physics: cores bounds stage CPU"),
         "machine.cores": ("int", "identity: environment.json's cores; bounds stage CPU"),
+        "machine.process_cpu_s": ("num?", "physics: holds the items' thread CPU and fits in cores x run wall"),
+        "machine.cpu_stall_s": ("num?", "physics: between 0 and the run's wall; derived: the load rule"),
+        "machine.stage_wrapper_s": ("num?", "physics: 0 to 1 ms in a stage run, null in a timed run; derived: the "
+                                            "thin-stage warning"),
         "machine.cpu_freq_mhz": ("num", "free"),
         "machine.loadavg_before": ("list", "free"),
         "machine.loadavg_before[]": ("num", "free"),
@@ -853,6 +857,10 @@ UNBOUND = {
                                               "one descheduled on a loaded machine): only an upper bound exists",
     ("run", "stages.*.self_cpu_s@/7,zero,swap"): "less stage CPU is physical: only upper bounds exist",
     ("run", "stages.*.incl_cpu_s@x7,swap"): "inclusive CPU between self and cores x run wall is physical",
+    ("run", "machine.process_cpu_s@x7,/7,zero,swap"): "process CPU between the items' CPU and cores x run wall "
+                                                       "is physical (other threads)",
+    ("run", "machine.cpu_stall_s@x7,/7,zero,swap"): "a CPU stall within the wall is physical; it is re-derived "
+                                                    "into the load rule",
     ("run", "stages.*.calls@x7,zero,swap"): "the workload's own count; a changed count is re-derived into "
                                             "parity (call counts not identical), not refused",
     ("run", "items[].fields.*.digest@swap"): "another stored array of the same dtype and shape: re-derived into "
