@@ -105,7 +105,7 @@ def test_gaps_the_walk_found_are_refused(demo_bundle, tmp_path):
         (lambda r: r.update(timer="time"), "data/runs/B1.json", "[parsing] timer"),
         (lambda r: r["items"][0].update(id="series-99"), "data/runs/B1.json", "[plan] its item ids"),
         (lambda r: r["items"][0].update(wall_s=0.0), "data/runs/B1.json", "[physics] item"),
-        (later_stage, "data/runs/B1.json", "inclusive CPU"),
+        (later_stage, "data/runs/Bs1.json", "inclusive CPU"),  # a stage run: timed runs carry no wrappers
         (lambda r: r["process"].update(wall_s=r["process"]["wall_s"] / 7), "data/runs/B1.json",
          "process wall does not fit"),
         (lambda c: next(p for p in c["processes"] if p["role"] == "worker").update(pid=1), records_cleanup(),
