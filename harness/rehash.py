@@ -126,6 +126,9 @@ CPU_TOL_S = 1e-6  # self vs inclusive stage CPU: float sums
 # An item's thread CPU and wall are read on its own thread around the same call (ns clocks):
 # the CPU window overhangs the wall's by one clock read.
 ITEM_CLOCK_TOL_S = 5e-5
+PROCESS_TOL_S = 0.05  # a process's wall vs its end - start: the runner reads both clocks back to back
+CREATE_TOL_S = 1.5  # psutil's create time vs the runner's start: boot time is whole seconds in /proc/stat
+CALL_FLOOR_S = 1e-8  # no stage call completes in less CPU-wall than this: bounds a call count
 TIMEOUT_TOL, TIMEOUT_GRACE_S = 0.1, 10.0  # a process or campaign may outlive its timeout by the kill
 FUTURE_TOL_S = 300.0  # a bundle's clocks may run this far ahead of the checker's
 TICK_S = 0.05  # other threads' CPU and the PSI stall total settle in scheduler ticks (4-10 ms)
@@ -617,23 +620,300 @@ KINDS = {
     "num": is_number, "num?": lambda v: v is None or is_number(v),
     "bool": lambda v: isinstance(v, bool), "list": lambda v: isinstance(v, list),
     "dict": lambda v: isinstance(v, dict), "dict?": lambda v: v is None or isinstance(v, dict),
+    "time": is_number,
     "any": lambda v: True,
 }
-RUN_KEYS = {"schema": "str", "label": "str", "variant": "str", "index": "int", "sha": "str", "status": "str",
-            "reason": "str?", "exit_code": "int?", "timer": "str", "wall_s": "num?", "slots": "int",
-            "items": "list", "stages": "dict", "stages_installed": "dict", "imported_from": "dict",
-            "metrics": "dict", "machine": "dict", "harness_source_sha256": "str?", "worker_started_at": "str?",
-            "worker_ended_at": "str?", "pid": "int", "process": "dict", "log": "str"}
-PROCESS_KEYS = {"started_at": "num", "ended_at": "num", "wall_s": "num"}
-ITEM_KEYS = {"id": "str", "wall_s": "num", "cpu_s": "num", "fields": "dict", "error": "dict?"}
-FIELD_KEYS = {"digest": "str", "dtype": "str", "shape": "list"}
-STAGE_KEYS = {"calls": "int", "self_cpu_s": "num", "incl_cpu_s": "num"}
-CAMPAIGN_KEYS = {"schema": "str", "name": "str", "description": "str", "notes": "str", "campaign_path": "str?", "order": "str",
-                 "labels": "list", "slots": "int", "timeouts": "dict", "workload": "dict", "revisions": "dict",
-                 "stages": "dict", "optional_stages": "list", "stage_calls": "dict", "env": "dict",
-                 "golden": "str?", "golden_sha256": "str?", "threshold": "num", "build": "list",
-                 "overrides": "dict", "rounds": "int?", "stage_rounds": "int?", "seed": "int?",
-                 "noise_floor": "str?", "noise_floor_sha256": "str?"}
+# --- the bundle's schema: one declaration ------------------------------------------------
+# Every field of every record and receipt: its path, its kind and the rule that binds it.
+# The key sets `shaped` enforces, the field-walking mutation suite (harness/fieldwalk.py)
+# and the README's table of bound and free fields are all read from here, so a new field
+# is one line here. Paths: "a.b" keys, "[]" any list element, "*" any key, "**" anything
+# below. A rule is "<rule>: what binds it"; the rule names the checkers that can refuse a
+# change: "campaign" and "anchors" only `harness verify` (campaign.yaml; --repo), "free"
+# none (the reason is in UNBOUND), every other rule both checkers. The first rule named is
+# the one that refuses any change; those after it bind one side (a timeout's upper bound).
+FIELDS = {
+    "run": {  # data/runs/<label>.json
+        "schema": ("str", "parsing: the run schema id"),
+        "label": ("str", "plan: the label of its file name and of its position in the order"),
+        "variant": ("str", "identity: the variant its label's letter names"),
+        "index": ("int", "plan: its position in the order"),
+        "sha": ("str", "identity: the campaign's SHA for its variant"),
+        "status": ("str", "status: ok, failed or timeout; only the last run may fail; status in comparison.json"),
+        "reason": ("str?", "status: null exactly when ok"),
+        "exit_code": ("int?", "status: 0 when ok"),
+        "timer": ("str", "parsing: always perf_counter"),
+        "wall_s": ("num?", "physics: above zero, within the process's life and the worker's own span; items fit in it"),
+        "slots": ("int", "identity: the campaign's slots"),
+        "items": ("list", "plan: every ok run holds the same item ids in the same order (the golden file's)"),
+        "items[].id": ("str", "plan: the same ids in every ok run and in the golden file"),
+        "items[].wall_s": ("num", "physics: its CPU within it, it within the run's wall, all items within slots x run wall"),
+        "items[].cpu_s": ("num", "physics: within the item's wall (one thread ran the item)"),
+        "items[].fields": ("dict", "plan: the same field names for an item in every ok run"),
+        "items[].fields.*.digest": ("str", "arrays: a stored array; golden digests; parity re-derived"),
+        "items[].fields.*.dtype": ("str", "arrays: the stored array's header"),
+        "items[].fields.*.shape": ("list", "arrays: the stored array's header"),
+        "items[].fields.*.shape[]": ("int", "arrays: the stored array's header"),
+        "items[].error": ("dict?", "status: never beside fields; parity compares errors"),
+        "items[].error.type": ("str", "derived: parity compares error returns across runs"),
+        "items[].error.message": ("str", "derived: parity compares error returns across runs"),
+        "stages": ("dict", "identity: the campaign's stages in every ok run"),
+        "stages.*": ("dict", "identity: a campaign stage"),
+        "stages.*.calls": ("int", "derived: parity's call counts; not negative"),
+        "stages.*.self_cpu_s": ("num", "physics: within inclusive; all self CPU within cores x run wall"),
+        "stages.*.incl_cpu_s": ("num", "physics: self within it, it within cores x run wall"),
+        "stages_installed": ("dict", "identity: the campaign's stages"),
+        "stages_installed.*": ("bool", "identity: every non-optional stage installed in every ok run"),
+        "imported_from": ("dict", "identity: the workload and the stages"),
+        "imported_from.workload": ("str", "free"),
+        "imported_from.stages": ("dict", "identity: the campaign's stages"),
+        "imported_from.stages.*": ("str", "identity: a tree: path inside the revision's tree, one per stage and variant"),
+        "metrics": ("dict", "free"),
+        "metrics.*": ("any", "free"),
+        "machine": ("dict", "physics: cores bounds stage CPU"),
+        "machine.cores": ("int", "identity: environment.json's cores; bounds stage CPU"),
+        "machine.process_cpu_s": ("num?", "physics: holds the items' thread CPU and fits in cores x run wall"),
+        "machine.cpu_stall_s": ("num?", "physics: between 0 and the run's wall; derived: the load rule"),
+        "machine.stage_wrapper_s": ("num?", "physics: 0 to 1 ms in a stage run, null in a timed run; derived: the "
+                                            "thin-stage warning"),
+        "machine.cpu_freq_mhz": ("num", "free"),
+        "machine.loadavg_before": ("list", "free"),
+        "machine.loadavg_before[]": ("num", "free"),
+        "machine.loadavg_after": ("list", "free"),
+        "machine.loadavg_after[]": ("num", "free"),
+        "harness_source_sha256": ("str?", "identity: environment.json's harness digest"),
+        "worker_started_at": ("str?", "physics: an ISO time inside the process's life"),
+        "worker_ended_at": ("str?", "physics: an ISO time inside the process's life, the timed wall within the span"),
+        "pid": ("int", "ledger: the ledger's worker for this run"),
+        "process": ("dict", "physics: start, end and wall"),
+        "process.started_at": ("time", "physics: inside the runner's span, after the previous run ended"),
+        "process.ended_at": ("time", "physics: inside the runner's span, not before its start"),
+        "process.wall_s": ("num", "physics: within end - start, within the run timeout, holds the timed wall"),
+        "log": ("str", "files: data/logs/<label>.log"),
+    },
+    "campaign": {  # data/campaign.json
+        "schema": ("str", "parsing: the campaign schema id"),
+        "name": ("str", "bag-info: External-Identifier; campaign: campaign.yaml"),
+        "description": ("str", "campaign: campaign.yaml"),
+        "notes": ("str", "campaign: campaign.yaml"),
+        "campaign_path": ("str?", "anchors: the repository's campaign file (verify --repo)"),
+        "order": ("str", "plan: A and B, both; the shuffle of rounds by seed; the labels"),
+        "rounds": ("int?", "plan: with seed, gives the order"),
+        "stage_rounds": ("int?", "plan: with rounds and seed, gives the order; at least 1 exactly when there are stages"),
+        "seed": ("int?", "plan: with rounds, gives the order"),
+        "labels": ("list", "plan: follow from the order"),
+        "labels[]": ("str", "plan: follow from the order"),
+        "slots": ("int", "identity: every record's slots"),
+        "timeouts": ("dict", "campaign: campaign.yaml"),
+        "timeouts.run_s": ("num", "campaign: campaign.yaml; physics: every process lives within it"),
+        "timeouts.campaign_s": ("num", "campaign: campaign.yaml; physics: the runner's span within it"),
+        "workload": ("dict", "campaign: campaign.yaml"),
+        "workload.entry": ("str", "campaign: campaign.yaml"),
+        "workload.path": ("str", "anchors: resolved by the machine (verify --repo)"),
+        "workload.params": ("dict", "campaign: campaign.yaml"),
+        "workload.params.*": ("any", "campaign: campaign.yaml"),
+        "workload.sys_path": ("list", "campaign: campaign.yaml"),
+        "workload.sys_path[]": ("str", "campaign: campaign.yaml"),
+        "workload.items": ("any", "campaign: campaign.yaml"),
+        "build": ("list", "files: builds.json exactly when there are build commands; campaign: campaign.yaml"),
+        "build[]": ("list", "campaign: campaign.yaml"),
+        "build[][]": ("str", "campaign: campaign.yaml"),
+        "overrides": ("dict", "campaign: campaign.yaml re-read with them"),
+        "overrides.**": ("any", "campaign: campaign.yaml re-read with them"),
+        "revisions": ("dict", "identity: base and candidate"),
+        "revisions.*.rev": ("str", "campaign: campaign.yaml"),
+        "revisions.*.sha": ("str", "identity: every record's, revisions.json's and bag-info's SHA"),
+        "stages": ("dict", "identity: the stages of every ok record"),
+        "stages.*": ("str", "campaign: campaign.yaml"),
+        "optional_stages": ("list", "identity: the stages that may be uninstalled"),
+        "optional_stages[]": ("str", "campaign: campaign.yaml"),
+        "stage_calls": ("dict", "derived: parity's call counts"),
+        "stage_calls.*": ("str", "campaign: campaign.yaml; derived: parity's call counts"),
+        "env": ("dict", "campaign: campaign.yaml"),
+        "env.*": ("str", "campaign: campaign.yaml"),
+        "golden": ("str?", "anchors: the repository's golden file; files: golden.json exactly when named"),
+        "golden_sha256": ("str?", "identity: golden.json's SHA-256"),
+        "noise_floor": ("str?", "identity: set exactly when noise_floor_sha256 is; anchors: a repository file"),
+        "noise_floor_sha256": ("str?", "identity: noise_floor.json's SHA-256"),
+        "threshold": ("num", "campaign: campaign.yaml; derived: the verdict"),
+    },
+    "runner": {  # data/receipts/runner.json
+        "schema": ("str", "parsing: the runner schema id"),
+        "started_at": ("time", "physics: before every process started, within the campaign timeout of the end"),
+        "ended_at": ("time", "physics: after every process ended, not after the checker's clock or bag-info's date"),
+        "reason": ("str?", "free"),
+        "runs_planned": ("int", "plan: the order's length"),
+        "runs_started": ("int", "plan: the records present"),
+    },
+    "cleanup": {  # data/receipts/cleanup.json
+        "schema": ("str", "parsing: the cleanup schema id"),
+        "method": ("str", "free"),
+        "processes": ("list", "ledger: one worker per started run"),
+        "processes[].pid": ("int", "ledger: the worker's pid is the record's; distinct"),
+        "processes[].create_time": ("time", "ledger: a worker's is its process's start; checked after it"),
+        "processes[].cmdline": ("list", "free"),
+        "processes[].cmdline[]": ("str", "free"),
+        "processes[].run": ("str", "ledger: a started run or a pre-flight"),
+        "processes[].role": ("str", "ledger: worker, descendant or preflight"),
+        "processes[].absent": ("bool", "ledger: as verified; all_absent; comparison.json's status"),
+        "processes[].verified": ("str", "ledger: gone, pid reused or alive, as absent says"),
+        "processes[].checked_at": ("time", "ledger: after the process's start and its run's end, within the runner's span"),
+        "count": ("int", "ledger: the number of processes"),
+        "all_absent": ("bool", "ledger: all processes absent"),
+    },
+    "environment": {  # data/environment.json
+        "schema": ("str", "parsing: the environment schema id"),
+        "cores": ("int", "identity: every ok record's machine.cores"),
+        "harness_source_sha256": ("str", "identity: every ok record's harness digest"),
+        "physical_cores": ("int", "physics: at least 1 and at most cores"),
+        "**": ("any", "free"),
+    },
+    "revisions": {  # data/receipts/revisions.json
+        "schema": ("str", "parsing: the revisions schema id"),
+        "*": ("dict", "identity: base and candidate"),
+        "*.sha": ("str", "identity: campaign.json's SHA"),
+        "*.rev": ("str", "identity: campaign.json's rev"),
+        "*.tree_sha256": ("str", "anchors: the commit's tree, recomputed (verify --repo)"),
+        "*.fence": ("dict", "campaign: campaign.yaml's fence"),
+        "*.fence.**": ("any", "campaign: campaign.yaml's fence"),
+        "*.note": ("str", "free"),
+    },
+    "inputs": {  # data/receipts/inputs.json
+        "schema": ("str", "parsing: the inputs schema id"),
+        "inputs": ("dict", "campaign: campaign.yaml's inputs"),
+        "inputs.*.sha256": ("str", "campaign: campaign.yaml's pin"),
+        "inputs.*.**": ("any", "free"),
+    },
+    "golden": {  # data/golden.json
+        "schema": ("str", "parsing: the golden schema id"),
+        "items": ("dict", "derived: parity.golden re-derived"),
+        "items.*.fields.*": ("str", "derived: parity.golden re-derived"),
+        "items.*.error": ("dict?", "derived: parity.golden re-derived"),
+        "items.*.error.*": ("str", "derived: parity.golden re-derived"),
+        "**": ("any", "identity: golden.json's SHA-256 is the one campaign.json pins"),
+    },
+    "noise_floor": {  # data/noise_floor.json
+        "schema": ("str", "parsing: the noise-floor schema id"),
+        "campaign": ("str", "identity: this campaign's name"),
+        "floor": ("num", "derived: the verdict; parsing: within 0..0.5"),
+        "bundle_digest": ("str", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
+        "machine": ("dict", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
+        "started_at": ("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
+        "rounds": ("int", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
+        "ratio": ("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
+        "ci95": ("list", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
+        "**": ("any", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
+    },
+    "reproduction": {  # data/receipts/reproduction.json
+        "schema": ("str", "parsing: the reproduction schema id"),
+        "campaign": ("str", "identity: this campaign's name"),
+        "original": ("dict", "parsing: a SHA-256 digest of the bundle re-run"),
+        "reproduction": ("dict", "free"),
+        "machines": ("dict", "free"),
+        "scope": ("dict", "free"),
+        "outputs": ("dict", "free"),
+        "timing": ("dict", "identity: its own side is comparison.json's ratio and interval"),
+        "verdict": ("str", "free"),
+        "exit_code": ("int", "free"),
+        "**": ("any", "free"),
+    },
+    "builds": {  # data/receipts/builds.json
+        "schema": ("str", "parsing: the builds schema id"),
+        "**": ("any", "free"),
+    },
+    "comparison": {  # data/comparison.json: every leaf re-derived from the records
+        "**": ("any", "derived: re-derived from the records by both checkers"),
+    },
+    "bag-info": {  # bag-info.txt, one key per line
+        "Payload-Oxum": ("str", "layout: the payload's size and file count"),
+        "External-Identifier": ("str", "bag-info: campaign.json's name"),
+        "Abba-Status": ("str", "bag-info: comparison.json's status"),
+        "Abba-Base-SHA": ("str", "bag-info: campaign.json's base SHA"),
+        "Abba-Candidate-SHA": ("str", "bag-info: campaign.json's candidate SHA"),
+        "Bagging-Date": ("str", "physics: an ISO date, not before the runner's end, not after the checker's clock"),
+        "Bag-Software-Agent": ("str", "free"),
+    },
+    "manifest": {  # manifest-sha256.txt and tagmanifest-sha256.txt, one line per file
+        "*": ("str", "layout: every file's SHA-256, each file listed once, rows sorted"),
+    },
+}
+# Fields (or single mutation kinds of a field: "path@kind,kind") that no checker can bind
+# from the bundle, with the reason; the README's "What no checker can catch" is this list.
+UNBOUND = {
+    ("run", "imported_from.workload"): "an absolute path on the measuring machine; the workload is outside the "
+                                       "revisions' trees",
+    ("run", "metrics"): "the workload's own counters; nothing else in the bundle repeats them",
+    ("run", "metrics.*"): "the workload's own counters; nothing else in the bundle repeats them",
+    ("run", "machine.cpu_freq_mhz"): "what the machine reported; no other record holds it",
+    ("run", "machine.loadavg_before"): "the load the machine reported; no other record holds it",
+    ("run", "machine.loadavg_before[]"): "the load the machine reported; no other record holds it",
+    ("run", "machine.loadavg_after"): "the load the machine reported; no other record holds it",
+    ("run", "machine.loadavg_after[]"): "the load the machine reported; no other record holds it",
+    ("run", "items[].wall_s@/7,swap"): "an item wall above its CPU and within the run's is physical: timings "
+                                       "invented consistently pass; only `harness reproduce` tests them",
+    ("run", "wall_s@x7,swap"): "a run wall within its process's life and above its items is physical: timings "
+                               "invented consistently pass; only `harness reproduce` tests them",
+    ("run", "items[].cpu_s@x7,/7,zero,swap"): "CPU anywhere within the wall is physical (a thread that waits, or "
+                                              "one descheduled on a loaded machine): only an upper bound exists",
+    ("run", "stages.*.self_cpu_s@/7,zero,swap"): "less stage CPU is physical: only upper bounds exist",
+    ("run", "stages.*.incl_cpu_s@x7,swap"): "inclusive CPU between self and cores x run wall is physical",
+    ("run", "machine.process_cpu_s@x7,/7,zero,swap"): "process CPU between the items' CPU and cores x run wall "
+                                                       "is physical (other threads)",
+    ("run", "machine.cpu_stall_s@x7,/7,zero,swap"): "a CPU stall within the wall is physical; it is re-derived "
+                                                    "into the load rule",
+    ("run", "stages.*.calls@x7,zero,swap"): "the workload's own count; a changed count is re-derived into "
+                                            "parity (call counts not identical), not refused",
+    ("run", "items[].fields.*.digest@swap"): "another stored array of the same dtype and shape: re-derived into "
+                                             "parity (outputs differ); which output an item gave only a re-run tells",
+    ("run", "items[].error.type@other"): "another error is re-derived into parity (errors differ); which error "
+                                         "an item raised only a re-run tells",
+    ("run", "items[].error.message@other"): "another error is re-derived into parity (errors differ); which "
+                                            "error an item raised only a re-run tells",
+    ("runner", "reason"): "a reason the runner stopped only turns the bundle failed (re-derived): a failure "
+                          "claimed is never read as a success",
+    ("cleanup", "processes[].checked_at@swap"): "every absence is checked at the campaign's end: one check "
+                                                "time for another is physical",
+    ("bag-info", "Bagging-Date@shift+1h,shift-1h"): "a local date: a day either way is the time zone's",
+    ("campaign", "seed@x7,zero,huge,swap"): "another seed that shuffles into the same order (1 in 2**rounds) "
+                                            "describes the same runs",
+    ("cleanup", "method"): "prose naming how absence was verified",
+    ("cleanup", "processes[].cmdline"): "the command line the ledger saw; only the role and run are bound",
+    ("cleanup", "processes[].cmdline[]"): "the command line the ledger saw; only the role and run are bound",
+    ("environment", "**"): "what the machine reported (CPU model, ISA, BLAS, packages, load, worker env): "
+                           "no record repeats it; `harness reproduce` compares the machine class",
+    ("revisions", "*.note"): "prose about a working-tree snapshot",
+    ("inputs", "inputs.*.**"): "where the input was found and how it was built on the measuring machine; its "
+                               "hash is bound",
+    ("reproduction", "reproduction"): "the re-run's own side, derived by `harness reproduce`; not re-derived",
+    ("reproduction", "machines"): "derived by `harness reproduce` from two environments; not re-derived",
+    ("reproduction", "scope"): "derived by `harness reproduce`; not re-derived",
+    ("reproduction", "outputs"): "derived by `harness reproduce`; not re-derived",
+    ("reproduction", "verdict"): "derived by `harness reproduce`; not re-derived",
+    ("reproduction", "exit_code"): "derived by `harness reproduce`; not re-derived",
+    ("reproduction", "**"): "derived by `harness reproduce`; not re-derived",
+    ("builds", "**"): "the build commands' output as the machine printed it",
+    ("bag-info", "Bag-Software-Agent"): "the harness version that sealed the bag; prose",
+}
+
+
+def keys_of(doc, prefix=""):
+    """The exact keys and kinds of the object at `prefix` in a FIELDS document, for `shaped`."""
+    depth = prefix.count(".") + 1 if prefix else 0
+    out = {}
+    for path, (kind, _rule) in FIELDS[doc].items():
+        if path.startswith(prefix + "." if prefix else "") or (prefix and path.startswith(prefix + "[]")):
+            rest = path[len(prefix):].lstrip(".") if prefix else path
+            if rest and "." not in rest and "[" not in rest and rest not in ("*", "**") and path.count(".") == depth:
+                out[rest] = {"time": "num"}.get(kind, kind)
+    return out
+
+
+RUN_KEYS = keys_of("run")
+PROCESS_KEYS = keys_of("run", "process")
+ITEM_KEYS = keys_of("run", "items[]")
+FIELD_KEYS = keys_of("run", "items[].fields.*")
+STAGE_KEYS = keys_of("run", "stages.*")
+CAMPAIGN_KEYS = keys_of("campaign")
 CAMPAIGN_V3_ONLY = ("rounds", "stage_rounds", "seed", "noise_floor", "noise_floor_sha256")
 CAMPAIGN_INSTRUCTION_KEYS = {"metrics": "list", "instructions": "dict"}  # only in campaigns that count them
 INSTRUCTION_KEYS = {"schema": "str", "label": "str", "variant": "str", "index": "int", "after": "str?", "sha": "str",
@@ -641,16 +921,11 @@ INSTRUCTION_KEYS = {"schema": "str", "label": "str", "variant": "str", "index": 
                     "errors": "int", "tool": "str", "valgrind": "str", "command": "list", "env": "dict",
                     "harness_source_sha256": "str?", "pid": "int", "process": "dict", "log": "str"}
 CAMPAIGN_KEYS_V2 = {k: v for k, v in CAMPAIGN_KEYS.items() if k not in CAMPAIGN_V3_ONLY}
-NOISE_FLOOR_KEYS = {"schema": "str", "campaign": "str", "bundle_digest": "str", "machine": "dict", "started_at": "num",
-                    "rounds": "int", "ratio": "num", "ci95": "list", "floor": "num"}
-RUNNER_KEYS = {"schema": "str", "started_at": "num", "ended_at": "num", "reason": "str?", "runs_planned": "int",
-               "runs_started": "int"}
-CLEANUP_KEYS = {"schema": "str", "method": "str", "processes": "list", "count": "int", "all_absent": "bool"}
-PROC_KEYS = {"pid": "int", "create_time": "num", "cmdline": "list", "run": "str", "role": "str",
-             "absent": "bool", "verified": "str", "checked_at": "num"}
-REPRODUCTION_KEYS = {"schema": "str", "campaign": "str", "original": "dict", "reproduction": "dict",
-                     "machines": "dict", "scope": "dict", "outputs": "dict", "timing": "dict", "verdict": "str",
-                     "exit_code": "int"}
+NOISE_FLOOR_KEYS = keys_of("noise_floor")
+RUNNER_KEYS = keys_of("runner")
+CLEANUP_KEYS = keys_of("cleanup")
+PROC_KEYS = keys_of("cleanup", "processes[]")
+REPRODUCTION_KEYS = keys_of("reproduction")
 ABSENT_STATES = {"gone": True, "pid reused": True, "alive": False}
 
 
@@ -713,6 +988,8 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
         check.fail(rel, f"sha {short(record['sha'])} is not the campaign's {variant} SHA", "identity")
     if record["slots"] != campaign["slots"]:
         check.fail(rel, f"slots {record['slots']}, the campaign has {campaign['slots']}", "identity")
+    if record["timer"] != "perf_counter":
+        check.fail(rel, f"timer {short(record['timer'])}, the worker times with perf_counter", "parsing")
     if record["log"] != log_path(label):
         check.fail(rel, f"log {short(record['log'])}, expected {log_path(label)}", "files")
     # status
@@ -758,8 +1035,8 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
             check.fail(rel, f"item id {short(item['id'])} appears twice", "parsing")
             return False
         ids.add(item["id"])
-        if item["wall_s"] < 0 or item["cpu_s"] < 0:
-            check.fail(rel, f"item {short(item['id'])}: negative time", "physics")
+        if item["wall_s"] <= 0 or item["cpu_s"] < 0:  # a timed item takes some time, even one that fails
+            check.fail(rel, f"item {short(item['id'])}: negative (or zero) time", "physics")
         # One slot thread ran the item: its thread CPU fits in its wall, its wall in the run's.
         if item["cpu_s"] > item["wall_s"] * (1 + SLOT_TOL) + ITEM_CLOCK_TOL_S:
             check.fail(rel, f"item {short(item['id'])}: CPU {item['cpu_s']:.6g} s above its wall "
@@ -797,6 +1074,13 @@ def check_run(check, record, label, index, variant, campaign, runner, last):
             return False
         if row["calls"] < 0 or row["self_cpu_s"] < 0 or row["incl_cpu_s"] < 0:
             check.fail(rel, f"stage {name}: negative calls or CPU", "physics")
+        if wall is not None and is_int(record["machine"].get("cores")) and record["machine"]["cores"] >= 1:
+            room = bound(record["machine"]["cores"] * wall)
+            if row["incl_cpu_s"] > room:
+                check.fail(rel, f"stage {name}: inclusive CPU {row['incl_cpu_s']:.6g} s above {record['machine']['cores']} "
+                                f"core(s) x the run's wall {wall:.6g} s", "physics")
+            if row["calls"] * CALL_FLOOR_S > room:
+                check.fail(rel, f"stage {name}: {row['calls']} calls cannot fit in the run's wall", "physics")
         if row["self_cpu_s"] > row["incl_cpu_s"] + CPU_TOL_S:
             check.fail(rel, f"stage {name}: self CPU {row['self_cpu_s']:.6g} s above inclusive "
                             f"{row['incl_cpu_s']:.6g} s", "physics")
@@ -850,7 +1134,8 @@ def check_process(check, rel, process, runner, campaign):
     """A run's process (wall or instruction run): its wall fits between its start and end,
     which lie inside the campaign's, and it lived no longer than the run timeout lets it
     (the runner kills it then; a grace for the kill)."""
-    if process["ended_at"] < process["started_at"] or process["wall_s"] > process["ended_at"] - process["started_at"] + CLOCK_TOL_S:
+    if process["ended_at"] < process["started_at"] or \
+            abs(process["wall_s"] - (process["ended_at"] - process["started_at"])) > PROCESS_TOL_S:
         check.fail(rel, "process wall does not fit between its start and end", "physics")
     if process["started_at"] < runner["started_at"] - CLOCK_TOL_S or process["ended_at"] > runner["ended_at"] + CLOCK_TOL_S:
         check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
@@ -858,6 +1143,31 @@ def check_process(check, rel, process, runner, campaign):
     if is_number(run_timeout) and process["wall_s"] > timeout_bound(run_timeout):
         check.fail(rel, f"its process lived {process['wall_s']:.6g} s, past the run timeout of {run_timeout} s",
                    "physics")
+
+
+# What a worker's log holds when it died, though its record says ok: Python's traceback
+# header (the worker catches an item's exception and records it; it prints one only when
+# it dies) and a kill signal's name at the start of a line.
+LOG_MARKERS = (b"Traceback (most recent call last):", b"SIGKILL")
+
+
+def log_marker(check, rel):
+    """The first LOG_MARKERS entry at the start of a line of the log, streamed, or None."""
+    tail = b"\n"
+    try:
+        with check.open_regular(rel) as fh:
+            refuse_unbounded(fh.fileno())
+            while True:
+                chunk = fh.read(CHUNK)
+                if not chunk:
+                    return None
+                text = tail + chunk
+                for marker in LOG_MARKERS:
+                    if b"\n" + marker in text:
+                        return marker.decode()
+                tail = text[-64:]
+    except OSError:
+        return None  # the layout check names an unreadable file
 
 
 def round_order(rounds, seed, stage_rounds=0):
@@ -1075,7 +1385,9 @@ def check_records(check, stored):
                                   "all null (an explicit order), or a positive count, its stage rounds (at least 1 "
                                   "exactly when there are stages, at most the rounds) and its shuffle seed", "plan")
         return None
-    if rounds is not None and order != round_order(rounds, seed, stage_rounds):
+    # the length first: round_order of a forged 10**18 rounds would never return
+    if rounds is not None and (len(order) != 2 * (rounds + stage_rounds)
+                               or order != round_order(rounds, seed, stage_rounds)):
         check.fail(CAMPAIGN_JSON, f"order {short(order)} is not the shuffle of {rounds} rounds and {stage_rounds} "
                                   f"stage rounds by seed {seed}", "plan")
         return None
@@ -1144,6 +1456,13 @@ def check_records(check, stored):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
         check.fail(rel, "missing: every started run has its log", "files")
+    for record in runs if sound else ():
+        label = record["label"]
+        if record["status"] == "ok" and log_path(label) in check.openable:
+            marker = log_marker(check, log_path(label))
+            if marker:
+                check.fail(log_path(label), f"holds {marker} while {run_path(label)} says ok (a worker that raised "
+                                            "or was killed fails its run)", "status")
     if not sound:
         return None
 
@@ -1181,6 +1500,25 @@ def check_records(check, stored):
         elif ws[0]["pid"] != record["pid"]:
             check.fail(run_path(record["label"]), f"pid {record['pid']}, the ledger's worker is {ws[0]['pid']}",
                        "ledger")
+        elif abs(ws[0]["create_time"] - record["process"]["started_at"]) > CREATE_TOL_S:
+            check.fail(CLEANUP, f"run {record['label']}'s worker was created at {ws[0]['create_time']:.6g}, not "
+                                f"when its process started ({record['process']['started_at']:.6g})", "ledger")
+        elif ws[0]["checked_at"] < record["process"]["ended_at"] - CLOCK_TOL_S:
+            check.fail(CLEANUP, f"run {record['label']}'s worker verified absent before its process ended", "ledger")
+    # absence is verified at the end of the campaign, after each process was created
+    for n, p in enumerate(procs):
+        if not (p["create_time"] - CREATE_TOL_S <= p["checked_at"] and
+                runner["started_at"] - CLOCK_TOL_S <= p["checked_at"] <= runner["ended_at"] + CLOCK_TOL_S):
+            check.fail(CLEANUP, f"processes[{n}] checked at {p['checked_at']:.6g}, outside its life and the "
+                                "runner's span", "ledger")
+
+    # plan: every ok run measured the same items, each with the same field names
+    ok_runs = [r for r in runs if r["status"] == "ok"]
+    for r in ok_runs[1:]:
+        if [(it["id"], sorted(it["fields"]) if it["error"] is None else None) for it in r["items"]] != \
+                [(it["id"], sorted(it["fields"]) if it["error"] is None else None) for it in ok_runs[0]["items"]]:
+            check.fail(run_path(r["label"]), f"its item ids or field names differ from {ok_runs[0]['label']}'s (every "
+                                             "run measures the campaign's items)", "plan")
 
     # arrays: every stored array is referenced
     referenced = {f["digest"] for r in runs for it in r["items"] for f in it["fields"].values()}
@@ -1193,6 +1531,13 @@ def check_records(check, stored):
         if not isinstance(rev, dict) or rev.get("sha") != campaign["revisions"][variant]["sha"]:
             check.fail(REVISIONS, f"{variant} SHA differs from campaign.json's", "identity")
     env = docs["environment"]
+    if isinstance(env, dict) and is_int(env.get("cores")) and is_int(env.get("physical_cores")) \
+            and not 1 <= env["physical_cores"] <= env["cores"]:
+        check.fail(ENVIRONMENT, f"physical_cores {env['physical_cores']} outside 1..cores ({env['cores']})", "physics")
+    for variant in ("base", "candidate"):
+        rev = docs["revisions"].get(variant) if isinstance(docs["revisions"], dict) else None
+        if isinstance(rev, dict) and rev.get("rev") != campaign["revisions"][variant]["rev"]:
+            check.fail(REVISIONS, f"{variant} rev differs from campaign.json's", "identity")
     cores = {r["machine"].get("cores") for r in runs if r["status"] == "ok" and isinstance(r["machine"], dict)}
     if isinstance(env, dict) and cores and cores != {env.get("cores")}:
         check.fail(ENVIRONMENT, f"cores {short(env.get('cores'))}, the run records say {short(sorted(cores, key=str))}",
@@ -1203,6 +1548,12 @@ def check_records(check, stored):
                            f"{campaign_timeout} s", "physics")
     if runner["ended_at"] > time.time() + FUTURE_TOL_S:
         check.fail(RUNNER, "ended after now: the bundle's clocks are ahead of this machine's", "physics")
+    # sealed the day the runner ended (a local date: a day either way for the time zone)
+    bagged = epoch_of(check.bag_info.get("Bagging-Date"))
+    if bagged is None or not (runner["ended_at"] - 2 * 86400 <= bagged <= runner["ended_at"] + 86400) \
+            or bagged > time.time() + 86400:
+        check.fail(BAG_INFO, f"Bagging-Date {short(check.bag_info.get('Bagging-Date'))} is not the date the "
+                             "runner ended", "physics")
     origins = {}
     for r in runs:
         if r["status"] != "ok" or not isinstance(r.get("imported_from"), dict):
@@ -1246,6 +1597,8 @@ def check_records(check, stored):
         check.fail(GOLDEN, "present although the campaign names no golden file", "files")
 
     # noise floor: present exactly when the campaign pins one, the one it pins, of this campaign
+    if (campaign["noise_floor"] is None) != (campaign["noise_floor_sha256"] is None):
+        check.fail(CAMPAIGN_JSON, "noise_floor and noise_floor_sha256: both null or both set", "identity")
     floor = None
     if campaign["noise_floor_sha256"] is not None:
         floor = load_json(check, NOISE_FLOOR)

@@ -331,10 +331,13 @@ def outputs_text(outputs: dict) -> str:
 
 
 # --------------------------------------------------------------------------- running
-def campaign_for(original: dict, repo: Path, order: str | None, items: int | None, rounds: int | None = None):
-    """The campaign as the bundle ran it, from the repository's campaign file, at the
-    recorded SHAs, with the recorded overrides (and --order/--rounds/--items on top); a
-    campaign of rounds gets a fresh shuffle."""
+def campaign_for(original: dict, repo: Path, order: str | None, items: int | None, rounds: int | None = None,
+                 campaign_file: Path | None = None):
+    """The campaign as the bundle ran it, from the repository's campaign file (or the
+    reviewer's --campaign FILE, never a bundle's), at the recorded SHAs, with the recorded
+    overrides (and --order/--rounds/--items on top); a campaign of rounds gets a fresh
+    shuffle. Overrides can only choose revisions, order, rounds, items and params (the
+    spec refuses any other key), so nothing the bundle wrote becomes a command."""
     from harness import spec
 
     recorded = original["campaign"]
@@ -351,8 +354,9 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
     overrides.update(spec.parse_overrides(order=order, items=items, rounds=rounds))
     from harness.verify import AnchorError, anchor, repository
 
-    try:  # the repository's own campaign file, never one inside a bundle
-        source = anchor(repository(repo), recorded["campaign_path"], "campaign_path")
+    try:  # the repository's own campaign file, or the reviewer's: never one inside a bundle
+        source = outside_bundles(Path(campaign_file)) if campaign_file is not None else \
+            anchor(repository(repo), recorded["campaign_path"], "campaign_path")
     except AnchorError as exc:
         raise Refused(str(exc)) from None
     campaign = spec.load(source, overrides)
@@ -363,6 +367,39 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
         raise Refused(f"input '{name}' is pinned to {str(pinned.get(name))[:16]}... in {campaign.source}, the "
                       f"bundle ran {str(had.get(name))[:16]}...")
     return campaign
+
+
+def outside_bundles(path: Path) -> Path:
+    """--campaign FILE: a regular file that no evidence bundle holds."""
+    from harness.verify import AnchorError
+
+    path = path.resolve()
+    if not path.is_file():
+        raise AnchorError(f"--campaign {path}: not a regular file")
+    for folder in path.parents:
+        if (folder / records.TAGMANIFEST).exists() or (folder / records.BAGIT).exists():
+            raise AnchorError(f"--campaign {path}: lies inside the evidence bundle {folder}; give the "
+                              "repository's own campaign file")
+    return path
+
+
+def plan_lines(campaign) -> list[str]:
+    """What the re-run will execute, shown before anything runs: every command and entry
+    point comes from the campaign file; the bundle's choices are the overrides."""
+    lines = [f"campaign file: {campaign.source}"]
+    for variant in ("base", "candidate"):
+        lines.append(f"{variant}: revision {campaign.revision(variant).rev}")
+    for cmd in campaign.build:
+        lines.append(f"build command (in each revision's tree): {' '.join(cmd)}")
+    for inp in campaign.inputs:
+        if inp.build:
+            lines.append(f"input builder for {inp.name} (only when {inp.path} is missing): {' '.join(inp.build)}")
+    lines.append(f"entry point: {campaign.workload.entry} from {campaign.workload.path}")
+    for name, target in campaign.stages.items():
+        lines.append(f"stage {name}: {target}")
+    chosen = ", ".join(f"{k} {v}" for k, v in sorted(campaign.overrides.items())) or "nothing"
+    lines.append(f"the bundle chooses (revisions, order, rounds, items, params only): {chosen}")
+    return lines
 
 
 @dataclass

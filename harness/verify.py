@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import comparison, records, rehash
+
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass
@@ -86,6 +89,26 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
         if path not in records.CAMPAIGN_RESOLVED:
             check.fail(records.CAMPAIGN_JSON, f"{path} is {rehash.short(got)}, campaign.yaml gives "
                                               f"{rehash.short(expected)}", "campaign")
+    # What the YAML pins, the receipts must hold: a full SHA is the SHA that ran (the records'
+    # SHAs are bound to campaign.json's by both checkers), each fence, each input's hash.
+    for variant in ("base", "candidate"):
+        revision = parsed.revision(variant)
+        if FULL_SHA.fullmatch(revision.rev) and campaign["revisions"][variant]["sha"] != revision.rev:
+            check.fail(records.CAMPAIGN_JSON, f"revisions.{variant}.sha {rehash.short(campaign['revisions'][variant]['sha'])}"
+                                              f", campaign.yaml pins {revision.rev}", "campaign")
+        receipt = docs["revisions"].get(variant) if isinstance(docs["revisions"], dict) else None
+        fence = receipt.get("fence") if isinstance(receipt, dict) else None
+        got = {path: row.get("sha256") if isinstance(row, dict) else row for path, row in fence.items()} \
+            if isinstance(fence, dict) else fence
+        if got != dict(revision.fence):
+            check.fail(records.REVISIONS, f"{variant}.fence {rehash.short(got)}, campaign.yaml pins "
+                                          f"{rehash.short(dict(revision.fence))}", "campaign")
+    inputs = docs["inputs"].get("inputs") if isinstance(docs["inputs"], dict) else None
+    got = {name: row.get("sha256") if isinstance(row, dict) else row for name, row in inputs.items()} \
+        if isinstance(inputs, dict) else inputs
+    pins = {inp.name: inp.sha256 for inp in parsed.inputs}
+    if got != pins:
+        check.fail(records.INPUTS, f"inputs {rehash.short(got)}, campaign.yaml pins {rehash.short(pins)}", "campaign")
 
 
 class AnchorError(Exception):
@@ -169,6 +192,12 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
     except spec.SpecError as exc:
         check.fail(records.REVISIONS, f"cannot rebuild the target repository: {exc}", "anchors")
         return
+    # the workload folder the repository's campaign file names, as the machine resolved it
+    workload = Path(spec_campaign.workload.path).resolve()
+    recorded = campaign["workload"].get("path") if isinstance(campaign["workload"], dict) else None
+    if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
+        check.fail(records.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
+                                          f"names {workload}", "anchors")
     for variant in ("base", "candidate"):
         receipt = docs["revisions"].get(variant) or {}
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:

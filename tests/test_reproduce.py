@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, harness, no_traceback
+from conftest import CAMPAIGNS, ROOT, harness, no_traceback
 from harness import analysis, records, rehash, reproduce, tamper, tensors
 from harness.report import render_report
 from harness.worker import subset
@@ -350,3 +350,45 @@ def test_report_lists_each_reproduction_under_its_original(demo_bundle_master, r
     assert reproduce.ratio_text(receipt["timing"]["reproduction"]) in row and "identical (9 items" in row
     assert text.count("### Reproductions") == 1  # the re-run itself has none
     assert f"a reproduction of the bundle with digest `{receipt['original']['digest']}`" in text
+
+
+# --------------------------------------------------------------------------- what reproduce runs (issue 20, item 4)
+def test_reproduce_prints_what_it_will_run_from_the_campaign_file_given(demo_bundle, tmp_path):
+    result = harness("reproduce", demo_bundle, "--campaign", CAMPAIGNS / "demo.yaml", "--out", tmp_path / "out",
+                     "--order", "AB", "--items", "2")
+    assert result.returncode in (0, 7), result.stdout + result.stderr  # one AB round: no interval to judge by
+    shown = [line for line in result.stdout.splitlines() if line.startswith("will run: ")]
+    assert f"will run: campaign file: {(CAMPAIGNS / 'demo.yaml').resolve()}" in shown
+    assert "will run: entry point: demo_workload:setup from " + str((CAMPAIGNS / "workloads").resolve()) in shown
+    assert "will run: stage moving_mean: demo.core:moving_mean" in shown
+    chosen = next(line for line in shown if "the bundle chooses" in line)
+    assert "order AB" in chosen and "items 2" in chosen
+    assert result.stdout.index("will run: ") < result.stdout.index("verdict: ")
+
+
+def test_a_campaign_file_inside_a_bundle_is_refused(demo_bundle, tmp_path):
+    result = harness("reproduce", demo_bundle, "--campaign", demo_bundle / records.CAMPAIGN_YAML,
+                     "--out", tmp_path / "out")
+    assert result.returncode == 2 and no_traceback(result) and result.stderr.count("\n") == 1
+    assert "inside the evidence bundle" in result.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_build_command_the_bundle_wrote_is_never_executed(demo_bundle, tmp_path):
+    """The bundle's campaign.yaml and campaign.json gain a build: command, consistently (both
+    checkers pass the bundle alone); reproduce runs the repository's file or none at all."""
+    marker = tmp_path / "MARKER-the-bundle-s-build-ran"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    yaml_path = demo_bundle / records.CAMPAIGN_YAML
+    yaml_path.write_text(yaml_path.read_text() + f"build:\n  - {json.dumps(command)}\n")
+    campaign = json.loads((demo_bundle / records.CAMPAIGN_JSON).read_text())
+    campaign["build"] = [command]
+    (demo_bundle / records.CAMPAIGN_JSON).write_text(json.dumps(campaign, indent=2))
+    builds = {"schema": records.SCHEMAS["builds"], "base": {}, "candidate": {}}
+    (demo_bundle / records.BUILDS).write_text(json.dumps(builds))
+    tamper.reseal(demo_bundle)
+    assert harness("verify", demo_bundle).returncode == 0  # only the repository can tell
+    for extra in ((), ("--campaign", CAMPAIGNS / "demo.yaml")):
+        result = harness("reproduce", demo_bundle, *extra, "--out", tmp_path / "out", "--order", "AB")
+        assert result.returncode == 2 and no_traceback(result), result.stdout + result.stderr
+        assert "no longer matches" in result.stderr and "campaign.yaml" in result.stderr
+    assert not marker.exists() and not (tmp_path / "out").exists()

@@ -262,3 +262,58 @@ def test_reproduce_never_runs_a_campaign_file_from_a_bundle(demo_bundle, tmp_pat
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
     assert "lies inside the evidence bundle" in result.stderr
     assert not marker.exists() and not (tmp_path / "again").exists()
+
+
+# --- issue 20, item 2: the YAML's pins and the logs against the records -------------------------
+def _forge(bundle, edits):
+    """Apply {rel: edit(obj)} to the bundle's JSON, re-derive comparison.json, re-seal."""
+    import json
+
+    from harness import tamper
+
+    for rel, edit in edits.items():
+        obj = json.loads((bundle / rel).read_text())
+        edit(obj)
+        (bundle / rel).write_text(json.dumps(obj, indent=2))
+    tamper.rederive(bundle)
+    tamper.reseal(bundle)
+
+
+def test_a_full_sha_in_the_yaml_is_the_sha_that_ran(demo_bundle):
+    """The YAML pins the base as a full SHA; everything else says the candidate's SHA ran on
+    both sides, consistently: only campaign.yaml can tell, and verify does."""
+    import json
+    import re
+
+    from harness import rehash, tamper, verify
+
+    cand = json.loads((demo_bundle / "data/campaign.json").read_text())["revisions"]["candidate"]["sha"]
+    runs = {f"data/runs/{p.name}": (lambda r: r.update(sha=cand) if r["variant"] == "base" else None)
+            for p in (demo_bundle / "data/runs").glob("*.json")}
+    _forge(demo_bundle, {**runs, "data/campaign.json": lambda c: c["revisions"]["base"].update(sha=cand),
+                         "data/receipts/revisions.json": lambda r: r["base"].update(sha=cand)})
+    info = demo_bundle / "bag-info.txt"
+    info.write_text(re.sub(r"(?m)^Abba-Base-SHA: .*$", f"Abba-Base-SHA: {cand}", info.read_text()))
+    tamper.reseal_tags(demo_bundle)
+    assert not rehash.rehash(str(demo_bundle)).problems  # the bundle alone is consistent
+    problems = verify.verify(demo_bundle).problems
+    assert any("[campaign] revisions.base.sha" in line and "campaign.yaml pins" in line for line in problems), problems
+
+
+def test_inputs_receipt_must_hold_the_yaml_pins(demo_bundle):
+    from harness import verify
+
+    _forge(demo_bundle, {"data/receipts/inputs.json": lambda r: r["inputs"].update(
+        corpus={"path": "/x", "kind": "file", "sha256": "0" * 64, "build": None})})
+    problems = verify.verify(demo_bundle).problems
+    assert any(line.startswith("data/receipts/inputs.json: [campaign] inputs") for line in problems), problems
+
+
+def test_a_log_with_a_traceback_under_an_ok_record_is_refused(demo_bundle):
+    from harness import rehash, tamper, verify
+
+    (demo_bundle / "data/logs/B1.log").write_text(
+        "working\nTraceback (most recent call last):\n  File \"w.py\", line 1\nMemoryError\n")
+    tamper.reseal(demo_bundle)
+    for problems in (rehash.rehash(str(demo_bundle)).problems, verify.verify(demo_bundle).problems):
+        assert any(line.startswith("data/logs/B1.log: [status] holds Traceback") for line in problems), problems

@@ -1,4 +1,4 @@
-"""`harness reproduce BUNDLE [--repo PATH] [--out DIR] [--force] [--order ORDER | --rounds N] [--items N]`:
+"""`harness reproduce BUNDLE [--repo PATH] [--campaign FILE] [--out DIR] [--force] [--order ORDER | --rounds N] [--items N]`:
 re-run the campaign a bundle records, seal a new bundle with a reproduction receipt, and
 say whether the claim held (harness/reproduce.py has the rules).
 
@@ -20,6 +20,9 @@ def add_parser(sub) -> None:
     p.add_argument("bundle", metavar="BUNDLE", help="the bundle whose claim to re-run")
     p.add_argument("--repo", default=".", metavar="PATH",
                    help="the repository the bundle's campaign_path is relative to (default: the current folder)")
+    p.add_argument("--campaign", metavar="FILE",
+                   help="the campaign file to run (default: the repository's, at the bundle's campaign_path); "
+                        "never one inside a bundle")
     p.add_argument("--out", metavar="DIR", help="the new bundle (default: a fresh folder under ./out, "
                                                 "out/NAME.reproduction, or out/NAME.reproduction-2 and so on when taken)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
@@ -54,7 +57,10 @@ def main(args) -> int:
     original = reproduce.load(bundle)
     try:
         with Progress() as progress:
-            campaign = reproduce.campaign_for(original, repo, args.order, args.items, args.rounds)
+            campaign = reproduce.campaign_for(original, repo, args.order, args.items, args.rounds,
+                                              Path(args.campaign) if args.campaign else None)
+            for line in reproduce.plan_lines(campaign):
+                print(f"will run: {line}", flush=True)
             out = Path(args.out) if args.out else reproduce.fresh_out(bundle)
             progress.note(f"reproduction: writing the new bundle to {out}")
             result = reproduce.reproduce(original, campaign, out, force=args.force, progress=progress)

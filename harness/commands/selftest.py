@@ -26,6 +26,8 @@ def add_parser(sub) -> None:
     p.add_argument("suite", choices=["tamper", "scale", "noise"], help="which self-check to run")
     p.add_argument("--bundle", help="a sealed bundle to mutate copies of (default: run the demo campaign)")
     p.add_argument("--only", help="run only the mutations whose name holds this text")
+    p.add_argument("--repo", help="tamper: the repository the bundle was made in, for the field walk's "
+                                  "repository-bound fields (default: the demo's own; with --bundle, skipped)")
     p.add_argument("--campaigns", type=int, default=3, metavar="N",
                    help="noise: campaigns per kind and condition (default 3)")
     p.add_argument("--rounds", type=int, default=20, metavar="N", help="noise: rounds per campaign (default 20)")
@@ -135,8 +137,9 @@ def main(args) -> int:
         from harness import noise_selftest
 
         return noise_selftest.run(args.campaigns, args.rounds, args.effect, args.work, not args.quiet_only)
-    from harness import records, tamper
+    from harness import fieldwalk, records, tamper
 
+    repo = Path(args.repo) if args.repo else None
     with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
         if args.bundle:
             bundle = Path(args.bundle)
@@ -147,6 +150,7 @@ def main(args) -> int:
             bundle = _demo_bundle(Path(tmp))
             if bundle is None:
                 return 2
+            repo = repo or _repo_of(clone_file(DEMO, "selftest"))
         v, r = tamper.baseline(bundle)
         if v.exit_code != 0 or r.exit_code != 0:
             print(f"harness selftest: error: {bundle}: the untouched bundle does not pass both checkers "
@@ -157,6 +161,30 @@ def main(args) -> int:
             return 2
         only = (lambda m: args.only in m.name) if args.only else None
         results = tamper.run_suite(bundle, only=only, on_result=lambda res: print(_line(res), flush=True))
+        walked = [] if args.only else fieldwalk.run(bundle, repo, on_result=_walk_line)
     print(tamper.per_rule(results))
     print(tamper.summary(results))
-    return 0 if results and all(res.detected_by_both for res in results) else 1
+    if walked:
+        print("field walk coverage per record type (rehash.FIELDS; free fields: rehash.UNBOUND):")
+        for line in fieldwalk.summary(walked):
+            print(f"  {line}")
+        if repo is None:
+            print("  (fields only the repository binds were not walked: give --repo)")
+    return 0 if results and all(res.detected_by_both for res in results) and \
+        all(m.caught for m in walked) else 1
+
+
+def _repo_of(path: Path) -> Path | None:
+    from harness import verify
+
+    try:
+        return verify.repository(path.parent)
+    except verify.AnchorError:
+        return None
+
+
+def _walk_line(m) -> None:
+    """One line per field-walk mutation that was not refused as its rule says (the rest are
+    counted in the coverage lines)."""
+    if not m.caught:
+        print(f"MISS [field walk] {m.doc} {m.field} {m.kind}: {_short(m.line, 160)}", flush=True)
