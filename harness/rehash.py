@@ -677,6 +677,7 @@ FIELDS = {
         "machine.stage_wrapper_s": ("num?", "physics: 0 to 1 ms in a stage run, null in a timed run; derived: the "
                                             "thin-stage warning"),
         "machine.cpu_freq_mhz": ("num", "free"),
+        "machine.warmup_s": ("num?", "free"),
         "machine.loadavg_before": ("list", "free"),
         "machine.loadavg_before[]": ("num", "free"),
         "machine.loadavg_after": ("list", "free"),
@@ -845,6 +846,8 @@ UNBOUND = {
     ("run", "metrics"): "the workload's own counters; nothing else in the bundle repeats them",
     ("run", "metrics.*"): "the workload's own counters; nothing else in the bundle repeats them",
     ("run", "machine.cpu_freq_mhz"): "what the machine reported; no other record holds it",
+    ("run", "machine.warmup_s"): "the busy spin before the clock (harness/worker.py WARMUP_S): it precedes every "
+                                 "timed figure and changes none; only its range (0 to 10 s) is checked",
     ("run", "machine.loadavg_before"): "the load the machine reported; no other record holds it",
     ("run", "machine.loadavg_before[]"): "the load the machine reported; no other record holds it",
     ("run", "machine.loadavg_after"): "the load the machine reported; no other record holds it",
