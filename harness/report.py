@@ -510,7 +510,8 @@ def _machine_section(b: dict) -> list[str]:
     overloaded = [f"{label} ({why})" for label, why in _overloaded(b).items()]
     if overloaded:
         out += ["", "**Warning:** more work than cores was runnable during run(s) "
-                + ", ".join(_cell(x) for x in overloaded) + "; other work competed with the measurement."]
+                + ", ".join(_cell(x) for x in overloaded) + "; other work, or the campaign's own threads beyond the cores, "
+                "competed with the measurement."]
     cl = b["cleanup"]
     if isinstance(cl, dict):
         procs = cl.get("processes") or []
@@ -688,10 +689,13 @@ def render_report(bundle_dirs: list, repo_root: os.PathLike | str,
         lines += ["No evidence yet: there are no bundles under `evidence/`.", ""]
         return "\n".join(lines)
     bundles = [load_bundle(p) for p in paths]
-    lines += ["Every number below is read from a sealed bundle. Verdict rule: the 95% "
-              "bootstrap CI of the candidate/base ratio below `1 - threshold` is *improved*, "
-              "above `1 + threshold` *regressed*, inside the band *equal*, otherwise "
-              "*inconclusive*.", "", _summary(bundles, root), ""]
+    lines += ["Every number below is read from a sealed bundle. Method: shuffled rounds of one base and "
+              "one candidate run, the 20%-trimmed mean of the per-round log ratios and its "
+              "Tukey-McLaughlin 95% interval (so it holds the run-to-run variance). Verdict rule: the "
+              "interval below the band `1 - b` (b = max(threshold, noise floor)) is *improved*, above "
+              "`1 + b` *regressed*, inside it *equal*, otherwise *inconclusive*; fewer than 5 rounds are "
+              "*inconclusive*; under load or a drifting ratio a claim must also clear the rounds' noise "
+              "(README, \"Statistics and verdict\").", "", _summary(bundles, root), ""]
     by_original: dict[str, list[dict]] = {}
     for b in bundles:
         original = b["reproduction"].get("original") if isinstance(b["reproduction"], dict) else None
