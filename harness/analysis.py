@@ -165,6 +165,11 @@ def overloaded(ok: list[dict]) -> list[str]:
     return out
 
 
+def usable_runs(runs: list[dict]) -> list[dict]:
+    """The runs the statistics read: ok, with a positive wall."""
+    return [r for r in runs if r.get("status") == "ok" and is_pos(r.get("wall_s"))]
+
+
 def load_reading(r: dict) -> str:
     """What made a run overloaded, in words (for the report)."""
     m = r.get("machine") or {}
@@ -212,7 +217,7 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
     threshold = float(threshold)
     if not (threshold >= 0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
-    usable = [r for r in runs if r.get("status") == "ok" and is_pos(r.get("wall_s"))]
+    usable = usable_runs(runs)
     warnings: list[str] = []
     excluded = [str(r.get("label")) for r in runs if r not in usable]
     if excluded:

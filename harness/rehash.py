@@ -1753,6 +1753,7 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None, instr=()):
     staged = [r for r in ok if instrumented(r["label"], campaign["order"])]
     staged_base = [r for r in staged if r["variant"] == "base"]
     staged_cand = [r for r in staged if r["variant"] == "candidate"]
+    base_labels, cand_labels = {r["label"] for r in staged_base}, {r["label"] for r in staged_cand}
     wall = {"timer": "perf_counter", "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
             "saving_s": None, "saving_pct": None, "speedup": None}
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
@@ -1764,8 +1765,8 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None, instr=()):
     stages = {}
     for name in campaign.get("stages", {}):
         per_run = {r["label"]: r["stages"].get(name, {}).get("calls", 0) for r in staged}
-        base_calls = {n for label, n in per_run.items() if label in {r["label"] for r in staged_base}}
-        cand_calls = {n for label, n in per_run.items() if label in {r["label"] for r in staged_cand}}
+        base_calls = {n for label, n in per_run.items() if label in base_labels}
+        cand_calls = {n for label, n in per_run.items() if label in cand_labels}
         if len(set(per_run.values())) == 1:
             calls = next(iter(per_run.values()))
         elif len(base_calls) == 1 and len(cand_calls) == 1:

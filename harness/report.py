@@ -172,8 +172,7 @@ def _overloaded(b: dict) -> dict[str, str]:
     summary and the machine warning."""
     from harness import analysis
 
-    ok = [r for r in b["runs"] if r.get("status") == "ok" and isinstance(r.get("wall_s"), (int, float))
-          and r["wall_s"] > 0]
+    ok = analysis.usable_runs(b["runs"])
     by_label = {r["label"]: r for r in ok}
     return {_cell(label): analysis.load_reading(by_label[label]) for label in analysis.overloaded(ok)}
 
