@@ -16,13 +16,14 @@ def mean(values: list[float]) -> float | None:
 
 def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden: dict | None,
            arrays_dir: Path, schema: str | None = None, floor: dict | None = None,
-           instr: list[dict] = ()) -> dict:
+           instr: list[dict] = (), workload: str | None = None) -> dict:
     """campaign: data/campaign.json; runs: records in execution order; runner:
     receipts/runner.json (interruptions, runs not started); cleanup: receipts/cleanup.json.
     schema: the comparison schema to derive (verify passes the claimed one, so that a
     comparison/v2 bundle is re-derived the way it was written); default the current one.
     floor: the pinned noise-floor file (`harness calibrate`), when the campaign pins one.
-    instr: the instruction records (data/instructions/) in execution order."""
+    instr: the instruction records (data/instructions/) in execution order. workload: the
+    workload receipt's digest (data/receipts/workload.json), which every ok run's must equal."""
     v2 = schema == records.LEGACY_SCHEMAS["comparison"]
     ok = [r for r in runs if r["status"] == "ok"]
     by_variant = {v: [r for r in ok if r["variant"] == v] for v in ("base", "candidate")}
@@ -37,6 +38,8 @@ def derive(campaign: dict, runs: list[dict], runner: dict, cleanup: dict, golden
     harness_digests = {r.get("harness_source_sha256") for r in ok + [r for r in instr if r["status"] == "ok"]}
     if len(harness_digests) > 1:
         reasons.append("the harness's own source changed between runs")
+    if {r.get("workload_sha256") for r in ok + [r for r in instr if r["status"] == "ok"]} - {workload}:
+        reasons.append("the workload folder changed during the campaign (a run's digest is not the stored one's)")
     if not cleanup.get("all_absent", False):
         alive = [str(p["pid"]) for p in cleanup.get("processes", []) if not p["absent"]]
         reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")

@@ -42,7 +42,7 @@ RULES_REPO = ("anchors",)  # bound by the repository: only harness verify --repo
 DOCUMENTS = {"campaign": records.CAMPAIGN_JSON, "runner": records.RUNNER, "cleanup": records.CLEANUP,
              "environment": records.ENVIRONMENT, "revisions": records.REVISIONS, "inputs": records.INPUTS,
              "golden": records.GOLDEN, "noise_floor": records.NOISE_FLOOR, "reproduction": records.REPRODUCTION,
-             "builds": records.BUILDS, "comparison": records.COMPARISON}
+             "builds": records.BUILDS, "workload": records.WORKLOAD, "comparison": records.COMPARISON}
 
 
 @dataclass

@@ -14,8 +14,8 @@ from typing import Any
 # --- schema versions ---------------------------------------------------------------------
 SCHEMAS = {
     "job": "abba-harness/job/v2",
-    "run": "abba-harness/run/v2",
-    "campaign": "abba-harness/campaign/v4",
+    "run": "abba-harness/run/v3",
+    "campaign": "abba-harness/campaign/v5",
     "comparison": "abba-harness/comparison/v4",
     "environment": "abba-harness/environment/v2",
     "revisions": "abba-harness/revisions/v2",
@@ -26,12 +26,15 @@ SCHEMAS = {
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
     "noise_floor": "abba-harness/noise-floor/v1",
-    "instructions": "abba-harness/instructions/v1",
+    "instructions": "abba-harness/instructions/v2",
+    "workload": "abba-harness/workload/v1",
 }
 
 # Bundles written under these older schemas still verify (the committed evidence, until it
-# is re-run): campaign/v2 has no rounds or seed, comparison/v2 the item bootstrap.
-LEGACY_SCHEMAS = {"campaign": "abba-harness/campaign/v2", "comparison": "abba-harness/comparison/v2"}
+# is re-run): campaign/v2 has no rounds or seed, comparison/v2 the item bootstrap, and their
+# run/v2 records no workload digest. Bundles of campaign/v3 and v4 are refused: re-run them.
+LEGACY_SCHEMAS = {"campaign": "abba-harness/campaign/v2", "comparison": "abba-harness/comparison/v2",
+                  "run": "abba-harness/run/v2"}
 
 # --- the bundle's path layout (bag-relative, '/'-separated) ------------------------------
 BAGIT = "bagit.txt"
@@ -53,10 +56,12 @@ RUNNER = "data/receipts/runner.json"
 BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
 REPRODUCTION = "data/receipts/reproduction.json"  # only in a bundle made by `harness reproduce`
 NOISE_FLOOR = "data/noise_floor.json"  # the calibration the campaign pins, byte for byte, when it pins one
+WORKLOAD = "data/receipts/workload.json"  # the workload folder's files: path, size, SHA-256, their digest
+WORKLOAD_DIR = "data/workload/"  # the workload folder's files, byte for byte
 ARRAY_SUFFIX = ".npy.gz"
 # Every bundle holds these; golden.json only when the campaign names a golden file.
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
-            RUNNER)
+            RUNNER, WORKLOAD)
 # A1, B1: timed runs (no stage wrappers when the order has stage runs); As1, Bs1: stage runs
 # (order letters a, b), instrumented, kept out of the headline wall.
 LABEL_RE = re.compile(r"^[AB]s?[1-9][0-9]{0,2}\Z")
@@ -192,6 +197,7 @@ def run_record(job: dict, *, status: str, reason: str | None, exit_code: int | N
         "metrics": m.get("metrics", {}),
         "machine": m.get("machine", {}),
         "harness_source_sha256": m.get("harness_source_sha256"),
+        "workload_sha256": m.get("workload_sha256"),
         "worker_started_at": m.get("started_at"),
         "worker_ended_at": m.get("ended_at"),
         "pid": process["pid"],
@@ -232,6 +238,7 @@ def instruction_record(job: dict, *, status: str, reason: str | None, exit_code:
         "command": valgrind["command"],
         "env": valgrind["env"],
         "harness_source_sha256": m.get("harness_source_sha256"),
+        "workload_sha256": m.get("workload_sha256"),
         "pid": process["pid"],
         "process": {"started_at": process["started_at"], "ended_at": process["ended_at"],
                     "wall_s": process["wall_s"]},
@@ -311,6 +318,17 @@ def revisions_receipt(receipts: dict[str, dict]) -> dict:
 
 def inputs_receipt(receipts: dict[str, dict]) -> dict:
     return {"schema": SCHEMAS["inputs"], "inputs": receipts}
+
+
+def workload_receipt(*, path: str | None, files: list[dict], digest: str | None) -> dict:
+    """data/receipts/workload.json: the workload folder (as campaign.json records its path),
+    each stored file's path under data/workload/, size and SHA-256, and the digest of that
+    list, which every ok run's workload_sha256 must equal (harness/workload.py)."""
+    return {"schema": SCHEMAS["workload"], "path": path, "files": files, "digest": digest}
+
+
+def workload_file(rel: str) -> str:
+    return WORKLOAD_DIR + rel
 
 
 def environment(fields: dict[str, Any]) -> dict:

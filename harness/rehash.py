@@ -61,8 +61,8 @@ import zlib  # noqa: E402
 # --- the bundle format (harness/records.py owns it; tests/test_records.py proves these agree)
 SCHEMAS = {
     "job": "abba-harness/job/v2",
-    "run": "abba-harness/run/v2",
-    "campaign": "abba-harness/campaign/v4",
+    "run": "abba-harness/run/v3",
+    "campaign": "abba-harness/campaign/v5",
     "comparison": "abba-harness/comparison/v4",
     "environment": "abba-harness/environment/v2",
     "revisions": "abba-harness/revisions/v2",
@@ -73,11 +73,14 @@ SCHEMAS = {
     "golden": "abba-harness/golden/v1",
     "reproduction": "abba-harness/reproduction/v1",
     "noise_floor": "abba-harness/noise-floor/v1",
-    "instructions": "abba-harness/instructions/v1",
+    "instructions": "abba-harness/instructions/v2",
+    "workload": "abba-harness/workload/v1",
 }
 # Older schemas whose bundles still verify: campaign/v2 has no rounds or seed, comparison/v2
-# the item bootstrap (the committed evidence, until it is re-run).
-LEGACY_SCHEMAS = {"campaign": "abba-harness/campaign/v2", "comparison": "abba-harness/comparison/v2"}
+# the item bootstrap (the committed evidence, until it is re-run), and their run/v2 records no
+# workload digest. Bundles of campaign/v3 and v4 are refused with a line saying to re-run.
+LEGACY_SCHEMAS = {"campaign": "abba-harness/campaign/v2", "comparison": "abba-harness/comparison/v2",
+                  "run": "abba-harness/run/v2"}
 BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST = "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"
 TAG_FILES = (BAGIT, BAG_INFO, MANIFEST)
 CAMPAIGN_YAML = "data/campaign.yaml"
@@ -93,9 +96,13 @@ RUNNER = "data/receipts/runner.json"
 BUILDS = "data/receipts/builds.json"  # only when the campaign has build commands
 REPRODUCTION = "data/receipts/reproduction.json"  # only in a bundle made by `harness reproduce`
 NOISE_FLOOR = "data/noise_floor.json"  # only when the campaign pins a noise floor (harness calibrate)
+WORKLOAD = "data/receipts/workload.json"  # the workload folder's files (harness/workload.py)
+WORKLOAD_DIR = "data/workload/"  # those files, byte for byte
+MAX_WORKLOAD_FILES = 1000  # harness/workload.py MAX_FILES
+MAX_WORKLOAD_BYTES = 16 << 20  # harness/workload.py MAX_BYTES
 ARRAY_SUFFIX = ".npy.gz"
 REQUIRED = (CAMPAIGN_YAML, CAMPAIGN_JSON, ENVIRONMENT, COMPARISON, FIGURE, REVISIONS, INPUTS, CLEANUP,
-            RUNNER)
+            RUNNER, WORKLOAD)
 LABEL_RE = re.compile(r"^[AB]s?[1-9][0-9]{0,2}\Z")  # As1, Bs1: stage runs (order letters a, b)
 ORDER_RE = re.compile(r"^[ABab]+\Z")
 INSTRUCTION_LABEL_RE = re.compile(r"^I[AB][1-9][0-9]{0,2}\Z")
@@ -683,6 +690,7 @@ FIELDS = {
         "machine.loadavg_after": ("list", "free"),
         "machine.loadavg_after[]": ("num", "free"),
         "harness_source_sha256": ("str?", "identity: environment.json's harness digest"),
+        "workload_sha256": ("str?", "identity: workload.json's digest (the folder the worker imported from)"),
         "worker_started_at": ("str?", "physics: an ISO time inside the process's life"),
         "worker_ended_at": ("str?", "physics: an ISO time inside the process's life, the timed wall within the span"),
         "pid": ("int", "ledger: the ledger's worker for this run"),
@@ -818,6 +826,15 @@ FIELDS = {
         "exit_code": ("int", "free"),
         "**": ("any", "free"),
     },
+    "workload": {  # data/receipts/workload.json
+        "schema": ("str", "parsing: the workload schema id"),
+        "path": ("str?", "identity: campaign.json's workload.path"),
+        "files": ("list", "files: exactly the files under data/workload/, each once, sorted by path"),
+        "files[].path": ("str", "files: a file under data/workload/"),
+        "files[].size": ("int", "files: the stored file's size"),
+        "files[].sha256": ("str", "files: the stored file's SHA-256"),
+        "digest": ("str?", "identity: the SHA-256 of the files' listing; every ok run's workload digest"),
+    },
     "builds": {  # data/receipts/builds.json
         "schema": ("str", "parsing: the builds schema id"),
         "**": ("any", "free"),
@@ -922,8 +939,12 @@ CAMPAIGN_INSTRUCTION_KEYS = {"metrics": "list", "instructions": "dict"}  # only 
 INSTRUCTION_KEYS = {"schema": "str", "label": "str", "variant": "str", "index": "int", "after": "str?", "sha": "str",
                     "status": "str", "reason": "str?", "exit_code": "int?", "instructions": "int?", "items": "list",
                     "errors": "int", "tool": "str", "valgrind": "str", "command": "list", "env": "dict",
-                    "harness_source_sha256": "str?", "pid": "int", "process": "dict", "log": "str"}
+                    "harness_source_sha256": "str?", "workload_sha256": "str?", "pid": "int", "process": "dict",
+                    "log": "str"}
 CAMPAIGN_KEYS_V2 = {k: v for k, v in CAMPAIGN_KEYS.items() if k not in CAMPAIGN_V3_ONLY}
+RUN_KEYS_V2 = {k: v for k, v in RUN_KEYS.items() if k != "workload_sha256"}  # run/v2: no workload digest
+WORKLOAD_KEYS = keys_of("workload")
+WORKLOAD_FILE_KEYS = keys_of("workload", "files[]")
 NOISE_FLOOR_KEYS = keys_of("noise_floor")
 RUNNER_KEYS = keys_of("runner")
 CLEANUP_KEYS = keys_of("cleanup")
@@ -971,10 +992,18 @@ def timeout_bound(timeout_s):
     return timeout_s * (1 + TIMEOUT_TOL) + TIMEOUT_GRACE_S
 
 
-def check_run(check, record, label, index, variant, campaign, runner, last):
-    """The rules one run record must keep; True when it is sound enough to derive from."""
+def check_run(check, record, label, index, variant, campaign, runner, last, legacy=False):
+    """The rules one run record must keep; True when it is sound enough to derive from.
+    legacy: a run/v2 record of a campaign/v2 bundle (no workload digest; read as null)."""
     rel = run_path(label)
-    if not shaped(check, rel, record, RUN_KEYS, "run record", "run"):
+    if legacy:
+        if not shaped(check, rel, record, RUN_KEYS_V2, "run record"):
+            return False
+        if record["schema"] != LEGACY_SCHEMAS["run"]:
+            check.fail(rel, f"schema {short(record['schema'])}, expected {LEGACY_SCHEMAS['run']}", "parsing")
+            return False
+        record["workload_sha256"] = None
+    elif not shaped(check, rel, record, RUN_KEYS, "run record", "run"):
         return False
     process = record["process"]
     if not shaped(check, rel, process, PROCESS_KEYS, "process"):
@@ -1328,15 +1357,22 @@ def check_instruction_run(check, record, label, index, variant, after, campaign,
 def check_records(check, stored):
     """Every rule that ties the bundle's parts together. Returns the parsed documents when
     they are sound enough to re-derive comparison.json from, else None."""
-    # files: the required set, and no other kind of file
-    for rel in REQUIRED:
-        if rel not in check.openable:
-            check.fail(rel, "missing (every bundle holds it)", "files")
     docs = {name: load_json(check, rel) for name, rel in (
         ("campaign", CAMPAIGN_JSON), ("claimed", COMPARISON), ("runner", RUNNER), ("cleanup", CLEANUP),
         ("environment", ENVIRONMENT), ("revisions", REVISIONS), ("inputs", INPUTS))}
     campaign, runner, cleanup = docs["campaign"], docs["runner"], docs["cleanup"]
     legacy = isinstance(campaign, dict) and campaign.get("schema") == LEGACY_SCHEMAS["campaign"]
+    written = campaign.get("schema") if isinstance(campaign, dict) else None
+    if isinstance(written, str) and written.startswith("abba-harness/campaign/") and not legacy \
+            and written != SCHEMAS["campaign"]:
+        check.fail(CAMPAIGN_JSON, f"schema {short(written)}: a bundle of an older harness (before {SCHEMAS['campaign']}"
+                                  ", which stores the workload); re-run the campaign to get one these checkers "
+                                  "verify", "parsing")
+        return None
+    # files: the required set (a campaign/v2 bundle has no workload receipt), and no other kind of file
+    for rel in REQUIRED:
+        if rel not in check.openable and not (legacy and rel == WORKLOAD):
+            check.fail(rel, "missing (every bundle holds it)", "files")
     if legacy:  # an explicit order, no rounds, no noise floor: read as v3 without them
         if not shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS_V2, "campaign"):
             return None
@@ -1435,7 +1471,7 @@ def check_records(check, stored):
         record = load_json(check, run_path(label))
         if record is None:
             return None
-        sound &= check_run(check, record, label, index, variant, campaign, runner, index == started - 1)
+        sound &= check_run(check, record, label, index, variant, campaign, runner, index == started - 1, legacy)
         if sound and record["process"]["started_at"] < previous_end - CLOCK_TOL_S:
             check.fail(run_path(label), "its process started before the previous run's ended", "physics")
         if sound:
@@ -1454,7 +1490,8 @@ def check_records(check, stored):
                             "schedule, runner.json runs_started)", "plan")
         elif rel.startswith("data/logs/") and rel not in expected_logs:
             check.fail(rel, "a log of a run the campaign did not start", "plan")
-        elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/", "data/instructions/")) or rel in REQUIRED
+        elif not (rel.startswith(("data/runs/", "data/logs/", "data/arrays/", "data/instructions/", WORKLOAD_DIR))
+                  or rel in REQUIRED
                   or rel in (GOLDEN, BUILDS, REPRODUCTION, NOISE_FLOOR) or not rel.startswith("data/")):
             check.fail(rel, "not a file a bundle holds", "files")
     for rel in sorted(expected_logs - check.openable):
@@ -1575,6 +1612,7 @@ def check_records(check, stored):
     digests = {r["harness_source_sha256"] for r in runs + instr if r["status"] == "ok"}
     if isinstance(env, dict) and digests and digests != {env.get("harness_source_sha256")}:
         check.fail(ENVIRONMENT, "harness_source_sha256 differs from the run records'", "identity")
+    workload = None if legacy else check_workload(check, campaign, runs + instr)
 
     # builds: a receipt exactly when the campaign has build commands, for both revisions
     if campaign["build"]:
@@ -1630,7 +1668,62 @@ def check_records(check, stored):
     for key, value in want.items():
         if info.get(key) != value:
             check.fail(BAG_INFO, f"{key} {short(info.get(key))}, the payload says {short(value)}", "bag-info")
-    return {**docs, "runs": runs, "golden": golden, "noise_floor": floor, "instructions": instr}
+    return {**docs, "runs": runs, "golden": golden, "noise_floor": floor, "instructions": instr,
+            "workload": workload}
+
+
+def check_workload(check, campaign, runs):
+    """workload.json against the stored files under data/workload/ (names, sizes, SHA-256s,
+    none extra or missing) and its digest against the listing and every ok run's digest of
+    the folder it imported from. Returns the receipt (None when unusable: its shape or a row's)."""
+    receipt = load_json(check, WORKLOAD, required=False)
+    if receipt is None or not shaped(check, WORKLOAD, receipt, WORKLOAD_KEYS, "workload receipt", "workload"):
+        return None
+    files = receipt["files"]
+    if len(files) > MAX_WORKLOAD_FILES:
+        check.fail(WORKLOAD, f"{len(files)} files, over the {MAX_WORKLOAD_FILES} a workload folder may hold", "files")
+        return None
+    listed, previous, total = set(), None, 0
+    for n, row in enumerate(files):
+        if not shaped(check, WORKLOAD, row, WORKLOAD_FILE_KEYS, f"files[{n}]"):
+            return None
+        rel, problem = WORKLOAD_DIR + row["path"], unsafe_path(row["path"])
+        if problem:
+            check.fail(WORKLOAD, f"files[{n}]: unsafe path {ascii(row['path'])} ({problem})", "files")
+            return None
+        if previous is not None and row["path"].encode() <= previous.encode():
+            check.fail(WORKLOAD, f"files[{n}]: {show(row['path'])} after {show(previous)} (listed once each, sorted "
+                                 "by path)", "files")
+        previous = row["path"]
+        listed.add(rel)
+        total += row["size"] if is_int(row["size"]) else 0
+        if rel not in check.openable:
+            check.fail(WORKLOAD, f"files[{n}]: {show(row['path'])} is not stored under {WORKLOAD_DIR}", "files")
+            continue
+        size = os.lstat(check.path(rel)).st_size
+        if row["size"] != size:
+            check.fail(rel, f"{size} bytes, workload.json says {short(row['size'])}", "files")
+        elif check.sha256(rel) != row["sha256"]:
+            check.fail(rel, f"its SHA-256 is not the one workload.json lists", "files")
+    if total > MAX_WORKLOAD_BYTES:
+        check.fail(WORKLOAD, f"{total} bytes of files, over the {MAX_WORKLOAD_BYTES} a workload folder may hold",
+                   "files")
+    for rel in sorted(r for r in check.openable if r.startswith(WORKLOAD_DIR) and r not in listed):
+        check.fail(rel, "stored under data/workload/ but not listed in workload.json", "files")
+    recorded = campaign["workload"].get("path") if isinstance(campaign["workload"], dict) else None
+    if receipt["path"] != recorded:
+        check.fail(WORKLOAD, f"path {short(receipt['path'])}, campaign.json's workload.path is {short(recorded)}",
+                   "identity")
+    listing = "".join(f"{row['sha256']}  {row['path']}\n" for row in files)
+    want = hashlib.sha256(listing.encode()).hexdigest() if receipt["path"] is not None else None
+    if receipt["digest"] != want or (receipt["path"] is None and files):
+        check.fail(WORKLOAD, f"digest {short(receipt['digest'])}, the files listed give {short(want)}", "identity")
+    seen = {r["workload_sha256"] for r in runs if r["status"] == "ok"}
+    if seen - {receipt["digest"]}:
+        check.fail(WORKLOAD, f"digest {short(receipt['digest'])}, but the workers imported from a folder with "
+                             f"digest {short(sorted(seen - {receipt['digest']}, key=str)[0])} (the folder changed "
+                             "during the campaign, or the receipt is not its)", "identity")
+    return receipt
 
 
 def check_reproduction(check, receipt, campaign, claimed):
@@ -1726,7 +1819,7 @@ def compare_golden(golden, runs):
             "runs": len(runs), "identical": not failing, "failing": failing}
 
 
-def derive(campaign, runs, runner, cleanup, golden, schema=None, instr=()):
+def derive(campaign, runs, runner, cleanup, golden, schema=None, instr=(), workload=None):
     """comparison.json without `stats` and without `parity.divergence` values (both left to
     `derive_stats` and to harness verify); its `instructions` section is added by
     check_comparison once the stats are known."""
@@ -1742,6 +1835,8 @@ def derive(campaign, runs, runner, cleanup, golden, schema=None, instr=()):
     reasons += [f"{r['label']}: {r['reason']}" for r in instr if r["status"] != "ok"]
     if len({r.get("harness_source_sha256") for r in ok + [r for r in instr if r["status"] == "ok"]}) > 1:
         reasons.append("the harness's own source changed between runs")
+    if {r.get("workload_sha256") for r in ok + [r for r in instr if r["status"] == "ok"]} - {workload}:
+        reasons.append("the workload folder changed during the campaign (a run's digest is not the stored one's)")
     if not cleanup.get("all_absent", False):
         alive = [str(p["pid"]) for p in cleanup.get("processes", []) if not p["absent"]]
         reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")
@@ -2301,7 +2396,8 @@ def check_comparison(check, docs):
     v2 = claimed.get("schema") == LEGACY_SCHEMAS["comparison"]
     try:
         derived = derive(campaign, runs, docs["runner"], docs["cleanup"], docs["golden"],
-                         LEGACY_SCHEMAS["comparison"] if v2 else None, docs["instructions"])
+                         LEGACY_SCHEMAS["comparison"] if v2 else None, docs["instructions"],
+                         docs["workload"] and docs["workload"]["digest"])
         derived["stats"] = (derive_stats_v2(runs, campaign["threshold"], claimed.get("stats")) if v2 else
                             derive_stats(runs, campaign["threshold"],
                                          docs["noise_floor"]["floor"] if docs["noise_floor"] else None))

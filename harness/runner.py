@@ -17,7 +17,8 @@ from pathlib import Path
 
 import psutil
 
-from harness import bundle, cleanup, comparison, environment, figure, instructions, records, revisions, verdict
+from harness import (bundle, cleanup, comparison, environment, figure, instructions, records, revisions, verdict,
+                     workload as workload_files)
 from harness.fsutil import path_digest, read_json, sha256_bytes
 from harness.progress import Silent
 from harness.spec import Campaign, SpecError
@@ -166,6 +167,8 @@ class Runner:
         self.current: subprocess.Popen | None = None
         self.current_label: str | None = None
         self.interrupted: str | None = None
+        self.workload: list[tuple[str, bytes]] = []  # the workload folder's files, read at the start
+        self.exclude: tuple[str, ...] = ()  # our own output, when it lies inside the workload folder
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -193,6 +196,13 @@ class Runner:
             if workload_path is not None and not workload_path.is_dir():
                 raise SpecError(f"{campaign.source}: workload.path: folder '{workload_path}' does not exist "
                                 "(a relative path is relative to the campaign file)")
+            # The workload as the bundle will store it, read before any run: every worker's
+            # digest of the folder must be this one's.
+            self.exclude = workload_files.excluded(workload_path, self.out)
+            try:
+                self.workload = workload_files.snapshot(workload_path, self.exclude) if workload_path else []
+            except workload_files.WorkloadError as exc:
+                raise SpecError(f"{campaign.source}: workload.path: {exc}") from None
             scratch = Path(tempfile.mkdtemp(prefix=f"abba-{campaign.name}-"))
             staging = None
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -232,6 +242,12 @@ class Runner:
         staging.write_json(records.REVISIONS,
                            records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(records.INPUTS, records.inputs_receipt(inputs))
+        listed = workload_files.rows(self.workload)
+        for rel, data in self.workload:
+            staging.write_bytes(records.workload_file(rel), data)
+        workload = records.workload_receipt(path=resolved["workload"]["path"], files=listed,
+                                            digest=workload_files.digest(listed) if campaign.workload.path else None)
+        staging.write_json(records.WORKLOAD, workload)
         if campaign.build:
             staging.write_json(records.BUILDS, records.builds_receipt({v: m.build for v, m in materialized.items()}))
         if golden is not None:
@@ -277,7 +293,7 @@ class Runner:
         staging.write_json(records.CLEANUP, cleanup_receipt)
         staging.write_json(records.RUNNER, runner_receipt)
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden, staging.arrays_dir,
-                                   floor=floor, instr=instr_runs)
+                                   floor=floor, instr=instr_runs, workload=workload["digest"])
         staging.write_json(records.COMPARISON, result)
         # Rendered outside the bundle, then copied in through a temporary file and a rename.
         figure.render(result, runs, scratch / "figure.png")
@@ -317,6 +333,7 @@ class Runner:
             label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree), parent_pid=os.getpid(),
             workload={"entry": campaign.workload.entry, "params": campaign.workload.params,
                       "path": str(campaign.workload.path) if campaign.workload.path else None,
+                      "exclude": list(self.exclude),
                       "sys_path": list(campaign.workload.sys_path), "items": campaign.workload.items},
             inputs={name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
             slots=campaign.slots, stages=campaign.stages if staged else {},

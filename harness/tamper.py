@@ -397,13 +397,14 @@ def rederive(root: Path) -> None:
     golden = _load(root, records.GOLDEN) if (root / records.GOLDEN).is_file() else None
     floor = _load(root, records.NOISE_FLOOR) if (root / records.NOISE_FLOOR).is_file() else None
     claimed = _load(root, records.COMPARISON) if (root / records.COMPARISON).is_file() else {}
+    workload = _load(root, records.WORKLOAD) if (root / records.WORKLOAD).is_file() else {}
     instr = [_load(root, records.instructions_path(label)) for label, *_ in
              records.schedule("", (campaign.get("instructions") or {}).get("order", ""))
              if (root / records.instructions_path(label)).is_file()]
     try:
         result = comparison.derive(campaign, runs, runner, _load(root, records.CLEANUP), golden,
                                    root / "data" / "arrays", claimed.get("schema") if isinstance(claimed, dict) else None,
-                                   floor, instr)
+                                   floor, instr, workload.get("digest") if isinstance(workload, dict) else None)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
     _dump(root, records.COMPARISON, result)
@@ -622,8 +623,44 @@ def record_rules() -> list[Mutation]:
             r["process"]["ended_at"] += shift
         edit_runs(later)(root)
 
+    def workload_edited(root, receipt_too: bool):
+        """The stored entry module of the workload changed; with receipt_too, its row and
+        the receipt's digest re-derived to match, as a forger would."""
+        from harness import workload
+
+        receipt = _load(root, records.WORKLOAD)
+        row = next(r for r in receipt["files"] if r["path"].endswith(".py"))
+        path = root / records.workload_file(row["path"])
+        path.write_bytes(path.read_bytes() + b"\n# the code that was not measured\n")
+        if receipt_too:
+            row.update(size=path.stat().st_size, sha256=sha256_file(path))
+            receipt["digest"] = workload.digest(receipt["files"])
+            _dump(root, records.WORKLOAD, receipt)
+
+    def workload_extra(root):
+        (root / records.workload_file("extra.py")).write_text("print('not measured')\n")
+
+    def workload_dropped(root):
+        from harness import workload
+
+        receipt = _load(root, records.WORKLOAD)
+        gone = receipt["files"].pop()
+        (root / records.workload_file(gone["path"])).unlink()
+        receipt["digest"] = workload.digest(receipt["files"])
+        _dump(root, records.WORKLOAD, receipt)
+
     m = Mutation
     return [
+        m("workload: a stored file edited, its receipt kept, re-hashed",
+          forge(lambda root: workload_edited(root, False), derive=False), "[files]", rule="files"),
+        m("workload: a stored file edited with its receipt row and digest, re-derived",
+          forge(lambda root: workload_edited(root, True)), "[identity]", rule="identity"),
+        m("workload: a file under data/workload/ the receipt does not list, re-hashed",
+          forge(workload_extra, derive=False), "[files]", rule="files"),
+        m("workload: a stored file and its row dropped, digest re-derived",
+          forge(workload_dropped), "[identity]", rule="identity"),
+        m("records: B1 imported from a workload folder of another digest, re-derived",
+          forge(run("B1", lambda r: r.update(workload_sha256="0" * 64))), "[identity]", rule="identity"),
         m("records: variant and SHA of every run swapped between A and B, re-derived",
           forge(swap_identities), "[identity]", rule="identity"),
         m("records: B1 says it is a base run, re-derived", forge(run("B1", lambda r: r.update(variant="base"))),

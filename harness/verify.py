@@ -60,7 +60,8 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
     try:
         derived = comparison.derive(docs["campaign"], docs["runs"], docs["runner"], docs["cleanup"],
                                     docs["golden"], root / "data" / "arrays", docs["claimed"].get("schema"),
-                                    docs["noise_floor"], docs["instructions"])
+                                    docs["noise_floor"], docs["instructions"],
+                                    docs["workload"] and docs["workload"]["digest"])
     except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
         check.fail(records.COMPARISON, f"cannot be re-derived from the run records "
                                        f"({exc.__class__.__name__}: {str(exc)[:80]})")
@@ -198,6 +199,7 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
     if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
         check.fail(records.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
                                           f"names {workload}", "anchors")
+    _check_workload_files(check, docs, workload)
     for variant in ("base", "candidate"):
         receipt = docs["revisions"].get(variant) or {}
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:
@@ -209,3 +211,23 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
         if digest != receipt.get("tree_sha256"):
             check.fail(records.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.get('tree_sha256'))}, "
                                           f"the commit's tree gives {digest[:16]}...", "anchors")
+
+
+def _check_workload_files(check: rehash.Check, docs: dict, folder: Path) -> None:
+    """Each file the bundle stored of the workload must be the repository's, byte for byte,
+    in the folder the repository's campaign file names (its working tree, where the runner
+    read it). Files the folder gained since are not the bundle's business."""
+    receipt = docs["workload"]
+    for row in receipt["files"] if receipt is not None else ():
+        path = (folder / row["path"]).resolve()
+        if folder.resolve() not in path.parents:
+            check.fail(records.WORKLOAD, f"{row['path']!r} resolves outside the workload folder {folder}", "anchors")
+            continue
+        try:
+            data = read_anchor(path, rehash.MAX_WORKLOAD_BYTES)
+        except AnchorError as exc:
+            check.fail(records.workload_file(row["path"]), f"missing or unreadable in the repository: {exc}", "anchors")
+            continue
+        if hashlib.sha256(data).hexdigest() != row["sha256"]:
+            check.fail(records.workload_file(row["path"]), f"differs from {path}", "anchors")
+

@@ -246,7 +246,7 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
     return wall, results, region
 
 
-def count_items(workload, items: list[str], result_path: str) -> int:
+def count_items(workload, items: list[str], result_path: str, workload_digest: str | None) -> int:
     """An instruction run: the items in order on this thread, through the one call that
     callgrind collects inside (harness.instructions.measured); outputs are dropped, not
     stored (the wall runs carry parity)."""
@@ -272,7 +272,8 @@ def count_items(workload, items: list[str], result_path: str) -> int:
     if hasattr(workload, "close"):
         workload.close()
     atomic_write_json(result_path, {"items": items, "errors": len(raised),
-                                    "harness_source_sha256": harness_source_digest()})
+                                    "harness_source_sha256": harness_source_digest(),
+                                    "workload_sha256": workload_digest})
     return 0
 
 
@@ -297,6 +298,15 @@ def main(job_path: str) -> int:
     sys.dont_write_bytecode = True
 
     inputs = verify_inputs(job["inputs"])
+    # What this run imports from the workload folder, digested before any import: the runner
+    # stored the folder at the campaign's start, and a run whose digest is not the stored
+    # one fails the campaign (harness/comparison.py).
+    from harness.workload import WorkloadError, folder_digest
+
+    try:
+        workload_digest = folder_digest(job["workload"].get("path"), tuple(job["workload"].get("exclude", ())))
+    except (WorkloadError, OSError) as exc:
+        raise SystemExit(f"workload.path: {exc}") from None
 
     from harness import stagetimer
     from harness.environment import harness_source_digest
@@ -343,7 +353,7 @@ def main(job_path: str) -> int:
     if job["mode"] == "check":
         return check_protocol(workload, items, arrays_dir, job["result_path"], timer, job["stages"])
     if job["mode"] == "instructions":
-        return count_items(workload, subset(items, job["instructions_items"]), job["result_path"])
+        return count_items(workload, subset(items, job["instructions_items"]), job["result_path"], workload_digest)
 
     # Measured before the clock, in runs that carry wrappers: what one costs here.
     wrapper_s = stagetimer.wrapper_cost() if any(installed.values()) else None
@@ -378,6 +388,7 @@ def main(job_path: str) -> int:
                     "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count(), **region,
                     "stage_wrapper_s": wrapper_s, "warmup_s": WARMUP_S},
         "harness_source_sha256": harness_source_digest(),
+        "workload_sha256": workload_digest,
         "started_at": started_at,
         "ended_at": now_iso(),
     }
