@@ -144,3 +144,44 @@ def capture(worker_env: dict[str, str]) -> dict:
         "harness_source_sha256": harness_source_digest(),
         "worker_env": worker_env,
     }
+
+
+# --- the machine class: what float kernels depend on (harness reproduce, compare) -------
+CLASS_KEYS = ("cpu_model", "vector_isa", "blas")
+
+
+def _text(value) -> str | None:
+    if value in (None, "", "unknown"):
+        return None
+    if isinstance(value, dict):
+        return _text(value.get("summary")) or " ".join(f"{k}={value[k]}" for k in sorted(value))
+    return str(value)
+
+
+def machine(env: dict) -> dict:
+    """What environment.json says of the machine class; None where it does not say. Reads
+    `vector_isa`, `blas` and `torch_threads`, else the older `cpu_isa` and `torch_runtime`."""
+    torch = env.get("torch_runtime") if isinstance(env.get("torch_runtime"), dict) else {}
+    blas = env.get("blas") or " ".join(str(x) for x in (torch.get("blas"), torch.get("blas_version")) if x)
+    return {"cpu_model": _text(env.get("cpu_model")),
+            "vector_isa": _text(env.get("vector_isa") or env.get("cpu_isa")),
+            "blas": _text(blas), "torch_threads": env.get("torch_threads", torch.get("threads")),
+            "cores": env.get("cores")}
+
+
+def machine_text(m: dict) -> str:
+    parts = [m.get("cpu_model") or "CPU unknown", m.get("vector_isa") or "ISA unknown",
+             (m.get("blas") or "BLAS unknown").split(" ")[0]]
+    return ", ".join(parts) + (f", {m['cores']} cores" if m.get("cores") else "")
+
+
+def same_class(a: dict, b: dict) -> tuple[bool | None, str]:
+    """(True, why) when CPU model, vector ISA and BLAS are recorded and equal; (False, why)
+    when one recorded on both sides differs; (None, why) when the class cannot be told."""
+    differ = [k for k in CLASS_KEYS if a[k] and b[k] and a[k] != b[k]]
+    if differ:
+        return False, "another machine class: " + "; ".join(f"{k} {a[k]!r} vs {b[k]!r}" for k in differ)
+    unknown = [k for k in CLASS_KEYS if not (a[k] and b[k])]
+    if unknown:
+        return None, f"machine class not established ({', '.join(unknown)} not recorded)"
+    return True, "same machine class (CPU model, vector ISA and BLAS build equal)"

@@ -4,7 +4,8 @@ fields differ, the divergence report says by how much."""
 from __future__ import annotations
 
 import math
-
+import shutil
+import tempfile
 from pathlib import Path
 
 MAX_LISTED = 50
@@ -278,3 +279,86 @@ def fields_per_pair(comparison: dict) -> int | None:
     if not isinstance(total, int) or others < 1 or total % others:
         return None
     return total // others
+
+
+# --- two bundles' outputs (harness reproduce, harness compare A B) ----------------------
+FLOAT_KINDS = "fc"  # dtype kinds whose bits legitimately depend on the machine
+REASONS = {"structure": "missing, or another dtype or shape", "float": "float values differ",
+           "discrete": "integer or bool values differ"}
+
+
+def items_run(runs: list[dict]) -> int:
+    return max((len(r["items"]) for r in runs if r["status"] == "ok"), default=0)
+
+
+def _first_ok(runs: list[dict], variant: str) -> dict | None:
+    return next((r for r in runs if r["status"] == "ok" and r["variant"] == variant), None)
+
+
+def _kind(a: dict | None, b: dict | None) -> str:
+    """How one field differs: structure (missing, dtype or shape), float or discrete bits."""
+    if a is None or b is None or (a["dtype"], a["shape"]) != (b["dtype"], b["shape"]):
+        return "structure"
+    return "float" if a["dtype"].lstrip("<>|=")[:1] in FLOAT_KINDS else "discrete"
+
+
+def compare_outputs(original: list[dict], reproduction: list[dict], same: bool | None) -> dict:
+    """The two bundles' outputs, per variant (first ok run of each), over the items both
+    have. Mismatch rows use parity's form, so parity.divergence can measure them."""
+    mismatches, items, fields = [], {}, [0, 0]
+    for variant in ("base", "candidate"):
+        a, b = _first_ok(original, variant), _first_ok(reproduction, variant)
+        if a is None or b is None:
+            continue
+        ia, ib = ({it["id"]: it for it in r["items"]} for r in (a, b))
+        run = f"{variant} {a['label']}/{b['label']}"
+        for item_id in sorted(set(ia) & set(ib)):
+            x, y = ia[item_id], ib[item_id]
+            items.setdefault(item_id, "identical")
+            if x["error"] != y["error"]:
+                items[item_id] = "error"
+                mismatches.append({"run": run, "item": item_id, "field": None, "kind": "error",
+                                   "reason": "recorded errors differ"})
+            for name in sorted(set(x["fields"]) | set(y["fields"])):
+                f, g = x["fields"].get(name), y["fields"].get(name)
+                fields[0] += 1
+                if f is not None and g is not None and f["digest"] == g["digest"]:
+                    fields[1] += 1
+                    continue
+                kind = _kind(f, g)
+                if items[item_id] in ("identical", "float"):
+                    items[item_id] = kind
+                mismatches.append({"run": run, "item": item_id, "field": name, "kind": kind,
+                                   "reason": REASONS[kind],
+                                   "reference_digest": f and f["digest"], "digest": g and g["digest"]})
+    kinds = {m["kind"] for m in mismatches}
+    if not items:
+        agree, why = False, "no ok run of a variant to compare"
+    elif not mismatches:
+        agree, why = True, "identical"
+    elif kinds == {"float"} and same is not True:
+        agree, why = True, "float fields differ only: expected non-portability across machine classes"
+    elif kinds == {"float"}:
+        agree, why = False, "float fields differ on a machine of the same class"
+    else:
+        agree, why = False, f"{'/'.join(sorted(kinds - {'float'}))} differences (not machine-dependent)"
+    differing = {i: k for i, k in items.items() if k != "identical"}
+    return {"agree": agree, "why": why, "same_class": same,
+            "items": {"original": items_run(original), "reproduction": items_run(reproduction),
+                      "compared": len(items), "identical": len(items) - len(differing)},
+            "items_differing": dict(sorted(differing.items())[:MAX_LISTED]),
+            "fields_compared": fields[0], "fields_identical": fields[1],
+            "kinds": sorted(kinds), "mismatch_count": len(mismatches), "mismatches": mismatches[:MAX_LISTED]}
+
+
+def divergence_across(mismatches: list[dict], original_arrays: Path, reproduction_arrays: Path) -> list[dict]:
+    """parity.divergence over two bundles: the differing arrays, side by side in one folder
+    (content-addressed, so names cannot clash)."""
+    from harness import tensors
+
+    with tempfile.TemporaryDirectory(prefix="abba-divergence-") as tmp:
+        for m in mismatches:
+            for key, folder in (("reference_digest", original_arrays), ("digest", reproduction_arrays)):
+                if m.get(key) and tensors.array_path(folder, m[key]).is_file():
+                    shutil.copyfile(tensors.array_path(folder, m[key]), tensors.array_path(Path(tmp), m[key]))
+        return divergence(mismatches, Path(tmp))

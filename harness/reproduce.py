@@ -18,26 +18,21 @@ overrides and the recorded SHAs, seals a new bundle, and writes into it a receip
   some items is held to the original's ratio re-derived over those items (timing.original;
   the claim over all of them is timing.claimed).
 
-The pure functions here (machine, same_class, compare_outputs, judge_timing, scope,
-verdict) take parsed records; `reproduce` does the running and sealing.
+The pure functions here (judge_timing, scope, verdict) take parsed records; the machine
+class is harness/environment.py's, output agreement harness/parity.py's; `reproduce` does
+the running and sealing.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import records
+from harness import bundlereader, environment, parity, records
 from harness.verdict import REPRODUCTION_CODES
 
-CLASS_KEYS = ("cpu_model", "vector_isa", "blas")
-FLOAT_KINDS = "fc"  # dtype kinds whose bits legitimately depend on the machine
-REASONS = {"structure": "missing, or another dtype or shape", "float": "float values differ",
-           "discrete": "integer or bool values differ"}
 EXIT_CODES = REPRODUCTION_CODES
-MAX_LISTED = 50
 
 
 OUT = Path("out")  # where a default reproduction goes: the current folder's scratch, never evidence/
@@ -66,21 +61,6 @@ class Refused(Exception):
 
 
 # --------------------------------------------------------------------------- bundles
-def load(bundle: Path) -> dict:
-    """The parts of a (verified) bundle a reproduction compares."""
-    from harness.fsutil import read_json, sha256_file
-
-    bundle = Path(bundle)
-    campaign, runner = read_json(bundle / records.CAMPAIGN_JSON), read_json(bundle / records.RUNNER)
-    return {"path": bundle, "campaign": campaign, "runner": runner,
-            "comparison": read_json(bundle / records.COMPARISON),
-            "environment": read_json(bundle / records.ENVIRONMENT),
-            "inputs": read_json(bundle / records.INPUTS),
-            "runs": [read_json(bundle / records.run_path(label))
-                     for label in campaign["labels"][:runner["runs_started"]]],
-            "digest": sha256_file(bundle / records.TAGMANIFEST)}
-
-
 def other_campaign(a: dict, b: dict) -> str | None:
     """Why two campaign.json records are not one campaign at one pair of SHAs, or None:
     outputs of different code are not comparable under these rules."""
@@ -92,118 +72,6 @@ def other_campaign(a: dict, b: dict) -> str | None:
         if x != y:
             return f"{what} {x} vs {y}"
     return None
-
-
-# --------------------------------------------------------------------------- machines
-def _text(value) -> str | None:
-    if value in (None, "", "unknown"):
-        return None
-    if isinstance(value, dict):
-        return _text(value.get("summary")) or " ".join(f"{k}={value[k]}" for k in sorted(value))
-    return str(value)
-
-
-def machine(env: dict) -> dict:
-    """What environment.json says of the machine class; None where it does not say. Reads
-    `vector_isa`, `blas` and `torch_threads`, else the older `cpu_isa` and `torch_runtime`."""
-    torch = env.get("torch_runtime") if isinstance(env.get("torch_runtime"), dict) else {}
-    blas = env.get("blas") or " ".join(str(x) for x in (torch.get("blas"), torch.get("blas_version")) if x)
-    return {"cpu_model": _text(env.get("cpu_model")),
-            "vector_isa": _text(env.get("vector_isa") or env.get("cpu_isa")),
-            "blas": _text(blas), "torch_threads": env.get("torch_threads", torch.get("threads")),
-            "cores": env.get("cores")}
-
-
-def machine_text(m: dict) -> str:
-    parts = [m.get("cpu_model") or "CPU unknown", m.get("vector_isa") or "ISA unknown",
-             (m.get("blas") or "BLAS unknown").split(" ")[0]]
-    return ", ".join(parts) + (f", {m['cores']} cores" if m.get("cores") else "")
-
-
-def same_class(a: dict, b: dict) -> tuple[bool | None, str]:
-    """(True, why) when CPU model, vector ISA and BLAS are recorded and equal; (False, why)
-    when one recorded on both sides differs; (None, why) when the class cannot be told."""
-    differ = [k for k in CLASS_KEYS if a[k] and b[k] and a[k] != b[k]]
-    if differ:
-        return False, "another machine class: " + "; ".join(f"{k} {a[k]!r} vs {b[k]!r}" for k in differ)
-    unknown = [k for k in CLASS_KEYS if not (a[k] and b[k])]
-    if unknown:
-        return None, f"machine class not established ({', '.join(unknown)} not recorded)"
-    return True, "same machine class (CPU model, vector ISA and BLAS build equal)"
-
-
-# --------------------------------------------------------------------------- outputs
-def _first_ok(runs: list[dict], variant: str) -> dict | None:
-    return next((r for r in runs if r["status"] == "ok" and r["variant"] == variant), None)
-
-
-def _kind(a: dict | None, b: dict | None) -> str:
-    """How one field differs: structure (missing, dtype or shape), float or discrete bits."""
-    if a is None or b is None or (a["dtype"], a["shape"]) != (b["dtype"], b["shape"]):
-        return "structure"
-    return "float" if a["dtype"].lstrip("<>|=")[:1] in FLOAT_KINDS else "discrete"
-
-
-def compare_outputs(original: list[dict], reproduction: list[dict], same: bool | None) -> dict:
-    """The two bundles' outputs, per variant (first ok run of each), over the items both
-    have. Mismatch rows use parity's form, so parity.divergence can measure them."""
-    mismatches, items, fields = [], {}, [0, 0]
-    for variant in ("base", "candidate"):
-        a, b = _first_ok(original, variant), _first_ok(reproduction, variant)
-        if a is None or b is None:
-            continue
-        ia, ib = ({it["id"]: it for it in r["items"]} for r in (a, b))
-        run = f"{variant} {a['label']}/{b['label']}"
-        for item_id in sorted(set(ia) & set(ib)):
-            x, y = ia[item_id], ib[item_id]
-            items.setdefault(item_id, "identical")
-            if x["error"] != y["error"]:
-                items[item_id] = "error"
-                mismatches.append({"run": run, "item": item_id, "field": None, "kind": "error",
-                                   "reason": "recorded errors differ"})
-            for name in sorted(set(x["fields"]) | set(y["fields"])):
-                f, g = x["fields"].get(name), y["fields"].get(name)
-                fields[0] += 1
-                if f is not None and g is not None and f["digest"] == g["digest"]:
-                    fields[1] += 1
-                    continue
-                kind = _kind(f, g)
-                if items[item_id] in ("identical", "float"):
-                    items[item_id] = kind
-                mismatches.append({"run": run, "item": item_id, "field": name, "kind": kind,
-                                   "reason": REASONS[kind],
-                                   "reference_digest": f and f["digest"], "digest": g and g["digest"]})
-    kinds = {m["kind"] for m in mismatches}
-    if not items:
-        agree, why = False, "no ok run of a variant to compare"
-    elif not mismatches:
-        agree, why = True, "identical"
-    elif kinds == {"float"} and same is not True:
-        agree, why = True, "float fields differ only: expected non-portability across machine classes"
-    elif kinds == {"float"}:
-        agree, why = False, "float fields differ on a machine of the same class"
-    else:
-        agree, why = False, f"{'/'.join(sorted(kinds - {'float'}))} differences (not machine-dependent)"
-    differing = {i: k for i, k in items.items() if k != "identical"}
-    return {"agree": agree, "why": why, "same_class": same,
-            "items": {"original": items_run(original), "reproduction": items_run(reproduction),
-                      "compared": len(items), "identical": len(items) - len(differing)},
-            "items_differing": dict(sorted(differing.items())[:MAX_LISTED]),
-            "fields_compared": fields[0], "fields_identical": fields[1],
-            "kinds": sorted(kinds), "mismatch_count": len(mismatches), "mismatches": mismatches[:MAX_LISTED]}
-
-
-def divergence(mismatches: list[dict], original_arrays: Path, reproduction_arrays: Path) -> list[dict]:
-    """parity.divergence over two bundles: the differing arrays, side by side in one folder
-    (content-addressed, so names cannot clash)."""
-    from harness import parity, tensors
-
-    with tempfile.TemporaryDirectory(prefix="abba-divergence-") as tmp:
-        for m in mismatches:
-            for key, folder in (("reference_digest", original_arrays), ("digest", reproduction_arrays)):
-                if m.get(key) and tensors.array_path(folder, m[key]).is_file():
-                    shutil.copyfile(tensors.array_path(folder, m[key]), tensors.array_path(Path(tmp), m[key]))
-        return parity.divergence(mismatches, Path(tmp))
 
 
 # --------------------------------------------------------------------------- timing
@@ -249,16 +117,12 @@ def judge_timing(original: dict, reproduction: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- scope, verdict
-def items_run(runs: list[dict]) -> int:
-    return max((len(r["items"]) for r in runs if r["status"] == "ok"), default=0)
-
-
 def scope(original: dict, reproduction: dict) -> dict:
     """How much of the original campaign the re-run repeated, and what that costs the check."""
     orders = original["campaign"]["order"], reproduction["campaign"]["order"]
     plans = [f"{c['rounds']} rounds" if c.get("rounds") else c["order"]
              for c in (original["campaign"], reproduction["campaign"])]
-    items = items_run(original["runs"]), items_run(reproduction["runs"])
+    items = parity.items_run(original["runs"]), parity.items_run(reproduction["runs"])
     spot = len(orders[1]) < len(orders[0]) or items[1] < items[0]
     if spot:
         timed = claim(reproduction["comparison"])["items"]
@@ -284,12 +148,12 @@ def verdict(comparison: dict, outputs: dict, timing: dict) -> str:
 
 
 def receipt(original: dict, reproduction: dict) -> dict:
-    """The receipt from two loaded bundles (load()), the divergence left empty."""
+    """The receipt from two loaded bundles (bundlereader.load), the divergence left empty."""
     from harness import analysis
 
-    ma, mb = machine(original["environment"]), machine(reproduction["environment"])
-    same, why = same_class(ma, mb)
-    outputs = compare_outputs(original["runs"], reproduction["runs"], same)
+    ma, mb = environment.machine(original["environment"]), environment.machine(reproduction["environment"])
+    same, why = environment.same_class(ma, mb)
+    outputs = parity.compare_outputs(original["runs"], reproduction["runs"], same)
     claimed = claim(original["comparison"])
     ran = {it["id"] for r in reproduction["runs"] if r["status"] == "ok" for it in r["items"]}
     everything = {it["id"] for r in original["runs"] for it in r["items"]}
@@ -422,10 +286,10 @@ def reproduce(original: dict, campaign, out: Path, force: bool = False, progress
     with bundle.OutputLock(out):
         try:
             outcome = Runner(campaign, work, force=True, progress=progress).run()
-            new = load(work)
+            new = bundlereader.load(work)
             result = receipt(original, new)
             shown = result["outputs"]["mismatches"]
-            result["outputs"]["divergence"] = divergence(shown, original["path"] / "data" / "arrays",
+            result["outputs"]["divergence"] = parity.divergence_across(shown, original["path"] / "data" / "arrays",
                                                          work / "data" / "arrays") if shown else []
             staging = bundle.Staging(out)
             try:

@@ -65,7 +65,8 @@ def test_comparison_rederived_without_numpy_matches_the_harness(demo_bundle):
     runs = [load(f"data/runs/{label}.json") for label in campaign["labels"]]
     golden = load("data/golden.json") if (demo_bundle / "data" / "golden.json").exists() else None
     derived = rehash.derive(campaign, runs, load("data/receipts/runner.json"),
-                            load("data/receipts/cleanup.json"), golden)
+                            load("data/receipts/cleanup.json"), golden,
+                            workload=load("data/receipts/workload.json")["digest"])
     claimed.pop("stats")
     assert derived == claimed  # bit for bit: same formulas, math.fsum means
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import CAMPAIGNS, ROOT, harness, no_traceback
-from harness import analysis, records, rehash, reproduce, tamper, tensors
+from harness import analysis, bundlereader, environment, parity, records, rehash, reproduce, tamper, tensors
 from harness.report import render_report
 from harness.worker import subset
 
@@ -28,22 +28,22 @@ XEON = {"cpu_model": "Intel Xeon", "vector_isa": "avx512", "blas": "mkl 2024.2",
 
 
 def test_machine_reads_the_new_and_the_older_fields():
-    m = reproduce.machine(EPYC)
+    m = environment.machine(EPYC)
     assert (m["cpu_model"], m["vector_isa"], m["blas"], m["torch_threads"]) == ("AMD EPYC", "avx2", "mkl 2024.2", 1)
-    m = reproduce.machine(XEON)
+    m = environment.machine(XEON)
     assert (m["vector_isa"], m["blas"], m["torch_threads"]) == ("avx512", "mkl 2024.2", 1)
-    assert reproduce.machine({}) == {"cpu_model": None, "vector_isa": None, "blas": None, "torch_threads": None,
+    assert environment.machine({}) == {"cpu_model": None, "vector_isa": None, "blas": None, "torch_threads": None,
                                      "cores": None}
 
 
 def test_machine_classes():
-    epyc, xeon = reproduce.machine(EPYC), reproduce.machine(XEON)
-    assert reproduce.same_class(epyc, dict(epyc))[0] is True
-    same, why = reproduce.same_class(epyc, xeon)
+    epyc, xeon = environment.machine(EPYC), environment.machine(XEON)
+    assert environment.same_class(epyc, dict(epyc))[0] is True
+    same, why = environment.same_class(epyc, xeon)
     assert same is False and "cpu_model 'AMD EPYC' vs 'Intel Xeon'" in why and "vector_isa" in why
-    same, why = reproduce.same_class(epyc, reproduce.machine({"cpu_model": "AMD EPYC"}))
+    same, why = environment.same_class(epyc, environment.machine({"cpu_model": "AMD EPYC"}))
     assert same is None and "vector_isa, blas not recorded" in why  # missing is unknown, never "same"
-    assert reproduce.same_class(epyc, reproduce.machine({**EPYC, "blas": "openblas 0.3"}))[0] is False
+    assert environment.same_class(epyc, environment.machine({**EPYC, "blas": "openblas 0.3"}))[0] is False
 
 
 # --------------------------------------------------------------------------- outputs
@@ -74,7 +74,7 @@ def outputs(logp=LOGP, tokens=TOKENS, flags=FLAGS, extra=None):
 
 def test_identical_outputs_agree(tmp_path):
     a, b = _pair(tmp_path, outputs(), outputs())
-    out = reproduce.compare_outputs(a, b, True)
+    out = parity.compare_outputs(a, b, True)
     assert out["agree"] and out["why"] == "identical" and out["mismatch_count"] == 0
     assert out["items"] == {"original": 2, "reproduction": 2, "compared": 2, "identical": 2}
     assert out["fields_compared"] == out["fields_identical"] == 10
@@ -89,10 +89,10 @@ def test_float_only_differences_depend_on_the_machine_class(tmp_path, same, agre
     logp = LOGP.copy()
     logp[5] = np.nextafter(logp[5], np.float32(1))  # one ulp
     a, b = _pair(tmp_path, outputs(), outputs(logp=logp))
-    out = reproduce.compare_outputs(a, b, same)
+    out = parity.compare_outputs(a, b, same)
     assert (out["agree"], out["why"], out["kinds"]) == (agree, why, ["float"])
     assert out["items_differing"] == {"x0": "float"}
-    rows = reproduce.divergence(out["mismatches"], tmp_path / "a" / "arrays", tmp_path / "b" / "arrays")
+    rows = parity.divergence_across(out["mismatches"], tmp_path / "a" / "arrays", tmp_path / "b" / "arrays")
     assert [(r["field"], r["differing"], r["max_ulp"]) for r in rows] == [("logp", 1, 1), ("logp", 1, 1)]
 
 
@@ -105,19 +105,19 @@ def test_float_only_differences_depend_on_the_machine_class(tmp_path, same, agre
 @pytest.mark.parametrize("same", [True, False, None])
 def test_discrete_and_structural_differences_fail_on_any_machine(tmp_path, edit, kind, same):
     a, b = _pair(tmp_path, outputs(), outputs(**edit))
-    out = reproduce.compare_outputs(a, b, same)
+    out = parity.compare_outputs(a, b, same)
     assert not out["agree"] and out["kinds"] == [kind] and kind in out["why"]
 
 
 def test_recorded_errors_and_missing_fields_fail_and_only_common_items_count(tmp_path):
     more = {"x2": {"logp": LOGP}}  # only the original has x2: not compared
     a, b = _pair(tmp_path, outputs(extra=more), outputs(extra={"x1": {"logp": LOGP * 2}}))
-    out = reproduce.compare_outputs(a, b, False)
+    out = parity.compare_outputs(a, b, False)
     assert out["items"]["compared"] == 2 and "x2" not in out["items_differing"]
     assert not out["agree"] and out["items_differing"] == {"x1": "structure"}  # tokens missing
     a = [_run(tmp_path / "e", "A1", "base", {"err": {}}, error={"type": "ValueError", "message": "m"})]
     b = [_run(tmp_path / "f", "A1", "base", {"err": {}}, error={"type": "ValueError", "message": "other"})]
-    out = reproduce.compare_outputs(a, b, False)
+    out = parity.compare_outputs(a, b, False)
     assert not out["agree"] and out["kinds"] == ["error"]
 
 
@@ -199,7 +199,7 @@ def test_a_reproduction_of_the_demo_agrees_with_its_original(demo_bundle_master,
     out, result = reproduction
     assert result.returncode in (0, 7), result.stdout + result.stderr
     receipt = receipt_of(out)
-    original, new = reproduce.load(demo_bundle_master), reproduce.load(out)
+    original, new = bundlereader.load(demo_bundle_master), bundlereader.load(out)
     assert receipt["original"]["digest"] == original["digest"] and receipt["campaign"] == "demo"
     assert receipt["machines"]["same_class"] is True  # the same machine
     assert receipt["outputs"]["why"] == "identical" and receipt["outputs"]["items"]["compared"] == 9
@@ -261,7 +261,7 @@ def test_a_forged_speedup_is_not_reproduced(forged_spot_check, demo_bundle_maste
     assert "(95% CI of the ratio of the two ratios) excludes 1" in result.stdout
     assert receipt["outputs"]["why"] == "identical"  # only the claim was forged
     # The same judgement without a re-run: the forged claim against the honest bundle.
-    honest = reproduce.receipt(reproduce.load(forged), reproduce.load(demo_bundle_master))
+    honest = reproduce.receipt(bundlereader.load(forged), bundlereader.load(demo_bundle_master))
     assert honest["exit_code"] == 7 and honest["timing"]["ratio_of_ratios"] == pytest.approx(FORGED_FACTOR, rel=1e-4)
 
 
@@ -277,7 +277,7 @@ def test_items_selects_the_documented_subset_and_says_how_much_weaker(forged_spo
     assert note in result.stdout
     receipt = receipt_of(out)
     assert receipt["outputs"]["items"] == {"original": 9, "reproduction": 3, "compared": 3, "identical": 3}
-    held_to = reproduce.claim_on(reproduce.load(forged), set(chosen))
+    held_to = reproduce.claim_on(bundlereader.load(forged), set(chosen))
     assert receipt["timing"]["original"] == held_to and held_to["items"] == 3
     overrides = json.loads((out / records.CAMPAIGN_JSON).read_text())["overrides"]
     assert overrides == {"rounds": 5, "items": 3}
@@ -346,7 +346,7 @@ def test_report_lists_each_reproduction_under_its_original(demo_bundle_master, r
     original = text[text.index("## demo: `evidence/demo`"):text.index("## demo: `evidence/demo_rerun`")]
     receipt = receipt_of(out)
     row = next(line for line in original.splitlines() if line.startswith("| `evidence/demo_rerun`"))
-    assert reproduce.machine_text(receipt["reproduction"]["machine"]) in row
+    assert environment.machine_text(receipt["reproduction"]["machine"]) in row
     assert reproduce.ratio_text(receipt["timing"]["reproduction"]) in row and "identical (9 items" in row
     assert text.count("### Reproductions") == 1  # the re-run itself has none
     assert f"a reproduction of the bundle with digest `{receipt['original']['digest']}`" in text

@@ -37,7 +37,8 @@ def floor_of(stats: dict) -> float | None:
 
 
 def main(args) -> int:
-    from harness import records, reproduce
+    from harness import records
+    from harness.environment import machine
     from harness.bundle import BundleError
     from harness.fsutil import read_json, sha256_bytes
     from harness.progress import Progress
@@ -71,7 +72,7 @@ def main(args) -> int:
     paired = result["stats"]["paired"]
     environment = read_json(outcome.out / records.ENVIRONMENT)
     doc = records.noise_floor(campaign=campaign.name, bundle_digest=outcome.digest,
-                              machine=reproduce.machine(environment),
+                              machine=machine(environment),
                               started_at=read_json(outcome.out / records.RUNNER)["started_at"],
                               rounds=result["stats"]["rounds"]["n"], ratio=paired["geomean_ratio"],
                               ci95=paired["ci95"], floor=floor)

@@ -15,7 +15,6 @@ verdict code, or 3 when the outputs differ.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from harness import verdict
@@ -87,7 +86,7 @@ def compare_two(a: Path, b: Path) -> int:
     """Two bundles of one campaign: one table, stage CPU per variant, outputs agreement."""
     import datetime as dt
 
-    from harness import reproduce
+    from harness import bundlereader, environment, parity, reproduce
     from harness.report import _table, _verdict_word, stage_cells, stage_order
     from harness.verdict import exit_code as verdict_exit_code
 
@@ -95,13 +94,13 @@ def compare_two(a: Path, b: Path) -> int:
         code = _unverified(path, "no comparison")
         if code:
             return code
-    x, y = reproduce.load(a), reproduce.load(b)
+    x, y = bundlereader.load(a), bundlereader.load(b)
     apart = reproduce.other_campaign(x["campaign"], y["campaign"])
     if apart:
         return error("compare", f"not two bundles of one campaign: {apart}", code=verdict.UNUSABLE)
-    machines = [reproduce.machine(d["environment"]) for d in (x, y)]
-    same, why = reproduce.same_class(*machines)
-    outputs = reproduce.compare_outputs(x["runs"], y["runs"], same)
+    machines = [environment.machine(d["environment"]) for d in (x, y)]
+    same, why = environment.same_class(*machines)
+    outputs = parity.compare_outputs(x["runs"], y["runs"], same)
     rows, stages = [], {}
     for n, (d, m) in enumerate(zip((x, y), machines), 1):
         c = d["comparison"]
@@ -109,8 +108,8 @@ def compare_two(a: Path, b: Path) -> int:
         rows.append({"#": n, "bundle": str(d["path"]),
                      "started (UTC)": dt.datetime.fromtimestamp(d["runner"]["started_at"], dt.timezone.utc)
                      .strftime("%Y-%m-%d %H:%M"),
-                     "machine": reproduce.machine_text(m), "order": d["campaign"]["order"],
-                     "items": reproduce.items_run(d["runs"]),
+                     "machine": environment.machine_text(m), "order": d["campaign"]["order"],
+                     "items": parity.items_run(d["runs"]),
                      "speed-up": f"{speedup:.3f}x" if speedup else "n/a",
                      "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c)),
                      "verdict": _verdict_word(c)})
@@ -124,7 +123,7 @@ def compare_two(a: Path, b: Path) -> int:
     print(f"\nmachines: {why}")
     print(f"outputs: {reproduce.outputs_text(outputs)}")
     if outputs["mismatches"]:
-        rows = reproduce.divergence(outputs["mismatches"][:5], a / "data" / "arrays", b / "data" / "arrays")
+        rows = parity.divergence_across(outputs["mismatches"][:5], a / "data" / "arrays", b / "data" / "arrays")
         print("\n".join(reproduce.divergence_lines(rows)))
     # The order given decides which bundle is judged; the bundles' clocks are theirs to set.
     code = verdict.PARITY if not outputs["agree"] else verdict_exit_code(y["comparison"])
@@ -136,7 +135,8 @@ def compare_two(a: Path, b: Path) -> int:
 def compare_one(target: Path, no_verify: bool) -> int:
     from harness.verdict import UNUSABLE as EXIT_UNUSABLE, exit_code as verdict_exit_code, line as verdict_line
 
-    from harness import records
+    from harness import bundlereader, records
+    from harness.bundle import BundleError
     from harness.report import stage_summary
 
     path = target if target.is_file() else target / records.COMPARISON
@@ -150,13 +150,9 @@ def compare_one(target: Path, no_verify: bool) -> int:
         if code:
             return code
     try:
-        comparison = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return error("compare", f"{path}: missing", code=EXIT_UNUSABLE)
-    except (OSError, UnicodeDecodeError) as exc:
-        return error("compare", f"{path}: unreadable ({exc})", code=EXIT_UNUSABLE)
-    except ValueError as exc:
-        return error("compare", f"{path}: invalid JSON ({exc})", code=EXIT_UNUSABLE)
+        comparison = bundlereader.read_json(path)
+    except BundleError as exc:
+        return error("compare", exc, code=EXIT_UNUSABLE)
     problem = _problem(comparison)
     if problem:
         return error("compare", f"{path}: {problem}", code=EXIT_UNUSABLE)

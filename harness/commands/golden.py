@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness import records
-from harness.fsutil import atomic_write_json, read_json, sha256_file
+from harness import bundlereader, records
+from harness.fsutil import atomic_write_json, sha256_file
 
 MACHINE_KEYS = ("cpu_model", "vector_isa", "blas", "torch_threads")
 
@@ -29,14 +29,14 @@ def main(args) -> int:
         print(f"harness golden: error: {bundle} does not verify ({(report.unusable or report.problems[0])})",
               file=sys.stderr)
         return 2
-    result = read_json(bundle / records.COMPARISON)
+    loaded = bundlereader.load(bundle)
+    result = loaded["comparison"]
     if result["status"] != "complete" or not result["parity"]["identical"]:
         print(f"harness golden: error: {bundle}: only a complete bundle with identical parity can be frozen",
               file=sys.stderr)
         return 2
-    reference = read_json(bundle / records.run_path(result["parity"]["reference"]))
-    environment = read_json(bundle / records.ENVIRONMENT)
-    campaign = read_json(bundle / records.CAMPAIGN_JSON)
+    reference = next(r for r in loaded["runs"] if r["label"] == result["parity"]["reference"])
+    environment, campaign = loaded["environment"], loaded["campaign"]
     golden = records.golden(reference, campaign=campaign["name"],
                             machine={k: environment.get(k) for k in MACHINE_KEYS}, bundle_digest=report.digest)
     atomic_write_json(args.output, golden)

@@ -30,7 +30,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args) -> int:
     from harness.fsutil import atomic_write_bytes
-    from harness.report import BundleError, find_bundles, render_report, verification
+    from harness.bundle import BundleError
+    from harness.report import find_bundles, render_report, verification
 
     root = Path(args.root)
     if not root.is_dir():

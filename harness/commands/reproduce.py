@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness import reproduce, spec
+    from harness import bundlereader, environment, reproduce, spec
     from harness.bundle import BundleError
     from harness.progress import Progress
     from harness.runner import Interrupted, PreflightError
@@ -54,7 +54,7 @@ def main(args) -> int:
     if anchors:
         return error("reproduce", f"{bundle} no longer matches {repo}: {anchors[0]}"
                      + (f" (and {len(anchors) - 1} more)" if len(anchors) > 1 else ""))
-    original = reproduce.load(bundle)
+    original = bundlereader.load(bundle)
     try:
         with Progress() as progress:
             campaign = reproduce.campaign_for(original, repo, args.order, args.items, args.rounds,
@@ -71,9 +71,9 @@ def main(args) -> int:
     except Interrupted as exc:
         return error("reproduce", exc, code=verdict.FAILED)
     r = result.receipt
-    print(f"original: {bundle} (digest {original['digest']}) on {reproduce.machine_text(r['original']['machine'])}")
+    print(f"original: {bundle} (digest {original['digest']}) on {environment.machine_text(r['original']['machine'])}")
     print(f"reproduction: {result.out} (digest {result.digest}) on "
-          f"{reproduce.machine_text(r['reproduction']['machine'])}")
+          f"{environment.machine_text(r['reproduction']['machine'])}")
     print(f"machines: {r['machines']['why']}")
     print(f"scope: {r['scope']['note']}")
     print(f"outputs: {reproduce.outputs_text(r['outputs'])}")
