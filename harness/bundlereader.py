@@ -8,27 +8,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from harness import records, rehash
 from harness.bundle import BundleError
+from harness.fsutil import NotReadable, read_regular
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
     """A regular file's bytes, at most limit; a missing one is FileNotFoundError."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BundleError(f"{path}: not a regular file")
-        if st.st_size > limit:
-            raise BundleError(f"{path}: larger than {limit} bytes")
-        data = fh.read(limit + 1)  # bounded by the size checked above
-    if len(data) > limit:
-        raise BundleError(f"{path}: larger than {limit} bytes")
-    return data
+    try:
+        return read_regular(path, limit)
+    except NotReadable as exc:
+        raise BundleError(f"{path}: {exc}") from None
 
 
 def read_json(path: Path, required: bool = True) -> Any:

@@ -21,6 +21,28 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+class NotReadable(OSError):
+    """read_regular refused the file (not a regular file, or over its limit)."""
+
+
+def read_regular(path: str | os.PathLike, limit: int) -> bytes:
+    """A regular file's bytes, at most limit: no symlink followed, never blocking on a FIFO,
+    never a device, refused from its size before anything is read (NotReadable)."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotReadable("not a regular file")
+        if st.st_size > limit:
+            raise NotReadable(f"larger than {limit} bytes")
+        data = fh.read(limit + 1)  # bounded by the size checked above
+    if len(data) > limit:
+        raise NotReadable(f"larger than {limit} bytes")
+    return data
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

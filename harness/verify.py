@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,21 +149,14 @@ def anchor(repo: Path, rel, key: str) -> Path:
 
 def read_anchor(path: Path, limit: int = rehash.MAX_TEXT_BYTES) -> bytes:
     """A regular file's bytes, never blocking on a FIFO, never a device, at most limit."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    from harness.fsutil import NotReadable, read_regular
+
     try:
-        fd = os.open(path, flags)
+        return read_regular(path, limit)
+    except NotReadable as exc:
+        raise AnchorError(f"{path}: {exc}") from None
     except OSError as exc:
         raise AnchorError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise AnchorError(f"{path}: not a regular file")
-        if st.st_size > limit:
-            raise AnchorError(f"{path}: larger than {limit} bytes")
-        data = fh.read(limit + 1)  # bounded by the file's size, checked above
-    if len(data) > limit:
-        raise AnchorError(f"{path}: larger than {limit} bytes")
-    return data
 
 
 def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:

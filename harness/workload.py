@@ -5,13 +5,15 @@ hold the stored files to.
 The runner snapshots the folder before any run and stores exactly the bytes it hashed;
 every worker digests the folder again before importing from it, and a run whose digest is
 not the receipt's fails the campaign (the folder changed while it ran). Standard library
-only: the worker imports it before anything of the workload.
+only (and harness.fsutil): the worker imports it before anything of the workload.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import stat
+
+from harness.fsutil import NotReadable, read_regular
 
 MAX_FILES = 1000  # a workload folder holds code and small data, not the inputs (those are pinned)
 MAX_BYTES = 16 << 20  # all files together: the snapshot holds them in memory to store what it hashed
@@ -26,19 +28,11 @@ class WorkloadError(ValueError):
 
 
 def _read(path: str, budget: int) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise WorkloadError(f"{path}: not a regular file")
-        if st.st_size > budget:
-            raise WorkloadError(f"{path}: the workload folder holds more than {MAX_BYTES} bytes; keep data out "
-                                "of it (pin large files as inputs)")
-        data = fh.read(budget + 1)
-    if len(data) > budget:
-        raise WorkloadError(f"{path}: the workload folder holds more than {MAX_BYTES} bytes")
-    return data
+    try:
+        return read_regular(path, budget)
+    except NotReadable as exc:
+        raise WorkloadError(f"{path}: {exc} (the workload folder may hold {MAX_BYTES} bytes in all; keep data "
+                            "out of it, pin large files as inputs)") from None
 
 
 def snapshot(folder: str | os.PathLike, exclude: tuple[str, ...] = ()) -> list[tuple[str, bytes]]:

@@ -52,7 +52,7 @@ def test_snapshot_refuses_links_and_bounds(tmp_path, monkeypatch):
         workload.snapshot(tmp_path)
     monkeypatch.setattr(workload, "MAX_FILES", 10)
     monkeypatch.setattr(workload, "MAX_BYTES", 1)
-    with pytest.raises(workload.WorkloadError, match="more than 1 bytes"):
+    with pytest.raises(workload.WorkloadError, match="larger than 1 bytes"):
         workload.snapshot(tmp_path)
 
 
