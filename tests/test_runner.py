@@ -233,8 +233,11 @@ def test_demo_worker_never_imports_torch(tmp_path):
         for kind in ("tree", "patch"):
             if kind in step:
                 step[kind] = str(CAMPAIGNS / step[kind])
-    (tmp_path / "probe_demo.py").write_text(textwrap.dedent(PROBE_DEMO.format(workloads=str(CAMPAIGNS / "workloads"))))
-    d["workload"] = {"entry": "probe_demo:setup", "path": str(tmp_path),
+    # a folder of its own: the bundle stores the workload folder, which must not hold the target cache
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "probe_demo.py").write_text(
+        textwrap.dedent(PROBE_DEMO.format(workloads=str(CAMPAIGNS / "workloads"))))
+    d["workload"] = {"entry": "probe_demo:setup", "path": str(tmp_path / "probe"),
                      "params": {**d["workload"]["params"], "items": 2, "length": 500}}
     d.pop("rounds", None)
     d["order"] = "AB"
