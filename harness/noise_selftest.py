@@ -3,8 +3,8 @@
 Campaigns of the noise workload (campaigns/workloads/noise_workload.py) on the demo target:
 A-vs-A (the candidate does the same work) and a known effect (the candidate does
 1/(1 + effect) of the work), each first on a quiet machine, then under a bounded load
-generator this command starts and stops itself (one process per core, each busy half of
-every 0.6 s, ending by itself after 15 minutes at the latest). Printed per condition: false
+generator this command starts and stops itself (one process per core, all busy in the same
+half of every 0.6 s, each ending by itself when this process is gone). Printed per condition: false
 claims (A-vs-A called improved or regressed), how many intervals hold 1.0, detections of
 the known effect, and under load whether each interval holds the quiet ratio or the
 verdict makes no claim.
@@ -21,9 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-# Busy for half of each 0.6 s period, like another job that comes and goes; exits by itself.
-LOAD = ("import time\nend = time.monotonic() + 900\nwhile time.monotonic() < end:\n"
-        "    t = time.monotonic() + 0.3\n    while time.monotonic() < t: pass\n    time.sleep(0.3)\n")
+# Busy for the first half of each 0.6 s of the wall clock, like another job that comes and
+# goes. All of them in phase (a free-running loop each drifted apart, and then one core was
+# always free); each ends by itself when the self-test's process is gone, or after 2 hours.
+LOAD = ("import os, sys, time\nowner, end = int(sys.argv[1]), time.monotonic() + 7200\n"
+        "while time.monotonic() < end:\n"
+        "    try:\n        os.kill(owner, 0)\n    except ProcessLookupError:\n        break\n"
+        "    while time.time() % 0.6 < 0.3: pass\n    time.sleep(0.6 - time.time() % 0.6)\n")
 
 
 class Load:
@@ -37,11 +41,11 @@ class Load:
         cleanup._prctl(cleanup.PR_SET_CHILD_SUBREAPER, 0)
         try:
             launcher = ("import subprocess, sys\nfor _ in range(int(sys.argv[1])):\n"
-                        "    p = subprocess.Popen([sys.executable, '-c', sys.argv[2]], start_new_session=True,\n"
+                        "    p = subprocess.Popen([sys.executable, '-c', sys.argv[2], sys.argv[3]], start_new_session=True,\n"
                         "                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,\n"
                         "                         stderr=subprocess.DEVNULL)\n"
                         "    print(p.pid)\n")
-            out = subprocess.run([sys.executable, "-c", launcher, str(os.cpu_count() or 1), LOAD],
+            out = subprocess.run([sys.executable, "-c", launcher, str(os.cpu_count() or 1), LOAD, str(os.getpid())],
                                  capture_output=True, text=True, check=True).stdout
         finally:
             cleanup.become_subreaper()
@@ -79,26 +83,34 @@ def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work
     data.pop("golden", None)
     data.pop("stages", None)  # no wrappers: the headline is the plain wall
     data.pop("order", None)
-    data.update(rounds=rounds, slots=1, name="noise")
+    data.pop("rounds", None)
+    data.update(slots=1, name="noise", **({"rounds": rounds} if rounds is not None else {}))  # None: auto
     data["workload"] = {"entry": "noise_workload:setup", "path": data["workload"]["path"],
                         "params": {"items": 8, "work": work, "candidate_work": candidate_work}}
     campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
     return Runner(campaign, out).run().comparison
 
 
-def run(campaigns: int, rounds: int, effect: float, work: int, loaded: bool = True) -> int:
+def run(campaigns: int, rounds: int | None, effect: float, work: int, loaded: bool = True,
+        effect_campaigns: int | None = None, quiet: bool = True) -> int:
+    """rounds None: the default, `rounds: auto` with its budget. effect_campaigns: how many
+    known-effect campaigns per condition (default: as many as A-vs-A ones). Without the
+    quiet condition, claims under load are held to the work ratio 1 / (1 + effect)."""
     from harness.clone import clone_file
 
     demo = clone_file("campaigns/demo.yaml", "selftest")
-    conditions = [("quiet", False)] + ([("under load", True)] if loaded else [])
-    quiet_ratio = None
+    conditions = ([("quiet", False)] if quiet else []) + ([("under load", True)] if loaded else [])
+    quiet_ratio = None if quiet else 1 / (1 + effect)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="abba-noise-") as tmp:
         for name, load in conditions:
             rows = {"A-vs-A": [], f"{100 * effect:g}% less work": []}
             with Load() if load else contextlib.nullcontext():
-                for k in range(campaigns):
+                n_effect = campaigns if effect_campaigns is None else effect_campaigns
+                for k in range(max(campaigns, n_effect)):
                     for kind, factor in (("A-vs-A", 1.0), (f"{100 * effect:g}% less work", 1 / (1 + effect))):
+                        if k >= (campaigns if factor == 1.0 else n_effect):
+                            continue
                         t0 = time.monotonic()
                         c = one_campaign(demo, Path(tmp) / f"{name}-{kind}-{k}".replace(" ", "_").replace("%", ""),
                                          rounds, factor, work)
@@ -127,6 +139,7 @@ def run(campaigns: int, rounds: int, effect: float, work: int, loaded: bool = Tr
                 text += f" (median ratio {quiet_ratio:.4f})"
             elif quiet_ratio is not None:
                 honest = sum(lo <= quiet_ratio <= hi or v not in ("improved", "regressed") for v, _, lo, hi in fx)
-                text += f"; interval holds the quiet ratio or no claim in {honest} of {len(fx)}"
+                text += (f"; interval holds the {'quiet' if quiet else 'work'} ratio {quiet_ratio:.4f} or no claim "
+                         f"in {honest} of {len(fx)}")
             print(text, flush=True)
     return 1 if failed else 0

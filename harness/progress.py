@@ -35,6 +35,13 @@ class Progress:
         else:
             self.note(f"campaign '{name}': {len(labels)} runs in order {' '.join(labels)}")
 
+    def replan(self, labels: list[str], done: int) -> None:
+        """The plan grew (`rounds: auto`, after its first round); `done` runs are finished."""
+        self.labels = labels
+        if self.bar is not None:
+            self.bar.total = len(labels)
+            self.bar.refresh()
+
     def _estimate(self, index: int) -> str:
         if not self.durations:
             return "estimate after the first run"
@@ -86,6 +93,7 @@ class Silent:
 
     def note(self, msg: str) -> None: ...
     def start(self, name: str, labels: list[str]) -> None: ...
+    def replan(self, labels: list[str], done: int) -> None: ...
     def run_started(self, index: int, label: str, variant: str) -> None: ...
     def tick(self) -> None: ...
     def run_finished(self, index: int, label: str, record: dict) -> None: ...

@@ -8,6 +8,7 @@ standard library alone), so it spells the same layout and schemas itself;
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -107,6 +108,15 @@ def round_order(rounds: int, seed: int | None, stage_rounds: int = 0) -> str:
         if i + 1 in stage_after:
             out.append("ab" if seed is None or coin("abba-stage-rounds-v1", seed, stage_after[i + 1]) else "ba")
     return "".join(out)
+
+
+def auto_rounds(budget_s: float, first_round_s: float, min_rounds: int, max_rounds: int) -> int:
+    """`rounds: auto`: how many rounds fit budget_s when the first round's two runs took
+    first_round_s (their process walls, start-up included), at least min_rounds, at most
+    max_rounds. Time alone decides, never a ratio. rehash.py spells it too."""
+    if not first_round_s > 0:
+        return max_rounds
+    return max(min_rounds, min(max_rounds, math.ceil(budget_s / first_round_s)))
 
 
 def labels(order: str) -> list[tuple[str, str]]:
@@ -282,6 +292,9 @@ def campaign(campaign, revisions: dict[str, tuple[str, str]], rel) -> dict:
         "noise_floor": rel(campaign.noise_floor),
         "noise_floor_sha256": campaign.noise_floor_sha256,
         "threshold": campaign.threshold,
+        # Only in campaigns of `rounds: auto`: the count follows budget_s (records.auto_rounds).
+        **({"budget_s": campaign.budget_s, "min_rounds": campaign.min_rounds} if campaign.budget_s is not None
+           else {}),
         # Only in campaigns that ask for instruction runs: older bundles keep their keys.
         **({"metrics": list(campaign.metrics),
             "instructions": {"items": campaign.instructions.items, "runs": campaign.instructions.runs,

@@ -146,6 +146,7 @@ REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sy
 INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                    "OPENBLAS_NUM_THREADS": "1"}
 MAX_INSTRUCTION_RUNS = 10  # per variant (harness/spec.py)
+MAX_ROUNDS, MAX_TIMEOUT_S = 100, 7 * 24 * 3600.0  # harness/spec.py
 # No core retires more than this many instructions a second (a few GHz x a few per cycle,
 # and valgrind runs 30-100x slower): a count above it x its process's life is not measured.
 MAX_INSTRUCTIONS_PER_S = 1e10
@@ -707,7 +708,10 @@ FIELDS = {
         "notes": ("str", "campaign: campaign.yaml"),
         "campaign_path": ("str?", "anchors: the repository's campaign file (verify --repo)"),
         "order": ("str", "plan: A and B, both; the shuffle of rounds by seed; the labels"),
-        "rounds": ("int?", "plan: with seed, gives the order"),
+        "rounds": ("int?", "plan: with seed, gives the order; with budget_s, the first round's process walls give it"),
+        "budget_s": ("num", "plan: with min_rounds and the first round's process walls, gives the rounds; "
+                            "campaign: campaign.yaml (only with rounds: auto)"),
+        "min_rounds": ("int", "plan: at most the rounds (only with rounds: auto); campaign: campaign.yaml"),
         "stage_rounds": ("int?", "plan: with rounds and seed, gives the order; at least 1 exactly when there are stages"),
         "seed": ("int?", "plan: with rounds, gives the order"),
         "labels": ("list", "plan: follow from the order"),
@@ -934,7 +938,8 @@ ITEM_KEYS = keys_of("run", "items[]")
 FIELD_KEYS = keys_of("run", "items[].fields.*")
 STAGE_KEYS = keys_of("run", "stages.*")
 CAMPAIGN_KEYS = keys_of("campaign")
-CAMPAIGN_V3_ONLY = ("rounds", "stage_rounds", "seed", "noise_floor", "noise_floor_sha256")
+CAMPAIGN_AUTO_KEYS = ("budget_s", "min_rounds")  # only in campaigns of `rounds: auto`
+CAMPAIGN_V3_ONLY = ("rounds", "stage_rounds", "seed", "noise_floor", "noise_floor_sha256") + CAMPAIGN_AUTO_KEYS
 CAMPAIGN_INSTRUCTION_KEYS = {"metrics": "list", "instructions": "dict"}  # only in campaigns that count them
 INSTRUCTION_KEYS = {"schema": "str", "label": "str", "variant": "str", "index": "int", "after": "str?", "sha": "str",
                     "status": "str", "reason": "str?", "exit_code": "int?", "instructions": "int?", "items": "list",
@@ -1202,6 +1207,28 @@ def log_marker(check, rel):
         return None  # the layout check names an unreadable file
 
 
+def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds):
+    """harness/records.py auto_rounds: as many rounds as fit the budget at the first round's
+    pace, within [min_rounds, max_rounds]."""
+    if not first_round_s > 0:
+        return max_rounds
+    return max(min_rounds, min(max_rounds, math.ceil(budget_s / first_round_s)))
+
+
+def check_auto_rounds(check, campaign, runs):
+    """`rounds: auto`: the runner chose the count after the first round (A1 and B1) from
+    their process walls alone; a campaign ended before that keeps the minimum."""
+    first = {r["label"]: r for r in runs[:2]}
+    if set(first) == {"A1", "B1"} and all(r["status"] == "ok" for r in first.values()):
+        pace = first["A1"]["process"]["wall_s"] + first["B1"]["process"]["wall_s"]
+        want = auto_rounds(campaign["budget_s"], pace, campaign["min_rounds"], MAX_ROUNDS)
+        why = f"the first round took {pace:.3f} s of a {campaign['budget_s']:g} s budget"
+    else:
+        want, why = campaign["min_rounds"], "the campaign ended before its first round did"
+    if campaign["rounds"] != want:
+        check.fail(CAMPAIGN_JSON, f"rounds {campaign['rounds']}, but {why}: rounds: auto gives {want}", "plan")
+
+
 def round_order(rounds, seed, stage_rounds=0):
     """Each round one A and one B; A first when the low bit of the first byte of
     SHA-256("abba-rounds-v1:<seed>:<round>") is 0. Stage round j (one a and one b, a first by
@@ -1377,9 +1404,11 @@ def check_records(check, stored):
         if not shaped(check, CAMPAIGN_JSON, campaign, CAMPAIGN_KEYS_V2, "campaign"):
             return None
         campaign = docs["campaign"] = {**campaign, "schema": SCHEMAS["campaign"],
-                                       **{key: None for key in CAMPAIGN_V3_ONLY}}
+                                       **{key: None for key in CAMPAIGN_V3_ONLY if key not in CAMPAIGN_AUTO_KEYS}}
     counting = isinstance(campaign, dict) and not legacy and bool(set(campaign) & set(CAMPAIGN_INSTRUCTION_KEYS))
-    if not (shaped(check, CAMPAIGN_JSON, campaign, {**CAMPAIGN_KEYS, **(CAMPAIGN_INSTRUCTION_KEYS if counting else {})},
+    auto = isinstance(campaign, dict) and bool(set(campaign) & set(CAMPAIGN_AUTO_KEYS))
+    keys = {k: v for k, v in CAMPAIGN_KEYS.items() if auto or k not in CAMPAIGN_AUTO_KEYS}
+    if not (shaped(check, CAMPAIGN_JSON, campaign, {**keys, **(CAMPAIGN_INSTRUCTION_KEYS if counting else {})},
                    "campaign", "campaign")
             and shaped(check, RUNNER, runner, RUNNER_KEYS, "runner receipt", "runner")
             and shaped(check, CLEANUP, cleanup, CLEANUP_KEYS, "cleanup receipt", "cleanup")):
@@ -1433,6 +1462,13 @@ def check_records(check, stored):
     if order != order.upper() and not has_stages:
         check.fail(CAMPAIGN_JSON, f"order {short(order)} has stage runs (a, b) but the campaign has no stages", "plan")
         return None
+    budget_s, min_rounds = campaign.get("budget_s"), campaign.get("min_rounds")
+    if auto and (budget_s is None or min_rounds is None) or (budget_s is not None and (
+            rounds is None or not 1 <= budget_s <= MAX_TIMEOUT_S or not 2 <= min_rounds <= rounds <= MAX_ROUNDS)):
+        check.fail(CAMPAIGN_JSON, f"budget_s {short(budget_s)} and min_rounds {short(min_rounds)}: both absent (a fixed "
+                                  f"count or an order), or a budget of 1 s to {MAX_TIMEOUT_S:g} s and a minimum of 2 to "
+                                  f"the rounds {short(rounds)} (at most {MAX_ROUNDS})", "plan")
+        return None
     if set(campaign["revisions"]) != {"base", "candidate"} or not all(
             isinstance(r, dict) and set(r) == {"rev", "sha"} and isinstance(r["sha"], str)
             for r in campaign["revisions"].values()):
@@ -1477,6 +1513,8 @@ def check_records(check, stored):
         if sound:
             previous_end = record["process"]["ended_at"]
         runs.append(record)
+    if sound and budget_s is not None:
+        check_auto_rounds(check, campaign, runs)
     instr, sound_instr = check_instruction_runs(check, campaign, runner, runs, plan, started, instr_order)
     sound &= sound_instr
     expected_runs = {run_path(label) for label, _ in plan[:started]}

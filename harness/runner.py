@@ -21,7 +21,7 @@ from harness import (bundle, cleanup, comparison, environment, figure, instructi
                      workload as workload_files)
 from harness.fsutil import path_digest, read_json, sha256_bytes
 from harness.progress import Silent
-from harness.spec import Campaign, SpecError
+from harness.spec import MAX_ROUNDS, Campaign, SpecError
 
 POLL_S = 0.05  # how soon a worker's exit is noticed
 WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time);
@@ -264,7 +264,9 @@ class Runner:
         plan = records.schedule(campaign.order, self._instruction_order())
         valgrind = self._valgrind() if campaign.instructions is not None else None
         self.progress.start(campaign.name, [label for label, *_ in plan])
-        for step, (label, variant, index, after) in enumerate(plan):
+        step = 0
+        while step < len(plan):
+            label, variant, index, after = plan[step]
             if self.interrupted:
                 break
             if time.monotonic() >= deadline:
@@ -284,6 +286,11 @@ class Runner:
             self.progress.run_finished(step, label, record)
             if record["status"] != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
+            step += 1
+            if campaign.budget_s is not None and step == 2:
+                campaign, plan, labels = self._decide_rounds(campaign, runs, plan)
+                resolved = resolved_campaign(campaign, materialized, repo_root)
+                staging.write_json(records.CAMPAIGN_JSON, resolved)
 
         self.ledger.kill_all()
         _drop_unreferenced_arrays(staging.arrays_dir, runs)
@@ -308,6 +315,22 @@ class Runner:
             raise Interrupted(f"{self.interrupted} while sealing; no bundle was written")
         staging.publish(self.force)
         return Outcome(self.out, digest, result)
+
+    def _decide_rounds(self, campaign, runs, plan):
+        """`rounds: auto`, after the first round: as many rounds as fit the budget at its pace
+        (process walls, start-up included). Only time decides, so stopping cannot shop for a
+        verdict; the first round stays where it was in the longer plan."""
+        pace = sum(r["process"]["wall_s"] for r in runs[:2])
+        campaign = campaign.with_rounds(records.auto_rounds(campaign.budget_s, pace, campaign.min_rounds,
+                                                            MAX_ROUNDS))
+        longer = records.schedule(campaign.order, self._instruction_order())
+        assert longer[:2] == plan[:2], "the first round moved"  # spec: no instruction run precedes it
+        self.campaign = campaign
+        labels = campaign.labels()
+        self.progress.replan([label for label, *_ in longer], 2)
+        self.progress.note(f"rounds: auto: the first round took {pace:.1f} s, so {campaign.rounds} rounds fit the "
+                           f"{campaign.budget_s:g} s budget (at least {campaign.min_rounds}, at most {MAX_ROUNDS})")
+        return campaign, longer, labels
 
     def _instruction_order(self) -> str:
         spec_ = self.campaign.instructions

@@ -13,8 +13,13 @@ from harness import records
 
 # Rounds, not ABBA: each round one A and one B in a fresh random order (RMIT), and enough
 # rounds that the spread of per-round ratios (the run-to-run variance) can be estimated.
-# 20 rounds of ~1 s runs take about 1.5 minutes with process start-up.
-DEFAULT_ROUNDS = 20
+# By default the count follows a time budget (`rounds: auto`): as many rounds as the first
+# round's two runs say fit in budget_s, at least min_rounds. Short runs get many rounds (a
+# 5% effect needs ~80 of them on a VM whose speed moves ~8% between processes); ~1 s runs
+# get the minimum, about 1.5 minutes with process start-up. Only time decides the count,
+# never the ratios, so stopping cannot shop for a verdict.
+DEFAULT_ROUNDS = 20  # the minimum of `rounds: auto`, and what `harness init` writes
+DEFAULT_BUDGET_S = 60.0
 # With stages, the timed runs carry no wrappers (the headline stays uninstrumented) and stage
 # runs of their own, this many rounds of one a and one b, give the stage CPU.
 DEFAULT_STAGE_ROUNDS = 2
@@ -113,7 +118,9 @@ class Campaign:
     build: tuple[tuple[str, ...], ...] = ()  # commands run in each exported revision tree
     notes: str = ""
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
-    rounds: int | None = None  # None: the explicit `order` string
+    rounds: int | None = None  # None: the explicit `order` string; with budget_s, min_rounds until decided
+    budget_s: float | None = None  # `rounds: auto`: the count follows this budget (records.auto_rounds)
+    min_rounds: int | None = None  # `rounds: auto`: at least this many
     stage_rounds: int | None = None  # rounds of stage runs (a, b) among the rounds; None with an order
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
     noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
@@ -138,6 +145,14 @@ class Campaign:
         elif seed is None:
             seed = secrets.randbelow(MAX_SEED + 1)
         return replace(self, seed=seed, order=round_order(self.rounds, seed, self.stage_rounds or 0))
+
+    def with_rounds(self, rounds: int) -> "Campaign":
+        """A `rounds: auto` campaign with its count decided (after its first round): the same
+        shuffle, more rounds. The first round is unchanged, so its runs stand."""
+        if self.budget_s is None or self.rounds is None:
+            raise ValueError("with_rounds: only for a campaign of `rounds: auto`")
+        order = records.round_order(rounds, self.seed, self.stage_rounds or 0)
+        return replace(self, rounds=rounds, order=order)
 
     def revision(self, variant: str) -> Revision:
         return self.base if variant == "base" else self.candidate
@@ -239,6 +254,11 @@ def parse_overrides(base=None, candidate=None, order=None, items=None, params=()
     as YAML (`3` is a number)."""
     if order is not None and rounds is not None:
         raise SpecError("--order and --rounds: give one of them")
+    if rounds is not None and rounds != "auto":
+        try:
+            rounds = int(rounds)
+        except ValueError:
+            raise SpecError(f"--rounds {rounds!r}: expected a count of rounds or auto") from None
     out = {}
     for metric in metrics:
         if metric not in METRICS:
@@ -281,6 +301,9 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
             if key == "order":
                 data.pop("seed", None)
                 data.pop("stage_rounds", None)
+            if key == "order" or overrides[key] != "auto":
+                data.pop("budget_s", None)  # a fixed count or an order has no budget
+                data.pop("min_rounds", None)
     if "metrics" in overrides:
         data["metrics"] = overrides["metrics"]
         if "instructions" not in overrides["metrics"]:
@@ -316,7 +339,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     top = r.mapping(
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
-                 "rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
+                 "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
                  "verdict", "build", "metrics", "instructions"},
         required={"name", "target", "base", "candidate", "workload"},
     )
@@ -370,7 +393,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
 
     if "order" in top and "rounds" in top:
         raise r.fail("rounds", "either rounds or an explicit order, not both", show_got=False)
-    rounds = seed = order = None
+    rounds = seed = order = budget = min_rounds = None
     if "order" in top:
         order = top["order"]
         if not isinstance(order, str) or not records.ORDER_RE.match(order) or "A" not in order \
@@ -379,13 +402,25 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                                   "e.g. ABBAab)", order)
         if len(order) > MAX_RUNS:
             raise r.fail("order", f"at most {MAX_RUNS} runs", order)
-        for key in ("seed", "stage_rounds"):
+        for key in ("seed", "stage_rounds", "budget_s", "min_rounds"):
             if key in top:
                 raise r.fail(key, f"no {key} with an explicit order (it belongs to rounds)", show_got=False)
+    elif top.get("rounds", "auto") == "auto":
+        # The count is decided after the first round (Runner); until then the minimum.
+        budget = float(r.number(top.get("budget_s", DEFAULT_BUDGET_S), "budget_s", 1, MAX_TIMEOUT_S))
+        min_rounds = int(r.number(top.get("min_rounds", DEFAULT_ROUNDS), "min_rounds", 2, MAX_ROUNDS,
+                                  integer=True))
+        rounds = min_rounds
     else:
-        rounds = int(r.number(top.get("rounds", DEFAULT_ROUNDS), "rounds", 1, MAX_ROUNDS, integer=True))
-        if top.get("seed") is not None:
-            seed = int(r.number(top["seed"], "seed", 0, MAX_SEED, integer=True))
+        for key in ("budget_s", "min_rounds"):
+            if key in top:
+                raise r.fail(key, f"only with `rounds: auto` (a fixed count of rounds has no {key})",
+                             show_got=False)
+        if isinstance(top["rounds"], str):
+            raise r.fail("rounds", f"an integer from 1 to {MAX_ROUNDS}, or auto", top["rounds"])
+        rounds = int(r.number(top["rounds"], "rounds", 1, MAX_ROUNDS, integer=True))
+    if rounds is not None and top.get("seed") is not None:
+        seed = int(r.number(top["seed"], "seed", 0, MAX_SEED, integer=True))
     slots = int(r.number(top.get("slots", DEFAULT_SLOTS), "slots", 1, MAX_SLOTS, integer=True))
 
     timeouts = r.mapping(top.get("timeouts", {}), "timeouts", {"run_s", "campaign_s"})
@@ -459,11 +494,17 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         raise r.fail("build", "a list of commands, each a list of strings, e.g. [[python, setup.py, build_ext, "
                               "--inplace]]", build)
 
+    instructions = _instructions(r, top)
+    if budget is not None and instructions is not None and rounds + stage_rounds < 2 * instructions.runs + 1:
+        # the count is decided after the first round, which no instruction run may precede
+        raise r.fail("min_rounds", f"at least {2 * instructions.runs + 1 - stage_rounds} with "
+                                   f"{instructions.runs} instruction runs per variant", min_rounds)
     return Campaign(source, raw, name, description, target, base, candidate, workload, tuple(inputs),
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
-                    noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=_instructions(r, top))
+                    budget_s=budget, min_rounds=min_rounds,
+                    noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions)
 
 
 def _instructions(r: _Reader, top: dict) -> Instructions | None:

@@ -83,6 +83,15 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
         check.fail(records.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return
     parsed = parsed.with_seed(campaign["seed"])  # a seed the runner drew is recorded, not in the YAML
+    if parsed.budget_s is not None and "budget_s" not in campaign and isinstance(campaign["rounds"], int):
+        check.fail(records.CAMPAIGN_JSON, f"ran {campaign['rounds']} fixed rounds, but its campaign.yaml gives no "
+                                          "rounds, which now means `rounds: auto` (a time budget): a bundle made "
+                                          "before auto became the default; re-run the campaign, or pin `rounds: N` "
+                                          "in the YAML and re-run", "campaign")
+        return
+    if parsed.budget_s is not None and isinstance(campaign["rounds"], int) \
+            and parsed.min_rounds <= campaign["rounds"] <= spec.MAX_ROUNDS:
+        parsed = parsed.with_rounds(campaign["rounds"])  # chosen after the first round; rehash binds it
     shas = {v: (parsed.revision(v).rev, campaign["revisions"][v]["sha"]) for v in ("base", "candidate")}
     want = records.campaign(parsed, shas, rel=lambda p: None)
     for path, expected, got in rehash.diff(want, campaign):

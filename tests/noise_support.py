@@ -6,12 +6,14 @@ import numpy as np
 
 from harness import records
 
+MAX_ROUNDS = 100  # harness/spec.py
 BASE_ITEMS = (0.012, 0.020, 0.031, 0.015, 0.026, 0.011, 0.018, 0.023)  # seconds
 
 
 def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, run_sd: float = 0.03,
              item_sd: float = 0.02, tails: bool = False, drift: float = 0.0, burst: float = 1.0,
-             per_item: dict[int, float] | None = None, load: float = 0.0) -> list[dict]:
+             per_item: dict[int, float] | None = None, load: float = 0.0, spells: bool = False,
+             budget_s: float | None = None) -> list[dict]:
     """Run records of one campaign of `rounds` shuffled rounds.
 
     Each run's items are scaled by one run-level factor (log-normal with sd `run_sd`, or a
@@ -20,8 +22,18 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     on one run picked at random (another job hitting that run only); each item then gets
     its own log-normal noise `item_sd`. The candidate's items take `ratio` times the base
     time, or `per_item[j]` for item j. With `load`, each run is hit by another job with that
-    probability: 1.2x to 2x slower, and its record shows the CPU stall (PSI) that says so."""
+    probability: 1.2x to 2x slower, and its record shows the CPU stall (PSI) that says so.
+    With `spells`, the host itself slows 1.9x for spells of a few runs (about 14% of them),
+    as this project's VM does, and nothing in the guest shows it (no PSI stall). With
+    `budget_s`, the count is `rounds: auto`'s: rounds is the minimum, and the first round's
+    walls decide the rest (records.auto_rounds)."""
+    if budget_s is not None:
+        first = campaign(rng, ratio=ratio, rounds=MAX_ROUNDS, run_sd=run_sd, item_sd=item_sd, tails=tails,
+                         drift=drift, burst=burst, per_item=per_item, load=load, spells=spells)
+        keep = records.auto_rounds(budget_s, first[0]["wall_s"] + first[1]["wall_s"], rounds, MAX_ROUNDS)
+        return first[:2 * keep]
     order = records.round_order(rounds, int(rng.integers(0, 2**32)))
+    slow = False
     hit = int(rng.integers(0, len(order)))
     runs = []
     for index, (label, variant) in enumerate(records.labels(order)):
@@ -30,6 +42,9 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
         loaded = bool(rng.random() < load)
         slowdown = float(rng.uniform(1.2, 2.0)) if loaded else 1.0
         factor *= slowdown
+        if spells:  # a two-state host: enters a slow spell with p 0.04 per run, leaves with p 0.25
+            slow = bool(rng.random() < (0.75 if slow else 0.04))
+            factor *= 1.9 if slow else 1.0
         items = []
         for j, base in enumerate(BASE_ITEMS):
             r = (per_item or {}).get(j, ratio) if variant == "candidate" else 1.0
@@ -48,4 +63,6 @@ SCENARIOS = {
     "slow drift 20% over the campaign": {"run_sd": 0.02, "drift": 0.20},
     "burst: one run 1.6x slower": {"run_sd": 0.02, "burst": 1.6},
     "all of them, noisy (8%)": {"run_sd": 0.08, "tails": True, "drift": 0.20, "burst": 1.6},
+    "host slow spells (1.9x, ~14% of runs)": {"run_sd": 0.03, "spells": True},
+    "rounds: auto (8%, spells)": {"run_sd": 0.08, "tails": True, "spells": True, "budget_s": 12.0},
 }

@@ -21,7 +21,9 @@ KILLER = faultlib.HERE / "kill_at_rename.py"
 
 
 def _run_killer(tmp: Path, campaign: Path, out: Path, kill_at: int = 0, log: Path | None = None):
-    env = {**os.environ, "ABBA_KILL_AT": str(kill_at)}
+    scratch = tmp / "tmp"  # a killed harness cannot remove its scratch folder: keep it out of /tmp
+    scratch.mkdir(exist_ok=True)
+    env = {**os.environ, "ABBA_KILL_AT": str(kill_at), "TMPDIR": str(scratch)}
     if log:
         env["ABBA_RENAMES"] = str(log)
     return subprocess.run([sys.executable, str(KILLER), "run", str(campaign), "--out", str(out)],

@@ -318,7 +318,7 @@ def test_init_writes_a_loadable_minimal_campaign_and_never_overwrites(user_repo,
     assert (campaign.base.rev, campaign.candidate.rev, campaign.rounds, campaign.slots) == ("HEAD", "WORKTREE",
                                                                                           20, 1)
     text = out.read_text()
-    for default in ("# rounds: 20", "# slots: 1", "run_s: 600", "campaign_s: 1200", "threshold: 0.02",
+    for default in ("# rounds: auto", "# budget_s: 60", "# min_rounds: 20", "# slots: 1", "run_s: 600", "campaign_s: 1200", "threshold: 0.02",
                     "# sys_path: [src]", "# build: []"):
         assert default in text, default
     again = harness("init", "--repo", user_repo, "--entry", "x:y", "-o", out)

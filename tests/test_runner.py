@@ -263,3 +263,40 @@ def test_preflight_that_hangs_is_killed_at_the_run_timeout(tmp_path):
     assert result.returncode == 2 and no_traceback(result)
     assert "pre-flight: " in result.stderr and "base (" in result.stderr and "killed after 2.0 s" in result.stderr
     assert not (tmp_path / "bundle").exists()
+
+
+# --- rounds: auto ---------------------------------------------------------------------------
+
+def test_rounds_auto_takes_as_many_rounds_as_the_first_round_says_fit_the_budget(tmp_path):
+    from harness import records, rehash
+    from harness.tamper import reseal
+
+    same = SIGNS_CORE
+    tree, patch = make_target(tmp_path, {"signs/__init__.py": "", "signs/core.py": same},
+                              {"signs/core.py": same + "\n    # candidate\n"})
+    workloads = tmp_path / "workloads"
+    workloads.mkdir()
+    (workloads / "signs_workload.py").write_text(textwrap.dedent(SIGNS_WORKLOAD))
+    campaign = write_campaign(tmp_path / "auto.yaml", tree, patch, workloads, "signs_workload:setup",
+                              budget_s=2.5, min_rounds=3)
+    text = campaign.read_text().replace("order: AB\n", "rounds: auto\n")
+    campaign.write_text(text)
+    out = tmp_path / "bundle"
+    result = harness("run", campaign, "--out", out, env=cache_env(tmp_path / "cache"), timeout=300)
+    assert result.returncode in (0, 6), result.stdout + result.stderr
+    doc = read_json(out / "data" / "campaign.json")
+    first = sum(read_json(out / "data" / "runs" / f"{label}.json")["process"]["wall_s"] for label in ("A1", "B1"))
+    want = records.auto_rounds(2.5, first, 3, 100)
+    assert (doc["rounds"], doc["budget_s"], doc["min_rounds"]) == (want, 2.5, 3)
+    assert doc["order"] == records.round_order(want, doc["seed"]) and len(doc["labels"]) == 2 * want
+    assert len(list((out / "data" / "runs").iterdir())) == 2 * want
+    assert "rounds: auto: the first round took" in result.stderr
+    assert harness("verify", out).returncode == 0 and not rehash.rehash(out).problems
+
+    # A count the first round's pace does not give is refused, even re-sealed.
+    doc["budget_s"] = 250.0
+    (out / "data" / "campaign.json").write_text(json.dumps(doc))
+    reseal(out)
+    problems = rehash.rehash(out).problems
+    assert any("rounds: auto gives" in str(p) for p in problems), problems
+    assert harness("verify", out).returncode == 1

@@ -5,6 +5,7 @@ folder, missing golden, not a repository), which must behave the same."""
 from __future__ import annotations
 
 import copy
+import re
 import hashlib
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, cache_env, harness, no_traceback
-from harness import records, spec
+from harness import records, rehash, spec
 
 DELETE = object()
 SOURCE = Path("/campaigns/x.yaml")
@@ -88,7 +89,7 @@ def test_rounds_shuffle_each_round_from_a_recorded_seed():
 @pytest.mark.parametrize("key, value, expected", [
     ("rounds", 0, "rounds: expected an integer from 1 to 100"),
     ("rounds", 101, "rounds: expected an integer from 1 to 100"),
-    ("rounds", "ten", "rounds: expected an integer from 1 to 100"),
+    ("rounds", "ten", "rounds: expected an integer from 1 to 100, or auto"),
     ("seed", -1, "seed: expected an integer from 0 to 4.29497e+09"),
     ("seed", 1.5, "seed: expected an integer from 0"),
 ])
@@ -107,6 +108,43 @@ def test_rounds_and_order_overrides_replace_each_other():
     assert (back.order, back.rounds) == ("ABAB", None)
     with pytest.raises(spec.SpecError, match="--order and --rounds"):
         spec.parse_overrides(order="AB", rounds=3)
+
+
+def test_rounds_auto_is_the_default_and_follows_a_budget():
+    d = {k: copy.deepcopy(v) for k, v in VALID.items() if k != "order"}
+    c = spec.parse(d, SOURCE)
+    assert (c.budget_s, c.min_rounds, c.rounds) == (spec.DEFAULT_BUDGET_S, spec.DEFAULT_ROUNDS, spec.DEFAULT_ROUNDS)
+    same = spec.parse({**d, "rounds": "auto", "budget_s": 30, "min_rounds": 6}, SOURCE).with_seed(5)
+    assert (same.budget_s, same.min_rounds, same.rounds) == (30, 6, 6)
+    longer = same.with_rounds(40)
+    # only more rounds of the same shuffle: the first round (already run when the count is decided) stays
+    assert longer.order.startswith(same.order[:2]) and longer.order.count("A") == 40
+    assert longer.order == records.round_order(40, 5, 2)  # VALID has stages: two stage rounds
+    fixed = spec.parse({**d, "rounds": 7}, SOURCE)
+    assert (fixed.budget_s, fixed.min_rounds) == (None, None)
+    with pytest.raises(ValueError):
+        fixed.with_rounds(9)
+    for bad, message in [({"rounds": 7, "budget_s": 30}, "budget_s: expected only with `rounds: auto`"),
+                         ({"order": "ABBA", "min_rounds": 4}, "min_rounds: expected no min_rounds with an explicit"),
+                         ({"budget_s": 0}, "budget_s: expected a number from 1"),
+                         ({"min_rounds": 1}, "min_rounds: expected an integer from 2 to 100"),
+                         ({"rounds": "soon"}, "rounds: expected an integer from 1 to 100, or auto")]:
+        with pytest.raises(spec.SpecError, match=re.escape(message)):
+            spec.parse({**d, **bad}, SOURCE)
+    raw = yaml.safe_dump({**d, "rounds": 7}).encode()
+    assert spec.loads(raw, SOURCE, spec.parse_overrides(rounds="auto")).budget_s == spec.DEFAULT_BUDGET_S
+    auto_raw = yaml.safe_dump({**d, "budget_s": 20}).encode()
+    assert spec.loads(auto_raw, SOURCE, spec.parse_overrides(rounds="9")).rounds == 9  # the budget goes with it
+    with pytest.raises(spec.SpecError, match="--rounds 'ten': expected a count of rounds or auto"):
+        spec.parse_overrides(rounds="ten")
+
+
+def test_auto_rounds_rule():
+    assert records.auto_rounds(60, 0.6, 20, 100) == 100
+    assert records.auto_rounds(60, 1.0, 20, 100) == 60
+    assert records.auto_rounds(60, 5.0, 20, 100) == 20
+    assert records.auto_rounds(60, 0.0, 20, 100) == 100
+    assert rehash.auto_rounds(60, 1.7, 20, 100) == records.auto_rounds(60, 1.7, 20, 100) == 36
 
 
 def test_defaults():

@@ -20,7 +20,7 @@ HELP = "run a campaign base against base and write its noise floor for campaigns
 def add_parser(sub) -> None:
     p = sub.add_parser("calibrate", help=HELP, description=HELP + ".")
     p.add_argument("campaign", help="campaign YAML file")
-    p.add_argument("--rounds", type=int, metavar="N", help="rounds instead of the YAML's order or rounds")
+    p.add_argument("--rounds", metavar="N|auto", help="rounds instead of the YAML's order or rounds")
     p.add_argument("--out", help="the A-vs-A bundle (default: out/<campaign name>.calibration)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the noise-floor file (default: <campaign name>.noise-floor.json beside the YAML)")

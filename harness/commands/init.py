@@ -29,8 +29,11 @@ workload:
   # items: null                 # run only N items, evenly spread (default: all)
 # build: []                     # commands run in each revision's tree first, e.g. [[python, setup.py, build_ext, --inplace]]
 # inputs: {{}}                  # name: {{path, sha256, build}}: files pinned by hash
-# rounds: {rounds}                # each round one base (A) and one candidate (B) run, shuffled; one fresh
-#                               # process per run (or order: ABBA, an explicit order; seed: N pins the shuffle)
+# rounds: auto                  # each round one base (A) and one candidate (B) run, shuffled; one fresh
+#                               # process per run. auto: as many as the first round says fit budget_s, at
+#                               # least min_rounds (or rounds: N; order: ABBA, explicit; seed: N pins the shuffle)
+# budget_s: {budget_s:g}                # rounds: auto: the time the rounds may take
+# min_rounds: {rounds}              # rounds: auto: at least this many
 # slots: {slots}                # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
 # timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
 # stages: {{}}                  # name: module:function, timed as per-stage thread CPU
@@ -73,7 +76,7 @@ def main(args) -> int:
     name = args.name or "".join(c if c.isalnum() or c in "_.-" else "_" for c in repo.name)[:64] or "campaign"
     text = TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=args.base,
                            candidate=args.candidate, entry=args.entry, workload_path=rel(args.workload_path),
-                           rounds=spec.DEFAULT_ROUNDS, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
+                           rounds=spec.DEFAULT_ROUNDS, budget_s=spec.DEFAULT_BUDGET_S, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
                            slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
                            campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD)
     try:

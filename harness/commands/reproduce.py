@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
                                                 "out/NAME.reproduction, or out/NAME.reproduction-2 and so on when taken)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
     p.add_argument("--order", help="a cheaper order than the recorded one, e.g. AB (a weaker check; it says so)")
-    p.add_argument("--rounds", type=int, metavar="N", help="N rounds instead of the recorded order or rounds")
+    p.add_argument("--rounds", metavar="N|auto", help="N rounds (or auto) instead of the recorded order or rounds")
     p.add_argument("--items", type=int, metavar="N", help="re-run N of the items, evenly spread (a weaker check)")
     p.set_defaults(func=main)
 

@@ -20,8 +20,9 @@ def add_overrides(p) -> None:
     p.add_argument("--candidate", metavar="REV", help="candidate revision instead of the YAML's (WORKTREE: "
                                                       "the working tree)")
     p.add_argument("--order", help="an explicit run order instead of the YAML's rounds or order, e.g. ABBAABBA")
-    p.add_argument("--rounds", type=int, metavar="N",
-                   help="N rounds (each one A and one B, shuffled) instead of the YAML's order or rounds")
+    p.add_argument("--rounds", metavar="N|auto",
+                   help="N rounds (each one A and one B, shuffled), or auto (as many as fit the YAML's budget_s), "
+                        "instead of the YAML's order or rounds")
     p.add_argument("--items", type=int, metavar="N", help="run N of the workload's items, evenly spread")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="set workload.params.KEY (the value is read as YAML); repeatable")

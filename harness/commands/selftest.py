@@ -1,7 +1,7 @@
 """`harness selftest tamper [--bundle DIR]`: the tampering mutation suite (issue 6.3).
 `harness selftest scale`: a demo campaign of ABBA x 8 runs, and a bundle of about 10,000
 stored arrays verified by both checkers, with their times.
-`harness selftest noise [--campaigns N] [--rounds N] [--effect F] [--quiet-only]`: A-vs-A and
+`harness selftest noise [--campaigns N] [--effect-campaigns N] [--rounds N] [--effect F] [--quiet-only | --load-only]`: A-vs-A and
 known-effect campaigns, quiet and under a load generator it starts and stops itself, with
 false claims, coverage and detections (harness/noise_selftest.py).
 
@@ -30,11 +30,16 @@ def add_parser(sub) -> None:
                                   "repository-bound fields (default: the demo's own; with --bundle, skipped)")
     p.add_argument("--campaigns", type=int, default=3, metavar="N",
                    help="noise: campaigns per kind and condition (default 3)")
-    p.add_argument("--rounds", type=int, default=20, metavar="N", help="noise: rounds per campaign (default 20)")
+    p.add_argument("--rounds", type=int, metavar="N",
+                   help="noise: rounds per campaign (default: the campaigns' default, rounds: auto)")
+    p.add_argument("--effect-campaigns", type=int, metavar="N",
+                   help="noise: known-effect campaigns per condition (default: as many as --campaigns)")
     p.add_argument("--effect", type=float, default=0.05, metavar="F",
                    help="noise: the known effect, the candidate doing 1/(1+F) of the work (default 0.05)")
     p.add_argument("--work", type=int, default=600_000, metavar="N", help="noise: loop length per item")
     p.add_argument("--quiet-only", action="store_true", help="noise: skip the campaigns under load")
+    p.add_argument("--load-only", action="store_true",
+                   help="noise: only the campaigns under load (claims are held to the work ratio)")
     p.set_defaults(func=main)
 
 
@@ -136,7 +141,11 @@ def main(args) -> int:
     if args.suite == "noise":
         from harness import noise_selftest
 
-        return noise_selftest.run(args.campaigns, args.rounds, args.effect, args.work, not args.quiet_only)
+        if args.quiet_only and args.load_only:
+            print("harness selftest: --quiet-only and --load-only: give one of them", file=sys.stderr)
+            return 2
+        return noise_selftest.run(args.campaigns, args.rounds, args.effect, args.work, not args.quiet_only,
+                                  args.effect_campaigns, not args.load_only)
     from harness import fieldwalk, records, tamper
 
     repo = Path(args.repo) if args.repo else None
