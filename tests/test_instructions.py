@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import harness, make_target, write_campaign
+from conftest import CAMPAIGNS, harness, make_target, write_campaign
 from harness import comparison, instructions, records, rehash, spec, tamper, verdict
 
 NEEDS_VALGRIND = pytest.mark.skipif(shutil.which("valgrind") is None,
@@ -216,3 +216,18 @@ def test_checkers_refuse_forged_instruction_records(counted, tmp_path, edit, fin
     check = rehash.rehash(str(bundle))
     assert any(finding in p for p in check.problems), check.problems
     assert harness("verify", bundle).returncode == 1
+
+
+def test_instruction_runs_count_on_one_slot_whatever_the_campaigns_slots(tmp_path):
+    """Threads under valgrind interleave differently from run to run, and the count with
+    them: the wall runs keep the campaign's slots, the instruction runs use one."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from harness.runner import Runner
+
+    runner = Runner(dataclasses.replace(spec.load(CAMPAIGNS / "demo_instructions.yaml"), slots=4), None,
+                    check_only=True)
+    mat = SimpleNamespace(sha="0" * 40, tree=tmp_path)
+    assert runner._job(mat, {}, 0, "IA1", "base", tmp_path, tmp_path, "instructions")["slots"] == 1
+    assert runner._job(mat, {}, 0, "A1", "base", tmp_path, tmp_path)["slots"] == 4
