@@ -103,13 +103,16 @@ def run(campaigns: int, rounds: int | None, effect: float, work: int, loaded: bo
     quiet_ratio = None if quiet else 1 / (1 + effect)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="abba-noise-") as tmp:
+        # (kind, the candidate's work factor, campaigns of it), alternating while both last
+        effect_kind = f"{100 * effect:g}% less work"
+        kinds = (("A-vs-A", 1.0, campaigns),
+                 (effect_kind, 1 / (1 + effect), campaigns if effect_campaigns is None else effect_campaigns))
         for name, load in conditions:
-            rows = {"A-vs-A": [], f"{100 * effect:g}% less work": []}
+            rows = {kind: [] for kind, _, _ in kinds}
             with Load() if load else contextlib.nullcontext():
-                n_effect = campaigns if effect_campaigns is None else effect_campaigns
-                for k in range(max(campaigns, n_effect)):
-                    for kind, factor in (("A-vs-A", 1.0), (f"{100 * effect:g}% less work", 1 / (1 + effect))):
-                        if k >= (campaigns if factor == 1.0 else n_effect):
+                for k in range(max(count for _, _, count in kinds)):
+                    for kind, factor, count in kinds:
+                        if k >= count:
                             continue
                         t0 = time.monotonic()
                         c = one_campaign(demo, Path(tmp) / f"{name}-{kind}-{k}".replace(" ", "_").replace("%", ""),
@@ -128,7 +131,7 @@ def run(campaigns: int, rounds: int | None, effect: float, work: int, loaded: bo
                               f"{loaded_runs} of {2 * s['rounds']['n']} runs overloaded"
                               f"{', drift flagged' if s['drift']['flagged'] else ''} "
                               f"({time.monotonic() - t0:.0f} s)", flush=True)
-            aa, fx = rows["A-vs-A"], rows[f"{100 * effect:g}% less work"]
+            aa, fx = rows["A-vs-A"], rows[effect_kind]
             claims = sum(v in ("improved", "regressed") for v, *_ in aa)
             holds = sum(lo <= 1.0 <= hi for _, _, lo, hi in aa)
             detected = sum(v == "improved" for v, *_ in fx)
