@@ -1353,9 +1353,9 @@ def check_instruction_run(check, record, label, index, variant, after, campaign,
     # the command: the flags that count the measured region only, ASLR off, the worker
     cmd = record["command"]
     if not all(isinstance(a, str) for a in cmd) or cmd[:2] != ["setarch", "-R"] \
-            or not all(flag in cmd for flag in REGION_FLAGS) or "harness.worker" not in cmd:
+            or not all(flag in cmd for flag in REGION_FLAGS) or "harness.engine.worker" not in cmd:
         check.fail(rel, f"command {short(cmd)} is not `setarch -R valgrind {' '.join(REGION_FLAGS)} ... -m "
-                        "harness.worker` (only that counts the measured region alone)", "identity")
+                        "harness.engine.worker` (only that counts the measured region alone)", "identity")
     if not (isinstance(record["valgrind"], str) and record["valgrind"].startswith("valgrind-")):
         check.fail(rel, f"valgrind {short(record['valgrind'])} is not a `valgrind --version` line", "identity")
     # items: a subset of the wall runs' items, at most the campaign's count, each once

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.microbench import CAMPAIGNS, checkout, load_module
+from harness.plan.checkout import CAMPAIGNS, checkout, load_module
 
 AR_LOOP = CAMPAIGNS / "ar_loop"
 CAMPAIGN = CAMPAIGNS / "ar_loop_attention.yaml"

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.microbench import checkout, load_module  # noqa: F401 (load_module re-exported)
+from harness.plan.checkout import checkout, load_module  # noqa: F401 (load_module re-exported)
 # The oracle: the length of the common prefix, one element at a time (the microbenchmark
 # checks the helper against the same one).
-from harness.microbench.span_prefix import oracle as linear_prefix  # noqa: E402,F401
+from harness.plan.checkout import bench  # noqa: E402
+
+linear_prefix = bench("span-prefix").oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGN = ROOT / "campaigns" / "span_finding"

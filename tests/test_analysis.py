@@ -7,7 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from harness import analysis, rehash, verdict
+from harness import rehash
+from harness.comparison import analysis
+from harness import outcomes as verdict
 from noise_support import campaign
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness import environment
+from harness.engine import environment
 
 WORKER_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
 
@@ -50,7 +50,7 @@ def test_torch_runtime_probe_failures_are_recorded_not_cached(monkeypatch, tmp_p
 
 CAPTURE = """
 import json, sys
-from harness import environment
+from harness.engine import environment
 env = environment.capture(json.loads(sys.argv[1]))
 print(json.dumps({"torch imported": "torch" in sys.modules, **{k: env[k] for k in
                   ("vector_isa", "blas", "torch_threads", "torch_runtime")}}))

@@ -123,7 +123,8 @@ def with_threads(threads: int, fn, *args, **kw):
 
 def probe_findings(base, threads: int) -> dict:
     """The gemm-rows probe on the sweep model's layer shapes: the tiles' premise, directly."""
-    from harness.microbench import gemm_rows
+    from harness.plan.checkout import bench
+    gemm_rows = bench("gemm-rows")
 
     return with_threads(threads, gemm_rows.probe, base.linear, base.TILE, hidden=SWEEP_MODEL["hidden"])
 
@@ -135,7 +136,8 @@ def test_exact_at_every_batch_size(revs, threads, seed):
 
 @pytest.mark.parametrize("threads", [2, 1])
 def test_tiles_and_row_wise_ops_agree_at_every_call_size(revs, threads):
-    from harness.microbench import gemm_rows
+    from harness.plan.checkout import bench
+    gemm_rows = bench("gemm-rows")
 
     findings = probe_findings(revs[0], threads)
     assert gemm_rows.verdict(findings), findings
@@ -155,7 +157,8 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 job = json.loads(sys.argv[4])
 import test_ar_exact as t
-from harness.microbench import gemm_rows
+from harness.plan.checkout import bench
+gemm_rows = bench("gemm-rows")
 base, cand = (t.load_model_module(t.Path(p), n) for p, n in zip(sys.argv[2:4], ("b", "c")))
 t.torch.set_num_threads(job["threads"])  # torch caps OMP_NUM_THREADS at the cores it sees
 threads = t.torch.get_num_threads()
@@ -172,7 +175,8 @@ print(json.dumps({"found": found, "capability": t.torch.backends.cpu.get_cpu_cap
 
 def campaign_env(threads: int, **settings: str) -> dict[str, str]:
     """The AR campaigns' worker environment (harness.runner.worker_env), at `threads`."""
-    from harness import runner, spec
+    from harness.engine import runner
+    from harness.plan import spec
 
     env = runner.worker_env(spec.load(Path(__file__).parents[1] / "campaigns" / "ar_loop_markov.yaml"))
     return {**env, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **settings}

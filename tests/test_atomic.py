@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import fsutil, tensors
+from harness import files as fsutil
+from harness.bundle import arrays as tensors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "faulty"))
 import faultlib  # noqa: E402

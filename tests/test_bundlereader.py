@@ -5,7 +5,9 @@ import os
 
 import pytest
 
-from harness import bundle, bundlereader, records, report
+from harness import records
+from harness.bundle import write as bundle, read as bundlereader
+from harness.render import report
 from harness.commands import compare, golden
 
 
@@ -35,7 +37,7 @@ def test_the_loader_follows_no_link_and_refuses_in_one_line(demo_bundle, tmp_pat
 
 def test_there_is_one_bundle_error_and_no_second_loader():
     assert not hasattr(report, "BundleError") and not hasattr(report, "_read_json")
-    from harness import reproduce
+    from harness.judge import reproduce
 
     assert not hasattr(reproduce, "load") and not hasattr(reproduce, "machine")
     assert "read_json" not in vars(golden) and "json" not in vars(compare)

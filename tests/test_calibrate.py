@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, ROOT, harness
-from harness import records, tamper
+from harness import records
+from harness.selftest import tamper
 from harness.commands.calibrate import floor_of
 
 

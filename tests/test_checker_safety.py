@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from harness import rehash, records, tamper
+from harness import rehash, records
+from harness.selftest import tamper
 
 MEMORY_KIB = 262_144  # 256 MB of address space for `harness verify` (numpy, pandas-free) and rehash.py
 HANG_GUARD_S = 120  # not a timing assertion: a checker that blocks on a FIFO never returns
@@ -186,7 +187,7 @@ def test_the_divergence_of_two_large_arrays_is_streamed(tmp_path):
     """Two 512 MiB float32 arrays that differ: the divergence report runs in 256 MB."""
     import numpy as np
 
-    from harness import tensors
+    from harness.bundle import arrays as tensors
 
     a = np.zeros(1 << 27, dtype=np.float32)
     da = tensors.store(a, tmp_path)["digest"]

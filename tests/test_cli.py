@@ -6,7 +6,7 @@ import hashlib
 import re
 
 from conftest import CAMPAIGNS, harness, no_traceback
-from harness.fsutil import read_json
+from harness.files import read_json
 
 
 def test_help():
@@ -45,7 +45,7 @@ def test_demo_end_to_end(tmp_path):
     comparison = read_json(out / "data" / "comparison.json")
     # The short stage table (issue 21.6): most base self CPU first, as REPORT.md orders it.
     head = next(k for k, line in enumerate(lines) if line.startswith("stage self CPU (s per run"))
-    from harness.report import stage_order
+    from harness.render.report import stage_order
 
     shown = [line.split("|")[1].strip().split(" ")[0] for line in lines[head + 3:head + 3 + len(comparison["stages"])]]
     assert shown == stage_order(comparison["stages"])[:len(shown)] and shown

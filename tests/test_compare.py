@@ -54,7 +54,7 @@ def test_compare_verifies_first(tmp_path, capsys):
 
 
 def test_compare_refuses_a_resealed_forgery(demo_bundle, capsys):
-    from harness import tamper
+    from harness.selftest import tamper
 
     def edit(comp):
         comp["stats"]["verdict"] = "improved" if comp["stats"]["verdict"] != "improved" else "regressed"
@@ -106,7 +106,9 @@ def _nudge_an_output(bundle):
     comparison.json and manifests made consistent again (the bundle still verifies)."""
     import numpy as np
 
-    from harness import records, tamper, tensors
+    from harness import records
+    from harness.selftest import tamper
+    from harness.bundle import arrays as tensors
 
     arrays = bundle / "data" / "arrays"
     first = json.loads((bundle / records.run_path("A1")).read_text())["items"][0]
@@ -127,7 +129,8 @@ def _nudge_an_output(bundle):
 
 
 def _older(bundle, seconds=10.0):
-    from harness import records, tamper
+    from harness import records
+    from harness.selftest import tamper
 
     tamper.edit_json(records.RUNNER, lambda r: r.update(started_at=r["started_at"] - seconds))(bundle)
     tamper.reseal(bundle)
@@ -161,7 +164,8 @@ def test_compare_two_exits_3_when_outputs_differ(demo_bundle_master, demo_bundle
 
 
 def test_compare_two_refuses_what_it_cannot_compare(demo_bundle_master, demo_bundle, tmp_path, capsys):
-    from harness import records, tamper
+    from harness import records
+    from harness.selftest import tamper
 
     assert cli(["compare", "--no-verify", str(demo_bundle), str(demo_bundle_master)]) == 2
     assert cli(["compare", str(demo_bundle), str(demo_bundle), str(demo_bundle_master)]) == 2

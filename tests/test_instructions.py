@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from conftest import CAMPAIGNS, harness, make_target, write_campaign
-from harness import comparison, instructions, records, rehash, spec, tamper, verdict
+from harness import records, rehash
+from harness.comparison import derive as comparison
+from harness.engine import instructions
+from harness.plan import spec
+from harness.selftest import tamper
+from harness import outcomes as verdict
 
 NEEDS_VALGRIND = pytest.mark.skipif(shutil.which("valgrind") is None,
                                     reason="valgrind is not installed (sudo apt-get install valgrind)")
@@ -224,7 +229,7 @@ def test_instruction_runs_count_on_one_slot_whatever_the_campaigns_slots(tmp_pat
     import dataclasses
     from types import SimpleNamespace
 
-    from harness.runner import Runner
+    from harness.engine.runner import Runner
 
     runner = Runner(dataclasses.replace(spec.load(CAMPAIGNS / "demo_instructions.yaml"), slots=4), None,
                     check_only=True)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import ROOT, cache_env, harness, make_target, no_traceback, write_campaign
-from harness.fsutil import read_json
+from harness.files import read_json
 
 NAP_WORKLOAD = '''
     import time

@@ -20,8 +20,8 @@ def test_the_load_generator_is_not_ours_and_stops():
 
     import psutil
 
-    from harness import cleanup
-    from harness.noise_selftest import Load
+    from harness.engine import cleanup
+    from harness.selftest.noise import Load
 
     cleanup.become_subreaper()  # as inside a campaign: orphans would come back to us
     try:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import analysis, rehash
+from harness import rehash
+from harness.comparison import analysis
 from noise_support import SCENARIOS, campaign
 
 CAMPAIGNS = 1000
@@ -61,7 +62,7 @@ def test_under_load_the_verdict_holds_the_quiet_truth_or_makes_no_claim(load):
 def test_the_old_item_bootstrap_over_abba_fails_the_same_test():
     """Why comparison/v2 was replaced: its interval holds only the item spread, so under 3%
     run noise it misses the truth far more often than 5% of the time."""
-    from harness.legacy import analyze_v2
+    from harness.comparison.legacy import analyze_v2
 
     rng = np.random.default_rng(5)
     covered = 0

@@ -291,7 +291,7 @@ def test_overrides_are_recorded_and_verified(user_repo, tmp_path):
     assert [it["id"] for it in json.loads((out / "data/runs/A1.json").read_text())["items"]] == ["n0", "n2"]
     assert harness("verify", out).returncode == 0
     # A forger who drops the recorded override: campaign.json no longer follows from the YAML.
-    from harness import tamper
+    from harness.selftest import tamper
 
     recorded["overrides"] = {}
     (out / "data/campaign.json").write_text(json.dumps(recorded))
@@ -308,7 +308,7 @@ def test_version_and_one_error_prefix():
 
 
 def test_init_writes_a_loadable_minimal_campaign_and_never_overwrites(user_repo, tmp_path):
-    from harness import spec
+    from harness.plan import spec
 
     out = tmp_path / "bench" / "c.yaml"
     made = harness("init", "--repo", user_repo, "--entry", "bench_sum:setup", "--workload-path", tmp_path / "bench",

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import comparison, parity, tensors
+from harness.comparison import derive as comparison, parity
+from harness.bundle import arrays as tensors
 
 
 def item(item_id, arrays_dir=None, error=None, **fields):
@@ -240,7 +241,7 @@ def _calls_run(label, variant, calls, installed=True):
 
 
 def test_call_counts_per_variant_may_differ_between_variants_only():
-    from harness.comparison import call_counts_hold, calls_per_run
+    from harness.comparison.derive import call_counts_hold, calls_per_run
 
     runs = [_calls_run("A1", "base", 60), _calls_run("B1", "candidate", 10),
             _calls_run("B2", "candidate", 10), _calls_run("A2", "base", 60)]
@@ -254,7 +255,7 @@ def test_call_counts_per_variant_may_differ_between_variants_only():
 
 
 def test_golden_checks_the_items_a_run_has_and_fails_unknown_or_changed_ones():
-    from harness.parity import compare_golden
+    from harness.comparison.parity import compare_golden
 
     def run(label, items):
         return {"label": label, "items": [{"id": i, "fields": {"x": {"digest": d}}, "error": None}

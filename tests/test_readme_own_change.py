@@ -74,7 +74,7 @@ def test_readme_notes_cover_the_four_traps_and_say_where_reproduce_writes(tmp_pa
     """Issue 21: the section's notes cover the src layout, untracked files, `slots: 1` for
     pure-Python code (the block sets it; the first test checks the bundle records it) and
     where `harness reproduce` writes, which is what its default --out does."""
-    from harness import reproduce
+    from harness.judge import reproduce
 
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Benchmark your own change"):text.index("## Commands and exit codes")]

@@ -18,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, harness
-from harness import rehash, tamper, tensors
+from harness import rehash
+from harness.selftest import tamper
+from harness.bundle import arrays as tensors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "faulty"))
 import faultlib  # noqa: E402
@@ -209,7 +211,7 @@ def test_rehash_spells_the_verdict_rule_as_verdict_py_does():
     (verdict.decide, rehash.verdict_rule): the two must agree everywhere, reasons included."""
     import itertools
 
-    from harness import verdict
+    from harness import outcomes as verdict
 
     edges = (0.5, 0.97, 0.979, 0.98, 0.99, 1.0, 1.01, 1.02, 1.021, 1.5)
     for (lo, hi), run_ratio, band, claim in itertools.product(

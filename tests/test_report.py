@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli
-from harness.figure import render
-from harness.report import find_bundles, render_bundle, render_report
-from harness.legacy import analyze_v2 as analyze
+from harness.render.figure import render
+from harness.render.report import find_bundles, render_bundle, render_report
+from harness.comparison.legacy import analyze_v2 as analyze
 
 BASE_ITEMS = [0.010, 0.020, 0.030, 0.015, 0.025, 0.012]
 
@@ -173,7 +173,7 @@ def test_runs_table_at_a_glance_metadata_folded_summary_says_disturbed(repo):
 def test_stage_tables_most_base_cpu_first_and_the_short_one_capped():
     """One owner for stage tables: REPORT.md, `harness run`, `compare DIR` and `compare A B`
     order stages by base self CPU and show candidate/base; the short table keeps the top few."""
-    from harness.report import STAGES_SHOWN, stage_summary, stage_table
+    from harness.render.report import STAGES_SHOWN, stage_summary, stage_table
 
     stages = {f"s{k}": {"calls_per_run": 1, "base_self_cpu_s": 0.1 * k, "candidate_self_cpu_s": 0.05 * k}
               for k in range(STAGES_SHOWN + 2)}
@@ -294,8 +294,8 @@ def test_a_sealed_bundle_is_reported_as_verified(demo_bundle, tmp_path, capsys):
 
 
 def test_rounds_statistics_show_the_band_and_a_per_item_table_worst_first():
-    from harness import analysis
-    from harness.report import _stats_section
+    from harness.comparison import analysis
+    from harness.render.report import _stats_section
 
     runs = []
     for k in range(1, 7):

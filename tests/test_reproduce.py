@@ -14,9 +14,14 @@ import numpy as np
 import pytest
 
 from conftest import CAMPAIGNS, ROOT, harness, no_traceback
-from harness import analysis, bundlereader, environment, parity, records, rehash, reproduce, tamper, tensors
-from harness.report import render_report
-from harness.worker import subset
+from harness import records, rehash
+from harness.comparison import analysis, parity
+from harness.bundle import read as bundlereader, arrays as tensors
+from harness.engine import environment
+from harness.judge import reproduce
+from harness.selftest import tamper
+from harness.render.report import render_report
+from harness.engine.worker import subset
 
 FORGED_FACTOR = 100
 

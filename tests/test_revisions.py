@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, harness
-from harness import revisions, spec
-from harness.fsutil import read_json, sha256_file, tree_digest
+from harness.plan import revisions, spec
+from harness.files import read_json, sha256_file, tree_digest
 
 SHA_LINE = re.compile(r"^([0-9a-f]{40})  tree ([0-9a-f]{16})  (.*)$")
 

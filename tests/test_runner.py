@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, cache_env, harness, make_target, no_traceback, write_campaign
-from harness.fsutil import read_json
+from harness.files import read_json
 
 
 def steps(log: Path) -> list[dict]:
@@ -269,7 +269,7 @@ def test_preflight_that_hangs_is_killed_at_the_run_timeout(tmp_path):
 
 def test_rounds_auto_takes_as_many_rounds_as_the_first_round_says_fit_the_budget(tmp_path):
     from harness import records, rehash
-    from harness.tamper import reseal
+    from harness.selftest.tamper import reseal
 
     same = SIGNS_CORE
     tree, patch = make_target(tmp_path, {"signs/__init__.py": "", "signs/core.py": same},

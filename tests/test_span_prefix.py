@@ -12,7 +12,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.microbench import span_prefix
+from harness.plan.checkout import bench
+span_prefix = bench("span-prefix")
 from spanfind_support import ROOT, TREE, build_revisions
 
 LENGTHS = [1, 2, 3, 7, 16, 31, 64, 129, 1025]

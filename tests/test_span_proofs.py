@@ -23,7 +23,8 @@ import sys
 
 import pytest
 
-from harness.microbench import span_prefix
+from harness.plan.checkout import bench
+span_prefix = bench("span-prefix")
 from spanfind_support import (  # noqa: F401 (fixtures)
     HELPER, MODULE, VARIANTS, build_revisions, corpus, helper_call_lines, id_render, linear_prefix,
     load_module, loops_to_calls, module_from_ast, restore_loops, revisions, text_render,

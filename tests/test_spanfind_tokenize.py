@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from harness.fsutil import tree_digest
+from harness.files import tree_digest
 from spanfind_support import (  # noqa: F401 (fixtures)
     CAMPAIGN, ROOT, VARIANTS, chatml, corpus, corpus_module, id_render, make_corpus, revisions, sampler_views,
     text_render, tokenizer, tokenizer_dir,

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, cache_env, harness, no_traceback
-from harness import records, rehash, spec
+from harness import records, rehash
+from harness.plan import spec
 
 DELETE = object()
 SOURCE = Path("/campaigns/x.yaml")
@@ -472,7 +473,7 @@ def test_missing_build_tree(tmp_path, cache):
 
 
 def test_stage_calls_mode_is_validated_and_recorded(tmp_path):
-    from harness import spec
+    from harness.plan import spec
 
     def campaign(stage):
         return {"name": "x", "target": {"repo": str(tmp_path)}, "base": {"rev": "HEAD~1"},

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from harness import spec
+from harness.plan import spec
 from test_spec import SOURCE, VALID
 
 FAST = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import stats
-from harness.legacy import analyze_v2 as analyze
+from harness.comparison import stats
+from harness.comparison.legacy import analyze_v2 as analyze
 from harness.rehash import t_cdf, t_quantile
-from harness.stats import mann_whitney
-from harness.verdict import exit_code as verdict_exit_code, line as verdict_line
+from harness.comparison.stats import mann_whitney
+from harness.outcomes import exit_code as verdict_exit_code, line as verdict_line
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -9,7 +9,7 @@ import io
 import numpy as np
 
 from conftest import harness
-from harness import tamper
+from harness.selftest import tamper
 
 
 def test_every_mutation_is_detected_by_both_checkers(demo_bundle):

@@ -11,8 +11,8 @@ import io
 import numpy as np
 import pytest
 
-from harness import tensors
-from harness.tensors import ArrayError
+from harness.bundle import arrays as tensors
+from harness.bundle.arrays import ArrayError
 
 
 def nan_with_payload(payload: int) -> np.float64:

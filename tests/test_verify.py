@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from conftest import ROOT, harness
-from harness import rehash, verify
+from harness import rehash
+from harness.judge import verify
 
 
 def all_files(root):
@@ -138,7 +139,8 @@ def test_anchors_hold_for_a_bundle_of_this_repository(demo_bundle):
 def test_a_forged_tree_digest_is_caught_only_against_the_repository(demo_bundle):
     import json
 
-    from harness import records, tamper
+    from harness import records
+    from harness.selftest import tamper
 
     path = demo_bundle / records.REVISIONS
     receipt = json.loads(path.read_text())
@@ -166,7 +168,8 @@ def test_campaign_file_and_golden_must_match_the_repository(demo_bundle, tmp_pat
 def test_campaign_json_must_say_what_campaign_yaml_says(demo_bundle):
     import json
 
-    from harness import records, tamper
+    from harness import records
+    from harness.selftest import tamper
 
     path = demo_bundle / records.CAMPAIGN_JSON
     campaign = json.loads(path.read_text())
@@ -187,7 +190,8 @@ def _anchor_repo(demo_bundle, tmp_path, campaign_path):
     campaign_path (re-sealed: consistent inside)."""
     import json
 
-    from harness import records, tamper
+    from harness import records
+    from harness.selftest import tamper
 
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "campaigns", repo / "campaigns")
@@ -236,7 +240,8 @@ def test_a_commit_missing_from_the_repository_is_one_line(demo_bundle, tmp_path)
     """A collected WORKTREE snapshot once gave a tarfile.ReadError traceback."""
     import json
 
-    from harness import records, tamper
+    from harness import records
+    from harness.selftest import tamper
 
     path = demo_bundle / records.CAMPAIGN_JSON
     campaign = json.loads(path.read_text())
@@ -255,7 +260,7 @@ def test_reproduce_never_runs_a_campaign_file_from_a_bundle(demo_bundle, tmp_pat
     marker = tmp_path / "executed"
     yaml_path = bundle / "data" / "campaign.yaml"
     yaml_path.write_text(yaml_path.read_text() + f"build: [[touch, '{marker}']]\n")
-    from harness import tamper
+    from harness.selftest import tamper
 
     tamper.reseal(bundle)
     result = harness("reproduce", bundle, "--repo", repo, "--out", tmp_path / "again", timeout=300)
@@ -269,7 +274,7 @@ def _forge(bundle, edits):
     """Apply {rel: edit(obj)} to the bundle's JSON, re-derive comparison.json, re-seal."""
     import json
 
-    from harness import tamper
+    from harness.selftest import tamper
 
     for rel, edit in edits.items():
         obj = json.loads((bundle / rel).read_text())
@@ -285,7 +290,9 @@ def test_a_full_sha_in_the_yaml_is_the_sha_that_ran(demo_bundle):
     import json
     import re
 
-    from harness import rehash, tamper, verify
+    from harness import rehash
+    from harness.selftest import tamper
+    from harness.judge import verify
 
     cand = json.loads((demo_bundle / "data/campaign.json").read_text())["revisions"]["candidate"]["sha"]
     runs = {f"data/runs/{p.name}": (lambda r: r.update(sha=cand) if r["variant"] == "base" else None)
@@ -301,7 +308,7 @@ def test_a_full_sha_in_the_yaml_is_the_sha_that_ran(demo_bundle):
 
 
 def test_inputs_receipt_must_hold_the_yaml_pins(demo_bundle):
-    from harness import verify
+    from harness.judge import verify
 
     _forge(demo_bundle, {"data/receipts/inputs.json": lambda r: r["inputs"].update(
         corpus={"path": "/x", "kind": "file", "sha256": "0" * 64, "build": None})})
@@ -310,7 +317,9 @@ def test_inputs_receipt_must_hold_the_yaml_pins(demo_bundle):
 
 
 def test_a_log_with_a_traceback_under_an_ok_record_is_refused(demo_bundle):
-    from harness import rehash, tamper, verify
+    from harness import rehash
+    from harness.selftest import tamper
+    from harness.judge import verify
 
     (demo_bundle / "data/logs/B1.log").write_text(
         "working\nTraceback (most recent call last):\n  File \"w.py\", line 1\nMemoryError\n")

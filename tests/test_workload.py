@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cache_env, harness, make_target, no_traceback, write_campaign
-from harness import rehash, records, tamper, workload
-from harness.fsutil import read_json
-from harness.verify import verify
+from harness import rehash, records
+from harness.selftest import tamper
+from harness.plan import workload
+from harness.files import read_json
+from harness.judge.verify import verify
 
 
 def checkers(bundle: Path, repo: Path | None = None) -> tuple[list[str], list[str]]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import spec, verdict
+from harness.plan import spec
+from harness import outcomes as verdict
 from harness.commands import error
 
 HELP = "run a campaign base against base and write its noise floor for campaigns to pin"
@@ -38,11 +39,11 @@ def floor_of(stats: dict) -> float | None:
 
 def main(args) -> int:
     from harness import records
-    from harness.environment import machine
-    from harness.bundle import BundleError
-    from harness.fsutil import read_json, sha256_bytes
-    from harness.progress import Progress
-    from harness.runner import Interrupted, PreflightError, Runner
+    from harness.engine.environment import machine
+    from harness.bundle.write import BundleError
+    from harness.files import read_json, sha256_bytes
+    from harness.engine.progress import Progress
+    from harness.engine.runner import Interrupted, PreflightError, Runner
 
     try:
         base = spec.load(args.campaign).base.rev

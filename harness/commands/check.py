@@ -5,7 +5,7 @@ setup(), run one item untimed and check the output protocol. One line per proble
 the revision, the key and the cause; exit 0 or 2; never writes a bundle."""
 from __future__ import annotations
 
-from harness import spec
+from harness.plan import spec
 from harness.commands import error
 from harness.commands.run import add_overrides, load_campaign
 
@@ -18,8 +18,8 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness.progress import Progress
-    from harness.runner import Interrupted, PreflightError, Runner
+    from harness.engine.progress import Progress
+    from harness.engine.runner import Interrupted, PreflightError, Runner
 
     try:
         with Progress() as progress:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness import verdict
+from harness import outcomes as verdict
 from harness.commands import error
 
 HELP = "print a bundle's verdict (or compare two); exit 0 improved/equal, 5 regressed, 6 inconclusive"
@@ -38,7 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _problem(comparison) -> str | None:
     """Why this comparison.json cannot give a verdict, or None."""
-    from harness.verdict import VERDICTS
+    from harness.outcomes import VERDICTS
 
     if not isinstance(comparison, dict):
         return "expected a JSON object"
@@ -72,7 +72,7 @@ def main(args) -> int:
 
 def _unverified(path: Path, consequence: str) -> int:
     """0 when the bundle verifies; else its first problems, one error line and verify's code."""
-    from harness.verify import verify
+    from harness.judge.verify import verify
 
     report = verify(path)
     if report.exit_code:
@@ -86,9 +86,12 @@ def compare_two(a: Path, b: Path) -> int:
     """Two bundles of one campaign: one table, stage CPU per variant, outputs agreement."""
     import datetime as dt
 
-    from harness import bundlereader, environment, parity, reproduce
-    from harness.report import _table, _verdict_word, stage_cells, stage_order
-    from harness.verdict import exit_code as verdict_exit_code
+    from harness.bundle import read as bundlereader
+    from harness.engine import environment
+    from harness.comparison import parity
+    from harness.judge import reproduce
+    from harness.render.report import _table, _verdict_word, stage_cells, stage_order
+    from harness.outcomes import exit_code as verdict_exit_code
 
     for path in (a, b):
         code = _unverified(path, "no comparison")
@@ -133,11 +136,12 @@ def compare_two(a: Path, b: Path) -> int:
 
 
 def compare_one(target: Path, no_verify: bool) -> int:
-    from harness.verdict import UNUSABLE as EXIT_UNUSABLE, exit_code as verdict_exit_code, line as verdict_line
+    from harness.outcomes import UNUSABLE as EXIT_UNUSABLE, exit_code as verdict_exit_code, line as verdict_line
 
-    from harness import bundlereader, records
-    from harness.bundle import BundleError
-    from harness.report import stage_summary
+    from harness import records
+    from harness.bundle import read as bundlereader
+    from harness.bundle.write import BundleError
+    from harness.render.report import stage_summary
 
     path = target if target.is_file() else target / records.COMPARISON
     if not target.exists():

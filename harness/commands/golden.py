@@ -7,8 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness import bundlereader, records
-from harness.fsutil import atomic_write_json, sha256_file
+from harness import records
+from harness.bundle import read as bundlereader
+from harness.files import atomic_write_json, sha256_file
 
 MACHINE_KEYS = ("cpu_model", "vector_isa", "blas", "torch_threads")
 
@@ -21,7 +22,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness.verify import verify
+    from harness.judge.verify import verify
 
     bundle = Path(args.bundle)
     report = verify(bundle)

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness import spec
+from harness.plan import spec
 
 TEMPLATE = """\
 # A/B/B/A campaign written by `harness init`. Relative paths are relative to this file.

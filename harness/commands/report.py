@@ -29,9 +29,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args) -> int:
-    from harness.fsutil import atomic_write_bytes
-    from harness.bundle import BundleError
-    from harness.report import find_bundles, render_report, verification
+    from harness.files import atomic_write_bytes
+    from harness.bundle.write import BundleError
+    from harness.render.report import find_bundles, render_report, verification
 
     root = Path(args.root)
     if not root.is_dir():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import verdict
+from harness import outcomes as verdict
 from harness.commands import error
 
 HELP = "re-run a bundle's campaign into a new bundle and judge the claim against it"
@@ -33,11 +33,14 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness import bundlereader, environment, reproduce, spec
-    from harness.bundle import BundleError
-    from harness.progress import Progress
-    from harness.runner import Interrupted, PreflightError
-    from harness.verify import verify
+    from harness.bundle import read as bundlereader
+    from harness.engine import environment
+    from harness.judge import reproduce
+    from harness.plan import spec
+    from harness.bundle.write import BundleError
+    from harness.engine.progress import Progress
+    from harness.engine.runner import Interrupted, PreflightError
+    from harness.judge.verify import verify
 
     bundle, repo = Path(args.bundle), Path(args.repo)
     # The original must verify, then still match the repository (campaign file, golden

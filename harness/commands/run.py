@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import spec
-from harness.bundle import BundleError
+from harness.plan import spec
+from harness.bundle.write import BundleError
 from harness.commands import error
-from harness.progress import Progress
-from harness.verdict import FAILED
+from harness.engine.progress import Progress
+from harness.outcomes import FAILED
 
 
 def add_overrides(p) -> None:
@@ -48,10 +48,10 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness.runner import Interrupted, PreflightError, Runner
-    from harness.parity import divergence_lines
-    from harness.report import stage_summary
-    from harness.verdict import RUN_EXIT_MEANING, line as verdict_line
+    from harness.engine.runner import Interrupted, PreflightError, Runner
+    from harness.comparison.parity import divergence_lines
+    from harness.render.report import stage_summary
+    from harness.outcomes import RUN_EXIT_MEANING, line as verdict_line
 
     try:
         with Progress() as progress:
@@ -95,8 +95,8 @@ def parity_line(result: dict, out: Path) -> str:
     "NOT identical (0/0 fields)"; recorded errors are counted per run when they differ,
     since the reference's count alone ("0 recorded errors") hides what differs."""
     from harness import records
-    from harness.fsutil import read_json
-    from harness.parity import fields_per_pair
+    from harness.files import read_json
+    from harness.comparison.parity import fields_per_pair
 
     p = result["parity"]
     ok = [r for r in result["runs"] if r["status"] == "ok"]

@@ -52,8 +52,8 @@ def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
 
     import yaml
 
-    from harness import spec
-    from harness.runner import Runner
+    from harness.plan import spec
+    from harness.engine.runner import Runner
 
     demo = clone_file(DEMO, "selftest")
     data = yaml.safe_load(demo.read_bytes())
@@ -70,7 +70,7 @@ def _timed_checks(bundle: Path) -> tuple[float, int, float, int]:
     import subprocess
     import time
 
-    from harness.verify import verify
+    from harness.judge.verify import verify
 
     t0 = time.monotonic()
     report = verify(bundle)
@@ -100,8 +100,8 @@ def _scale() -> int:
 
 
 def _demo_bundle(tmp: Path) -> Path | None:
-    from harness import spec
-    from harness.runner import Runner
+    from harness.plan import spec
+    from harness.engine.runner import Runner
 
     campaign_path = clone_file(DEMO, "selftest")
     out = tmp / "demo"
@@ -139,14 +139,15 @@ def main(args) -> int:
     if args.suite == "scale":
         return _scale()
     if args.suite == "noise":
-        from harness import noise_selftest
+        from harness.selftest import noise as noise_selftest
 
         if args.quiet_only and args.load_only:
             print("harness selftest: --quiet-only and --load-only: give one of them", file=sys.stderr)
             return 2
         return noise_selftest.run(args.campaigns, args.rounds, args.effect, args.work, not args.quiet_only,
                                   args.effect_campaigns, not args.load_only)
-    from harness import fieldwalk, records, tamper
+    from harness import records
+    from harness.selftest import fieldwalk, tamper
 
     repo = Path(args.repo) if args.repo else None
     with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
@@ -184,7 +185,7 @@ def main(args) -> int:
 
 
 def _repo_of(path: Path) -> Path | None:
-    from harness import verify
+    from harness.judge import verify
 
     try:
         return verify.repository(path.parent)

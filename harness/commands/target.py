@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from harness import revisions, spec
+from harness.plan import revisions, spec
 from harness.commands import error
 
 NEWEST = 20  # a real repository has thousands of commits; each listed one is exported once

@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness.verify import verify
+    from harness.judge.verify import verify
 
     report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes)
     if report.unusable:

@@ -12,8 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.fsutil import sha256_file, tree_digest
-from harness.spec import Campaign, Revision, SpecError, Target
+from harness.files import sha256_file, tree_digest
+from harness.plan.spec import Campaign, Revision, SpecError, Target
 
 # A fixed identity and date make a built target's commit SHAs the same on every machine.
 _IDENTITY = {

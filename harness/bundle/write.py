@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from harness import __version__
-from harness.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
+from harness.files import atomic_write_bytes, atomic_write_json, sha256_file
 from harness.records import BAG_INFO, BAGIT, CAMPAIGN_JSON, MANIFEST, TAG_FILES, TAGMANIFEST
 
 BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"

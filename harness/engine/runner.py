@@ -17,11 +17,16 @@ from pathlib import Path
 
 import psutil
 
-from harness import (bundle, cleanup, comparison, environment, figure, instructions, records, revisions, verdict,
-                     workload as workload_files)
-from harness.fsutil import path_digest, read_json, sha256_bytes
-from harness.progress import Silent
-from harness.spec import MAX_ROUNDS, Campaign, SpecError
+from harness import records
+from harness.bundle import write as bundle
+from harness.engine import cleanup, environment, instructions
+from harness.comparison import derive as comparison
+from harness.render import figure
+from harness.plan import revisions, workload as workload_files
+from harness import outcomes as verdict
+from harness.files import path_digest, read_json, sha256_bytes
+from harness.engine.progress import Silent
+from harness.plan.spec import MAX_ROUNDS, Campaign, SpecError
 
 POLL_S = 0.05  # how soon a worker's exit is noticed
 WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time);
@@ -375,7 +380,7 @@ class Runner:
         log_path = run_dir / "worker.log"
         started_at, t0 = time.time(), time.monotonic()
         with open(log_path, "wb") as log:
-            argv = [*prefix, sys.executable, "-m", "harness.worker", str(run_dir / "job.json")]
+            argv = [*prefix, sys.executable, "-m", "harness.engine.worker", str(run_dir / "job.json")]
             proc = subprocess.Popen(argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             self.current, self.current_label = proc, label

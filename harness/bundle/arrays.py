@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.fsutil import atomic_write_bytes
+from harness.files import atomic_write_bytes
 
 DIGEST_PREFIX = b"abba-array-v1\n"
 # Stored as gzipped .npy (stdlib-readable; token ids and NaN-filled fields shrink ~20x),

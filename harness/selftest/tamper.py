@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import records, tensors
-from harness.bundle import manifest_text
+from harness import records
+from harness.bundle import arrays as tensors
+from harness.bundle.write import manifest_text
 from harness.records import TAG_FILES
-from harness.fsutil import sha256_file
+from harness.files import sha256_file
 
-REHASH = Path(__file__).resolve().parent / "rehash.py"
+REHASH = Path(__file__).resolve().parents[1] / "rehash.py"
 HAZARD_TIMEOUT_S = 30
 
 
@@ -389,7 +390,7 @@ def _dump(root: Path, rel: str, obj) -> None:
 def rederive(root: Path) -> None:
     """What a careful forger does after editing records: comparison.json derived again from
     them with the harness's own code, and bag-info's status to match."""
-    from harness import comparison
+    from harness.comparison import derive as comparison
 
     campaign, runner = _load(root, records.CAMPAIGN_JSON), _load(root, records.RUNNER)
     runs = [_load(root, records.run_path(label)) for label in campaign["labels"][:runner["runs_started"]]
@@ -626,7 +627,7 @@ def record_rules() -> list[Mutation]:
     def workload_edited(root, receipt_too: bool):
         """The stored entry module of the workload changed; with receipt_too, its row and
         the receipt's digest re-derived to match, as a forger would."""
-        from harness import workload
+        from harness.plan import workload
 
         receipt = _load(root, records.WORKLOAD)
         row = next(r for r in receipt["files"] if r["path"].endswith(".py"))
@@ -641,7 +642,7 @@ def record_rules() -> list[Mutation]:
         (root / records.workload_file("extra.py")).write_text("print('not measured')\n")
 
     def workload_dropped(root):
-        from harness import workload
+        from harness.plan import workload
 
         receipt = _load(root, records.WORKLOAD)
         gone = receipt["files"].pop()
@@ -856,7 +857,7 @@ def _judge(code: int | None, lines: list[str], cause: str, note: str = "") -> Ch
 
 def run_verify(root: Path, cause: str, subprocess_timeout: float | None = None) -> Check:
     if subprocess_timeout is None:
-        from harness.verify import verify
+        from harness.judge.verify import verify
 
         report = verify(root)
         code = report.exit_code

@@ -36,7 +36,7 @@ class Load:
     which fails a run that leaves processes behind, does not count them as the run's."""
 
     def __enter__(self):
-        from harness import cleanup
+        from harness.engine import cleanup
 
         cleanup._prctl(cleanup.PR_SET_CHILD_SUBREAPER, 0)
         try:
@@ -76,8 +76,8 @@ def _process(pid: int):
 def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work: int) -> dict:
     import yaml
 
-    from harness import spec
-    from harness.runner import Runner
+    from harness.plan import spec
+    from harness.engine.runner import Runner
 
     data = yaml.safe_load(demo.read_bytes())
     data.pop("golden", None)

@@ -29,8 +29,9 @@ import math
 import statistics
 from typing import Any
 
-from harness import records, verdict
-from harness.stats import is_num, is_pos, mean, sig10, t_interval
+from harness import records
+from harness import outcomes as verdict
+from harness.comparison.stats import is_num, is_pos, mean, sig10, t_interval
 
 METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
 MIN_ROUNDS = 5  # below this the run-to-run variance is not estimated well enough to claim

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from harness.clone import require
-from harness.microbench import CAMPAIGNS, checkout, load_module
+from harness.plan.checkout import CAMPAIGNS, checkout, load_module
 
 CAMPAIGN = CAMPAIGNS / "ar_loop_attention.yaml"  # both AR campaigns pin the same revisions
 FIELDS = ("secondaries", "n_sec", "sec_valid", "stop_slot")

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 from harness.clone import require
-from harness.microbench import CAMPAIGNS, checkout, load_module
+from harness.plan.checkout import CAMPAIGNS, checkout, load_module
 
 CAMPAIGN = CAMPAIGNS / "ar_loop_attention.yaml"
 SIZES = tuple(range(1, 41)) + (63, 100, 257)
@@ -130,7 +130,7 @@ def main(args) -> int:
     require("torch", "microbench gemm-rows")
     # The campaigns' worker environment (thread counts), before torch and MKL read it; a
     # variable set by the caller wins, so `MKL_CBWR=COMPATIBLE harness microbench ...` works.
-    from harness import spec
+    from harness.plan import spec
 
     campaign_env = spec.load(CAMPAIGN).env
     for name, value in campaign_env.items():

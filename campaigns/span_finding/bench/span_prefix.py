@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.microbench import CAMPAIGNS, checkout
+from harness.plan.checkout import CAMPAIGNS, checkout
 
 HELPER = "_common_prefix_length"
 MODULE = "spanfind/tokenize.py"

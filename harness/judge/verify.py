@@ -15,7 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import comparison, records, rehash
+from harness import records, rehash
+from harness.comparison import derive as comparison
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -72,7 +73,7 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
 def _check_yaml(check: rehash.Check, docs: dict) -> None:
     """campaign.json must say what campaign.yaml says, field by field, except what the
     machine resolved (SHAs, paths)."""
-    from harness import spec
+    from harness.plan import spec
 
     campaign = docs["campaign"]
     try:
@@ -126,7 +127,7 @@ class AnchorError(Exception):
 
 def repository(path: Path) -> Path:
     """--repo PATH as a git work tree's top folder, or AnchorError."""
-    from harness import revisions
+    from harness.plan import revisions
 
     if not path.is_dir():
         raise AnchorError(f"--repo {path}: no such folder")
@@ -158,7 +159,7 @@ def anchor(repo: Path, rel, key: str) -> Path:
 
 def read_anchor(path: Path, limit: int = rehash.MAX_TEXT_BYTES) -> bytes:
     """A regular file's bytes, never blocking on a FIFO, never a device, at most limit."""
-    from harness.fsutil import NotReadable, read_regular
+    from harness.files import NotReadable, read_regular
 
     try:
         return read_regular(path, limit)
@@ -172,8 +173,8 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
     """The bundle against the repository at --repo: the same campaign file, the same golden
     file, and each revision's tree digest recomputed from its commit. A repository or an
     anchor that cannot be read is AnchorError (exit 2), never a pass."""
-    from harness import revisions, spec
-    from harness.fsutil import tree_digest
+    from harness.plan import revisions, spec
+    from harness.files import tree_digest
 
     repo = repository(repo)
     campaign = docs["campaign"]

@@ -87,7 +87,7 @@ def compare_golden(golden: dict, runs: list[dict]) -> dict:
 def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
     """How far apart differing arrays are: elements differing, max abs and ULP difference.
     Both arrays are streamed side by side in chunks: memory stays a few MB whatever their size."""
-    from harness import tensors
+    from harness.bundle import arrays as tensors
 
     out = []
     for m in mismatches:
@@ -354,7 +354,7 @@ def compare_outputs(original: list[dict], reproduction: list[dict], same: bool |
 def divergence_across(mismatches: list[dict], original_arrays: Path, reproduction_arrays: Path) -> list[dict]:
     """parity.divergence over two bundles: the differing arrays, side by side in one folder
     (content-addressed, so names cannot clash)."""
-    from harness import tensors
+    from harness.bundle import arrays as tensors
 
     with tempfile.TemporaryDirectory(prefix="abba-divergence-") as tmp:
         for m in mismatches:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness import verdict
-from harness.stats import bootstrap_geomean, bootstrap_mean_ratio, is_pos, mann_whitney, mean, sig10
+from harness import outcomes as verdict
+from harness.comparison.stats import bootstrap_geomean, bootstrap_mean_ratio, is_pos, mann_whitney, mean, sig10
 
 
 def _ok_runs(runs: list[dict]) -> list[dict]:

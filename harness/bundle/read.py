@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import records, rehash
-from harness.bundle import BundleError
-from harness.fsutil import NotReadable, read_regular
+from harness.bundle.write import BundleError
+from harness.files import NotReadable, read_regular
 
 
 def read_bytes(path: Path, limit: int) -> bytes:

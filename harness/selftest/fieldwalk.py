@@ -26,7 +26,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import records, rehash, tamper
+from harness import records, rehash
+from harness.selftest import tamper
 
 NUM_KINDS = ("x7", "/7", "zero", "negative", "huge", "1e400", "swap")
 INT_KINDS = ("x7", "zero", "negative", "huge", "swap")
@@ -255,7 +256,7 @@ def apply(root: Path, doc: str, rel: str, where: tuple, value) -> None:
 
 
 def judge(root: Path, m: Mutation, repo: Path | None) -> None:
-    from harness import verify
+    from harness.judge import verify
 
     try:
         report = verify.verify(root, repo if m.expect == "repo" else None)
@@ -392,7 +393,7 @@ def unbound_markdown() -> str:
 README_BLOCK = re.compile(r"(<!-- unbound: begin[^\n]*-->\n)(.*?)(<!-- unbound: end -->)", re.S)
 
 
-def update_readme(path: str | Path = Path(__file__).resolve().parent.parent / "README.md") -> bool:
+def update_readme(path: str | Path = Path(__file__).resolve().parents[2] / "README.md") -> bool:
     """Rewrite the README's generated block from rehash.UNBOUND; True when it changed.
     (python -c 'from harness import fieldwalk; fieldwalk.update_readme()')"""
     path = Path(path)

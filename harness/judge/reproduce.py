@@ -29,8 +29,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import bundlereader, environment, parity, records
-from harness.verdict import REPRODUCTION_CODES
+from harness import records
+from harness.bundle import read as bundlereader
+from harness.engine import environment
+from harness.comparison import parity
+from harness.outcomes import REPRODUCTION_CODES
 
 EXIT_CODES = REPRODUCTION_CODES
 
@@ -85,7 +88,7 @@ def claim(comparison: dict) -> dict:
 def claim_on(original: dict, ids: set[str]) -> dict:
     """The original's claim re-derived over some of its items: per-item speed-ups differ, so
     a spot check of N items is held to what the original measured on those N."""
-    from harness import analysis, legacy
+    from harness.comparison import analysis, legacy
 
     runs = [{**r, "items": [it for it in r["items"] if it["id"] in ids]} for r in original["runs"]]
     v2 = original["comparison"].get("schema") == records.LEGACY_SCHEMAS["comparison"]
@@ -149,7 +152,7 @@ def verdict(comparison: dict, outputs: dict, timing: dict) -> str:
 
 def receipt(original: dict, reproduction: dict) -> dict:
     """The receipt from two loaded bundles (bundlereader.load), the divergence left empty."""
-    from harness import analysis
+    from harness.comparison import analysis
 
     ma, mb = environment.machine(original["environment"]), environment.machine(reproduction["environment"])
     same, why = environment.same_class(ma, mb)
@@ -202,7 +205,7 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
     overrides (and --order/--rounds/--items on top); a campaign of rounds gets a fresh
     shuffle. Overrides can only choose revisions, order, rounds, items and params (the
     spec refuses any other key), so nothing the bundle wrote becomes a command."""
-    from harness import spec
+    from harness.plan import spec
 
     recorded = original["campaign"]
     if not recorded["campaign_path"]:
@@ -216,7 +219,7 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
         overrides.pop("order", None)
         overrides.pop("rounds", None)
     overrides.update(spec.parse_overrides(order=order, items=items, rounds=rounds))
-    from harness.verify import AnchorError, anchor, repository
+    from harness.judge.verify import AnchorError, anchor, repository
 
     try:  # the repository's own campaign file, or the reviewer's: never one inside a bundle
         source = outside_bundles(Path(campaign_file)) if campaign_file is not None else \
@@ -235,7 +238,7 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
 
 def outside_bundles(path: Path) -> Path:
     """--campaign FILE: a regular file that no evidence bundle holds."""
-    from harness.verify import AnchorError
+    from harness.judge.verify import AnchorError
 
     path = path.resolve()
     if not path.is_file():
@@ -277,8 +280,8 @@ class Reproduction:
 def reproduce(original: dict, campaign, out: Path, force: bool = False, progress=None) -> Reproduction:
     """Run the campaign into a private folder, derive the receipt, then seal the run's
     payload plus the receipt as a new bundle at out (published only once sealed)."""
-    from harness import bundle
-    from harness.runner import Runner
+    from harness.bundle import write as bundle
+    from harness.engine.runner import Runner
 
     out = out.absolute()
     bundle.check_output(out, force)

@@ -7,7 +7,7 @@ import json
 import statistics
 import time
 
-from harness.stagetimer import StageTimer
+from harness.engine.stagetimer import StageTimer
 
 
 def add_arguments(parser) -> None:

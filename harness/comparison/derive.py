@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness import analysis, legacy, parity, records
-from harness.stats import sig10
+from harness import records
+from harness.comparison import analysis, legacy, parity
+from harness.comparison.stats import sig10
 
 
 def mean(values: list[float]) -> float | None:

@@ -109,7 +109,7 @@ def line(comparison: dict, exit_word: str = "exit") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
     exit_word: how the code is introduced (`harness run` says whose code it is)."""
-    from harness.parity import explain
+    from harness.comparison.parity import explain
 
     code = exit_code(comparison)
     if code == FAILED:

@@ -13,7 +13,7 @@ import hashlib
 import os
 import stat
 
-from harness.fsutil import NotReadable, read_regular
+from harness.files import NotReadable, read_regular
 
 MAX_FILES = 1000  # a workload folder holds code and small data, not the inputs (those are pinned)
 MAX_BYTES = 16 << 20  # all files together: the snapshot holds them in memory to store what it hashed

@@ -1,4 +1,4 @@
-"""One run of a campaign, in a fresh process: `python -m harness.worker JOB.json`.
+"""One run of a campaign, in a fresh process: `python -m harness.engine.worker JOB.json`.
 
 Protocol (the parent wrote JOB.json): verify inputs, import the code under test from this
 revision's tree only, install stage instrumentation, set the workload up, then time exactly
@@ -54,7 +54,7 @@ def error_name(exc: BaseException) -> str:
 
 
 def verify_inputs(inputs: dict) -> dict[str, Path]:
-    from harness.fsutil import path_digest
+    from harness.files import path_digest
 
     paths = {}
     for name, info in inputs.items():
@@ -131,7 +131,7 @@ def missing_module_hint(exc: BaseException, tree: Path, sys_path: list[str]) -> 
 def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
     """Hash and store one item's outputs. A broken output protocol ends the run (exit 1
     with the cause): recorded as an item error it would read as "parity identical, 0 fields"."""
-    from harness import tensors
+    from harness.bundle import arrays as tensors
 
     if not isinstance(outputs, dict) or not outputs:
         raise SystemExit(f"run({item_id!r}) broke the output protocol: returned {type(outputs).__name__}, "
@@ -154,7 +154,7 @@ def check_protocol(workload, items: list[str], arrays_dir: Path, result_path: st
     what was seen. Only a workload whose every item raises fails here, as its runs would.
     Stage timers are armed only to count calls (the runner flags stages neither revision
     called); their times are not used."""
-    from harness.fsutil import atomic_write_json
+    from harness.files import atomic_write_json
 
     raised = []
     for item_id in items:
@@ -250,9 +250,9 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
     """An instruction run: the items in order on this thread, through the one call that
     callgrind collects inside (harness.instructions.measured); outputs are dropped, not
     stored (the wall runs carry parity)."""
-    from harness.environment import harness_source_digest
-    from harness.fsutil import atomic_write_json
-    from harness.instructions import measured
+    from harness.engine.environment import harness_source_digest
+    from harness.files import atomic_write_json
+    from harness.engine.instructions import measured
 
     sync = getattr(workload, "sync", None) or (lambda: None)
     raised = []
@@ -279,7 +279,7 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
 
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
-    from harness.cleanup import die_with_parent
+    from harness.engine.cleanup import die_with_parent
     from harness import records
 
     if job.get("schema") != records.SCHEMAS["job"]:
@@ -301,16 +301,16 @@ def main(job_path: str) -> int:
     # What this run imports from the workload folder, digested before any import: the runner
     # stored the folder at the campaign's start, and a run whose digest is not the stored
     # one fails the campaign (harness/comparison.py).
-    from harness.workload import WorkloadError, folder_digest
+    from harness.plan.workload import WorkloadError, folder_digest
 
     try:
         workload_digest = folder_digest(job["workload"].get("path"), tuple(job["workload"].get("exclude", ())))
     except (WorkloadError, OSError) as exc:
         raise SystemExit(f"workload.path: {exc}") from None
 
-    from harness import stagetimer
-    from harness.environment import harness_source_digest
-    from harness.fsutil import atomic_write_json
+    from harness.engine import stagetimer
+    from harness.engine.environment import harness_source_digest
+    from harness.files import atomic_write_json
 
     # Failures name the campaign key that leads to them (the pre-flight prints these lines),
     # and where in the user's code they were raised.
@@ -398,5 +398,5 @@ def main(job_path: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m harness.worker JOB.json")
+        sys.exit("usage: python -m harness.engine.worker JOB.json")
     sys.exit(main(sys.argv[1]))
