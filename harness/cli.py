@@ -1,56 +1,53 @@
-"""Command line entry point: one module per subcommand under harness.commands."""
+"""The command line: one module per subcommand under harness.commands, each
+`add_parser(subparsers)` and `main(args) -> exit code`. Imports stay lazy, so `harness verify`
+never pays for what `harness run` needs.
+
+The data's journey, and the commands along it:
+  plan      init, check, target           a campaign file, its revisions, its pre-flight
+  engine    run, calibrate                 fresh worker processes -> run records -> a sealed bundle
+  judge     verify, compare, reproduce     the bundle against the contract, its verdict, a re-run
+  render    report, summary                REPORT.md, a pull request's section
+  beyond    sign, fleet, golden, microbench, selftest
+"""
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-# Subcommand name -> module in harness.commands. Each module defines
-# add_parser(subparsers) and main(args) -> int; imports stay lazy so `harness verify`
-# never pays for what `harness run` needs.
-COMMANDS = {
-    "run": "run",
-    "check": "check",
-    "init": "init",
-    "verify": "verify",
-    "report": "report",
-    "compare": "compare",
-    "target": "target",
-    "microbench": "microbench",
-    "selftest": "selftest",
-    "golden": "golden",
-    "reproduce": "reproduce",
-    "calibrate": "calibrate",
-}
+COMMANDS = ("init", "check", "target", "run", "calibrate", "verify", "compare", "reproduce", "report", "summary",
+            "golden", "microbench", "selftest")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="harness",
-        description="A/B/B/A performance campaigns with output parity and sealed evidence.",
-    )
     from harness import __version__
 
+    parser = argparse.ArgumentParser(
+        prog="harness", description="Interleaved A/B performance campaigns with output parity and sealed, "
+                                    "re-checkable evidence.")
     parser.add_argument("--version", action="version", version=f"abba-harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        try:
-            mod = importlib.import_module(f"harness.commands.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"harness.commands.{module}":
-                raise
-            continue  # a subcommand not built yet
-        mod.add_parser(sub)
+    for name in COMMANDS:
+        importlib.import_module(f"harness.commands.{name}").add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness import outcomes
+
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         print(f"harness {args.command}: error: interrupted", file=sys.stderr)
-        return 130
+        return outcomes.INTERRUPTED
+    except BrokenPipeError:
+        # `harness compare B | head`: the reader left; say nothing more and end quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return outcomes.OK
 
 
 if __name__ == "__main__":

@@ -117,3 +117,13 @@ def atomic_write_json(path: str | os.PathLike, obj) -> None:
 def read_json(path: str | os.PathLike):
     with open(path, "rb") as fh:
         return json.loads(fh.read().decode())
+
+
+def harness_source_digest() -> str:
+    """SHA-256 over the harness's own .py files (path and content), so a bundle says which
+    harness code ran, and a harness edited in the middle of a campaign is caught."""
+    root = Path(__file__).resolve().parent  # the harness package
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(f"{sha256_file(path)}  {path.relative_to(root).as_posix()}\n".encode())
+    return h.hexdigest()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness import contract as C
 from harness import records
 
 MAX_ROUNDS = 100  # harness/spec.py
@@ -26,17 +27,17 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     With `spells`, the host itself slows 1.9x for spells of a few runs (about 14% of them),
     as this project's VM does, and nothing in the guest shows it (no PSI stall). With
     `budget_s`, the count is `rounds: auto`'s: rounds is the minimum, and the first round's
-    walls decide the rest (records.auto_rounds)."""
+    walls decide the rest (C.auto_rounds)."""
     if budget_s is not None:
         first = campaign(rng, ratio=ratio, rounds=MAX_ROUNDS, run_sd=run_sd, item_sd=item_sd, tails=tails,
                          drift=drift, burst=burst, per_item=per_item, load=load, spells=spells)
-        keep = records.auto_rounds(budget_s, first[0]["wall_s"] + first[1]["wall_s"], rounds, MAX_ROUNDS)
+        keep = C.auto_rounds(budget_s, first[0]["wall_s"] + first[1]["wall_s"], rounds, MAX_ROUNDS)
         return first[:2 * keep]
-    order = records.round_order(rounds, int(rng.integers(0, 2**32)))
+    order = C.round_order(rounds, int(rng.integers(0, 2**32)))
     slow = False
     hit = int(rng.integers(0, len(order)))
     runs = []
-    for index, (label, variant) in enumerate(records.labels(order)):
+    for index, (label, variant) in enumerate(C.labels(order)):
         z = rng.standard_t(3) / np.sqrt(3.0) if tails else rng.standard_normal()
         factor = np.exp(run_sd * z) * (1.0 + drift * index / len(order)) * (burst if index == hit else 1.0)
         loaded = bool(rng.random() < load)

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, ROOT, harness
+from harness import contract as C
 from harness import records
 from harness.selftest import tamper
 from harness.commands.calibrate import floor_of
@@ -62,9 +63,9 @@ def calibrated(tmp_path_factory):
 
 def test_calibration_runs_one_sha_on_both_sides_and_verifies(calibrated):
     where, doc, _ = calibrated
-    campaign = json.loads((where / "aa" / records.CAMPAIGN_JSON).read_text())
+    campaign = json.loads((where / "aa" / C.CAMPAIGN_JSON).read_text())
     assert campaign["revisions"]["base"]["sha"] == campaign["revisions"]["candidate"]["sha"]
-    assert doc["schema"] == records.SCHEMAS["noise_floor"] and doc["campaign"] == "demo"
+    assert doc["schema"] == C.SCHEMAS["noise_floor"] and doc["campaign"] == "demo"
     assert doc["floor"] == floor_of({"paired": {"ci95": doc["ci95"]}}) and doc["rounds"] == 5
     for check in checkers(where / "aa"):
         assert check.returncode == 0, check.stdout + check.stderr
@@ -74,7 +75,7 @@ def test_calibration_runs_one_sha_on_both_sides_and_verifies(calibrated):
 
 def test_a_pinned_floor_is_the_band_and_both_checkers_hold_it(calibrated, tmp_path):
     _, doc, out = calibrated
-    stats = json.loads((out / records.COMPARISON).read_text())["stats"]
+    stats = json.loads((out / C.COMPARISON).read_text())["stats"]
     assert stats["floor"] == doc["floor"] and stats["band"] >= max(doc["floor"], 0.02)
     for check in checkers(out):
         assert check.returncode == 0, check.stdout + check.stderr
@@ -83,7 +84,7 @@ def test_a_pinned_floor_is_the_band_and_both_checkers_hold_it(calibrated, tmp_pa
     import shutil
 
     shutil.copytree(out, forged)
-    tamper.edit_json(records.NOISE_FLOOR, lambda d: d.update(floor=0.0))(forged)
+    tamper.edit_json(C.NOISE_FLOOR, lambda d: d.update(floor=0.0))(forged)
     tamper.rederive(forged)
     tamper.reseal(forged)
     for check in checkers(forged):

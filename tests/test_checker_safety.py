@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from harness import contract as C
 from harness import rehash, records
 from harness.selftest import tamper
 
@@ -67,7 +68,7 @@ def test_deep_json_is_refused_in_one_line(demo_bundle, tmp_path):
     tamper.deep_json(demo_bundle, tamper.Context(tmp_path, tmp_path / "m"))
     for result in checkers(demo_bundle):
         assert result.returncode == 1 and "Traceback" not in result.stderr
-        assert f"FAIL {records.INPUTS}: [parsing] nested deeper than 64 levels" in result.stdout
+        assert f"FAIL {C.INPUTS}: [parsing] nested deeper than 64 levels" in result.stdout
 
 
 @pytest.mark.parametrize("text, why", [
@@ -88,7 +89,7 @@ def test_a_record_naming_a_path_outside_is_not_opened(demo_bundle, tmp_path):
     divergence report would otherwise read it)."""
     outside = tmp_path / "outside"
     os.mkfifo(outside)  # opening it would block
-    path = demo_bundle / records.run_path("B1")
+    path = demo_bundle / C.run_path("B1")
     record = json.loads(path.read_text())
     item = next(it for it in record["items"] if it["fields"])
     next(iter(item["fields"].values()))["digest"] = str(outside)
@@ -102,10 +103,10 @@ def test_a_record_naming_a_path_outside_is_not_opened(demo_bundle, tmp_path):
 
 def test_records_and_rehash_spell_the_format_alike():
     """rehash.py cannot import the harness; the format it checks must be the one written."""
-    assert rehash.SCHEMAS == records.SCHEMAS
+    assert rehash.SCHEMAS == C.SCHEMAS
     assert rehash.LEGACY_SCHEMAS == records.LEGACY_SCHEMAS
     for rounds, seed in ((1, 0), (7, 12345), (40, 2**32 - 1)):
-        assert rehash.round_order(rounds, seed) == records.round_order(rounds, seed)
+        assert rehash.round_order(rounds, seed) == C.round_order(rounds, seed)
     for name in ("BAGIT", "BAG_INFO", "MANIFEST", "TAGMANIFEST", "TAG_FILES", "CAMPAIGN_YAML", "CAMPAIGN_JSON",
                  "ENVIRONMENT", "COMPARISON", "FIGURE", "GOLDEN", "REVISIONS", "INPUTS", "CLEANUP", "RUNNER", "BUILDS",
                  "REPRODUCTION", "NOISE_FLOOR", "ARRAY_SUFFIX", "REQUIRED", "VARIANTS", "RUN_STATUSES"):
@@ -113,10 +114,10 @@ def test_records_and_rehash_spell_the_format_alike():
     receipt = records.reproduction_receipt(campaign="c", original={}, reproduction={}, machines={}, scope={},
                                            outputs={}, timing={}, verdict="reproduced", exit_code=0)
     assert set(receipt) == set(rehash.REPRODUCTION_KEYS)
-    assert rehash.LABEL_RE.pattern == records.LABEL_RE.pattern
+    assert rehash.LABEL_RE.pattern == C.LABEL_RE.pattern
     for label in ("A1", "B12"):
-        assert rehash.run_path(label) == records.run_path(label)
-        assert rehash.log_path(label) == records.log_path(label)
+        assert rehash.run_path(label) == C.run_path(label)
+        assert rehash.log_path(label) == C.log_path(label)
 
 
 def test_an_honest_bundle_verifies_in_256_mb(demo_bundle):
@@ -127,17 +128,17 @@ def test_an_honest_bundle_verifies_in_256_mb(demo_bundle):
 
 def test_a_sparse_file_is_refused_before_it_is_hashed(demo_bundle):
     """A 1 TiB log of holes takes a few hundred KB on disk and a quarter of an hour to hash."""
-    log = demo_bundle / records.log_path("B1")
+    log = demo_bundle / C.log_path("B1")
     with open(log, "r+b") as fh:  # after the seal: resealing would hash it
         fh.truncate(1 << 40)
     for result in checkers(demo_bundle):
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stdout + result.stderr
-        assert f"FAIL {records.log_path('B1')}: unreadable (" in result.stdout
+        assert f"FAIL {C.log_path('B1')}: unreadable (" in result.stdout
         assert "over the 1073741824-byte limit for one file; not hashed" in result.stdout
 
 
 def test_a_sparse_file_under_the_size_limit_is_refused_too(demo_bundle):
-    log = demo_bundle / records.log_path("B1")
+    log = demo_bundle / C.log_path("B1")
     with open(log, "r+b") as fh:
         fh.truncate(512 << 20)
     tamper.reseal(demo_bundle)  # 512 MiB of holes hashes in a second or two here

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from harness import contract as C
 from harness.cli import main as cli
 
 
@@ -111,7 +112,7 @@ def _nudge_an_output(bundle):
     from harness.bundle import arrays as tensors
 
     arrays = bundle / "data" / "arrays"
-    first = json.loads((bundle / records.run_path("A1")).read_text())["items"][0]
+    first = json.loads((bundle / C.run_path("A1")).read_text())["items"][0]
     old = first["fields"]["means"]["digest"]
     array = tensors.load(tensors.array_path(arrays, old)).copy()
     array[100] = np.nextafter(array[100], np.inf)
@@ -132,7 +133,7 @@ def _older(bundle, seconds=10.0):
     from harness import records
     from harness.selftest import tamper
 
-    tamper.edit_json(records.RUNNER, lambda r: r.update(started_at=r["started_at"] - seconds))(bundle)
+    tamper.edit_json(C.RUNNER, lambda r: r.update(started_at=r["started_at"] - seconds))(bundle)
     tamper.reseal(bundle)
 
 
@@ -169,7 +170,7 @@ def test_compare_two_refuses_what_it_cannot_compare(demo_bundle_master, demo_bun
 
     assert cli(["compare", "--no-verify", str(demo_bundle), str(demo_bundle_master)]) == 2
     assert cli(["compare", str(demo_bundle), str(demo_bundle), str(demo_bundle_master)]) == 2
-    tamper.flip_byte(records.ENVIRONMENT)(demo_bundle, None)
+    tamper.flip_byte(C.ENVIRONMENT)(demo_bundle, None)
     assert cli(["compare", str(demo_bundle_master), str(demo_bundle)]) == 1
     cap = capsys.readouterr()
     assert "does not verify" in cap.err and "Traceback" not in cap.err

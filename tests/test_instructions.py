@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CAMPAIGNS, harness, make_target, write_campaign
+from harness import contract as C
 from harness import records, rehash
 from harness.comparison import derive as comparison
 from harness.engine import instructions
@@ -61,10 +62,10 @@ def test_metric_override_adds_instructions_and_wall_turns_them_off():
 
 @pytest.mark.parametrize("order, runs", [("AB", 2), ("ABBAABBAAB", 2), ("BAAB", 3), ("AB" * 20, 10)])
 def test_schedule_puts_every_instruction_run_before_the_last_wall_run_alike_in_both_checkers(order, runs):
-    instr = records.instruction_order(runs)
+    instr = C.instruction_order(runs)
     assert instr == rehash.instruction_order(runs) and instr.count("A") == instr.count("B") == runs
-    plan = records.schedule(order, instr)
-    assert [label for label, *_ in plan if not label.startswith("I")] == [label for label, _ in records.labels(order)]
+    plan = C.schedule(order, instr)
+    assert [label for label, *_ in plan if not label.startswith("I")] == [label for label, _ in C.labels(order)]
     assert not plan[-1][0].startswith("I")
     slots = rehash.instruction_slots(order, instr)
     assert [(label, variant, index, after) for label, variant, index, after, _ in slots] == \
@@ -78,7 +79,7 @@ def test_schedule_puts_every_instruction_run_before_the_last_wall_run_alike_in_b
 def test_both_checkers_share_the_flags_and_environment_of_an_instruction_run():
     assert rehash.REGION_FLAGS == instructions.REGION_FLAGS
     assert rehash.INSTRUCTION_ENV == instructions.ENV
-    assert rehash.INSTRUCTION_LABEL_RE.pattern == records.INSTRUCTION_LABEL_RE.pattern
+    assert rehash.INSTRUCTION_LABEL_RE.pattern == C.INSTRUCTION_LABEL_RE.pattern
     assert rehash.MAX_INSTRUCTION_RUNS == spec.MAX_INSTRUCTION_RUNS
     job = {"label": "IA1", "variant": "base", "index": 0, "sha": "s"}
     record = records.instruction_record(job, status="ok", reason=None, exit_code=0,
@@ -168,7 +169,7 @@ def counted(tmp_path_factory) -> Path:
 
 @NEEDS_VALGRIND
 def test_setup_does_not_reach_the_counts_and_they_repeat_exactly(counted):
-    section = json.loads((counted / records.COMPARISON).read_text())["instructions"]
+    section = json.loads((counted / C.COMPARISON).read_text())["instructions"]
     base, cand = section["base"]["counts"][0], section["candidate"]["counts"][0]
     # The base's setup ran SETUP_LOOPS loop iterations (tens of instructions each, ~50x the
     # region) that the candidate's did not: even 1% of it counted would put the base ~1M
@@ -179,7 +180,7 @@ def test_setup_does_not_reach_the_counts_and_they_repeat_exactly(counted):
     # Two runs of one variant agree to the instruction.
     assert section["repeated"] and section["base"]["spread_pct"] == 0 == section["candidate"]["spread_pct"]
     assert section["items"] == 2
-    record = json.loads((counted / records.instructions_path("IA1")).read_text())
+    record = json.loads((counted / C.instructions_path("IA1")).read_text())
     assert record["items"] == ["i0", "i1"] and record["env"] == instructions.ENV
     assert record["command"][:2] == ["setarch", "-R"] and record["valgrind"].startswith("valgrind-")
 
@@ -196,7 +197,7 @@ def test_both_checkers_pass_the_bundle_and_the_verdict_line_shows_the_counts(cou
 
 
 def _edit(bundle: Path, label: str, **changes) -> None:
-    path = bundle / records.instructions_path(label)
+    path = bundle / C.instructions_path(label)
     record = json.loads(path.read_text())
     record.update(changes)
     path.write_text(json.dumps(record))
@@ -210,7 +211,7 @@ def _edit(bundle: Path, label: str, **changes) -> None:
     (lambda b: _edit(b, "IB2", items=["i0", "zz"]), "counts items the wall runs did not run"),
     (lambda b: _edit(b, "IA1", status="failed", reason="x", instructions=None, items=[]),
      "followed by more runs"),
-    (lambda b: (b / records.instructions_path("IB2")).unlink(), "missing: wall run"),
+    (lambda b: (b / C.instructions_path("IB2")).unlink(), "missing: wall run"),
 ])
 def test_checkers_refuse_forged_instruction_records(counted, tmp_path, edit, finding):
     bundle = tmp_path / "bundle"

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import CAMPAIGNS, ROOT, harness, no_traceback
+from harness import contract as C
 from harness import records, rehash
 from harness.comparison import analysis, parity
 from harness.bundle import read as bundlereader, arrays as tensors
@@ -184,7 +185,7 @@ def test_other_campaign():
 
 # --------------------------------------------------------------------------- end to end
 def receipt_of(bundle):
-    return json.loads((bundle / records.REPRODUCTION).read_text())
+    return json.loads((bundle / C.REPRODUCTION).read_text())
 
 
 def checkers(bundle):
@@ -272,11 +273,11 @@ def test_a_forged_speedup_is_not_reproduced(forged_spot_check, demo_bundle_maste
 
 def test_items_selects_the_documented_subset_and_says_how_much_weaker(forged_spot_check):
     forged, out, result = forged_spot_check
-    everything = [it["id"] for it in json.loads((forged / records.run_path("A1")).read_text())["items"]]
+    everything = [it["id"] for it in json.loads((forged / C.run_path("A1")).read_text())["items"]]
     chosen = subset(everything, 3)
     assert chosen == ["series-00", "series-03", "series-06"]  # evenly spread, the first included
     for label in ("A1", "B1", "A5", "B5"):
-        assert [it["id"] for it in json.loads((out / records.run_path(label)).read_text())["items"]] == chosen
+        assert [it["id"] for it in json.loads((out / C.run_path(label)).read_text())["items"]] == chosen
     note = ("scope: spot check, weaker than the original: 3 of 9 items; the new interval rests on 3 timed items "
             "and 14 runs only, and is held to the original's interval on the same items")  # 5 rounds, 2 of stage runs
     assert note in result.stdout
@@ -284,7 +285,7 @@ def test_items_selects_the_documented_subset_and_says_how_much_weaker(forged_spo
     assert receipt["outputs"]["items"] == {"original": 9, "reproduction": 3, "compared": 3, "identical": 3}
     held_to = reproduce.claim_on(bundlereader.load(forged), set(chosen))
     assert receipt["timing"]["original"] == held_to and held_to["items"] == 3
-    overrides = json.loads((out / records.CAMPAIGN_JSON).read_text())["overrides"]
+    overrides = json.loads((out / C.CAMPAIGN_JSON).read_text())["overrides"]
     assert overrides == {"rounds": 5, "items": 3}
     for check in checkers(out):
         assert check.returncode == 0, check.stdout + check.stderr
@@ -292,16 +293,16 @@ def test_items_selects_the_documented_subset_and_says_how_much_weaker(forged_spo
 
 # --------------------------------------------------------------------------- refusals
 def test_an_original_that_does_not_verify_is_not_rerun(demo_bundle, tmp_path):
-    tamper.flip_byte(records.CAMPAIGN_JSON)(demo_bundle, None)
+    tamper.flip_byte(C.CAMPAIGN_JSON)(demo_bundle, None)
     result = harness("reproduce", demo_bundle, "--out", tmp_path / "out")
     assert result.returncode == 1 and "does not verify" in result.stderr and no_traceback(result)
     assert not (tmp_path / "out").exists()
 
 
 def test_a_tree_that_no_longer_matches_is_refused_in_one_line(demo_bundle, tmp_path):
-    revisions = json.loads((demo_bundle / records.REVISIONS).read_text())
+    revisions = json.loads((demo_bundle / C.REVISIONS).read_text())
     revisions["base"]["tree_sha256"] = "0" * 64
-    (demo_bundle / records.REVISIONS).write_text(json.dumps(revisions, indent=2))
+    (demo_bundle / C.REVISIONS).write_text(json.dumps(revisions, indent=2))
     tamper.reseal(demo_bundle)
     assert harness("verify", demo_bundle).returncode == 0  # only the repository can tell
     result = harness("reproduce", demo_bundle, "--out", tmp_path / "out")
@@ -329,10 +330,10 @@ def test_both_checkers_hold_the_receipt_to_its_bundle(reproduction, tmp_path):
         shutil.copytree(out, copy)
         receipt = receipt_of(copy)
         edit(receipt)
-        (copy / records.REPRODUCTION).write_text(json.dumps(receipt))
+        (copy / C.REPRODUCTION).write_text(json.dumps(receipt))
         tamper.reseal(copy)
         for check in checkers(copy):
-            assert check.returncode == 1 and f"FAIL {records.REPRODUCTION}:" in check.stdout and rule in check.stdout
+            assert check.returncode == 1 and f"FAIL {C.REPRODUCTION}:" in check.stdout and rule in check.stdout
     copy = tmp_path / "unknown"
     shutil.copytree(out, copy)
     (copy / "data" / "receipts" / "other.json").write_text("{}")
@@ -372,7 +373,7 @@ def test_reproduce_prints_what_it_will_run_from_the_campaign_file_given(demo_bun
 
 
 def test_a_campaign_file_inside_a_bundle_is_refused(demo_bundle, tmp_path):
-    result = harness("reproduce", demo_bundle, "--campaign", demo_bundle / records.CAMPAIGN_YAML,
+    result = harness("reproduce", demo_bundle, "--campaign", demo_bundle / C.CAMPAIGN_YAML,
                      "--out", tmp_path / "out")
     assert result.returncode == 2 and no_traceback(result) and result.stderr.count("\n") == 1
     assert "inside the evidence bundle" in result.stderr and not (tmp_path / "out").exists()
@@ -383,13 +384,13 @@ def test_a_build_command_the_bundle_wrote_is_never_executed(demo_bundle, tmp_pat
     checkers pass the bundle alone); reproduce runs the repository's file or none at all."""
     marker = tmp_path / "MARKER-the-bundle-s-build-ran"
     command = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
-    yaml_path = demo_bundle / records.CAMPAIGN_YAML
+    yaml_path = demo_bundle / C.CAMPAIGN_YAML
     yaml_path.write_text(yaml_path.read_text() + f"build:\n  - {json.dumps(command)}\n")
-    campaign = json.loads((demo_bundle / records.CAMPAIGN_JSON).read_text())
+    campaign = json.loads((demo_bundle / C.CAMPAIGN_JSON).read_text())
     campaign["build"] = [command]
-    (demo_bundle / records.CAMPAIGN_JSON).write_text(json.dumps(campaign, indent=2))
-    builds = {"schema": records.SCHEMAS["builds"], "base": {}, "candidate": {}}
-    (demo_bundle / records.BUILDS).write_text(json.dumps(builds))
+    (demo_bundle / C.CAMPAIGN_JSON).write_text(json.dumps(campaign, indent=2))
+    builds = {"schema": C.SCHEMAS["builds"], "base": {}, "candidate": {}}
+    (demo_bundle / C.BUILDS).write_text(json.dumps(builds))
     tamper.reseal(demo_bundle)
     assert harness("verify", demo_bundle).returncode == 0  # only the repository can tell
     for extra in ((), ("--campaign", CAMPAIGNS / "demo.yaml")):

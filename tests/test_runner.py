@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, cache_env, harness, make_target, no_traceback, write_campaign
+from harness import contract as C
 from harness.files import read_json
 
 
@@ -286,9 +287,9 @@ def test_rounds_auto_takes_as_many_rounds_as_the_first_round_says_fit_the_budget
     assert result.returncode in (0, 6), result.stdout + result.stderr
     doc = read_json(out / "data" / "campaign.json")
     first = sum(read_json(out / "data" / "runs" / f"{label}.json")["process"]["wall_s"] for label in ("A1", "B1"))
-    want = records.auto_rounds(2.5, first, 3, 100)
+    want = C.auto_rounds(2.5, first, 3, 100)
     assert (doc["rounds"], doc["budget_s"], doc["min_rounds"]) == (want, 2.5, 3)
-    assert doc["order"] == records.round_order(want, doc["seed"]) and len(doc["labels"]) == 2 * want
+    assert doc["order"] == C.round_order(want, doc["seed"]) and len(doc["labels"]) == 2 * want
     assert len(list((out / "data" / "runs").iterdir())) == 2 * want
     assert "rounds: auto: the first round took" in result.stderr
     assert harness("verify", out).returncode == 0 and not rehash.rehash(out).problems

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, cache_env, harness, no_traceback
+from harness import contract as C
 from harness import records, rehash
 from harness.plan import spec
 
@@ -77,12 +78,12 @@ def test_rounds_shuffle_each_round_from_a_recorded_seed():
     d = {k: copy.deepcopy(VALID[k]) for k in ("name", "target", "base", "candidate", "workload")}
     c = spec.parse({**d, "rounds": 12}, SOURCE)
     fixed = c.with_seed(7)
-    assert fixed.seed == 7 and fixed.order == records.round_order(12, 7) == c.with_seed(7).order
+    assert fixed.seed == 7 and fixed.order == C.round_order(12, 7) == c.with_seed(7).order
     assert all(fixed.order[i:i + 2] in ("AB", "BA") for i in range(0, 24, 2))
     assert len({c.with_seed(s).order for s in range(20)}) > 1  # the seed decides
     assert c.with_seed().seed is not None  # drawn when the YAML gives none
     pinned = spec.parse({**d, "rounds": 12, "seed": 3}, SOURCE)
-    assert pinned.order == records.round_order(12, 3) and pinned.with_seed(99).seed == 3
+    assert pinned.order == C.round_order(12, 3) and pinned.with_seed(99).seed == 3
     with pytest.raises(spec.SpecError, match="rounds: expected either rounds or an explicit order"):
         spec.parse({**d, "rounds": 3, "order": "AB"}, SOURCE)
 
@@ -120,7 +121,7 @@ def test_rounds_auto_is_the_default_and_follows_a_budget():
     longer = same.with_rounds(40)
     # only more rounds of the same shuffle: the first round (already run when the count is decided) stays
     assert longer.order.startswith(same.order[:2]) and longer.order.count("A") == 40
-    assert longer.order == records.round_order(40, 5, 2)  # VALID has stages: two stage rounds
+    assert longer.order == C.round_order(40, 5, 2)  # VALID has stages: two stage rounds
     fixed = spec.parse({**d, "rounds": 7}, SOURCE)
     assert (fixed.budget_s, fixed.min_rounds) == (None, None)
     with pytest.raises(ValueError):
@@ -141,11 +142,11 @@ def test_rounds_auto_is_the_default_and_follows_a_budget():
 
 
 def test_auto_rounds_rule():
-    assert records.auto_rounds(60, 0.6, 20, 100) == 100
-    assert records.auto_rounds(60, 1.0, 20, 100) == 60
-    assert records.auto_rounds(60, 5.0, 20, 100) == 20
-    assert records.auto_rounds(60, 0.0, 20, 100) == 100
-    assert rehash.auto_rounds(60, 1.7, 20, 100) == records.auto_rounds(60, 1.7, 20, 100) == 36
+    assert C.auto_rounds(60, 0.6, 20, 100) == 100
+    assert C.auto_rounds(60, 1.0, 20, 100) == 60
+    assert C.auto_rounds(60, 5.0, 20, 100) == 20
+    assert C.auto_rounds(60, 0.0, 20, 100) == 100
+    assert rehash.auto_rounds(60, 1.7, 20, 100) == C.auto_rounds(60, 1.7, 20, 100) == 36
 
 
 def test_defaults():

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT, harness
+from harness import contract as C
 from harness import rehash
 from harness.judge import verify
 
@@ -142,7 +143,7 @@ def test_a_forged_tree_digest_is_caught_only_against_the_repository(demo_bundle)
     from harness import records
     from harness.selftest import tamper
 
-    path = demo_bundle / records.REVISIONS
+    path = demo_bundle / C.REVISIONS
     receipt = json.loads(path.read_text())
     receipt["candidate"]["tree_sha256"] = "0" * 64
     path.write_text(json.dumps(receipt))
@@ -171,7 +172,7 @@ def test_campaign_json_must_say_what_campaign_yaml_says(demo_bundle):
     from harness import records
     from harness.selftest import tamper
 
-    path = demo_bundle / records.CAMPAIGN_JSON
+    path = demo_bundle / C.CAMPAIGN_JSON
     campaign = json.loads(path.read_text())
     campaign["workload"]["params"] = {"forged": True}
     campaign["revisions"]["base"]["rev"] = "HEAD~3"
@@ -198,7 +199,7 @@ def _anchor_repo(demo_bundle, tmp_path, campaign_path):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     bundle = repo / "evidence" / "demo"
     shutil.copytree(demo_bundle, bundle)
-    path = bundle / records.CAMPAIGN_JSON
+    path = bundle / C.CAMPAIGN_JSON
     campaign = json.loads(path.read_text())
     campaign["campaign_path"] = campaign_path
     path.write_text(json.dumps(campaign))
@@ -243,7 +244,7 @@ def test_a_commit_missing_from_the_repository_is_one_line(demo_bundle, tmp_path)
     from harness import records
     from harness.selftest import tamper
 
-    path = demo_bundle / records.CAMPAIGN_JSON
+    path = demo_bundle / C.CAMPAIGN_JSON
     campaign = json.loads(path.read_text())
     campaign["revisions"]["candidate"]["sha"] = "1" * 40
     path.write_text(json.dumps(campaign))

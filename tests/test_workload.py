@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cache_env, harness, make_target, no_traceback, write_campaign
+from harness import contract as C
 from harness import rehash, records
 from harness.selftest import tamper
 from harness.plan import workload
@@ -71,15 +72,15 @@ def test_snapshot_leaves_out_the_campaigns_own_output(tmp_path):
 
 # --- the bundle ------------------------------------------------------------------------------
 def test_the_bundle_stores_the_workload_and_every_run_its_digest(demo_bundle):
-    receipt = read_json(demo_bundle / records.WORKLOAD)
+    receipt = read_json(demo_bundle / C.WORKLOAD)
     stored = sorted(p.relative_to(demo_bundle / "data" / "workload").as_posix()
                     for p in (demo_bundle / "data" / "workload").rglob("*") if p.is_file())
     assert receipt["path"] == "campaigns/workloads" and [r["path"] for r in receipt["files"]] == stored
     assert "demo_workload.py" in stored
     assert (demo_bundle / "data/workload/demo_workload.py").read_bytes() == \
         (ROOT / "campaigns/workloads/demo_workload.py").read_bytes()
-    labels = read_json(demo_bundle / records.CAMPAIGN_JSON)["labels"]
-    assert {read_json(demo_bundle / records.run_path(label))["workload_sha256"] for label in labels} == \
+    labels = read_json(demo_bundle / C.CAMPAIGN_JSON)["labels"]
+    assert {read_json(demo_bundle / C.run_path(label))["workload_sha256"] for label in labels} == \
         {receipt["digest"]}
 
 
@@ -101,11 +102,11 @@ def test_both_checkers_hold_the_stored_files_to_the_receipt(demo_bundle, forgery
 def test_a_receipt_rewritten_to_match_edited_files_is_refused_by_the_runs_digests(demo_bundle):
     path = demo_bundle / "data/workload/demo_workload.py"
     path.write_text(path.read_text() + "# edited after the campaign\n")
-    receipt = read_json(demo_bundle / records.WORKLOAD)
+    receipt = read_json(demo_bundle / C.WORKLOAD)
     row = next(r for r in receipt["files"] if r["path"] == "demo_workload.py")
     row.update(size=path.stat().st_size, sha256=__import__("hashlib").sha256(path.read_bytes()).hexdigest())
     receipt["digest"] = workload.digest(receipt["files"])
-    (demo_bundle / records.WORKLOAD).write_text(json.dumps(receipt, indent=2) + "\n")
+    (demo_bundle / C.WORKLOAD).write_text(json.dumps(receipt, indent=2) + "\n")
     tamper.rederive(demo_bundle)
     tamper.reseal(demo_bundle)
     for problems in checkers(demo_bundle):
@@ -114,9 +115,9 @@ def test_a_receipt_rewritten_to_match_edited_files_is_refused_by_the_runs_digest
 
 
 def test_a_bundle_of_the_previous_format_is_refused_with_one_line(demo_bundle):
-    campaign = read_json(demo_bundle / records.CAMPAIGN_JSON)
+    campaign = read_json(demo_bundle / C.CAMPAIGN_JSON)
     campaign["schema"] = "abba-harness/campaign/v4"
-    (demo_bundle / records.CAMPAIGN_JSON).write_text(json.dumps(campaign, indent=2) + "\n")
+    (demo_bundle / C.CAMPAIGN_JSON).write_text(json.dumps(campaign, indent=2) + "\n")
     tamper.reseal(demo_bundle)
     for problems in checkers(demo_bundle):
         assert problems == ['data/campaign.json: [parsing] schema "abba-harness/campaign/v4": a bundle of an older '
@@ -182,4 +183,4 @@ def test_a_workload_folder_that_changes_during_the_campaign_fails_it(tmp_path):
     assert comparison["status"] == "failed"
     assert "the workload folder changed during the campaign" in comparison["reason"]
     # the receipt holds the folder as it was before any run
-    assert [r["path"] for r in read_json(out / records.WORKLOAD)["files"]] == ["changing.py"]
+    assert [r["path"] for r in read_json(out / C.WORKLOAD)["files"]] == ["changing.py"]

@@ -1,19 +1,30 @@
-"""Reading a bundle: the one loader that report, reproduce, compare and golden go through.
+"""Reading a bundle: the one loader that report, reproduce, compare, golden, summary, sign and
+fleet go through.
 
 It parses; it does not judge. A caller that needs a bundle it can trust verifies it first
-(`harness verify`'s rules): the loader only refuses what it cannot read, one line naming the
-file (BundleError). Files are read as the checkers read them: no symlink followed, no FIFO
-or device opened, each JSON strict and bounded (harness/rehash.py's parser)."""
+(harness/judge/verify.py): the loader only refuses what it cannot read, one line naming the file
+(BundleError). Files are read as the checkers read them: no symlink followed, no FIFO or device
+opened, each under the limit the contract gives its kind, each JSON strict (rehash's parser),
+and the records come back as the named types of harness/records.py."""
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
-from harness import records, rehash
+from harness import contract as C, rehash
 from harness.bundle.write import BundleError
 from harness.files import NotReadable, read_regular
+from harness.records import InstructionRecord, MachineClass, RunRecord
+
+
+def limit_of(rel: str) -> int:
+    """The most bytes the file at bag-relative rel may have (its kind's, contract.FILE_KINDS)."""
+    kind = C.file_kind(rel)
+    limit = next((limit for k, _p, _w, limit in C.FILE_KINDS if k == kind), None)
+    return limit if limit is not None else C.log_limit()
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
@@ -24,10 +35,10 @@ def read_bytes(path: Path, limit: int) -> bytes:
         raise BundleError(f"{path}: {exc}") from None
 
 
-def read_json(path: Path, required: bool = True) -> Any:
+def read_json(path: Path, required: bool = True, limit: int = 16 << 20) -> Any:
     """The parsed file; None when it is absent and not required."""
     try:
-        return rehash.parse_json(read_bytes(path, rehash.MAX_JSON_BYTES))
+        return rehash.parse_json(read_bytes(path, limit))
     except FileNotFoundError:
         if required:
             raise BundleError(f"{path}: missing") from None
@@ -38,53 +49,89 @@ def read_json(path: Path, required: bool = True) -> Any:
         raise BundleError(f"{path}: invalid JSON ({exc})") from None
 
 
-def digest(bundle: os.PathLike | str) -> str | None:
+def digest(bundle: os.PathLike | str) -> Optional[str]:
     """SHA-256 of BUNDLE/tagmanifest-sha256.txt, or None when the bundle is not sealed."""
     try:
-        return hashlib.sha256(read_bytes(Path(bundle) / records.TAGMANIFEST, rehash.MAX_TEXT_BYTES)).hexdigest()
+        return hashlib.sha256(read_bytes(Path(bundle) / C.TAGMANIFEST, limit_of(C.TAGMANIFEST))).hexdigest()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise BundleError(f"{Path(bundle) / records.TAGMANIFEST}: unreadable ({exc.strerror or exc})") from None
+        raise BundleError(f"{Path(bundle) / C.TAGMANIFEST}: unreadable ({exc.strerror or exc})") from None
 
 
-def _object(path: Path, value, required: bool = True) -> dict | None:
-    if value is None and not required:
-        return None
-    if not isinstance(value, dict):
-        raise BundleError(f"{path}: expected a JSON object")
-    return value
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle's records, as named types where they have one."""
+    path: Path
+    digest: Optional[str]
+    campaign: dict
+    comparison: dict
+    runs: list  # RunRecord, in execution order
+    instructions: list  # InstructionRecord, in execution order
+    runner: dict
+    environment: dict
+    cleanup: dict
+    inputs: dict
+    workload: dict
+    golden: Optional[dict]
+    reproduction: Optional[dict]  # only in a bundle `harness reproduce` made
+
+    @property
+    def machine(self) -> MachineClass:
+        return MachineClass.of(self.environment)
+
+    @property
+    def arrays(self) -> Path:
+        return self.path / "data" / "arrays"
+
+    @property
+    def name(self) -> str:
+        return self.campaign["name"]
 
 
-def load(bundle_dir: os.PathLike | str) -> dict:
-    """The bundle's records: comparison, the run records in execution order (as
-    comparison.json lists them), campaign, runner, cleanup, environment, inputs, workload and
-    reproduction receipts (None or {} where a bundle has none), its digest and figure path."""
+def load(bundle_dir: os.PathLike | str) -> Bundle:
+    """The bundle's records (BundleError when one cannot be read as its kind)."""
     bundle = Path(bundle_dir)
     if not bundle.is_dir():
         raise BundleError(f"{bundle}: not a directory")
 
-    def doc(rel: str, required: bool = False) -> dict | None:
-        return _object(bundle / rel, read_json(bundle / rel, required), required)
+    def doc(rel: str, required: bool = True) -> Optional[dict]:
+        value = read_json(bundle / rel, required, limit_of(rel))
+        if value is None and not required:
+            return None
+        if not isinstance(value, dict):
+            raise BundleError(f"{bundle / rel}: expected a JSON object")
+        return value
 
-    comparison = doc(records.COMPARISON, required=True)
+    campaign = doc(C.CAMPAIGN_JSON)
+    runner = doc(C.RUNNER)
+    labels = campaign.get("labels")
+    started = runner.get("runs_started")
+    if not isinstance(labels, list) or not isinstance(started, int) or not 0 <= started <= len(labels):
+        raise BundleError(f"{bundle / C.CAMPAIGN_JSON}: no labels for runner.json's runs_started")
     runs = []
-    for row in comparison.get("runs") or []:  # the records, in execution order
-        label = row.get("label") if isinstance(row, dict) else None
-        if not isinstance(label, str) or not records.LABEL_RE.match(label):
-            raise BundleError(f"{bundle / records.COMPARISON}: run label {label!r} is not a run label")
-        runs.append(doc(records.run_path(label), required=True))
-    return {
-        "path": bundle,
-        "comparison": comparison,
-        "runs": runs,
-        "campaign": doc(records.CAMPAIGN_JSON) or {},
-        "runner": doc(records.RUNNER) or {},
-        "environment": doc(records.ENVIRONMENT) or {},
-        "inputs": doc(records.INPUTS) or {},
-        "cleanup": doc(records.CLEANUP),
-        "workload": doc(records.WORKLOAD),
-        "reproduction": doc(records.REPRODUCTION),  # only in a bundle `harness reproduce` made
-        "digest": digest(bundle),
-        "figure": bundle / records.FIGURE,
-    }
+    for label in labels[:started]:
+        if not isinstance(label, str) or not C.LABEL_RE.match(label):
+            raise BundleError(f"{bundle / C.CAMPAIGN_JSON}: {label!r} is not a run label")
+        try:
+            runs.append(RunRecord.from_json(doc(C.run_path(label))))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BundleError(f"{bundle / C.run_path(label)}: not a run record ({exc})") from None
+    instructions = []
+    folder = bundle / "data" / "instructions"
+    if folder.is_dir() and not folder.is_symlink():
+        for path in sorted(folder.iterdir(), key=lambda p: (len(p.name), p.name))[:4 * C.MAX_INSTRUCTION_RUNS]:
+            rel = f"data/instructions/{path.name}"
+            if C.file_kind(rel) == "instructions":
+                try:
+                    instructions.append(InstructionRecord.from_json(doc(rel)))
+                except (KeyError, TypeError, AttributeError) as exc:
+                    raise BundleError(f"{path}: not an instruction record ({exc})") from None
+        order = [label for label, *_ in C.schedule(campaign.get("order", ""),
+                                                     (campaign.get("instructions") or {}).get("order", ""))]
+        instructions.sort(key=lambda r: order.index(r.label) if r.label in order else len(order))
+    return Bundle(
+        path=bundle, digest=digest(bundle), campaign=campaign, comparison=doc(C.COMPARISON), runs=runs,
+        instructions=instructions, runner=runner, environment=doc(C.ENVIRONMENT), cleanup=doc(C.CLEANUP),
+        inputs=doc(C.INPUTS), workload=doc(C.WORKLOAD), golden=doc(C.GOLDEN, required=False),
+        reproduction=doc(C.REPRODUCTION, required=False))

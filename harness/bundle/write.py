@@ -12,11 +12,12 @@ import os
 import shutil
 from pathlib import Path
 
-from harness import __version__
-from harness.files import atomic_write_bytes, atomic_write_json, sha256_file
-from harness.records import BAG_INFO, BAGIT, CAMPAIGN_JSON, MANIFEST, TAG_FILES, TAGMANIFEST
+from dataclasses import dataclass
 
-BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
+from harness import __version__
+from harness.contract import BAG_INFO, BAGIT, BAGIT_TXT, CAMPAIGN_JSON, FORMAT, MANIFEST, TAG_FILES, TAGMANIFEST
+from harness.files import atomic_write_bytes, atomic_write_json, sha256_file
+
 FORBIDDEN_IN_NAMES = ("\r", "\n", "%", "\\")
 
 
@@ -53,6 +54,30 @@ class OutputLock:
             pass
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """--out as it was when the campaign began: what a publish may replace. found: the folder's
+    (device, inode) when --force let the campaign replace a bundle there, None when nothing was
+    there. Anything else at --out by the time the bundle is sealed is not ours to touch."""
+    out: Path
+    force: bool
+    found: tuple | None
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def claim_output(out: Path, force: bool) -> Claim:
+    """Check --out before anything runs (check_output) and remember what was there."""
+    check_output(out, force)
+    return Claim(out, force, _identity(out))
 
 
 def check_output(out: Path, force: bool) -> None:
@@ -118,6 +143,7 @@ class Staging:
             "Bag-Software-Agent": f"abba-harness {__version__}",
             "Bagging-Date": _dt.date.today().isoformat(),
             "Payload-Oxum": f"{size}.{len(payload)}",
+            "Abba-Format": FORMAT,
             **info,
         }
         text = "".join(f"{k}: {' '.join(str(v).split())}\n" for k, v in fields.items())
@@ -127,17 +153,30 @@ class Staging:
         atomic_write_bytes(self.root / TAGMANIFEST, manifest_text(tag_rows).encode())
         return sha256_file(self.root / TAGMANIFEST)
 
-    def publish(self, force: bool) -> None:
-        """Move the sealed bundle to its output path (replacing one only with force)."""
-        if self.out.exists():
-            if not force:
-                raise BundleError(f"{self.out}: already exists (use --force to replace it)")
+    def publish(self, claim: Claim, digest: str) -> tuple[Path, str | None]:
+        """Move the sealed bundle to its output path and return (where it went, a note). It
+        replaces only what the claim found there at the start (with --force), and only while
+        that is still a bundle of this harness; anything else that appeared at --out meanwhile
+        is left untouched and the sealed bundle goes beside it under another name, said in the
+        note: a sealed bundle is never thrown away, and nothing not ours is ever deleted."""
+        now = _identity(self.out)
+        if now is None:
+            os.rename(self.root, self.out)
+            return self.out, None
+        if claim.force and now == claim.found and is_harness_bundle(self.out):
             old = self.out.parent / f"{self.out.name}.replaced-{os.getpid()}"
             os.rename(self.out, old)
             os.rename(self.root, self.out)
             shutil.rmtree(old)
-        else:
-            os.rename(self.root, self.out)
+            return self.out, None
+        other = self.out.parent / f"{self.out.name}-{digest[:12]}"
+        n = 1
+        while os.path.lexists(other):
+            n += 1
+            other = self.out.parent / f"{self.out.name}-{digest[:12]}-{n}"
+        os.rename(self.root, other)
+        return other, (f"{self.out} was taken by something else while the campaign ran (left untouched); the "
+                       f"sealed bundle is at {other}")
 
     def discard(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness import contract as C
 from harness.plan import spec
 from harness import outcomes as verdict
 from harness.commands import error
@@ -39,7 +40,6 @@ def floor_of(stats: dict) -> float | None:
 
 def main(args) -> int:
     from harness import records
-    from harness.engine.environment import machine
     from harness.bundle.write import BundleError
     from harness.files import read_json, sha256_bytes
     from harness.engine.progress import Progress
@@ -71,10 +71,10 @@ def main(args) -> int:
         return error("calibrate", f"no noise floor: {result['reason'] or result['stats']['verdict_reason']}",
                      code=verdict.FAILED)
     paired = result["stats"]["paired"]
-    environment = read_json(outcome.out / records.ENVIRONMENT)
+    environment = read_json(outcome.out / C.ENVIRONMENT)
     doc = records.noise_floor(campaign=campaign.name, bundle_digest=outcome.digest,
-                              machine=machine(environment),
-                              started_at=read_json(outcome.out / records.RUNNER)["started_at"],
+                              machine=records.MachineClass.of(environment),
+                              started_at=read_json(outcome.out / C.RUNNER)["started_at"],
                               rounds=result["stats"]["rounds"]["n"], ratio=paired["geomean_ratio"],
                               ci95=paired["ci95"], floor=floor)
     raw = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()

@@ -24,11 +24,14 @@ def main(args) -> int:
     try:
         with Progress() as progress:
             campaign = load_campaign(args)
-            Runner(campaign, None, progress=progress, check_only=True).run()
+            runner = Runner(campaign, None, progress=progress, check_only=True)
+            runner.run()
     except PreflightError as exc:
         return error("check", *exc.problems)
     except (spec.SpecError, Interrupted) as exc:
         return error("check", exc)
-    print(f"OK {campaign.source}: base and candidate import the entry point and every stage, set up, and "
-          "return a mapping of arrays for an item")
+    for warning in runner.warnings:
+        print(f"warning: {warning}")
+    print(f"OK {campaign.source}: base and candidate import the entry point and every stage, set up, give the same "
+          f"{len(runner.items_all)} items, and return a mapping of arrays for an item")
     return 0

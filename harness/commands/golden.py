@@ -4,14 +4,12 @@ the machine class it holds for (CPU model, vector ISA, BLAS): float outputs are 
 portable across them. Pin it in the campaign as `golden: {path: FILE, sha256: ...}`."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from harness import records
+from harness import outcomes, records
 from harness.bundle import read as bundlereader
+from harness.commands import error
 from harness.files import atomic_write_json, sha256_file
-
-MACHINE_KEYS = ("cpu_model", "vector_isa", "blas", "torch_threads")
 
 
 def add_parser(sub) -> None:
@@ -27,21 +25,21 @@ def main(args) -> int:
     bundle = Path(args.bundle)
     report = verify(bundle)
     if report.exit_code:
-        print(f"harness golden: error: {bundle} does not verify ({(report.unusable or report.problems[0])})",
-              file=sys.stderr)
-        return 2
+        return error("golden", f"{bundle} does not verify ({(report.unusable or report.problems[0])})",
+                     code=outcomes.UNUSABLE)
     loaded = bundlereader.load(bundle)
-    result = loaded["comparison"]
+    result = loaded.comparison
     if result["status"] != "complete" or not result["parity"]["identical"]:
-        print(f"harness golden: error: {bundle}: only a complete bundle with identical parity can be frozen",
-              file=sys.stderr)
-        return 2
-    reference = next(r for r in loaded["runs"] if r["label"] == result["parity"]["reference"])
-    environment, campaign = loaded["environment"], loaded["campaign"]
-    golden = records.golden(reference, campaign=campaign["name"],
-                            machine={k: environment.get(k) for k in MACHINE_KEYS}, bundle_digest=report.digest)
+        return error("golden", f"{bundle}: only a complete bundle with identical parity can be frozen",
+                     code=outcomes.UNUSABLE)
+    if loaded.runner["items"] != loaded.runner["items_all"]:
+        return error("golden", f"{bundle} ran {len(loaded.runner['items'])} of the workload's "
+                     f"{len(loaded.runner['items_all'])} items: a golden file covers them all (re-run without "
+                     "workload.items)", code=outcomes.UNUSABLE)
+    reference = next(r for r in loaded.runs if r.label == result["parity"]["reference"])
+    golden = records.golden(reference, campaign=loaded.name, machine=loaded.machine, bundle_digest=report.digest)
     atomic_write_json(args.output, golden)
-    print(f"golden: {len(golden['items'])} items from run {reference['label']} ({reference['sha'][:12]}) "
-          f"-> {args.output}")
+    print(f"golden: {len(golden['items'])} items from run {reference.label} ({reference.sha[:12]}) on "
+          f"{loaded.machine.text()} -> {args.output}")
     print(f"pin it in the campaign: golden: {{path: {args.output}, sha256: {sha256_file(args.output)}}}")
     return 0

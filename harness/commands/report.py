@@ -1,4 +1,7 @@
-"""`harness report [BUNDLE...] [-o REPORT.md] [--check]`: REPORT.md from sealed bundles only."""
+"""`harness report [BUNDLE...] [-o REPORT.md] [--check] [--trust FILE]`: REPORT.md from verified
+bundles (every bundle under evidence/ by default), with each bundle's picture drawn from its
+records into docs/figures/. `--check` writes nothing and exits 1 when REPORT.md differs from
+what the bundles give (CI runs it)."""
 from __future__ import annotations
 
 import argparse
@@ -6,54 +9,58 @@ import difflib
 import sys
 from pathlib import Path
 
+from harness import outcomes
+from harness.commands import error
+
 HELP = "render REPORT.md from evidence bundles (every bundle under evidence/ by default)"
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("report", help=HELP, description=HELP + ". Reads only the "
-                              "bundles' files; --check makes CI fail when REPORT.md drifts.")
-    p.add_argument("bundles", nargs="*", metavar="BUNDLE",
-                   help="bundle folders (default: every folder under ROOT/evidence holding "
-                        "a bagit.txt)")
+    p = subparsers.add_parser("report", help=HELP, description=HELP + ". Reads only verified bundles; --check "
+                              "makes CI fail when REPORT.md drifts.")
+    p.add_argument("bundles", nargs="*", metavar="BUNDLE", help="bundle folders (default: the bundles under evidence/)")
     p.add_argument("-o", "--output", metavar="REPORT.md",
-                   help="where to write ('-' for stdout; default: ROOT/REPORT.md for every bundle "
-                        "under evidence/, stdout when bundles are named)")
+                   help="where to write ('-' for stdout; default: ROOT/REPORT.md for the bundles under evidence/, "
+                        "stdout when bundles are named)")
     p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 when the output file differs from what the "
-                        "bundles produce")
+                   help="write nothing; exit 1 when the output file differs from what the bundles produce")
     p.add_argument("--root", default=".", metavar="DIR",
-                   help="repository root: where evidence/ lives and what paths in the "
-                        "report are relative to (default: the current directory)")
+                   help="repository root: where evidence/ lives and what paths in the report are relative to")
+    p.add_argument("--trust", metavar="FILE", help="an allowed_signers file: show who signed each bundle")
     p.set_defaults(func=main)
     return p
 
 
 def main(args) -> int:
     from harness.files import atomic_write_bytes
-    from harness.bundle.write import BundleError
-    from harness.render.report import find_bundles, render_report, verification
+    from harness.judge.survey import find_bundles, survey
+    from harness.render import report
 
     root = Path(args.root)
     if not root.is_dir():
-        print(f"harness report: error: {root}: not a directory", file=sys.stderr)
-        return 2
-    bundles = [Path(b) for b in args.bundles] if args.bundles else find_bundles(root)
+        return error("report", f"{root}: not a directory")
+    named = bool(args.bundles)
+    paths = [Path(b) for b in args.bundles] if named else find_bundles(root)
     # Named bundles are a preview: they never overwrite the report of the whole evidence.
-    to_stdout = args.output == "-" or (args.bundles and not args.output and not args.check)
+    to_stdout = args.output == "-" or (named and not args.output and not args.check)
     out = None if to_stdout else Path(args.output) if args.output else root / "REPORT.md"
     if to_stdout and args.check:
-        print("harness report: error: --check needs a file, not '-o -'", file=sys.stderr)
-        return 2
-    try:
-        text = render_report(bundles, root, report_dir=out.parent if out else root)
-    except BundleError as exc:
-        print(f"harness report: error: {exc}", file=sys.stderr)
-        return 2
-    failing = [b for b in bundles if verification(str(b))[0]]
-    for bundle in failing:
-        print(f"harness report: error: {bundle} does not verify (`harness verify {bundle}` lists why); "
-              "REPORT.md says so at its section", file=sys.stderr)
-    code = 1 if failing else 0
+        return error("report", "--check needs a file, not '-o -'")
+    entries = survey(paths, Path(args.trust) if args.trust else None)
+    report_dir = out.parent if out else root
+    if not args.check and not to_stdout:
+        _draw(entries, report_dir)
+    for e in entries:
+        figure = report_dir / report.FIGURES / f"{e.path.name}.png"
+        if e.bundle is not None and not e.problems:
+            e.figure = f"{report.FIGURES}/{e.path.name}.png" if (figure.is_file() or args.check) else None
+    sources = ("the bundles named on the command line: " + ", ".join(f"`{p.name}`" for p in paths) if named
+               else "every bundle under `evidence/`")
+    text = report.render(entries, root, sources)
+    failing = [e for e in entries if e.problems]
+    for e in failing:
+        error("report", f"{e.path} does not verify ({e.problems[0]}); REPORT.md says so at its section")
+    code = outcomes.PROBLEMS if failing else outcomes.OK
     if to_stdout:
         sys.stdout.write(text)
         return code
@@ -61,21 +68,33 @@ def main(args) -> int:
         try:
             current = out.read_bytes().decode("utf-8", errors="replace")
         except FileNotFoundError:
-            print(f"harness report: {out} is missing; run `harness report`", file=sys.stderr)
-            return 1
+            return error("report", f"{out} is missing; run `harness report`", code=outcomes.PROBLEMS)
         if current == text:
-            print(f"harness report: {out} matches its {len(bundles)} bundle(s)")
+            print(f"harness report: {out} matches its {len(entries)} bundle(s)")
             return code
-        diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(),
-                                         f"{out} (committed)", f"{out} (from the bundles)",
-                                         lineterm="", n=1))
-        print(f"harness report: {out} differs from what its {len(bundles)} bundle(s) produce; "
-              "run `harness report` and commit the result", file=sys.stderr)
+        diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(), f"{out} (committed)",
+                                         f"{out} (from the bundles)", lineterm="", n=1))
+        error("report", f"{out} differs from what its {len(entries)} bundle(s) produce; run `harness report` and "
+                        "commit the result", code=outcomes.PROBLEMS)
         for line in diff[:40]:
             print(line, file=sys.stderr)
-        if len(diff) > 40:
-            print(f"... ({len(diff) - 40} more diff lines)", file=sys.stderr)
-        return 1
+        return outcomes.PROBLEMS
     atomic_write_bytes(out, text.encode("utf-8"))
-    print(f"harness report: wrote {out} from {len(bundles)} bundle(s)")
+    print(f"harness report: wrote {out} from {len(entries)} bundle(s)")
     return code
+
+
+def _draw(entries, report_dir: Path) -> None:
+    """Each verified bundle's picture, drawn from its records (never taken from the bundle)."""
+    from harness.files import atomic_write_bytes
+    from harness.render import figure, report
+
+    folder = report_dir / report.FIGURES
+    for e in entries:
+        if e.bundle is None or e.problems:
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{e.path.name}.png.tmp"
+        figure.render(e.bundle, tmp)
+        atomic_write_bytes(folder / f"{e.path.name}.png", tmp.read_bytes())
+        tmp.unlink()

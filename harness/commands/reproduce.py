@@ -2,21 +2,23 @@
 re-run the campaign a bundle records, seal a new bundle with a reproduction receipt, and
 say whether the claim held (harness/reproduce.py has the rules).
 
-Exit codes: 0 reproduced, 3 outputs differ, 4 a run failed, 7 timing not reproduced;
-1 the original does not verify, 2 unusable input or refused (nothing was run)."""
+Exit codes: 0 reproduced, 8 not contradicted (the re-run could not tell), 9 partial (not the
+same items), 7 not reproduced, 3 outputs differ, 4 a run failed; 1 the original does not
+verify, 2 unusable input or refused (nothing was run)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness import outcomes as verdict
+from harness import outcomes
 from harness.commands import error
 
 HELP = "re-run a bundle's campaign into a new bundle and judge the claim against it"
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("reproduce", help=HELP, description=HELP + ". Exit 0 reproduced, 3 outputs differ, 4 a run "
-                       "failed, 7 timing not reproduced, 1 the original does not verify, 2 refused (nothing run).")
+    p = sub.add_parser("reproduce", help=HELP, description=HELP + ". Exit 0 reproduced, 8 not contradicted (too wide "
+                       "to tell), 9 partial (other items), 7 not reproduced, 3 outputs differ, 4 a run failed, 1 the "
+                       "original does not verify, 2 refused (nothing run).")
     p.add_argument("bundle", metavar="BUNDLE", help="the bundle whose claim to re-run")
     p.add_argument("--repo", default=".", metavar="PATH",
                    help="the repository the bundle's campaign_path is relative to (default: the current folder)")
@@ -34,7 +36,6 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     from harness.bundle import read as bundlereader
-    from harness.engine import environment
     from harness.judge import reproduce
     from harness.plan import spec
     from harness.bundle.write import BundleError
@@ -53,7 +54,7 @@ def main(args) -> int:
     for line in inside:
         print(f"FAIL {line}")
     if inside:
-        return error("reproduce", f"{bundle} does not verify; nothing to reproduce", code=verdict.PROBLEMS)
+        return error("reproduce", f"{bundle} does not verify; nothing to reproduce", code=outcomes.PROBLEMS)
     if anchors:
         return error("reproduce", f"{bundle} no longer matches {repo}: {anchors[0]}"
                      + (f" (and {len(anchors) - 1} more)" if len(anchors) > 1 else ""))
@@ -72,11 +73,13 @@ def main(args) -> int:
     except (reproduce.Refused, spec.SpecError, BundleError) as exc:
         return error("reproduce", exc)
     except Interrupted as exc:
-        return error("reproduce", exc, code=verdict.FAILED)
+        return error("reproduce", exc, code=outcomes.FAILED)
     r = result.receipt
-    print(f"original: {bundle} (digest {original['digest']}) on {environment.machine_text(r['original']['machine'])}")
-    print(f"reproduction: {result.out} (digest {result.digest}) on "
-          f"{environment.machine_text(r['reproduction']['machine'])}")
+    if result.note:
+        print(f"note: {result.note}")
+    print(f"original: {bundle} (digest {original.digest}) on {original.machine.text()}")
+    new = bundlereader.load(result.out)
+    print(f"reproduction: {result.out} (digest {result.digest}) on {new.machine.text()}")
     print(f"machines: {r['machines']['why']}")
     print(f"scope: {r['scope']['note']}")
     print(f"outputs: {reproduce.outputs_text(r['outputs'])}")
@@ -85,5 +88,6 @@ def main(args) -> int:
     print(f"timing: {reproduce.timing_text(r['timing'])}")
     if result.comparison["status"] != "complete":
         print(f"run: {result.comparison['reason']}")
-    print(f"verdict: {r['verdict']} (exit {r['exit_code']})")
-    return r["exit_code"]
+    code = outcomes.REPRODUCTION_CODES[r["verdict"]]
+    print(f"verdict: {r['verdict']} (exit {code}): {r['reason']}")
+    return code

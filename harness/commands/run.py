@@ -1,11 +1,12 @@
 """`harness run CAMPAIGN [--out DIR] [--force] [overrides]`: run a campaign and seal its bundle.
 
-Exit codes: 0 complete with parity, 3 parity mismatch, 4 a run failed or timed out (or
+Exit codes: 0 complete, outputs agree, 3 parity mismatch, 4 a run failed or timed out (or
 the campaign was interrupted), 2 usage or input error (then no bundle is written)."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from harness import contract as C
 from harness.plan import spec
 from harness.bundle.write import BundleError
 from harness.commands import error
@@ -57,7 +58,8 @@ def main(args) -> int:
         with Progress() as progress:
             campaign = load_campaign(args)
             out = Path(args.out) if args.out else Path("out") / campaign.name
-            outcome = Runner(campaign, out.absolute(), force=args.force, progress=progress).run()
+            runner = Runner(campaign, out.absolute(), force=args.force, progress=progress)
+            outcome = runner.run()
     except PreflightError as exc:
         return error("run", *(f"pre-flight: {line}" for line in exc.problems),
                      "nothing was timed and no bundle was written (`harness check` repeats the pre-flight)")
@@ -66,6 +68,10 @@ def main(args) -> int:
     except Interrupted as exc:
         return error("run", exc, code=FAILED)
     result = outcome.comparison
+    for warning in runner.warnings:
+        print(f"warning: {warning}")
+    if outcome.note:
+        print(f"note: {outcome.note}")
     print(f"bundle: {outcome.out}")
     print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else ""))
     wall = result["wall"]
@@ -74,6 +80,9 @@ def main(args) -> int:
               f"speedup {wall['speedup']:.3f}x ({wall['saving_pct']:.1f}% saved)")
     for line in stage_summary(result):
         print(line)
+    items = result["items"]
+    print(f"items: {items['planned']} of the {items['of']} the workload gives"
+          + (" (workload.items picks them)" if items["planned"] < items["of"] else ""))
     p = result["parity"]
     print(parity_line(result, outcome.out))
     for line in divergence_lines(result):
@@ -94,9 +103,9 @@ def parity_line(result: dict, out: Path) -> str:
     """The parity summary. A failed campaign with nothing compared says so rather than
     "NOT identical (0/0 fields)"; recorded errors are counted per run when they differ,
     since the reference's count alone ("0 recorded errors") hides what differs."""
-    from harness import records
-    from harness.files import read_json
     from harness.comparison.parity import fields_per_pair
+    from harness.files import read_json
+    from harness.outcomes import parity_text
 
     p = result["parity"]
     ok = [r for r in result["runs"] if r["status"] == "ok"]
@@ -107,7 +116,7 @@ def parity_line(result: dict, out: Path) -> str:
     errors = {}
     for run in ok:
         try:
-            items = read_json(out / records.run_path(run["label"]))["items"]
+            items = read_json(out / C.run_path(run["label"]))["items"]
             errors[run["label"]] = sum(1 for item in items if item["error"] is not None)
         except (OSError, ValueError, KeyError, TypeError):
             errors = {}
@@ -117,7 +126,9 @@ def parity_line(result: dict, out: Path) -> str:
     else:
         counted = "recorded errors differ (per run: " + ", ".join(f"{k} {n}" for k, n in errors.items()) + ")"
     scope = "" if result["status"] == "complete" else f" over the {len(ok)} ok runs of a failed campaign"
-    return (f"parity{scope}: {'identical' if p['identical'] else 'NOT identical'} ({p['fields_identical']}/"
+    word = "identical" if p["identical"] else parity_text(result).removeprefix("outputs ") if p["agree"] else \
+        "NOT identical"
+    return (f"parity{scope}: {word} ({p['fields_identical']}/"
             f"{p['fields_compared']} fields" + (f", {per} per run compared with the reference" if per else "")
             + f", {p['items']} items, {counted})")
 

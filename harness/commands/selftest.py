@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness import contract as C
 from harness.clone import clone_file
 
 
@@ -153,7 +154,7 @@ def main(args) -> int:
     with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
         if args.bundle:
             bundle = Path(args.bundle)
-            if not (bundle / records.TAGMANIFEST).is_file():
+            if not (bundle / C.TAGMANIFEST).is_file():
                 print(f"harness selftest: error: {bundle}: not a sealed bundle", file=sys.stderr)
                 return 2
         else:

@@ -16,7 +16,7 @@ one both variants share), and the trimmed-t interval is close enough to it for
 n >= MIN_ROUNDS (tests/test_noise_simulation.py measures coverage under log-normal,
 heavy-tailed, drifting and bursty run noise).
 
-Verdict: improved / regressed / equal / inconclusive by harness/verdict.py `decide` against
+Verdict: improved / regressed / equal / inconclusive by contract.decide (the policy both checkers apply) against
 the band [1 - b, 1 + b], b = max(threshold, noise floor). Inconclusive with fewer than
 MIN_ROUNDS rounds. When runnable work waited for a core during a run (PSI) or the ratio
 drifts between the campaign's halves, a claim must also clear the claim band: the rounds'
@@ -29,37 +29,24 @@ import math
 import statistics
 from typing import Any
 
-from harness import records
-from harness import outcomes as verdict
-from harness.comparison.stats import is_num, is_pos, mean, sig10, t_interval
-
-METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
-MIN_ROUNDS = 5  # below this the run-to-run variance is not estimated well enough to claim
-PER_ITEM_SHOWN = 10  # per-item rows kept in comparison.json, worst first
-# A stage wrapper's own cost per call where a run did not measure it (records before
-# `stage_wrapper_s`; `harness microbench stage-overhead`, 2 cores, Python 3.11).
-WRAPPER_S = 1.1e-6
-STALL_SHARE = 0.10  # a run is overloaded when runnable work waited for a core this share of its wall
-STALL_TICK_S = 0.005  # plus a scheduler tick: PSI totals settle in ticks, not at the loop's edges
-GIL_CPU_PER_WALL = 1.2  # slots > 1 below this many busy cores: the GIL serialises the items
-DRIFT_RULE = ("flagged when the median per-round ratio of the later half of the rounds differs from the earlier "
-              "half's by more than 2.5 standard errors (from the median absolute deviation within each half), by "
-              "at least half the effect and by at least the threshold; a drift of both variants' walls cancels "
-              "within the shuffled rounds and is shown only")
+from harness.comparison.stats import mean, t_interval
+# The policy is the contract's (both checkers apply the same); the numbers are derived here.
+from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
+                              STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S, decide, sig10, timed)
 
 
 def thin_stages(ok: list[dict]) -> list[str]:
     """A warning per stage whose self CPU per call (the median over runs) is within 10x of
     the stage wrapper's own cost, as the runs measured it (WRAPPER_S where they did not):
     instrumenting it moves its figures."""
-    measured = [m["stage_wrapper_s"] for r in ok for m in [r.get("machine") or {}] if is_num(m.get("stage_wrapper_s"))]
+    measured = [r.machine.stage_wrapper_s for r in ok if r.machine.stage_wrapper_s is not None]
     cost = statistics.median(measured) if measured else WRAPPER_S
     out = []
-    for name in sorted({n for r in ok for n in r.get("stages") or {}}):
-        per_call = [s["self_cpu_s"] / s["calls"] for r in ok
-                    for s in [(r.get("stages") or {}).get(name)] if s and s.get("calls")]
-        if per_call and statistics.median(per_call) < 10 * cost:
-            out.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within 10x "
+    for name in sorted({n for r in ok for n in r.stages}):
+        per_call = [s.self_cpu_s / s.calls for r in ok for s in [r.stages.get(name)] if s and s.calls]
+        if per_call and statistics.median(per_call) < THIN_STAGE_FACTOR * cost:
+            out.append(f"stage {name}: {1e6 * statistics.median(per_call):.2f} us self CPU per call, within "
+                       f"{THIN_STAGE_FACTOR}x "
                        f"of the stage wrapper's own {1e6 * cost:.2f} us ({'measured in the runs' if measured else 'typical'})"
                        ": instrumentation moves its figures")
     return out
@@ -67,26 +54,26 @@ def thin_stages(ok: list[dict]) -> list[str]:
 
 def pairs_of(ok: list[dict]) -> tuple[list[tuple[dict, dict]], list[str]]:
     """(A_k, B_k) for every k where both ran ok, and the labels left without a partner."""
-    by_label = {r["label"]: r for r in ok}
+    by_label = {r.label: r for r in ok}
     pairs, unpaired = [], []
     for r in ok:
-        if r["variant"] == "base":
-            partner = by_label.get("B" + r["label"][1:])
+        if r.variant == "base":
+            partner = by_label.get("B" + r.label[1:])
             if partner is not None:
                 pairs.append((r, partner))
                 continue
-        elif ("A" + r["label"][1:]) in by_label:
+        elif ("A" + r.label[1:]) in by_label:
             continue
-        unpaired.append(r["label"])
+        unpaired.append(r.label)
     return pairs, unpaired
 
 
 def usable_items(ok: list[dict], key: str) -> tuple[list[str], int]:
     """Items with a positive `key` and no error in every ok run (sorted), and how many
     items were left out."""
-    maps = [{str(it.get("id")): it for it in r.get("items") or [] if isinstance(it, dict)} for r in ok]
+    maps = [r.item_map() for r in ok]
     ids = sorted(set().union(*(set(m) for m in maps))) if maps else []
-    good = [i for i in ids if all(i in m and not m[i].get("error") and is_pos(m[i].get(key)) for m in maps)]
+    good = [i for i in ids if all(i in m and not m[i].error and getattr(m[i], key) > 0 for m in maps)]
     return good, len(ids) - len(good)
 
 
@@ -95,11 +82,10 @@ def round_logs(pairs: list[tuple[dict, dict]], items: list[str], key: str) -> li
     out = []
     for a, b in pairs:
         if not items:
-            out.append([math.log(b["wall_s"] / a["wall_s"])])
+            out.append([math.log(b.wall_s / a.wall_s)])
             continue
-        ia = {str(it["id"]): it for it in a["items"]}
-        ib = {str(it["id"]): it for it in b["items"]}
-        out.append([math.log(ib[i][key] / ia[i][key]) for i in items])
+        ia, ib = a.item_map(), b.item_map()
+        out.append([math.log(getattr(ib[i], key) / getattr(ia[i], key)) for i in items])
     return out
 
 
@@ -124,8 +110,8 @@ def drift(pairs: list[tuple[dict, dict]], d: list[float], effect: float, thresho
     def walls(runs: list[dict]) -> dict | None:
         if len(runs) < 2:
             return None
-        first, last, half = _halves([r["wall_s"] for r in runs])
-        return {"first": [r["label"] for r in runs[:half]], "last": [r["label"] for r in runs[-half:]],
+        first, last, half = _halves([r.wall_s for r in runs])
+        return {"first": [r.label for r in runs[:half]], "last": [r.label for r in runs[-half:]],
                 "first_s": sig10(first), "last_s": sig10(last), "change_pct": sig10(100.0 * (last - first) / first)}
 
     out: dict[str, Any] = {"base": walls([a for a, _ in pairs]), "candidate": walls([b for _, b in pairs]),
@@ -137,7 +123,7 @@ def drift(pairs: list[tuple[dict, dict]], d: list[float], effect: float, thresho
         # medians of h draws (~1.2533 sd / sqrt(h) each), the sd estimated robustly within each
         # half (median absolute deviation), so that the drift under test does not count as noise.
         sd = 1.4826 * statistics.median([abs(v - first) for v in d[:half]] + [abs(v - last) for v in d[-half:]])
-        noise = 2.5 * 1.2533 * sd * math.sqrt(2.0 / half)
+        noise = DRIFT_SE * 1.2533 * sd * math.sqrt(2.0 / half)
         change = math.exp(last - first) - 1.0
         out["ratio"] = {"first_rounds": [1, half], "last_rounds": [len(d) - half + 1, len(d)],
                         "first": sig10(math.exp(first)), "last": sig10(math.exp(last)),
@@ -154,39 +140,38 @@ def overloaded(ok: list[dict]) -> list[str]:
     record has it, else by the 1-minute load average before and after the run."""
     out = []
     for r in ok:
-        m = r.get("machine") or {}
-        stall = m.get("cpu_stall_s")
-        if is_num(stall):
-            if stall > STALL_SHARE * r["wall_s"] + STALL_TICK_S:
-                out.append(r["label"])
+        m = r.machine
+        if m.cpu_stall_s is not None:
+            if m.cpu_stall_s > STALL_SHARE * r.wall_s + STALL_TICK_S:
+                out.append(r.label)
             continue
-        loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
-        if isinstance(m.get("cores"), int) and loads and max(loads) > m["cores"]:
-            out.append(r["label"])
+        loads = [v[0] for v in (m.loadavg_before, m.loadavg_after) if v]
+        if m.cores and loads and max(loads) > m.cores:
+            out.append(r.label)
     return out
 
 
 def usable_runs(runs: list[dict]) -> list[dict]:
     """The runs the statistics read: ok, with a positive wall."""
-    return [r for r in runs if r.get("status") == "ok" and is_pos(r.get("wall_s"))]
+    return [r for r in runs if r.ok and r.wall_s is not None and r.wall_s > 0]
 
 
 def load_reading(r: dict) -> str:
     """What made a run overloaded, in words (for the report)."""
-    m = r.get("machine") or {}
-    if is_num(m.get("cpu_stall_s")) and is_pos(r.get("wall_s")):
-        return f"work waited for a core {100 * m['cpu_stall_s'] / r['wall_s']:.0f}% of its timed loop"
-    loads = [v[0] for v in (m.get("loadavg_before"), m.get("loadavg_after")) if isinstance(v, list) and v]
-    return f"load {max(loads):.2f} on {m.get('cores')} cores" if loads else "no load reading"
+    m = r.machine
+    if m.cpu_stall_s is not None and r.wall_s:
+        return f"work waited for a core {100 * m.cpu_stall_s / r.wall_s:.0f}% of its timed loop"
+    loads = [v[0] for v in (m.loadavg_before, m.loadavg_after) if v]
+    return f"load {max(loads):.2f} on {m.cores} cores" if loads else "no load reading"
 
 
 def gil_bound(ok: list[dict], overloaded_runs: list[str]) -> list[str]:
     """A warning when slots > 1 but the runs kept under GIL_CPU_PER_WALL cores busy: the
     items likely hold the GIL, so more slots add contention, not parallelism. Judged on the
     runs that had the cores to themselves (others' load also keeps a run's cores idle)."""
-    slots = {r.get("slots") for r in ok}
-    use = [m["process_cpu_s"] / r["wall_s"] for r in ok for m in [r.get("machine") or {}]
-           if is_num(m.get("process_cpu_s")) and r["label"] not in overloaded_runs]
+    slots = {r.slots for r in ok}
+    use = [r.machine.process_cpu_s / r.wall_s for r in ok
+           if r.machine.process_cpu_s is not None and r.label not in overloaded_runs]
     if len(slots) != 1 or not isinstance(next(iter(slots)), int) or next(iter(slots)) < 2 or not use:
         return []
     busy = statistics.median(use)
@@ -207,7 +192,7 @@ def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enou
     rows.sort(key=lambda row: (-row["ratio"], row["id"]))
     regressed = [row for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + band]
     improved = [row for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - band]
-    return {"items": len(rows), "regressed": len(regressed), "improved": len(improved),
+    return {"items": len(rows), "band": band, "regressed": len(regressed), "improved": len(improved),
             "worst": rows[0] if rows else None, "table": rows[:PER_ITEM_SHOWN],
             "more": max(0, len(rows) - PER_ITEM_SHOWN)}
 
@@ -220,16 +205,16 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
         raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
     usable = usable_runs(runs)
     warnings: list[str] = []
-    excluded = [str(r.get("label")) for r in runs if r not in usable]
+    excluded = [r.label for r in runs if r not in usable]
     if excluded:
         warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
     # The headline from the timed runs only; stage runs (As1, Bs1) time the stages.
-    ok = [r for r in usable if records.timed(str(r.get("label")))]
+    ok = [r for r in usable if timed(r.label)]
     band = sig10(max(threshold, floor or 0.0))
     pairs, unpaired = pairs_of(ok)
     result: dict[str, Any] = {
         "method": METHOD, "threshold": sig10(threshold), "floor": sig10(floor), "band": sig10(band),
-        "rounds": {"n": len(pairs), "min": MIN_ROUNDS, "pairs": [[a["label"], b["label"]] for a, b in pairs],
+        "rounds": {"n": len(pairs), "min": MIN_ROUNDS, "pairs": [[a.label, b.label] for a, b in pairs],
                    "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
                    "typical_deviation": None},
         "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
@@ -238,7 +223,7 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
         "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
     }
     warnings.extend(thin_stages(usable))
-    wrapped = [r["label"] for r in ok if any((r.get("stages_installed") or {}).values())]
+    wrapped = [r.label for r in ok if any(r.stages_installed.values())]
     if wrapped:
         warnings.append(f"the headline wall comes from runs with stage wrappers ({len(wrapped)} of {len(ok)}: an "
                         "explicit order without stage runs), so it holds the wrappers' cost; use `rounds:` or add "
@@ -254,7 +239,7 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
     logs = round_logs(pairs, items, "wall_s")
     d = [math.fsum(row) / len(row) for row in logs]
     iv = interval(d)
-    run_ratio = mean(b["wall_s"] for _, b in pairs) / mean(a["wall_s"] for a, _ in pairs)
+    run_ratio = mean(b.wall_s for _, b in pairs) / mean(a.wall_s for a, _ in pairs)
     paired, rounds = result["paired"], result["rounds"]
     paired.update(items=len(items), items_excluded=dropped, geomean_ratio=iv["geomean_ratio"], ci95=iv["ci95"],
                   run_ratio=sig10(run_ratio))
@@ -306,6 +291,6 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
                         "`--rounds N`)")
         return result
     lo, hi = paired["ci95"]
-    result["verdict"], result["verdict_reason"] = verdict.decide(lo, hi, band, paired["run_ratio"], what,
+    result["verdict"], result["verdict_reason"] = decide(lo, hi, band, paired["run_ratio"], what,
                                                                  claim_band)
     return result

@@ -1,87 +1,128 @@
 """Parity: every field of every item of every run against the reference run (the first
 base run), byte for byte through the array digests; recorded errors must match too. Where
-fields differ, the divergence report says by how much."""
+fields differ, the divergence report says by how much; with `parity: {max_ulp: N}` floats may
+differ by at most N units in the last place (then the outputs "agree", never "identical")."""
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 from pathlib import Path
 
-MAX_LISTED = 50
 
 
-def _items(record: dict) -> dict[str, dict]:
-    return {item["id"]: item for item in record.get("items", [])}
-
-
-def compare_runs(reference: dict, others: list[dict]) -> dict:
-    ref_items = _items(reference)
+def compare_runs(reference, others: list) -> tuple[dict, list[dict]]:
+    """parity's counts against the reference run, and every mismatch (comparison.json lists the
+    first MAX_LISTED)."""
+    ref_items = reference.item_map()
     fields_compared = fields_identical = 0
     errors_identical = True
     mismatches = []
     for run in others:
-        items = _items(run)
+        items = run.item_map()
         for item_id in sorted(set(ref_items) | set(items)):
             ref, other = ref_items.get(item_id), items.get(item_id)
             if ref is None or other is None:
-                mismatches.append({"run": run["label"], "item": item_id, "field": None,
-                                   "reason": f"item missing from {reference['label'] if ref is None else run['label']}"})
+                mismatches.append({"run": run.label, "item": item_id, "field": None,
+                                   "reason": f"item missing from {reference.label if ref is None else run.label}"})
                 continue
-            if ref["error"] != other["error"]:
+            if ref.error != other.error:
                 errors_identical = False
-                mismatches.append({"run": run["label"], "item": item_id, "field": None,
-                                   "reason": f"error differs: {_describe_error(ref['error'])} vs "
-                                             f"{_describe_error(other['error'])}"})
-            for name in sorted(set(ref["fields"]) | set(other["fields"])):
+                mismatches.append({"run": run.label, "item": item_id, "field": None,
+                                   "reason": f"error differs: {_describe_error(ref.error)} vs "
+                                             f"{_describe_error(other.error)}"})
+            for name in sorted(set(ref.fields) | set(other.fields)):
                 fields_compared += 1
-                a, b = ref["fields"].get(name), other["fields"].get(name)
-                if a is not None and b is not None and a["digest"] == b["digest"]:
+                a, b = ref.fields.get(name), other.fields.get(name)
+                if a is not None and b is not None and a.digest == b.digest:
                     fields_identical += 1
                     continue
                 if a is None or b is None:
-                    reason = f"field missing from {reference['label'] if a is None else run['label']}"
-                elif (a["dtype"], a["shape"]) != (b["dtype"], b["shape"]):
-                    reason = f"{a['dtype']}{a['shape']} vs {b['dtype']}{b['shape']}"
+                    reason = f"field missing from {reference.label if a is None else run.label}"
+                elif (a.dtype, a.shape) != (b.dtype, b.shape):
+                    reason = f"{a.dtype}{a.shape} vs {b.dtype}{b.shape}"
                 else:
                     reason = "bytes differ"
-                mismatches.append({"run": run["label"], "item": item_id, "field": name, "reason": reason,
-                                   "reference_digest": a and a["digest"], "digest": b and b["digest"]})
+                mismatches.append({"run": run.label, "item": item_id, "field": name, "reason": reason,
+                                   "reference_digest": a and a.digest, "digest": b and b.digest})
     return {
-        "reference": reference["label"],
+        "reference": reference.label,
         "items": len(ref_items),
         "fields_compared": fields_compared,
         "fields_identical": fields_identical,
-        "error_returns": sum(1 for item in ref_items.values() if item["error"] is not None),
+        "error_returns": sum(1 for item in ref_items.values() if item.error is not None),
         "errors_identical": errors_identical,
         "mismatch_count": len(mismatches),
-        "mismatches": mismatches[:MAX_LISTED],
-    }
+    }, mismatches
 
 
 def _describe_error(error: dict | None) -> str:
     return "no error" if error is None else f"{error['type']}: {error['message'][:80]}"
 
 
-def compare_golden(golden: dict, runs: list[dict]) -> dict:
-    """Historical frozen parity: every item a run has must carry the golden digests
-    (a quick campaign runs a subset of the golden items; an item the golden file lacks fails)."""
-    expected = golden.get("items", {})
-    failing = []
-    checked = set()
+def compare_golden(golden: dict, runs: list) -> dict:
+    """Historical frozen parity: every item a run has must carry the golden digests (a quick
+    campaign runs a subset of the golden items; an item the golden file lacks fails)."""
+    expected = golden["items"]
+    failing, checked = [], set()
     for run in runs:
-        items = _items(run)
         bad = 0
-        for item_id in sorted(items):
-            want, got = expected.get(item_id), items[item_id]
-            fields = {name: f["digest"] for name, f in got["fields"].items()}
-            if want is None or want.get("fields", {}) != fields or want.get("error") != got["error"]:
+        for item in run.items:
+            want = expected.get(item.id)
+            fields = {name: f.digest for name, f in item.fields.items()}
+            if want is None or want["fields"] != fields or want["error"] != item.error:
                 bad += 1
-        checked |= set(items)
+        checked |= {item.id for item in run.items}
         if bad:
-            failing.append({"run": run["label"], "items_differing": bad})
-    return {"checked": True, "items": len(expected), "items_checked": len(checked & set(expected)),
-            "runs": len(runs), "identical": not failing, "failing": failing}
+            failing.append({"run": run.label, "items_differing": bad})
+    return {"items": len(expected), "items_checked": len(checked & set(expected)), "runs": len(runs),
+            "identical": not failing, "failing": failing}
+
+
+def ulp_distance(arrays_dir: Path, digest_a: str, digest_b: str) -> int | None:
+    """The most units in the last place between two stored float arrays of one dtype and shape
+    (NaN against NaN of any payload: 0; -0.0 against 0.0: 0); None when no tolerance covers the
+    difference: another dtype or shape, integers or bools, a NaN against a number, an infinity
+    against anything else. harness/rehash.py derives the same with the standard library."""
+    import numpy as np
+
+    from harness.bundle import arrays as tensors
+
+    worst = 0
+    with tensors.stream(tensors.array_path(arrays_dir, digest_a)) as (dt_a, shape_a, chunks_a), \
+            tensors.stream(tensors.array_path(arrays_dir, digest_b)) as (dt_b, shape_b, chunks_b):
+        if dt_a != dt_b or tuple(shape_a) != tuple(shape_b) or dt_a.kind != "f":
+            return None
+        for a, b in zip(chunks_a, chunks_b):
+            ia, ib = _as_bits(a), _as_bits(b)
+            differ = ia != ib
+            if not differ.any():
+                continue
+            a, b, ia, ib = a[differ], b[differ], ia[differ], ib[differ]
+            nan_a, nan_b = np.isnan(a), np.isnan(b)
+            both = nan_a & nan_b
+            if (nan_a ^ nan_b).any() or (np.isinf(a) | np.isinf(b))[~both].any():
+                return None
+            keep = ~both
+            if keep.any():
+                worst = max(worst, _max_ulp(ia[keep], ib[keep]))
+    return worst
+
+
+def tolerance(arrays_dir: Path, mismatches: list[dict], max_ulp: int) -> tuple[dict, bool]:
+    """comparison.json parity.tolerance, and whether every mismatch is a float field within
+    max_ulp (each mismatch gets its max_ulp: None where no tolerance covers it)."""
+    worst, within, fine = 0, 0, True
+    for m in mismatches:
+        distance = None
+        if m["field"] is not None and m["reason"] == "bytes differ":
+            distance = ulp_distance(arrays_dir, m["reference_digest"], m["digest"])
+        m["max_ulp"] = distance
+        if distance is None or distance > max_ulp:
+            fine = False
+        else:
+            within += 1
+        if distance is not None:
+            worst = max(worst, distance)
+    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within}, fine
 
 
 def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
@@ -279,86 +320,3 @@ def fields_per_pair(comparison: dict) -> int | None:
     if not isinstance(total, int) or others < 1 or total % others:
         return None
     return total // others
-
-
-# --- two bundles' outputs (harness reproduce, harness compare A B) ----------------------
-FLOAT_KINDS = "fc"  # dtype kinds whose bits legitimately depend on the machine
-REASONS = {"structure": "missing, or another dtype or shape", "float": "float values differ",
-           "discrete": "integer or bool values differ"}
-
-
-def items_run(runs: list[dict]) -> int:
-    return max((len(r["items"]) for r in runs if r["status"] == "ok"), default=0)
-
-
-def _first_ok(runs: list[dict], variant: str) -> dict | None:
-    return next((r for r in runs if r["status"] == "ok" and r["variant"] == variant), None)
-
-
-def _kind(a: dict | None, b: dict | None) -> str:
-    """How one field differs: structure (missing, dtype or shape), float or discrete bits."""
-    if a is None or b is None or (a["dtype"], a["shape"]) != (b["dtype"], b["shape"]):
-        return "structure"
-    return "float" if a["dtype"].lstrip("<>|=")[:1] in FLOAT_KINDS else "discrete"
-
-
-def compare_outputs(original: list[dict], reproduction: list[dict], same: bool | None) -> dict:
-    """The two bundles' outputs, per variant (first ok run of each), over the items both
-    have. Mismatch rows use parity's form, so parity.divergence can measure them."""
-    mismatches, items, fields = [], {}, [0, 0]
-    for variant in ("base", "candidate"):
-        a, b = _first_ok(original, variant), _first_ok(reproduction, variant)
-        if a is None or b is None:
-            continue
-        ia, ib = ({it["id"]: it for it in r["items"]} for r in (a, b))
-        run = f"{variant} {a['label']}/{b['label']}"
-        for item_id in sorted(set(ia) & set(ib)):
-            x, y = ia[item_id], ib[item_id]
-            items.setdefault(item_id, "identical")
-            if x["error"] != y["error"]:
-                items[item_id] = "error"
-                mismatches.append({"run": run, "item": item_id, "field": None, "kind": "error",
-                                   "reason": "recorded errors differ"})
-            for name in sorted(set(x["fields"]) | set(y["fields"])):
-                f, g = x["fields"].get(name), y["fields"].get(name)
-                fields[0] += 1
-                if f is not None and g is not None and f["digest"] == g["digest"]:
-                    fields[1] += 1
-                    continue
-                kind = _kind(f, g)
-                if items[item_id] in ("identical", "float"):
-                    items[item_id] = kind
-                mismatches.append({"run": run, "item": item_id, "field": name, "kind": kind,
-                                   "reason": REASONS[kind],
-                                   "reference_digest": f and f["digest"], "digest": g and g["digest"]})
-    kinds = {m["kind"] for m in mismatches}
-    if not items:
-        agree, why = False, "no ok run of a variant to compare"
-    elif not mismatches:
-        agree, why = True, "identical"
-    elif kinds == {"float"} and same is not True:
-        agree, why = True, "float fields differ only: expected non-portability across machine classes"
-    elif kinds == {"float"}:
-        agree, why = False, "float fields differ on a machine of the same class"
-    else:
-        agree, why = False, f"{'/'.join(sorted(kinds - {'float'}))} differences (not machine-dependent)"
-    differing = {i: k for i, k in items.items() if k != "identical"}
-    return {"agree": agree, "why": why, "same_class": same,
-            "items": {"original": items_run(original), "reproduction": items_run(reproduction),
-                      "compared": len(items), "identical": len(items) - len(differing)},
-            "items_differing": dict(sorted(differing.items())[:MAX_LISTED]),
-            "fields_compared": fields[0], "fields_identical": fields[1],
-            "kinds": sorted(kinds), "mismatch_count": len(mismatches), "mismatches": mismatches[:MAX_LISTED]}
-
-
-def divergence_across(mismatches: list[dict], original_arrays: Path, reproduction_arrays: Path) -> list[dict]:
-    """parity.divergence over two bundles: the differing arrays, side by side in one folder
-    (content-addressed, so names cannot clash)."""
-    from harness.bundle import arrays as tensors
-
-    with tempfile.TemporaryDirectory(prefix="abba-divergence-") as tmp:
-        for m in mismatches:
-            for key, folder in (("reference_digest", original_arrays), ("digest", reproduction_arrays)):
-                if m.get(key) and tensors.array_path(folder, m[key]).is_file():
-                    shutil.copyfile(tensors.array_path(folder, m[key]), tensors.array_path(Path(tmp), m[key]))
-        return divergence(mismatches, Path(tmp))

@@ -3,7 +3,6 @@ into a ledger; at the end each is verified absent. A pid that now belongs to a p
 with another create time counts as absent (the pid was reused)."""
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import time
@@ -12,29 +11,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from harness import records
-
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def _prctl(option: int, value: int) -> bool:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def become_subreaper() -> bool:
-    """Orphaned grandchildren get re-parented to us instead of init, so we can still see,
-    kill and reap them (Linux only; harmless elsewhere)."""
-    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """A worker whose harness was SIGKILLed must not live on unowned (Linux only)."""
-    if _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) and os.getppid() != parent_pid:
-        os._exit(70)  # the parent died before we asked
+from harness.engine.prctl import become_subreaper  # noqa: F401 (the runner's side of the process controls)
 
 
 def reap_orphans() -> None:

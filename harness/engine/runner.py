@@ -1,6 +1,6 @@
-"""A campaign end to end: inputs, revisions, one fresh worker process per letter of the
-order (strictly sequential, each in its own process group), cleanup proof, comparison and
-the sealed bundle. This process never imports the code under test."""
+"""A campaign end to end: inputs, revisions, one fresh worker per run of the plan (strictly
+sequential, each in its own process group, started through a Launcher), cleanup proof,
+comparison and the sealed bundle. This process never imports the code under test."""
 from __future__ import annotations
 
 import contextlib
@@ -11,32 +11,27 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
-from harness import records
+from harness import contract as C, outcomes, records
 from harness.bundle import write as bundle
-from harness.engine import cleanup, environment, instructions
 from harness.comparison import derive as comparison
-from harness.render import figure
-from harness.plan import revisions, workload as workload_files
-from harness import outcomes as verdict
-from harness.files import path_digest, read_json, sha256_bytes
+from harness.engine import instructions
+from harness.engine.environment import InterpreterError
+from harness.engine.launch import Launch, LocalLauncher
 from harness.engine.progress import Silent
-from harness.plan.spec import MAX_ROUNDS, Campaign, SpecError
+from harness.files import path_digest, read_json, sha256_bytes, tree_listing
+from harness.plan import revisions, workload as workload_files
+from harness.plan.spec import Campaign, SpecError
 
-POLL_S = 0.05  # how soon a worker's exit is noticed
-WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time);
-# orphans come back to us as subreaper and every kill lists them first, so none is missed
 # Passed through from the harness's environment when set: locale-free basics, and the
 # OpenBLAS settings some CPUs need for correct results.
 PASS_THROUGH = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
 FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+WORKER = "harness.engine.worker"
 
 
 @dataclass
@@ -44,12 +39,11 @@ class Outcome:
     out: Path
     digest: str
     comparison: dict
+    note: str | None = None  # where the bundle went when --out was taken meanwhile
 
     @property
     def exit_code(self) -> int:
-        if self.comparison["status"] != "complete":
-            return verdict.FAILED
-        return verdict.OK if self.comparison["parity"]["identical"] else verdict.PARITY
+        return outcomes.run_code(self.comparison)
 
 
 class Interrupted(Exception):
@@ -64,11 +58,24 @@ class PreflightError(SpecError):
         self.problems = problems
 
 
-def worker_env(campaign: Campaign) -> dict[str, str]:
+def worker_env(campaign: Campaign, code: Path | None = None) -> dict[str, str]:
+    """The workers' environment: the basics passed through, the fixed settings, the campaign's
+    env, and the harness's own code (a copy of it, so that a worker under the campaign's own
+    interpreter imports it, and a harness edited mid-campaign changes nothing) on PYTHONPATH."""
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     env.update(FIXED_ENV)
     env.update(campaign.env)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), campaign.env.get("PYTHONPATH")]))
     return env
+
+
+def stage_code(scratch: Path) -> Path:
+    """A copy of the harness package for the workers (its .py files: the digest they record)."""
+    dest = scratch / "harness-code"
+    shutil.copytree(Path(__file__).resolve().parents[1], dest / "harness",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
 
 
 def prepare_inputs(campaign: Campaign, log) -> dict[str, dict]:
@@ -138,7 +145,7 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
         raise SpecError(f"{where}.sha256: '{campaign.noise_floor}' has sha256 {sha256_bytes(raw)[:16]}..., "
                         f"pinned {campaign.noise_floor_sha256[:16]}...")
     floor = doc.get("floor") if isinstance(doc, dict) else None
-    if doc.get("schema") != records.SCHEMAS["noise_floor"] or not isinstance(floor, (int, float)) \
+    if doc.get("schema") != C.SCHEMAS["noise_floor"] or not isinstance(floor, (int, float)) \
             or isinstance(floor, bool) or not 0 <= floor <= 0.5:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}' is not a noise-floor file of `harness calibrate`")
     if doc.get("campaign") != campaign.name:
@@ -161,37 +168,32 @@ def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | 
 
 class Runner:
     def __init__(self, campaign: Campaign, out: Path | None, force: bool = False, progress=None,
-                 check_only: bool = False, calibration: bool = False):
+                 check_only: bool = False, calibration: bool = False, launcher=None):
         self.campaign = campaign.with_seed()  # rounds: the shuffle settled (and recorded) now
         self.out = out
         self.force = force
         self.check_only = check_only  # `harness check`: the pre-flight only, no bundle
         self.calibration = calibration  # `harness calibrate`: base against base, one SHA allowed
         self.progress = progress or Silent()
-        self.ledger = cleanup.Ledger()
-        self.current: subprocess.Popen | None = None
-        self.current_label: str | None = None
+        self.launcher = launcher or LocalLauncher(tick=self.progress.tick)
+        self.clock = self.launcher.clock
         self.interrupted: str | None = None
         self.workload: list[tuple[str, bytes]] = []  # the workload folder's files, read at the start
+        self.left_out: list[str] = []  # what the snapshot left out by its rules
         self.exclude: tuple[str, ...] = ()  # our own output, when it lies inside the workload folder
+        self.trees: dict[str, list] = {}  # variant -> its tree's listing before the first run
+        self.items_all: list[str] = []  # the workload's items, as the pre-flight found them
+        self.warnings: list[str] = []  # the pre-flight's notes (outputs that already differ, ...)
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
         self.interrupted = f"interrupted by {signal.Signals(signum).name}"
-        if self.current is not None:
-            self._kill_run(self.current.pid, self.current_label)
-
-    def _kill_run(self, pgid: int, label: str) -> None:
-        """Record every process of the run first, so the receipt lists what the kill ends."""
-        self.ledger.watch_descendants(pgid, label)
-        _killpg(pgid)
+        self.launcher.interrupt()
 
     def run(self) -> Outcome | None:
         """The campaign, sealed into --out; with check_only, the pre-flight alone (None)."""
         campaign = self.campaign
-        if not self.check_only:
-            bundle.check_output(self.out, self.force)
-        cleanup.become_subreaper()
+        claim = None if self.check_only else bundle.claim_output(self.out, self.force)
         with contextlib.nullcontext() if self.check_only else bundle.OutputLock(self.out):
             inputs = prepare_inputs(campaign, self.progress.note)
             golden = load_golden(campaign)
@@ -205,18 +207,31 @@ class Runner:
             # digest of the folder must be this one's.
             self.exclude = workload_files.excluded(workload_path, self.out)
             try:
-                self.workload = workload_files.snapshot(workload_path, self.exclude) if workload_path else []
+                self.workload = workload_files.snapshot(workload_path, self.exclude, self.left_out) \
+                    if workload_path else []
             except workload_files.WorkloadError as exc:
                 raise SpecError(f"{campaign.source}: workload.path: {exc}") from None
+            if self.left_out:
+                shown = ", ".join(self.left_out[:4]) + (f" and {len(self.left_out) - 4} more"
+                                                        if len(self.left_out) > 4 else "")
+                self.progress.note(f"workload: stored {len(self.workload)} file(s) of {workload_path}; left out "
+                                   f"by rule: {shown}")
+            try:
+                interpreters = {v: self.launcher.interpreter(campaign.revision(v).python, campaign.source.parent)
+                                for v in ("base", "candidate")}
+            except InterpreterError as exc:
+                raise SpecError(f"{campaign.source}: {exc}") from None
             scratch = Path(tempfile.mkdtemp(prefix=f"abba-{campaign.name}-"))
             staging = None
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
+                code = stage_code(scratch)
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
-                if materialized["base"].sha == materialized["candidate"].sha and not self.calibration:
+                if materialized["base"].sha == materialized["candidate"].sha and not self.calibration and \
+                        interpreters["base"]["executable"] == interpreters["candidate"]["executable"]:
                     raise SpecError(_same_revision(campaign, repo, materialized["base"].sha))
-                problems = self.preflight(scratch, materialized, inputs)
+                problems = self.preflight(scratch, materialized, inputs, interpreters, code)
                 problems = [p + revisions.untracked_hint(campaign, repo, p) for p in problems]
                 if self.interrupted:
                     raise Interrupted(f"{self.interrupted} during the pre-flight; no bundle was written")
@@ -224,8 +239,11 @@ class Runner:
                     raise PreflightError(problems)
                 if self.check_only:
                     return None
+                self._trees = {v: str(m.tree) for v, m in materialized.items()}
+                self.trees = {v: tree_listing(m.tree) for v, m in materialized.items()}
                 staging = bundle.Staging(self.out)
-                return self._campaign(staging, scratch, materialized, inputs, golden, floor)
+                return self._campaign(staging, scratch, materialized, inputs, golden, floor, interpreters, code,
+                                      claim)
             except BaseException:
                 if staging is not None:
                     staging.discard()
@@ -233,40 +251,40 @@ class Runner:
             finally:
                 for s, h in old_handlers.items():
                     signal.signal(s, h)
-                self.ledger.kill_all()
+                self.launcher.kill_all()
                 shutil.rmtree(scratch, ignore_errors=True)
 
-    def _campaign(self, staging, scratch, materialized, inputs, golden, floor) -> Outcome:
+    def _campaign(self, staging, scratch, materialized, inputs, golden, floor, interpreters, code,
+                  claim) -> Outcome:
         campaign = self.campaign
-        env = worker_env(campaign)
+        env = worker_env(campaign, code)
         repo_root = _repo_root(campaign.source)
         resolved = resolved_campaign(campaign, materialized, repo_root)
-        staging.write_bytes(records.CAMPAIGN_YAML, campaign.raw)
-        staging.write_json(records.CAMPAIGN_JSON, resolved)
-        staging.write_json(records.ENVIRONMENT, records.environment(environment.capture(env)))
-        staging.write_json(records.REVISIONS,
-                           records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
-        staging.write_json(records.INPUTS, records.inputs_receipt(inputs))
+        staging.write_bytes(C.CAMPAIGN_YAML, campaign.raw)
+        staging.write_json(C.CAMPAIGN_JSON, resolved)
+        staging.write_json(C.ENVIRONMENT, records.environment(self.launcher.environment(
+            {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters)))
+        staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
+        staging.write_json(C.INPUTS, records.inputs_receipt(inputs))
         listed = workload_files.rows(self.workload)
         for rel, data in self.workload:
-            staging.write_bytes(records.workload_file(rel), data)
+            staging.write_bytes(C.WORKLOAD_DIR + rel, data)
         workload = records.workload_receipt(path=resolved["workload"]["path"], files=listed,
-                                            digest=workload_files.digest(listed) if campaign.workload.path else None)
-        staging.write_json(records.WORKLOAD, workload)
+                                            digest=workload_files.digest(listed) if campaign.workload.path else None,
+                                            left_out=self.left_out)
+        staging.write_json(C.WORKLOAD, workload)
         if campaign.build:
-            staging.write_json(records.BUILDS, records.builds_receipt({v: m.build for v, m in materialized.items()}))
+            staging.write_json(C.BUILDS, records.builds_receipt({v: m.build for v, m in materialized.items()}))
         if golden is not None:
-            golden, golden_raw = golden
-            staging.write_bytes(records.GOLDEN, golden_raw)
+            staging.write_bytes(C.GOLDEN, golden[1])
         if floor is not None:
-            floor, floor_raw = floor
-            staging.write_bytes(records.NOISE_FLOOR, floor_raw)
+            staging.write_bytes(C.NOISE_FLOOR, floor[1])
 
-        started = time.time()
-        deadline = time.monotonic() + campaign.campaign_timeout_s
+        items = C.subset(self.items_all, campaign.workload.items)
+        started = self.clock.time()
+        deadline = self.clock.monotonic() + campaign.campaign_timeout_s
         runs, instr_runs = [], []
-        labels = campaign.labels()
-        plan = records.schedule(campaign.order, self._instruction_order())
+        plan = C.schedule(campaign.order, self._instruction_order())
         valgrind = self._valgrind() if campaign.instructions is not None else None
         self.progress.start(campaign.name, [label for label, *_ in plan])
         step = 0
@@ -274,42 +292,40 @@ class Runner:
             label, variant, index, after = plan[step]
             if self.interrupted:
                 break
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 self.interrupted = f"campaign timeout ({campaign.campaign_timeout_s:g} s) reached before {label}"
                 break
             self.progress.run_started(step, label, variant)
-            if label.startswith("I"):
-                record = self._one_instruction_run(staging, scratch, materialized[variant], inputs, env, index,
-                                                   label, variant, after, deadline, valgrind)
+            mode = "instructions" if label.startswith("I") else "run"
+            record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
+                                   deadline, interpreters[variant]["executable"], items, mode, after, valgrind)
+            if mode == "instructions":
                 instr_runs.append(record)
-                staging.write_json(records.instructions_path(label), record)
+                staging.write_json(C.instructions_path(label), records.to_json(record))
             else:
-                record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label,
-                                       variant, deadline)
                 runs.append(record)
-                staging.write_json(records.run_path(label), record)
+                staging.write_json(C.run_path(label), records.to_json(record))
             self.progress.run_finished(step, label, record)
-            if record["status"] != "ok":
+            if record.status != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
             step += 1
             if campaign.budget_s is not None and step == 2:
-                campaign, plan, labels = self._decide_rounds(campaign, runs, plan)
+                campaign, plan = self._decide_rounds(campaign, runs, plan)
                 resolved = resolved_campaign(campaign, materialized, repo_root)
-                staging.write_json(records.CAMPAIGN_JSON, resolved)
+                staging.write_json(C.CAMPAIGN_JSON, resolved)
 
-        self.ledger.kill_all()
+        self.launcher.kill_all()
         _drop_unreferenced_arrays(staging.arrays_dir, runs)
-        cleanup_receipt = self.ledger.receipt()
-        runner_receipt = records.runner_receipt(started_at=started, ended_at=time.time(), reason=self.interrupted,
-                                                runs_planned=len(labels), runs_started=len(runs))
-        staging.write_json(records.CLEANUP, cleanup_receipt)
-        staging.write_json(records.RUNNER, runner_receipt)
-        result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden, staging.arrays_dir,
-                                   floor=floor, instr=instr_runs, workload=workload["digest"])
-        staging.write_json(records.COMPARISON, result)
-        # Rendered outside the bundle, then copied in through a temporary file and a rename.
-        figure.render(result, runs, scratch / "figure.png")
-        staging.write_bytes(records.FIGURE, (scratch / "figure.png").read_bytes())
+        cleanup_receipt = self.launcher.receipt()
+        runner_receipt = records.runner_receipt(
+            started_at=started, ended_at=self.clock.time(), reason=self.interrupted,
+            runs_planned=len(campaign.order), runs_started=len(runs), items_all=self.items_all, items=items)
+        staging.write_json(C.CLEANUP, cleanup_receipt)
+        staging.write_json(C.RUNNER, runner_receipt)
+        result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
+                                   staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
+                                   workload=workload["digest"])
+        staging.write_json(C.COMPARISON, result)
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result["status"],
                                "Abba-Base-SHA": materialized["base"].sha,
@@ -318,28 +334,32 @@ class Runner:
             # A signal after the runs but before publishing: the user asked to stop, so no
             # bundle appears rather than one whose receipts say nothing was interrupted.
             raise Interrupted(f"{self.interrupted} while sealing; no bundle was written")
-        staging.publish(self.force)
-        return Outcome(self.out, digest, result)
+        where, note = staging.publish(claim, digest)
+        return Outcome(where, digest, result, note)
 
     def _decide_rounds(self, campaign, runs, plan):
         """`rounds: auto`, after the first round: as many rounds as fit the budget at its pace
         (process walls, start-up included). Only time decides, so stopping cannot shop for a
         verdict; the first round stays where it was in the longer plan."""
-        pace = sum(r["process"]["wall_s"] for r in runs[:2])
-        campaign = campaign.with_rounds(records.auto_rounds(campaign.budget_s, pace, campaign.min_rounds,
-                                                            MAX_ROUNDS))
-        longer = records.schedule(campaign.order, self._instruction_order())
+        pace = sum(r.process.wall_s for r in runs[:2])
+        fit = C.auto_rounds(campaign.budget_s, pace, 1)
+        campaign = campaign.with_rounds(C.auto_rounds(campaign.budget_s, pace, campaign.min_rounds))
+        longer = C.schedule(campaign.order, self._instruction_order())
         assert longer[:2] == plan[:2], "the first round moved"  # spec: no instruction run precedes it
         self.campaign = campaign
-        labels = campaign.labels()
         self.progress.replan([label for label, *_ in longer], 2)
-        self.progress.note(f"rounds: auto: the first round took {pace:.1f} s, so {campaign.rounds} rounds fit the "
-                           f"{campaign.budget_s:g} s budget (at least {campaign.min_rounds}, at most {MAX_ROUNDS})")
-        return campaign, longer, labels
+        if fit >= campaign.min_rounds:
+            how = f"so {campaign.rounds} rounds fit the {campaign.budget_s:g} s budget (at most {C.MAX_ROUNDS})"
+        else:
+            how = (f"so {fit} round(s) would fit the {campaign.budget_s:g} s budget; the minimum of {campaign.min_rounds} "
+                   f"rounds makes it about {campaign.rounds * pace / 60:.1f} minutes (`min_rounds:` lowers it, to 5 at "
+                   "the least for a verdict)")
+        self.progress.note(f"rounds: auto: the first round took {pace:.1f} s, {how}")
+        return campaign, longer
 
     def _instruction_order(self) -> str:
         spec_ = self.campaign.instructions
-        return records.instruction_order(spec_.runs) if spec_ is not None else ""
+        return C.instruction_order(spec_.runs) if spec_ is not None else ""
 
     def _valgrind(self) -> dict:
         """The valgrind every instruction run of this campaign uses (the pre-flight probed it)."""
@@ -352,12 +372,12 @@ class Runner:
         except instructions.InstructionsError as exc:
             raise SpecError(f"{self.campaign.source}: metrics: instructions: {exc}") from None
 
-    def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, mode: str = "run") -> dict:
+    def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, items, mode: str) -> dict:
         campaign = self.campaign
         # Timed runs carry no stage wrappers when the order has stage runs: the headline wall
         # is then free of the wrappers' cost. The pre-flight checks every stage.
-        staged = mode == "check" or (mode == "run" and campaign.instrumented(label))
-        return records.job(
+        staged = mode == "check" or (mode == "run" and C.instrumented(label, campaign.order))
+        job = records.job(
             label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree), parent_pid=os.getpid(),
             workload={"entry": campaign.workload.entry, "params": campaign.workload.params,
                       "path": str(campaign.workload.path) if campaign.workload.path else None,
@@ -368,88 +388,73 @@ class Runner:
             # from run to run, and with them the count (span finding's 4 slots: 0.03% apart).
             slots=1 if mode == "instructions" else campaign.slots, stages=campaign.stages if staged else {},
             optional_stages=sorted(campaign.optional_stages) if staged else [],
-            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), mode=mode,
+            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), items=items, mode=mode,
             instructions_items=campaign.instructions.items if campaign.instructions is not None else None)
+        job["items_all"] = self.items_all
+        return job
 
     def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float, env: dict,
-                prefix: tuple[str, ...] = ()) -> dict:
-        """One worker process, start to verified end: its exit, whether it timed out, what
-        it left running (killed), its log, and what the runner saw of it. prefix: what the
-        worker's command runs under (valgrind, for an instruction run)."""
+                python: str, prefix: tuple = ()):
+        """One worker through the launcher; its job file beside its log."""
         (run_dir / "job.json").write_text(json.dumps(job))
-        log_path = run_dir / "worker.log"
-        started_at, t0 = time.time(), time.monotonic()
-        with open(log_path, "wb") as log:
-            argv = [*prefix, sys.executable, "-m", "harness.engine.worker", str(run_dir / "job.json")]
-            proc = subprocess.Popen(argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            self.current, self.current_label = proc, label
-            try:
-                self.ledger.add(psutil.Process(proc.pid), label, role, argv)
-            except psutil.NoSuchProcess:
-                pass
-            timed_out = False
-            next_watch = 0.0
-            while proc.poll() is None:
-                if time.monotonic() >= next_watch:
-                    self.ledger.watch_descendants(proc.pid, label)
-                    next_watch = time.monotonic() + WATCH_S
-                self.progress.tick()
-                if time.monotonic() - t0 > timeout:
-                    timed_out = True
-                    self._kill_run(proc.pid, label)
-                    proc.wait()
-                    break
-                time.sleep(POLL_S)
-            self.current = None
-        # Anything of this run still running now was left behind by the worker: a failure.
-        cleanup.reap_orphans()
-        self.ledger.watch_descendants(os.getpid(), label)
-        leftovers = [p for p in self.ledger.alive(label) if p.pid != proc.pid]
-        self._kill_run(proc.pid, label)
-        self.ledger.kill_all(label)
-        return {"exit_code": proc.returncode, "timed_out": timed_out, "leftovers": leftovers, "log": log_path,
-                "result": run_dir / "result.json", "argv": argv,
-                "process": {"pid": proc.pid, "started_at": started_at, "wall_s": time.monotonic() - t0,
-                            "ended_at": time.time()}}
+        argv = [*prefix, python, "-m", WORKER, str(run_dir / "job.json")]
+        return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
 
-    def _verdict(self, w: dict, timeout: float) -> tuple[str, str | None]:
+    def _status(self, exit_, run_dir: Path, timeout: float) -> tuple[str, str | None]:
         """(status, reason) of a finished worker."""
-        if w["timed_out"]:
+        if exit_.timed_out:
             return "timeout", f"killed after {timeout:.1f} s (run timeout {self.campaign.run_timeout_s:g} s)"
         if self.interrupted:
             return "failed", self.interrupted
-        if w["exit_code"] != 0:
-            return "failed", f"worker exited with {_describe_exit(w['exit_code'])}: {_last_line(w['log'])}"
-        if not w["result"].exists():
+        if exit_.exit_code != 0:
+            return "failed", f"worker exited with {_describe_exit(exit_.exit_code)}: {_last_line(run_dir / 'worker.log')}"
+        if not (run_dir / "result.json").exists():
             return "failed", "worker exited 0 without writing its result"
-        if w["leftovers"]:
-            return "failed", ("worker left processes running: "
-                              + ", ".join(f"pid {p.pid} ({' '.join(p.cmdline)[:60]})" for p in w["leftovers"]))
+        if exit_.leftovers:
+            return "failed", "worker left processes running: " + ", ".join(exit_.leftovers)
         return "ok", None
 
-    def preflight(self, scratch: Path, materialized: dict, inputs: dict) -> list[str]:
-        """`harness check`: each revision in a fresh worker started exactly as a run is
-        (tree, build, env, inputs), importing the entry point and every stage, calling
-        setup() and one item untimed, checking the output protocol. One line per problem."""
-        problems, env, calls = [], worker_env(self.campaign), {}
+    def preflight(self, scratch: Path, materialized: dict, inputs: dict, interpreters: dict, code: Path) -> list[str]:
+        """`harness check`: each revision in a fresh worker started exactly as a run is (tree,
+        build, env, interpreter, inputs), importing the entry point and every stage, calling
+        setup() and one item untimed, checking the output protocol; it finds the items. One line
+        per problem; notes (outputs that already differ) go to self.warnings."""
+        problems, env, seen = [], worker_env(self.campaign, code), {}
         for variant in ("base", "candidate"):
             label = f"check:{variant}"
             run_dir = scratch / "preflight" / variant
             run_dir.mkdir(parents=True)
-            job = self._job(materialized[variant], inputs, -1, label, variant, run_dir / "arrays", run_dir, "check")
+            job = self._job(materialized[variant], inputs, -1, label, variant, run_dir / "arrays", run_dir, None,
+                            "check")
             self.progress.note(f"pre-flight: {variant} ({materialized[variant].sha[:12]}): setup() and one item")
-            w = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s, env)
-            status, reason = self._verdict(w, self.campaign.run_timeout_s)
+            _argv, exit_ = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s, env,
+                                        interpreters[variant]["executable"])
+            status, reason = self._status(exit_, run_dir, self.campaign.run_timeout_s)
             if status != "ok":
-                if w["exit_code"] and not w["timed_out"] and not self.interrupted:
-                    reason = _last_line(w["log"])
+                if exit_.exit_code and not exit_.timed_out and not self.interrupted:
+                    reason = _last_line(run_dir / "worker.log")
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
             else:
-                calls[variant] = read_json(run_dir / "result.json").get("stage_calls") or {}
+                seen[variant] = read_json(run_dir / "result.json")
         if self.campaign.instructions is not None:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
-        return problems + self._uncalled_stages(calls)
+        if len(seen) == 2:
+            base, cand = seen["base"], seen["candidate"]
+            if base["items"] != cand["items"]:
+                problems.append(f"{self.campaign.source}: workload.entry: base and candidate give different items "
+                                f"({len(base['items'])} vs {len(cand['items'])}; first difference "
+                                f"{_first_difference(base['items'], cand['items'])}): both revisions must run the same "
+                                "items")
+            self.items_all = list(base["items"])
+            if base["item"] == cand["item"] and base["fields"] != cand["fields"]:
+                differ = sorted(n for n in set(base["fields"]) | set(cand["fields"])
+                                if base["fields"].get(n) != cand["fields"].get(n))
+                self.warnings.append(
+                    f"pre-flight: base and candidate outputs already differ on item {base['item']} (field(s) "
+                    f"{', '.join(differ[:3])}): parity will fail"
+                    + ("" if self.campaign.max_ulp is not None else
+                       "; if the change moves floats in their last bits by design, declare `parity: {max_ulp: N}`"))
+        return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()})
 
     def _uncalled_stages(self, calls: dict[str, dict]) -> list[str]:
         """Stages that neither revision called in its pre-flight item: a setup mistake (each
@@ -469,46 +474,65 @@ class Runner:
                 "workload does not run (a method a subclass overrides, a fallback); point the path at what "
                 "runs, or mark the stage `optional: true` if some items skip it"]
 
-    def _one_run(self, staging, scratch, mat, inputs, env, index, label, variant, deadline) -> dict:
+    def _one_run(self, staging, scratch, mat, inputs, env, index, label, variant, deadline, python, items,
+                 mode, after=None, valgrind=None):
+        """One run (mode "run") or instruction run (mode "instructions", a fresh worker under
+        valgrind counting its item loop only, in the fixed environment that makes the count
+        repeat): its record, its log kept as the contract says, and the trees checked after."""
         run_dir = scratch / "runs" / label
         run_dir.mkdir(parents=True)
-        job = self._job(mat, inputs, index, label, variant, staging.arrays_dir, run_dir)
-        # The worker streams its output into the scratch folder; the bundle gets the log
-        # through a temporary file and a rename once the worker is gone (every evidence
-        # file is written atomically).
-        timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
-        w = self._launch(job, run_dir, label, "worker", timeout, env)
-        staging.write_bytes(records.log_path(label), w["log"].read_bytes())
-        status, reason = self._verdict(w, timeout)
-        measured = read_json(w["result"]) if status == "ok" else None
-        return records.run_record(job, status=status, reason=reason, exit_code=w["exit_code"], process=w["process"],
-                                  measured=measured)
-
-
-    def _one_instruction_run(self, staging, scratch, mat, inputs, env, index, label, variant, after, deadline,
-                             valgrind) -> dict:
-        """One instruction run: a fresh worker under valgrind, counting its item loop only,
-        in the fixed environment that makes the count repeat (recorded with the command)."""
-        run_dir = scratch / "runs" / label
-        run_dir.mkdir(parents=True)
-        job = self._job(mat, inputs, index, label, variant, run_dir / "arrays", run_dir, "instructions")
+        counting = mode == "instructions"
+        arrays = run_dir / "arrays" if counting else staging.arrays_dir
+        job = self._job(mat, inputs, index, label, variant, arrays, run_dir, items, mode)
+        timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - self.clock.monotonic()))
         out_file = run_dir / "callgrind.out"
-        timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - time.monotonic()))
-        run_env = {**env, **instructions.ENV}
-        w = self._launch(job, run_dir, label, "worker", timeout, run_env,
-                         tuple(instructions.command(valgrind["path"], out_file)))
-        staging.write_bytes(records.log_path(label), w["log"].read_bytes())
-        status, reason = self._verdict(w, timeout)
-        count = measured = None
+        argv, exit_ = self._launch(job, run_dir, label, "worker", timeout,
+                                   {**env, **instructions.ENV} if counting else env, python,
+                                   tuple(instructions.command(valgrind["path"], out_file)) if counting else ())
+        log = _keep_log(staging, label, run_dir / "worker.log")
+        status, reason = self._status(exit_, run_dir, timeout)
+        if status == "ok":
+            changed = self._trees_changed(label)
+            if changed:
+                status, reason = "failed", changed
+        if counting:
+            count = counted = None
+            if status == "ok":
+                try:
+                    count, counted = instructions.read_count(out_file), read_json(run_dir / "result.json")
+                except instructions.InstructionsError as exc:
+                    status, reason = "failed", str(exc)
+            return records.InstructionRecord.of(
+                job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid, process=exit_.process,
+                log=log, counted=counted, count=count, after=after,
+                valgrind={"version": valgrind["version"], "command": argv, "env": dict(instructions.ENV)})
+        measured = None
         if status == "ok":
             try:
-                count, measured = instructions.read_count(out_file), read_json(w["result"])
-            except instructions.InstructionsError as exc:
-                status, reason = "failed", str(exc)
-        return records.instruction_record(
-            job, status=status, reason=reason, exit_code=w["exit_code"], process=w["process"], measured=measured,
-            count=count, after=after,
-            valgrind={"version": valgrind["version"], "command": w["argv"], "env": dict(instructions.ENV)})
+                measured = records.WorkerResult.from_json(read_json(run_dir / "result.json"))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
+        return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
+                                    process=exit_.process, log=log, measured=measured)
+
+    def _trees_changed(self, label: str) -> str | None:
+        """Why the run fails when it changed a revision's tree (the code under test must be the
+        same for every run), naming the first file; None when both trees are as they were."""
+        for variant, before in self.trees.items():
+            tree = Path(self._tree_of(variant))
+            try:
+                now = tree_listing(tree)
+            except (OSError, ValueError) as exc:
+                return f"the {variant} revision's tree changed during {label}: {exc}"
+            if now != before:
+                old, new = dict((rel, d) for d, rel in before), dict((rel, d) for d, rel in now)
+                first = sorted(set(old) ^ set(new) | {r for r in old if r in new and old[r] != new[r]})[0]
+                return (f"the {variant} revision's tree changed during {label} ({first}): the workload wrote into the "
+                        "code under test, so later runs would measure other code; write to a temporary folder")
+        return None
+
+    def _tree_of(self, variant: str) -> str:
+        return self._trees[variant]
 
 
 def _same_revision(campaign: Campaign, repo: Path, sha: str) -> str:
@@ -522,11 +546,41 @@ def _same_revision(campaign: Campaign, repo: Path, sha: str) -> str:
             f"tracked files (it is HEAD, {sha[:12]}, like the other revision): nothing to compare{extra}")
 
 
-def _drop_unreferenced_arrays(arrays_dir: Path, runs: list[dict]) -> None:
+def _first_difference(a: list, b: list) -> str:
+    for x, y in zip(a, b):
+        if x != y:
+            return f"{x!r} vs {y!r}"
+    return f"{len(a)} vs {len(b)} items"
+
+
+def _keep_log(staging, label: str, path: Path) -> records.Log:
+    """The worker's output into the bundle as the contract keeps it: all of it, or its head, a
+    line saying how much was left out, and its tail (contract.cut_log), read without loading
+    what is cut."""
+    try:
+        written = path.stat().st_size
+    except OSError:
+        written = 0
+    limit = C.LOG_HEAD_BYTES + C.LOG_TAIL_BYTES
+    with (open(path, "rb") if written else contextlib.nullcontext(None)) as fh:
+        if fh is None:
+            data = b""
+        elif written <= limit:
+            data = fh.read(limit + 1)[:written]
+        else:
+            head = fh.read(C.LOG_HEAD_BYTES)
+            fh.seek(written - C.LOG_TAIL_BYTES)
+            data = head + (C.LOG_CUT_MARK % (written - limit)) + fh.read(C.LOG_TAIL_BYTES)
+    rel = C.log_path(label)
+    staging.write_bytes(rel, data)
+    return records.Log(path=rel, bytes=len(data), sha256=sha256_bytes(data), written=written,
+                       truncated=written > limit)
+
+
+def _drop_unreferenced_arrays(arrays_dir: Path, runs: list) -> None:
     """A run that failed after storing outputs has no items in its record: its arrays are
     evidence of nothing, and a bundle holds only arrays its records name."""
-    referenced = {records.array_path(f["digest"]).rsplit("/", 1)[1]
-                  for r in runs for it in r["items"] for f in it["fields"].values()}
+    referenced = {C.array_path(f.digest).rsplit("/", 1)[1] for r in runs for it in r.items for f in it.fields.values()}
     if arrays_dir.is_dir():
         for path in arrays_dir.iterdir():
             if path.name not in referenced:
@@ -539,12 +593,6 @@ def _repo_root(path: Path) -> Path | None:
             return parent
     return None
 
-
-def _killpg(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _describe_exit(code: int) -> str:

@@ -1,9 +1,14 @@
 """One run of a campaign, in a fresh process: `python -m harness.engine.worker JOB.json`.
 
 Protocol (the parent wrote JOB.json): verify inputs, import the code under test from this
-revision's tree only, install stage instrumentation, set the workload up, then time exactly
-the item loop on `slots` threads. Outputs are hashed and stored and the record is written
-after the timer stops. Exit 0 means the record was written; anything else is a failed run.
+revision's tree only, install stage instrumentation, set the workload up, check it gives the
+items the pre-flight found, then time exactly the item loop on `slots` threads. Outputs are
+hashed and stored and the result (harness.records.WorkerResult) is written after the timer
+stops. Exit 0 means the result was written; anything else is a failed run.
+
+It may run under the campaign's own interpreter (`python:`), CPython 3.9 or newer with numpy:
+it and what it imports (contract, records, files, plan/workload, engine/prctl, engine/stagetimer,
+bundle/arrays, engine/instructions) use the standard library and numpy only, and 3.9's syntax.
 """
 from __future__ import annotations
 
@@ -19,16 +24,31 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
-def machine_snapshot() -> dict:
-    import psutil
+from harness.records import Imports, Interpreter, Item, Machine, Output, StageTotals, WorkerResult, to_json
 
-    freq = None
+def cpu_freq_mhz() -> float | None:
+    """The first CPU's current frequency as Linux reports it, or None."""
     try:
-        f = psutil.cpu_freq()
-        freq = round(f.current, 1) if f and f.current else None
-    except (OSError, NotImplementedError, AttributeError):
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "rb") as fh:
+            return round(int(fh.read(32).strip()) / 1000.0, 1)
+    except (OSError, ValueError):
         pass
-    return {"loadavg": list(os.getloadavg()), "cpu_freq_mhz": freq}
+    try:
+        with open("/proc/cpuinfo", "rb") as fh:
+            for line in fh.read(1 << 16).decode("ascii", "replace").splitlines():
+                if line.startswith("cpu MHz"):
+                    return round(float(line.split(":", 1)[1]), 1)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def machine_snapshot() -> dict:
+    try:
+        load = [round(x, 6) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {"loadavg": load, "cpu_freq_mhz": cpu_freq_mhz()}
 
 
 def cpu_stall_us() -> int | None:
@@ -147,8 +167,8 @@ def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
     return fields
 
 
-def check_protocol(workload, items: list[str], arrays_dir: Path, result_path: str, timer=None,
-                   stages: dict[str, str] | None = None) -> int:
+def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, timer=None,
+                   stages: dict | None = None, items_all: list | None = None) -> int:
     """The pre-flight: run items untimed, in order, until one returns (items may raise:
     recorded errors are allowed when alike in both revisions), check its outputs, and write
     what was seen. Only a workload whose every item raises fails here, as its runs would.
@@ -174,18 +194,10 @@ def check_protocol(workload, items: list[str], arrays_dir: Path, result_path: st
         if hasattr(workload, "close"):
             workload.close()
         calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
-        atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": len(items),
-                                        "stage_calls": calls})
+        atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": items_all,
+                                        "stage_calls": calls, "python": to_json(Interpreter.current())})
         return 0
     raise SystemExit(f"workload.entry: run() raised on every item ({len(raised)}); the first: {raised[0]}")
-
-
-def subset(items: list[str], n: int | None) -> list[str]:
-    """`workload.items: N` (or --items N): N items spread evenly over the workload's list,
-    the first always included, the same ones on every run and machine."""
-    if n is None or n >= len(items):
-        return items
-    return [items[(i * len(items)) // n] for i in range(n)]
 
 
 # A fresh process's first ~0.1 s of work runs up to 1.7x slower on a VM whose vCPU was idle
@@ -250,9 +262,8 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
     """An instruction run: the items in order on this thread, through the one call that
     callgrind collects inside (harness.instructions.measured); outputs are dropped, not
     stored (the wall runs carry parity)."""
-    from harness.engine.environment import harness_source_digest
-    from harness.files import atomic_write_json
     from harness.engine.instructions import measured
+    from harness.files import atomic_write_json, harness_source_digest
 
     sync = getattr(workload, "sync", None) or (lambda: None)
     raised = []
@@ -273,17 +284,17 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
         workload.close()
     atomic_write_json(result_path, {"items": items, "errors": len(raised),
                                     "harness_source_sha256": harness_source_digest(),
-                                    "workload_sha256": workload_digest})
+                                    "workload_sha256": workload_digest, "python": to_json(Interpreter.current())})
     return 0
 
 
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
-    from harness.engine.cleanup import die_with_parent
-    from harness import records
+    from harness import contract
+    from harness.engine.prctl import die_with_parent
 
-    if job.get("schema") != records.SCHEMAS["job"]:
-        raise SystemExit(f"job file {job_path}: schema {job.get('schema')!r}, expected {records.SCHEMAS['job']}")
+    if job.get("schema") != contract.SCHEMAS["job"]:
+        raise SystemExit(f"job file {job_path}: schema {job.get('schema')!r}, expected {contract.SCHEMAS['job']}")
 
     die_with_parent(job["parent_pid"])
     started_at, before = now_iso(), machine_snapshot()
@@ -309,8 +320,7 @@ def main(job_path: str) -> int:
         raise SystemExit(f"workload.path: {exc}") from None
 
     from harness.engine import stagetimer
-    from harness.engine.environment import harness_source_digest
-    from harness.files import atomic_write_json
+    from harness.files import atomic_write_json, harness_source_digest
 
     # Failures name the campaign key that leads to them (the pre-flight prints these lines),
     # and where in the user's code they were raised.
@@ -347,13 +357,21 @@ def main(job_path: str) -> int:
         raise SystemExit("workload.entry: setup()'s items have duplicate ids")
     if not items:
         raise SystemExit("workload.entry: setup() gave no items")
-    items = subset(items, job["workload"]["items"])
+    if len(items) > contract.MAX_ITEMS or any(len(i) > 256 for i in items):
+        raise SystemExit(f"workload.entry: setup() gave {len(items)} items; a run measures at most "
+                         f"{contract.MAX_ITEMS}, with ids of at most 256 characters (workload.items: N picks N of them)")
     arrays_dir = Path(job["arrays_dir"])
 
     if job["mode"] == "check":
-        return check_protocol(workload, items, arrays_dir, job["result_path"], timer, job["stages"])
+        return check_protocol(workload, contract.subset(items, job["workload"]["items"]), arrays_dir,
+                              job["result_path"], timer, job["stages"], items)
+    if items != job["items_all"]:
+        raise SystemExit(f"workload.entry: setup() gave {len(items)} items, not the {len(job['items_all'])} the "
+                         "pre-flight found (the item list must be the same in every run of a campaign)")
+    items = job["items"]
     if job["mode"] == "instructions":
-        return count_items(workload, subset(items, job["instructions_items"]), job["result_path"], workload_digest)
+        return count_items(workload, contract.subset(items, job["instructions_items"]), job["result_path"],
+                           workload_digest)
 
     # Measured before the clock, in runs that carry wrappers: what one costs here.
     wrapper_s = stagetimer.wrapper_cost() if any(installed.values()) else None
@@ -362,10 +380,11 @@ def main(job_path: str) -> int:
     # Everything below is outside the timer.
     item_records = []
     for item_id, (outputs, error, item_wall, item_cpu) in zip(items, results):
-        fields = store_outputs(item_id, outputs, arrays_dir) if error is None else {}
-        item_records.append(records.item(item_id=item_id, wall_s=item_wall, cpu_s=item_cpu, fields=fields, error=error))
-    if all(r["error"] is not None for r in item_records):  # items is never empty (checked above)
-        first = item_records[0]["error"]
+        fields = {name: Output(**f) for name, f in store_outputs(item_id, outputs, arrays_dir).items()} \
+            if error is None else {}
+        item_records.append(Item.measured(item_id, item_wall, item_cpu, fields, error))
+    if all(r.error is not None for r in item_records):  # items is never empty (checked above)
+        first = item_records[0].error
         raise SystemExit(f"every item raised ({len(items)} of {len(items)}); the first: {first['type']}: "
                          f"{first['message'][:200]}")
     metrics = workload.metrics() if hasattr(workload, "metrics") else {}
@@ -375,24 +394,20 @@ def main(job_path: str) -> int:
 
     stage_modules = {name: origin(path.partition(":")[0], tree) for name, path in job["stages"].items()
                      if installed.get(name)}
-    # What this worker measured; the runner makes it a run record (harness.records.run_record).
-    measured = {
-        "wall_s": wall,
-        "items": item_records,
-        "stages": timer.totals(job["stages"]),
-        "stages_installed": installed,
-        "imported_from": {"workload": origin(job["workload"]["entry"].partition(":")[0], tree),
-                          "stages": stage_modules},
-        "metrics": metrics or {},
-        "machine": {"loadavg_before": before["loadavg"], "loadavg_after": after["loadavg"],
-                    "cpu_freq_mhz": before["cpu_freq_mhz"], "cores": os.cpu_count(), **region,
-                    "stage_wrapper_s": wrapper_s, "warmup_s": WARMUP_S},
-        "harness_source_sha256": harness_source_digest(),
-        "workload_sha256": workload_digest,
-        "started_at": started_at,
-        "ended_at": now_iso(),
-    }
-    atomic_write_json(job["result_path"], measured)
+    # What this worker measured; the runner makes it a run record (harness.records.RunRecord.of).
+    measured = WorkerResult(
+        wall_s=wall, items=item_records,
+        stages={name: StageTotals(**t) for name, t in timer.totals(job["stages"]).items()},
+        stages_installed=installed,
+        imported_from=Imports(origin(job["workload"]["entry"].partition(":")[0], tree), stage_modules),
+        metrics=metrics or {},
+        machine=Machine(cores=os.cpu_count(), process_cpu_s=region["process_cpu_s"],
+                        cpu_stall_s=region["cpu_stall_s"], stage_wrapper_s=wrapper_s,
+                        cpu_freq_mhz=before["cpu_freq_mhz"], warmup_s=WARMUP_S, loadavg_before=before["loadavg"],
+                        loadavg_after=after["loadavg"]),
+        harness_source_sha256=harness_source_digest(), workload_sha256=workload_digest,
+        python=Interpreter.current(), started_at=started_at, ended_at=now_iso())
+    atomic_write_json(job["result_path"], to_json(measured))
     return 0
 
 

@@ -1,26 +1,22 @@
-"""`harness reproduce`: re-run the campaign a bundle records and say whether its claim held.
+"""`harness reproduce`: re-run the campaign a bundle records, and judge its claim by the re-run.
 
-Checkers prove a bundle consistent; only a re-run tests the claim. The re-run uses the
-repository's campaign file (byte for byte the bundle's campaign.yaml), the recorded
-overrides and the recorded SHAs, seals a new bundle, and writes into it a receipt
-(`data/receipts/reproduction.json`) comparing it with the original:
+Checkers prove a bundle consistent; only a re-run tests the claim. The re-run is the
+measurement, the original is the claim: the original's own interval has no say. The re-run
+uses the repository's campaign file (byte for byte the bundle's campaign.yaml), the recorded
+overrides and SHAs, seals a new bundle, and writes into it a receipt
+(`data/receipts/reproduction.json`) derived from the two bundles alone (so `harness verify
+--original` and `harness report` re-derive it before anything shows it):
 
-* outputs: per variant, the first ok run of each bundle, item by item (the items both
-  have) and field by field, by digest. On machines of one class (CPU model, vector ISA,
-  BLAS build: what float kernels depend on) any difference fails; on another class, or
-  when a bundle does not record its class, differences in float fields only are expected
-  non-portability, while integer and bool fields (counts, ids, tokens, flags), dtypes,
-  shapes and recorded errors must still agree.
-* timing: reproduced when the 95% interval of the ratio of the two ratios (re-run over
-  original) holds 1. Each bundle's interval is read as a symmetric interval of the log
-  ratio, so its half-width holds that bundle's own t quantile and spread; the two bundles
-  are independent, so the half-widths add in quadrature. A re-run of
-  some items is held to the original's ratio re-derived over those items (timing.original;
-  the claim over all of them is timing.claimed).
-
-The pure functions here (judge_timing, scope, verdict) take parsed records; the machine
-class is harness/environment.py's, output agreement harness/parity.py's; `reproduce` does
-the running and sealing.
+* scope: whether the two bundles cover the same items; a re-run of other or fewer items is
+  "partial" whatever else holds (a spot check of N items is held to the original's ratio
+  re-derived over those N);
+* outputs: harness/judge/agreement.py (bit for bit on one machine class; on another, float
+  fields may differ, nothing else may);
+* timing: "reproduced" when the re-run's own 95% interval, widened by contract.REPRODUCE_TOLERANCE
+  either way, holds the claimed ratio and the two verdict words agree; "not contradicted"
+  when it holds it but the re-run's interval is too wide to give a verdict (or the original
+  gave none); "not reproduced" when it excludes it, or the two verdicts are conclusive and
+  differ.
 """
 from __future__ import annotations
 
@@ -29,14 +25,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import records
-from harness.bundle import read as bundlereader
-from harness.engine import environment
-from harness.comparison import parity
-from harness.outcomes import REPRODUCTION_CODES
-
-EXIT_CODES = REPRODUCTION_CODES
-
+from harness import contract as C, records
+from harness.bundle import read
+from harness.judge import agreement
 
 OUT = Path("out")  # where a default reproduction goes: the current folder's scratch, never evidence/
 
@@ -63,37 +54,27 @@ class Refused(Exception):
     """Nothing was run: the bundle cannot be re-run as it was (one line, exit 2)."""
 
 
-# --------------------------------------------------------------------------- bundles
-def other_campaign(a: dict, b: dict) -> str | None:
-    """Why two campaign.json records are not one campaign at one pair of SHAs, or None:
-    outputs of different code are not comparable under these rules."""
-    for what, path in (("name", ("name",)), ("base SHA", ("revisions", "base", "sha")),
-                       ("candidate SHA", ("revisions", "candidate", "sha"))):
-        x, y = a, b
-        for key in path:
-            x, y = x[key], y[key]
-        if x != y:
-            return f"{what} {x} vs {y}"
-    return None
-
-
-# --------------------------------------------------------------------------- timing
+# --------------------------------------------------------------------------- the claim
 def claim(comparison: dict) -> dict:
-    """A bundle's timing claim: the candidate/base ratio, its interval, the wall speed-up."""
-    paired = (comparison.get("stats") or {}).get("paired") or {}
-    return {"ratio": paired.get("geomean_ratio"), "ci95": paired.get("ci95"), "metric": paired.get("metric"),
-            "items": paired.get("items"), "speedup": (comparison.get("wall") or {}).get("speedup")}
+    """A bundle's timing claim: its candidate/base ratio, 95% interval, verdict and timed items."""
+    stats = comparison["stats"]
+    paired = stats["paired"]
+    return {"ratio": paired["geomean_ratio"], "ci95": paired["ci95"], "verdict": stats["verdict"],
+            "items": paired["items"]}
 
 
-def claim_on(original: dict, ids: set[str]) -> dict:
-    """The original's claim re-derived over some of its items: per-item speed-ups differ, so
-    a spot check of N items is held to what the original measured on those N."""
-    from harness.comparison import analysis, legacy
+def claim_on(original: read.Bundle, ids: set) -> dict:
+    """The original's claim re-derived over some of its items: per-item speed-ups differ, so a
+    spot check of N items is held to what the original measured on those N."""
+    import dataclasses
 
-    runs = [{**r, "items": [it for it in r["items"] if it["id"] in ids]} for r in original["runs"]]
-    v2 = original["comparison"].get("schema") == records.LEGACY_SCHEMAS["comparison"]
-    analysed = (legacy.analyze_v2 if v2 else analysis.analyze)(runs, threshold=original["campaign"]["threshold"])
-    return {**claim({"stats": analysed}), "speedup": None}
+    from harness.comparison import analysis
+
+    floor = None
+    runs = [dataclasses.replace(r, items=[it for it in r.items if it.id in ids]) for r in original.runs]
+    if original.comparison["stats"]["floor"] is not None:
+        floor = original.comparison["stats"]["floor"]
+    return claim({"stats": analysis.analyze(runs, original.campaign["threshold"], floor)})
 
 
 def ratio_text(c: dict) -> str:
@@ -102,90 +83,112 @@ def ratio_text(c: dict) -> str:
     return f"{c['ratio']:.4g} [{c['ci95'][0]:.4g}, {c['ci95'][1]:.4g}]"
 
 
-def judge_timing(original: dict, reproduction: dict) -> dict:
-    """original, reproduction: claim() of each comparison.json. Reproduced when the 95%
-    interval of reproduction ratio / original ratio holds 1."""
-    import math
-
-    out = {"original": original, "reproduction": reproduction, "ratio_of_ratios": None, "ci95": None}
-    if not (original["ci95"] and reproduction["ci95"] and original["ratio"] and reproduction["ratio"]):
-        return {**out, "reproduced": False, "reason": "a bundle has no candidate/base interval"}
-    half = math.hypot(*(math.log(c["ci95"][1] / c["ci95"][0]) / 2 for c in (original, reproduction)))
-    center = math.log(reproduction["ratio"] / original["ratio"])
-    q, lo, hi = (round(math.exp(v), 6) for v in (center, center - half, center + half))
-    held = lo <= 1 <= hi
-    reason = (f"re-run/original {q:.4f} [{lo:.4f}, {hi:.4f}] (95% CI of the ratio of the two ratios) "
-              f"{'holds' if held else 'excludes'} 1")
-    return {**out, "ratio_of_ratios": q, "ci95": [lo, hi], "reproduced": held, "reason": reason}
+def judge_timing(claimed: dict, measured: dict) -> dict:
+    """claimed: the original's claim (its ratio and verdict; its interval has no say); measured:
+    the re-run's own ratio, interval and verdict. The word and why."""
+    tol = C.REPRODUCE_TOLERANCE
+    out = {"held_to": claimed, "measured": measured, "widened": None, "holds": None}
+    if claimed["ratio"] is None:
+        return {**out, "word": "not contradicted", "reason": "the original makes no timing claim (no ratio)"}
+    if not measured["ci95"]:
+        return {**out, "word": "not contradicted", "reason": "the re-run has no interval to test the claim with"}
+    lo, hi = (C.sig10(measured["ci95"][0] / (1 + tol)), C.sig10(measured["ci95"][1] * (1 + tol)))
+    holds = lo <= claimed["ratio"] <= hi
+    out.update(widened=[lo, hi], holds=holds)
+    where = (f"the re-run's 95% interval {ratio_text(measured)}, widened by {100 * tol:.0f}% either way to "
+             f"[{lo:.4g}, {hi:.4g}], {'holds' if holds else 'excludes'} the claimed ratio {claimed['ratio']:.4g}")
+    conclusive = ("improved", "regressed", "equal")
+    if not holds:
+        return {**out, "word": "not reproduced", "reason": where}
+    if measured["verdict"] in conclusive and claimed["verdict"] in conclusive:
+        if measured["verdict"] == claimed["verdict"]:
+            return {**out, "word": "reproduced", "reason": f"{where}, and both say {claimed['verdict']}"}
+        return {**out, "word": "not reproduced",
+                "reason": f"{where}, but the re-run says {measured['verdict']} where the claim says {claimed['verdict']}"}
+    if claimed["verdict"] not in conclusive:
+        return {**out, "word": "not contradicted", "reason": f"{where}; the original itself concluded nothing"}
+    return {**out, "word": "not contradicted",
+            "reason": f"{where}, but the re-run is {measured['verdict']}: too wide to say {claimed['verdict']} itself"}
 
 
 # --------------------------------------------------------------------------- scope, verdict
-def scope(original: dict, reproduction: dict) -> dict:
-    """How much of the original campaign the re-run repeated, and what that costs the check."""
-    orders = original["campaign"]["order"], reproduction["campaign"]["order"]
-    plans = [f"{c['rounds']} rounds" if c.get("rounds") else c["order"]
-             for c in (original["campaign"], reproduction["campaign"])]
-    items = parity.items_run(original["runs"]), parity.items_run(reproduction["runs"])
-    spot = len(orders[1]) < len(orders[0]) or items[1] < items[0]
-    if spot:
-        timed = claim(reproduction["comparison"])["items"]
-        fewer = [f"{len(orders[1])} runs instead of {len(orders[0])} ({plans[1]} vs {plans[0]})"] \
-            if len(orders[1]) < len(orders[0]) else []
-        note = (f"spot check, weaker than the original: {', '.join(fewer + [f'{items[1]} of {items[0]} items'])}; "
-                f"the new interval rests on {items[1] if timed is None else timed} timed items and "
-                f"{len(orders[1])} runs only")
-        if items[1] < items[0]:
-            note += ", and is held to the original's interval on the same items"
+def scope(original: read.Bundle, reproduction: read.Bundle) -> dict:
+    """How much of the original campaign the re-run repeated. Fewer rounds is a fact (a budget
+    or a spot check chose them), not a weakness in itself; other items make it partial."""
+    items_a, items_b = original.runner["items"], reproduction.runner["items"]
+    rounds = [b.campaign["rounds"] if b.campaign["rounds"] else len(b.campaign["order"]) // 2
+              for b in (original, reproduction)]
+    same = items_a == items_b
+    missing = [i for i in items_a if i not in set(items_b)]
+    extra = [i for i in items_b if i not in set(items_a)]
+    plan = f"{rounds[1]} rounds against the original's {rounds[0]}" if rounds[1] != rounds[0] else \
+        f"{rounds[1]} rounds, as the original"
+    if same:
+        note = f"the same {len(items_b)} items; {plan}"
     else:
-        note = f"full re-run: {plans[1]}, {items[1]} of {items[0]} items"
-    return {"order": orders[1], "order_original": orders[0], "items": items[1], "items_original": items[0],
-            "spot_check": spot, "note": note}
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} of the original's {len(items_a)} items not re-run (e.g. {missing[0]!r})")
+        if extra:
+            parts.append(f"{len(extra)} item(s) the original did not run (e.g. {extra[0]!r}): the campaign's workload "
+                         f"gives {len(reproduction.runner['items_all'])} now, the original ran "
+                         f"{len(items_a)}")
+        note = "partial: " + "; ".join(parts) + f"; {plan}"
+    return {"rounds": rounds[1], "rounds_original": rounds[0], "items": len(items_b), "items_original": len(items_a),
+            "same_items": same, "missing": len(missing), "extra": len(extra), "note": note}
 
 
-def verdict(comparison: dict, outputs: dict, timing: dict) -> str:
+def verdict(comparison: dict, outputs: dict, timing: dict, scope_: dict) -> tuple[str, str]:
+    """The reproduction's word and its reason, the strongest finding first."""
     if comparison["status"] != "complete":
-        return "run failed"
-    if not outputs["agree"] or not comparison["parity"]["identical"]:
-        return "outputs differ"
-    return "reproduced" if timing["reproduced"] else "timing not reproduced"
+        return "run failed", f"the re-run failed: {comparison['reason']}"
+    if not outputs["agree"] or not comparison["parity"]["agree"]:
+        return "outputs differ", f"outputs: {outputs['why']}"
+    if timing["word"] == "not reproduced":
+        return "not reproduced", timing["reason"]
+    if not scope_["same_items"]:
+        return "partial", f"{scope_['note']}; on the common items the timing is {timing['word']}: {timing['reason']}"
+    return timing["word"], timing["reason"]
 
 
-def receipt(original: dict, reproduction: dict) -> dict:
-    """The receipt from two loaded bundles (bundlereader.load), the divergence left empty."""
+def receipt(original: read.Bundle, reproduction: read.Bundle) -> dict:
+    """The receipt from the two loaded bundles alone (the divergence left empty)."""
     from harness.comparison import analysis
 
-    ma, mb = environment.machine(original["environment"]), environment.machine(reproduction["environment"])
-    same, why = environment.same_class(ma, mb)
-    outputs = parity.compare_outputs(original["runs"], reproduction["runs"], same)
-    claimed = claim(original["comparison"])
-    ran = {it["id"] for r in reproduction["runs"] if r["status"] == "ok" for it in r["items"]}
-    everything = {it["id"] for r in original["runs"] for it in r["items"]}
-    held_to = claimed if ran >= everything else claim_on(original, ran)
-    timing = {**judge_timing(held_to, claim(reproduction["comparison"])), "claimed": claimed,
-              "overloaded": analysis.overloaded([r for r in reproduction["runs"] if r["status"] == "ok"])}
-    word = verdict(reproduction["comparison"], outputs, timing)
+    ma, mb = original.machine, reproduction.machine
+    same, why = agreement.same_class(ma, mb)
+    outputs = agreement.compare_outputs(original.runs, reproduction.runs, same)
+    claimed = claim(original.comparison)
+    ran = set(reproduction.runner["items"])
+    held_to = claimed if ran >= set(original.runner["items"]) else claim_on(original, ran)
+    measured = claim(reproduction.comparison)
+    timing = {**judge_timing(held_to, measured), "claimed": claimed,
+              "overloaded": analysis.overloaded([r for r in reproduction.runs if r.ok])}
+    scope_ = scope(original, reproduction)
+    word, reason = verdict(reproduction.comparison, outputs, timing, scope_)
     return records.reproduction_receipt(
-        campaign=original["campaign"]["name"],
-        original={"digest": original["digest"], "started_at": original["runner"]["started_at"], "machine": ma},
-        reproduction={"started_at": reproduction["runner"]["started_at"], "machine": mb},
-        machines={"same_class": same, "why": why}, scope=scope(original, reproduction),
-        outputs={**outputs, "divergence": []}, timing=timing, verdict=word, exit_code=EXIT_CODES[word])
+        campaign=original.name,
+        original={"digest": original.digest, "started_at": original.runner["started_at"],
+                  "machine": records.to_json(ma), "claim": claimed},
+        reproduction={"started_at": reproduction.runner["started_at"], "machine": records.to_json(mb),
+                      "measured": measured},
+        machines={"same_class": same, "why": why}, scope=scope_, outputs={**outputs, "divergence": []},
+        timing=timing, verdict=word, reason=reason)
 
 
-def divergence_lines(rows: list[dict], most: int = 5) -> list[str]:
+def divergence_lines(rows: list, most: int = 5) -> list:
     return [f"  {r['run']} item {r['item']} field {r['field']}: {r.get('differing')} of {r.get('elements')} elements "
             f"differ, max abs {r.get('max_abs')}, max ulp {r.get('max_ulp')}" for r in rows[:most]]
 
 
 def timing_text(timing: dict) -> str:
-    held = f"claimed {ratio_text(timing['claimed'])}"
-    if timing["original"] != timing["claimed"]:
-        held += f" over {timing['claimed']['items']} items, {ratio_text(timing['original'])} over the same " \
-                f"{timing['original']['items']} items"
-    text = f"candidate/base {held}; reproduction {ratio_text(timing['reproduction'])} (95% CIs): {timing['reason']}"
+    held = f"claimed {ratio_text(timing['claimed'])} ({timing['claimed']['verdict']})"
+    if timing["held_to"] != timing["claimed"]:
+        held += f", {ratio_text(timing['held_to'])} on the items re-run"
+    text = f"{held}; re-run {ratio_text(timing['measured'])} ({timing['measured']['verdict']}): {timing['reason']}"
     if timing["overloaded"]:
-        text += (f"; warning: more work than cores was runnable during {', '.join(timing['overloaded'])}, "
-                 "so other work competed with the re-run")
+        text += (f"; more work than cores was runnable during {', '.join(timing['overloaded'])}, so other work "
+                 "competed with the re-run")
     return text
 
 
@@ -207,7 +210,7 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
     spec refuses any other key), so nothing the bundle wrote becomes a command."""
     from harness.plan import spec
 
-    recorded = original["campaign"]
+    recorded = original.campaign
     if not recorded["campaign_path"]:
         raise Refused("the bundle records no campaign_path to find its campaign in the repository")
     overrides = dict(recorded["overrides"])
@@ -228,7 +231,7 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
         raise Refused(str(exc)) from None
     campaign = spec.load(source, overrides)
     pinned = {inp.name: inp.sha256 for inp in campaign.inputs}
-    had = {name: r["sha256"] for name, r in original["inputs"]["inputs"].items()}
+    had = {name: r["sha256"] for name, r in original.inputs["inputs"].items()}
     if pinned != had:
         name = next(n for n in sorted(set(pinned) | set(had)) if pinned.get(n) != had.get(n))
         raise Refused(f"input '{name}' is pinned to {str(pinned.get(name))[:16]}... in {campaign.source}, the "
@@ -244,7 +247,7 @@ def outside_bundles(path: Path) -> Path:
     if not path.is_file():
         raise AnchorError(f"--campaign {path}: not a regular file")
     for folder in path.parents:
-        if (folder / records.TAGMANIFEST).exists() or (folder / records.BAGIT).exists():
+        if (folder / C.TAGMANIFEST).exists() or (folder / C.BAGIT).exists():
             raise AnchorError(f"--campaign {path}: lies inside the evidence bundle {folder}; give the "
                               "repository's own campaign file")
     return path
@@ -275,37 +278,39 @@ class Reproduction:
     digest: str
     receipt: dict
     comparison: dict
+    note: str | None = None
 
 
-def reproduce(original: dict, campaign, out: Path, force: bool = False, progress=None) -> Reproduction:
-    """Run the campaign into a private folder, derive the receipt, then seal the run's
-    payload plus the receipt as a new bundle at out (published only once sealed)."""
+def reproduce(original: read.Bundle, campaign, out: Path, force: bool = False, progress=None,
+              launcher=None) -> Reproduction:
+    """Run the campaign into a private folder, derive the receipt, then seal the run's payload
+    plus the receipt as a new bundle at out (published only once sealed)."""
     from harness.bundle import write as bundle
     from harness.engine.runner import Runner
 
     out = out.absolute()
-    bundle.check_output(out, force)
+    claim_ = bundle.claim_output(out, force)
     work = out.parent / f".{out.name}.run-{os.getpid()}"
     with bundle.OutputLock(out):
         try:
-            outcome = Runner(campaign, work, force=True, progress=progress).run()
-            new = bundlereader.load(work)
+            outcome = Runner(campaign, work, force=True, progress=progress, launcher=launcher).run()
+            new = read.load(work)
             result = receipt(original, new)
             shown = result["outputs"]["mismatches"]
-            result["outputs"]["divergence"] = parity.divergence_across(shown, original["path"] / "data" / "arrays",
-                                                         work / "data" / "arrays") if shown else []
+            result["outputs"]["divergence"] = agreement.divergence_across(shown, original.arrays, new.arrays) \
+                if shown else []
             staging = bundle.Staging(out)
             try:
                 os.rmdir(staging.root / "data")
                 os.rename(work / "data", staging.root / "data")
-                staging.write_json(records.REPRODUCTION, result)
-                info = dict(line.split(": ", 1) for line in (work / records.BAG_INFO).read_text().splitlines())
+                staging.write_json(C.REPRODUCTION, result)
+                info = dict(line.split(": ", 1) for line in (work / C.BAG_INFO).read_text().splitlines())
                 digest = staging.seal({k: v for k, v in info.items()
-                                       if k == "External-Identifier" or k.startswith("Abba-")})
-                staging.publish(force)
+                                       if k == "External-Identifier" or (k.startswith("Abba-") and k != "Abba-Format")})
+                where, note = staging.publish(claim_, digest)
             except BaseException:
                 staging.discard()
                 raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return Reproduction(out, digest, result, outcome.comparison)
+    return Reproduction(where, digest, result, outcome.comparison, note)

@@ -1,11 +1,12 @@
 """`harness verify`: re-check a sealed bundle without trusting anything in it.
 
-The layout, array and record rules are the reviewer script's own (`harness/rehash.py`,
-imported here so the two checkers cannot drift). On top, with the harness's code:
-comparison.json re-derived in full (the bootstrap statistics and the divergence report
-too), campaign.yaml re-parsed with the campaign loader and compared with campaign.json,
-and, with `--repo`, the anchors outside the bundle: the campaign and golden files in the
-repository and each revision's source tree rebuilt from its commit."""
+The contract, layout, array and record rules are the reviewer script's own (`harness/rehash.py`,
+imported here so the two checkers cannot drift). On top, with the harness's code: comparison.json
+re-derived once more (the divergence report too), campaign.yaml re-parsed with the campaign
+loader and compared with campaign.json; with `--repo`, the anchors outside the bundle (the
+campaign and golden files in the repository, the workload folder, each revision's source tree
+rebuilt from its commit); with `--original`, a reproduction receipt re-derived from both
+bundles."""
 from __future__ import annotations
 
 import hashlib
@@ -15,8 +16,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import records, rehash
+from harness import contract as C, records, rehash
 from harness.comparison import derive as comparison
+from harness.records import InstructionRecord, RunRecord
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -37,12 +39,14 @@ class Report:
 
 
 def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
-           max_array_bytes: int | None = None) -> Report:
+           max_array_bytes: int | None = None, original: str | os.PathLike | None = None) -> Report:
     root = Path(root)
     try:
         check, docs = rehash.structure(str(root), max_array_bytes)
     except rehash.Unusable as exc:
         return Report(unusable=str(exc))
+    except MemoryError:
+        return Report(unusable=f"{root}: the bundle needs more memory than this process may use")
     if docs is not None:
         _check_comparison(check, docs, root)
         _check_yaml(check, docs)
@@ -53,21 +57,53 @@ def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
                 return Report(unusable=str(exc))
         else:
             check.notes.append("anchors outside the bundle not checked (give --repo PATH)")
+        if original is not None:
+            unusable = _check_original(check, root, Path(original), max_array_bytes)
+            if unusable:
+                return Report(unusable=unusable)
     return Report(check.problems, check.notes, None, check.digest, check.status, check.files, check.arrays)
+
+
+def _check_original(check: rehash.Check, root: Path, original: Path, max_array_bytes: int | None) -> str | None:
+    """A reproduction receipt re-derived from this bundle and the one it re-ran (which must
+    verify, and be the one the receipt names): every part, or one line per difference."""
+    from harness.bundle import read
+    from harness.judge import reproduce
+
+    if C.REPRODUCTION not in check.openable:
+        return f"--original {original}: {root} holds no reproduction receipt"
+    other = verify(original, max_array_bytes=max_array_bytes)
+    if other.exit_code:
+        return f"--original {original}: does not verify ({other.unusable or other.problems[0]})"
+    try:
+        stored = read.read_json(root / C.REPRODUCTION, limit=read.limit_of(C.REPRODUCTION))
+        want = reproduce.receipt(read.load(original), read.load(root))
+    except read.BundleError as exc:
+        return f"--original {original}: {exc}"
+    if stored["original"]["digest"] != other.digest:
+        check.fail(C.REPRODUCTION, f"names the original {stored['original']['digest'][:16]}..., but {original} is "
+                                   f"{other.digest[:16]}...", "original")
+        return None
+    want["outputs"]["divergence"] = stored["outputs"].get("divergence")  # values: harness reproduce measured them
+    for path, expected, got in rehash.diff(want, stored):
+        check.fail(C.REPRODUCTION, f"{path} claims {rehash.short(got)}, the two bundles give "
+                                   f"{rehash.short(expected)}", "original")
+    check.notes.append(f"reproduction receipt re-derived from this bundle and the original {original}")
+    return None
 
 
 def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
     try:
-        derived = comparison.derive(docs["campaign"], docs["runs"], docs["runner"], docs["cleanup"],
-                                    docs["golden"], root / "data" / "arrays", docs["claimed"].get("schema"),
-                                    docs["noise_floor"], docs["instructions"],
-                                    docs["workload"] and docs["workload"]["digest"])
-    except Exception as exc:  # noqa: BLE001 - malformed records are findings, not crashes
-        check.fail(records.COMPARISON, f"cannot be re-derived from the run records "
-                                       f"({exc.__class__.__name__}: {str(exc)[:80]})")
+        derived = comparison.derive(docs["campaign"], [RunRecord.from_json(r) for r in docs["runs"]],
+                                    docs["runner"], docs["cleanup"], docs["golden"], root / "data" / "arrays",
+                                    docs["noise_floor"], [InstructionRecord.from_json(r) for r in docs["instructions"]],
+                                    docs["workload"]["digest"])
+    except (OSError, ValueError, EOFError) as exc:
+        check.fail(C.COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: "
+                                 f"{str(exc)[:80]})", "derived")
         return
     rehash.report_diff(check, derived, docs["claimed"])
-    check.status = docs["claimed"].get("status")
+    check.status = docs["claimed"]["status"]
 
 
 def _check_yaml(check: rehash.Check, docs: dict) -> None:
@@ -77,48 +113,37 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
 
     campaign = docs["campaign"]
     try:
-        raw = check.read(records.CAMPAIGN_YAML, rehash.MAX_TEXT_BYTES)
+        raw = check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES)
         parsed = spec.loads(raw, Path("/bundle") / (campaign["campaign_path"] or "campaign.yaml"),
                             campaign["overrides"])
     except (OSError, spec.SpecError) as exc:
-        check.fail(records.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
+        check.fail(C.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return
     parsed = parsed.with_seed(campaign["seed"])  # a seed the runner drew is recorded, not in the YAML
-    if parsed.budget_s is not None and "budget_s" not in campaign and isinstance(campaign["rounds"], int):
-        check.fail(records.CAMPAIGN_JSON, f"ran {campaign['rounds']} fixed rounds, but its campaign.yaml gives no "
-                                          "rounds, which now means `rounds: auto` (a time budget): a bundle made "
-                                          "before auto became the default; re-run the campaign, or pin `rounds: N` "
-                                          "in the YAML and re-run", "campaign")
-        return
     if parsed.budget_s is not None and isinstance(campaign["rounds"], int) \
-            and parsed.min_rounds <= campaign["rounds"] <= spec.MAX_ROUNDS:
+            and parsed.min_rounds <= campaign["rounds"] <= C.MAX_ROUNDS:
         parsed = parsed.with_rounds(campaign["rounds"])  # chosen after the first round; rehash binds it
     shas = {v: (parsed.revision(v).rev, campaign["revisions"][v]["sha"]) for v in ("base", "candidate")}
     want = records.campaign(parsed, shas, rel=lambda p: None)
     for path, expected, got in rehash.diff(want, campaign):
         if path not in records.CAMPAIGN_RESOLVED:
-            check.fail(records.CAMPAIGN_JSON, f"{path} is {rehash.short(got)}, campaign.yaml gives "
+            check.fail(C.CAMPAIGN_JSON, f"{path} is {rehash.short(got)}, campaign.yaml gives "
                                               f"{rehash.short(expected)}", "campaign")
     # What the YAML pins, the receipts must hold: a full SHA is the SHA that ran (the records'
     # SHAs are bound to campaign.json's by both checkers), each fence, each input's hash.
     for variant in ("base", "candidate"):
         revision = parsed.revision(variant)
         if FULL_SHA.fullmatch(revision.rev) and campaign["revisions"][variant]["sha"] != revision.rev:
-            check.fail(records.CAMPAIGN_JSON, f"revisions.{variant}.sha {rehash.short(campaign['revisions'][variant]['sha'])}"
+            check.fail(C.CAMPAIGN_JSON, f"revisions.{variant}.sha {rehash.short(campaign['revisions'][variant]['sha'])}"
                                               f", campaign.yaml pins {revision.rev}", "campaign")
-        receipt = docs["revisions"].get(variant) if isinstance(docs["revisions"], dict) else None
-        fence = receipt.get("fence") if isinstance(receipt, dict) else None
-        got = {path: row.get("sha256") if isinstance(row, dict) else row for path, row in fence.items()} \
-            if isinstance(fence, dict) else fence
+        got = {path: row["sha256"] for path, row in docs["revisions"][variant]["fence"].items()}
         if got != dict(revision.fence):
-            check.fail(records.REVISIONS, f"{variant}.fence {rehash.short(got)}, campaign.yaml pins "
+            check.fail(C.REVISIONS, f"{variant}.fence {rehash.short(got)}, campaign.yaml pins "
                                           f"{rehash.short(dict(revision.fence))}", "campaign")
-    inputs = docs["inputs"].get("inputs") if isinstance(docs["inputs"], dict) else None
-    got = {name: row.get("sha256") if isinstance(row, dict) else row for name, row in inputs.items()} \
-        if isinstance(inputs, dict) else inputs
+    got = {name: row["sha256"] for name, row in docs["inputs"]["inputs"].items()}
     pins = {inp.name: inp.sha256 for inp in parsed.inputs}
     if got != pins:
-        check.fail(records.INPUTS, f"inputs {rehash.short(got)}, campaign.yaml pins {rehash.short(pins)}", "campaign")
+        check.fail(C.INPUTS, f"inputs {rehash.short(got)}, campaign.yaml pins {rehash.short(pins)}", "campaign")
 
 
 class AnchorError(Exception):
@@ -151,13 +176,13 @@ def anchor(repo: Path, rel, key: str) -> Path:
     for folder in path.parents:
         if folder == repo:
             break
-        if (folder / rehash.TAGMANIFEST).exists() or (folder / rehash.BAGIT).exists():
+        if (folder / C.TAGMANIFEST).exists() or (folder / C.BAGIT).exists():
             raise AnchorError(f"{where}: lies inside the evidence bundle {folder}; the anchors are the "
                               "repository's own files, never a bundle's")
     return path
 
 
-def read_anchor(path: Path, limit: int = rehash.MAX_TEXT_BYTES) -> bytes:
+def read_anchor(path: Path, limit: int = C.MAX_YAML_BYTES) -> bytes:
     """A regular file's bytes, never blocking on a FIFO, never a device, at most limit."""
     from harness.files import NotReadable, read_regular
 
@@ -179,27 +204,27 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
     repo = repository(repo)
     campaign = docs["campaign"]
     if not campaign["campaign_path"]:
-        check.fail(records.CAMPAIGN_JSON, "no campaign_path to find the campaign in the repository", "anchors")
+        check.fail(C.CAMPAIGN_JSON, "no campaign_path to find the campaign in the repository", "anchors")
         return
     source = anchor(repo, campaign["campaign_path"], "campaign_path")
-    if read_anchor(source) != check.read(records.CAMPAIGN_YAML, rehash.MAX_TEXT_BYTES):
-        check.fail(records.CAMPAIGN_YAML, f"differs from {source}", "anchors")
+    if read_anchor(source) != check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES):
+        check.fail(C.CAMPAIGN_YAML, f"differs from {source}", "anchors")
     if campaign["golden"]:
         golden = anchor(repo, campaign["golden"], "golden")
-        if rehash.GOLDEN not in check.openable or \
-                hashlib.sha256(read_anchor(golden, rehash.MAX_JSON_BYTES)).hexdigest() != check.sha256(rehash.GOLDEN):
-            check.fail(records.GOLDEN, f"differs from {golden}", "anchors")
+        if C.GOLDEN not in check.openable or \
+                hashlib.sha256(read_anchor(golden, 16 << 20)).hexdigest() != check.sha256(C.GOLDEN):
+            check.fail(C.GOLDEN, f"differs from {golden}", "anchors")
     try:
         spec_campaign = spec.load(source)
         target = revisions.target_repo(spec_campaign)
     except spec.SpecError as exc:
-        check.fail(records.REVISIONS, f"cannot rebuild the target repository: {exc}", "anchors")
+        check.fail(C.REVISIONS, f"cannot rebuild the target repository: {exc}", "anchors")
         return
     # the workload folder the repository's campaign file names, as the machine resolved it
     workload = Path(spec_campaign.workload.path).resolve()
     recorded = campaign["workload"].get("path") if isinstance(campaign["workload"], dict) else None
     if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
-        check.fail(records.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
+        check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
                                           f"names {workload}", "anchors")
     _check_workload_files(check, docs, workload)
     for variant in ("base", "candidate"):
@@ -209,9 +234,9 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
                 revisions.export(target, campaign["revisions"][variant]["sha"], Path(tmp) / "tree")
                 digest = tree_digest(Path(tmp) / "tree")
             except (RuntimeError, OSError, ValueError) as exc:
-                raise AnchorError(f"{records.REVISIONS}: {variant}: {str(exc)[:200]}") from None
+                raise AnchorError(f"{C.REVISIONS}: {variant}: {str(exc)[:200]}") from None
         if digest != receipt.get("tree_sha256"):
-            check.fail(records.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.get('tree_sha256'))}, "
+            check.fail(C.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.get('tree_sha256'))}, "
                                           f"the commit's tree gives {digest[:16]}...", "anchors")
 
 
@@ -223,13 +248,13 @@ def _check_workload_files(check: rehash.Check, docs: dict, folder: Path) -> None
     for row in receipt["files"] if receipt is not None else ():
         path = (folder / row["path"]).resolve()
         if folder.resolve() not in path.parents:
-            check.fail(records.WORKLOAD, f"{row['path']!r} resolves outside the workload folder {folder}", "anchors")
+            check.fail(C.WORKLOAD, f"{row['path']!r} resolves outside the workload folder {folder}", "anchors")
             continue
         try:
-            data = read_anchor(path, rehash.MAX_WORKLOAD_BYTES)
+            data = read_anchor(path, C.MAX_WORKLOAD_BYTES)
         except AnchorError as exc:
-            check.fail(records.workload_file(row["path"]), f"missing or unreadable in the repository: {exc}", "anchors")
+            check.fail(C.WORKLOAD_DIR + row["path"], f"missing or unreadable in the repository: {exc}", "anchors")
             continue
         if hashlib.sha256(data).hexdigest() != row["sha256"]:
-            check.fail(records.workload_file(row["path"]), f"differs from {path}", "anchors")
+            check.fail(C.WORKLOAD_DIR + row["path"], f"differs from {path}", "anchors")
 

@@ -9,39 +9,18 @@ from typing import Any
 
 import yaml
 
-from harness import records
+from harness import contract as C
+from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIMEOUT_S, DEFAULT_INSTRUCTION_RUNS,
+                              DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
+                              DEFAULT_THRESHOLD, ENTRY_RE, ENV_KEY_RE, HEX64_RE, MAX_INSTRUCTION_RUNS, MAX_ITEMS,
+                              MAX_ROUNDS, MAX_RUNS, MAX_SEED, MAX_SLOTS, MAX_TIMEOUT_S, METRICS, NAME_RE, OVERRIDES)
 
-# Rounds, not ABBA: each round one A and one B in a fresh random order (RMIT), and enough
-# rounds that the spread of per-round ratios (the run-to-run variance) can be estimated.
-# By default the count follows a time budget (`rounds: auto`): as many rounds as the first
-# round's two runs say fit in budget_s, at least min_rounds. Short runs get many rounds (the
-# noise self-test's 0.55 s runs get ~55, and a 5% effect was called in 9 of 10 campaigns,
-# against 5 of 10 at 20 rounds); ~1 s runs get the minimum, about 1.5 minutes with start-up. Only time decides the count,
-# never the ratios, so stopping cannot shop for a verdict.
-DEFAULT_ROUNDS = 20  # the minimum of `rounds: auto`, and what `harness init` writes
-DEFAULT_BUDGET_S = 60.0
-# With stages, the timed runs carry no wrappers (the headline stays uninstrumented) and stage
-# runs of their own, this many rounds of one a and one b, give the stage CPU.
-DEFAULT_STAGE_ROUNDS = 2
-MAX_ROUNDS = 100
-MAX_SEED = 2**32 - 1
-DEFAULT_SLOTS = 1  # more threads time GIL contention unless the workload releases the GIL
-DEFAULT_RUN_TIMEOUT_S = 600.0
-DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
-DEFAULT_THRESHOLD = 0.02
-MAX_RUNS = 2 * MAX_ROUNDS  # an explicit order
-CALL_MODES = ("equal", "per_variant")
-MAX_SLOTS = 256
-MAX_TIMEOUT_S = 7 * 24 * 3600.0
-METRICS = ("wall", "instructions")  # wall runs always; instruction runs are extra (harness/instructions.py)
-DEFAULT_INSTRUCTION_RUNS = 2  # per variant: two, so that a count that does not repeat shows
-MAX_INSTRUCTION_RUNS = 10
-
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
-ENTRY_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*\Z")
-STAGE_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
-HEX64_RE = re.compile(r"^[0-9a-f]{64}\Z")
-ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# The campaign's limits and defaults are the contract's (harness/contract.py): the bundle a
+# campaign makes must be one the checkers accept. By default the count of rounds follows a time
+# budget (`rounds: auto`): as many rounds as the first round's two runs say fit in budget_s, at
+# least min_rounds. Only time decides the count, never the ratios, so stopping cannot shop for a
+# verdict.
+STAGE_RE = C.STAGE_PATH_RE
 
 
 class SpecError(Exception):
@@ -66,6 +45,7 @@ class Revision:
     variant: str  # "base" | "candidate"
     rev: str
     fence: dict[str, str] = field(default_factory=dict)
+    python: str | None = None  # the workers' interpreter as the YAML names it (None: the harness's own)
 
 
 @dataclass(frozen=True)
@@ -119,13 +99,14 @@ class Campaign:
     notes: str = ""
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
     rounds: int | None = None  # None: the explicit `order` string; with budget_s, min_rounds until decided
-    budget_s: float | None = None  # `rounds: auto`: the count follows this budget (records.auto_rounds)
+    budget_s: float | None = None  # `rounds: auto`: the count follows this budget (contract.auto_rounds)
     min_rounds: int | None = None  # `rounds: auto`: at least this many
     stage_rounds: int | None = None  # rounds of stage runs (a, b) among the rounds; None with an order
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
     noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
     noise_floor_sha256: str | None = None
     instructions: Instructions | None = None  # None: `metrics: [wall]`, no instruction runs
+    max_ulp: int | None = None  # `parity: {max_ulp: N}`: floats may differ by N units in the last place
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -138,20 +119,18 @@ class Campaign:
             return self
         import secrets
 
-        from harness.records import round_order
-
         if self.seed is not None:
             seed = self.seed
         elif seed is None:
             seed = secrets.randbelow(MAX_SEED + 1)
-        return replace(self, seed=seed, order=round_order(self.rounds, seed, self.stage_rounds or 0))
+        return replace(self, seed=seed, order=C.round_order(self.rounds, seed, self.stage_rounds or 0))
 
     def with_rounds(self, rounds: int) -> "Campaign":
         """A `rounds: auto` campaign with its count decided (after its first round): the same
         shuffle, more rounds. The first round is unchanged, so its runs stand."""
         if self.budget_s is None or self.rounds is None:
             raise ValueError("with_rounds: only for a campaign of `rounds: auto`")
-        order = records.round_order(rounds, self.seed, self.stage_rounds or 0)
+        order = C.round_order(rounds, self.seed, self.stage_rounds or 0)
         return replace(self, rounds=rounds, order=order)
 
     def revision(self, variant: str) -> Revision:
@@ -159,10 +138,10 @@ class Campaign:
 
     def labels(self) -> list[tuple[str, str]]:
         """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2; ABab -> A1 B1 As1 Bs1."""
-        return records.labels(self.order)
+        return C.labels(self.order)
 
     def instrumented(self, label: str) -> bool:
-        return records.instrumented(label, self.order)
+        return C.instrumented(label, self.order)
 
 
 class _Reader:
@@ -216,9 +195,24 @@ class _Reader:
         return (self.source.parent / text).resolve()
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """safe_load, except that a key given twice in one mapping is an error (YAML keeps the
-    last silently: the reader of the file and the harness would see different campaigns)."""
+class _CampaignLoader(yaml.SafeLoader):
+    """safe_load with three refusals, each one line: a key given twice in one mapping (YAML keeps
+    the last silently: the reader of the file and the harness would see different campaigns), an
+    alias (`*name`: a few lines of anchors and aliases expand into billions of nodes), and an
+    integer beyond 64 bits (Python would build it, digit by digit)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "an alias (*name): a campaign file has none (write the "
+                                                          "value out)", self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+    def construct_yaml_int(self, node):
+        digits = len(str(node.value).lstrip("+-").replace("_", ""))
+        if digits > C.MAX_INT_DIGITS + 2:  # room for a 0x or 0o prefix
+            raise yaml.constructor.ConstructorError(None, None, f"an integer of {digits} digits (at most "
+                                                                f"{C.MAX_INT_DIGITS})", node.start_mark)
+        return super().construct_yaml_int(node)
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -235,16 +229,38 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+_CampaignLoader.add_constructor("tag:yaml.org,2002:int", _CampaignLoader.construct_yaml_int)
+
+
+def safe_yaml(raw: bytes, source) -> Any:
+    """A campaign file's YAML, bounded (contract.MAX_YAML_BYTES, no aliases, 64-bit integers);
+    SpecError names the file, the line and the cause."""
+    if len(raw) > C.MAX_YAML_BYTES:
+        raise SpecError(f"{source}: {len(raw)} bytes; a campaign file has at most {C.MAX_YAML_BYTES}")
+    try:
+        return yaml.load(raw, Loader=_CampaignLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise SpecError(f"{source}: not valid YAML{at}: {problem}") from None
+    except (RecursionError, ValueError) as exc:
+        raise SpecError(f"{source}: not valid YAML: {'nested too deeply' if isinstance(exc, RecursionError) else exc}"
+                        ) from None
+
+
 def load(path: str | Path, overrides: dict | None = None) -> Campaign:
+    from harness.files import NotReadable, read_regular
+
     source = Path(path)
     try:
-        raw = source.read_bytes()
+        raw = read_regular(source, C.MAX_YAML_BYTES)
+    except NotReadable as exc:
+        raise SpecError(f"{source}: {exc}; a campaign file is a regular file of at most {C.MAX_YAML_BYTES} bytes"
+                        ) from None
     except OSError as exc:
         raise SpecError(f"{source}: cannot read campaign file ({exc.strerror or exc})") from None
     return loads(raw, source.resolve(), overrides)
-
-
-OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params", "metrics")
 
 
 def parse_overrides(base=None, candidate=None, order=None, items=None, params=(), rounds=None,
@@ -274,8 +290,8 @@ def parse_overrides(base=None, candidate=None, order=None, items=None, params=()
         if not sep or not key:
             raise SpecError(f"--param {text!r}: expected KEY=VALUE")
         try:
-            out.setdefault("params", {})[key] = yaml.safe_load(value)
-        except yaml.YAMLError:
+            out.setdefault("params", {})[key] = safe_yaml(value.encode(), f"--param {key}")
+        except SpecError:
             raise SpecError(f"--param {text!r}: the value is not a YAML scalar") from None
     return out
 
@@ -321,15 +337,7 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
 def loads(raw: bytes, source: Path, overrides: dict | None = None) -> Campaign:
     """A campaign from the bytes of its YAML file (and command-line overrides); source names
     it in messages and anchors its relative paths (nothing is read from them here)."""
-    try:
-        data = yaml.load(raw, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise SpecError(f"{source}: not valid YAML{at}: {problem}") from None
-    except RecursionError:
-        raise SpecError(f"{source}: not valid YAML: nested too deeply") from None
+    data = safe_yaml(raw, source)
     campaign = parse(_apply_overrides(data, overrides or {}, source), source, raw)
     return replace(campaign, overrides=dict(overrides or {}))
 
@@ -340,7 +348,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
-                 "verdict", "build", "metrics", "instructions"},
+                 "verdict", "build", "metrics", "instructions", "python", "parity"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -352,8 +360,9 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         raise r.fail("notes", "a string", notes)
 
     target = _target(r, top["target"])
-    base = _revision(r, top["base"], "base")
-    candidate = _revision(r, top["candidate"], "candidate")
+    python = _python(r, top.get("python"), "python")
+    base = _revision(r, top["base"], "base", python)
+    candidate = _revision(r, top["candidate"], "candidate", python)
 
     wl = r.mapping(top["workload"], "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
     entry = r.string(wl["entry"], "workload.entry", ENTRY_RE, "'module:function'")
@@ -363,6 +372,11 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     if not isinstance(params, dict):
         raise r.fail("workload.params", "a mapping", params)
     _json_value(r, params, "workload.params")
+    import json
+
+    if len(json.dumps(params)) > C.MAX_PARAMS_BYTES:
+        raise r.fail("workload.params", f"params of at most {C.MAX_PARAMS_BYTES} bytes as JSON (pin large data as "
+                                        "an input)", show_got=False)
     sys_path = wl.get("sys_path", [])
     if not isinstance(sys_path, list) or not all(
             isinstance(x, str) and x and "\0" not in x and not x.startswith("/") and ".." not in Path(x).parts
@@ -370,7 +384,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         raise r.fail("workload.sys_path", "a list of folders relative to the revision tree, e.g. [src]", sys_path)
     items = wl.get("items")
     if items is not None:
-        items = int(r.number(items, "workload.items", 1, 10**9, integer=True))
+        items = int(r.number(items, "workload.items", 1, MAX_ITEMS, integer=True))
     workload = Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params,
                         tuple(sys_path), items)
 
@@ -396,7 +410,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     rounds = seed = order = budget = min_rounds = None
     if "order" in top:
         order = top["order"]
-        if not isinstance(order, str) or not records.ORDER_RE.match(order) or "A" not in order \
+        if not isinstance(order, str) or not C.ORDER_RE.match(order) or "A" not in order \
                 or "B" not in order:
             raise r.fail("order", "a string of A and B holding both letters, e.g. ABBA (a and b: stage runs, "
                                   "e.g. ABBAab)", order)
@@ -459,7 +473,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
             raise r.fail("stage_rounds", "at least 1 with stages (the timed runs carry no stage wrappers)",
                          stage_rounds)
         # Until a seed is drawn (Campaign.with_seed), the order shows the shape of the plan.
-        order = records.round_order(rounds, seed, stage_rounds)
+        order = C.round_order(rounds, seed, stage_rounds)
     else:
         stage_rounds = None
         if order != order.upper() and not stages:
@@ -486,6 +500,12 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         floor_sha256 = r.string(g["sha256"], "noise_floor.sha256", HEX64_RE, "64 lowercase hex digits")
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
     threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
+    # Bit for bit unless the campaign declares how far floats may move (a summation order, a
+    # fused multiply-add): then "equal within N ULP", never "identical".
+    parity = r.mapping(top.get("parity") or {}, "parity", {"max_ulp"})
+    max_ulp = parity.get("max_ulp")
+    if max_ulp is not None:
+        max_ulp = int(r.number(max_ulp, "parity.max_ulp", 0, 2**52, integer=True))
 
     build = top.get("build") or []
     if not isinstance(build, list) or not all(
@@ -504,7 +524,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
                     budget_s=budget, min_rounds=min_rounds,
-                    noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions)
+                    noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
+                    max_ulp=max_ulp)
 
 
 def _instructions(r: _Reader, top: dict) -> Instructions | None:
@@ -520,7 +541,7 @@ def _instructions(r: _Reader, top: dict) -> Instructions | None:
     m = r.mapping(top.get("instructions") or {}, "instructions", {"items", "runs"})
     items = m.get("items")
     if items is not None:
-        items = int(r.number(items, "instructions.items", 1, 10**9, integer=True))
+        items = int(r.number(items, "instructions.items", 1, MAX_ITEMS, integer=True))
     runs = int(r.number(m.get("runs", DEFAULT_INSTRUCTION_RUNS), "instructions.runs", 2, MAX_INSTRUCTION_RUNS,
                         integer=True))
     return Instructions(items, runs)
@@ -568,8 +589,20 @@ def _target(r: _Reader, value: Any) -> Target:
     return Target(repo=None, build=tuple(out))
 
 
-def _revision(r: _Reader, value: Any, variant: str) -> Revision:
-    m = r.mapping(value, variant, {"rev", "fence"}, {"rev"})
+def _python(r: _Reader, value: Any, key: str) -> str | None:
+    """`python: PATH` (a path relative to the campaign file, or a command on PATH such as
+    python3.9): the interpreter the workers run; None: the harness's own."""
+    if value is None:
+        return None
+    return r.string(value, key, re.compile(r"^[^\0\n]{1,4096}\Z"), "an interpreter: a path or a command such as "
+                                                                   "python3.9")
+
+
+def _revision(r: _Reader, value: Any, variant: str, python: str | None = None) -> Revision:
+    m = r.mapping(value, variant, {"rev", "fence", "python"}, {"rev"})
+    if isinstance(m["rev"], (int, float)) and not isinstance(m["rev"], bool):
+        raise r.fail(f"{variant}.rev", "a git commit-ish as a string: YAML reads an all-digit revision as a number "
+                                       f"(quote it: rev: \"{m['rev']}\")", m["rev"])
     rev = r.string(m["rev"], f"{variant}.rev", re.compile(r"^[^\s-][^\s]*\Z"), "a git commit-ish")
     fence = m.get("fence") or {}
     if not isinstance(fence, dict):
@@ -579,4 +612,5 @@ def _revision(r: _Reader, value: Any, variant: str) -> Revision:
         if key.startswith("/") or ".." in Path(key).parts:
             raise r.fail(f"{variant}.fence.{key}", "a relative path inside the tree", key)
         r.string(sha, f"{variant}.fence.{key}", HEX64_RE, "64 lowercase hex digits")
-    return Revision(variant, rev, dict(fence))
+    own = _python(r, m.get("python"), f"{variant}.python")
+    return Revision(variant, rev, dict(fence), own if own is not None else python)

@@ -13,13 +13,21 @@ import hashlib
 import os
 import stat
 
+import fnmatch
+
+from harness import contract as C
 from harness.files import NotReadable, read_regular
 
-MAX_FILES = 1000  # a workload folder holds code and small data, not the inputs (those are pinned)
-MAX_BYTES = 16 << 20  # all files together: the snapshot holds them in memory to store what it hashed
-MAX_DEPTH = 5  # folders below the workload folder (data/workload/ is two levels of a bundle's eight)
-SKIPPED_DIRS = ("__pycache__",)  # byte code: written by imports, not part of what was measured
+MAX_FILES = C.MAX_WORKLOAD_FILES  # a workload folder holds code and small data, not the inputs (pinned)
+MAX_BYTES = C.MAX_WORKLOAD_BYTES  # all files together: the snapshot holds them in memory to store what it hashed
+MAX_DEPTH = C.MAX_WORKLOAD_DEPTH  # folders below the workload folder
+# Left out by rule, and listed in the receipt: byte code (written by imports), version control,
+# evidence bundles and the harness's staging folders (a campaign's output is not its workload).
+SKIPPED_DIRS = ("__pycache__", ".git")
+SKIPPED_DIR_PATTERNS = ("*.partial-*", ".*.run-*", "*.replaced-*")
 SKIPPED_SUFFIXES = (".pyc",)
+BUNDLE_MARKS = (C.BAGIT, C.TAGMANIFEST)
+MAX_LEFT_OUT = 1024
 FORBIDDEN = ("\r", "\n", "%", "\\", "\0")  # a bundle's manifests cannot name these
 
 
@@ -35,12 +43,22 @@ def _read(path: str, budget: int) -> bytes:
                             "out of it, pin large files as inputs)") from None
 
 
-def snapshot(folder: str | os.PathLike, exclude: tuple[str, ...] = ()) -> list[tuple[str, bytes]]:
+def _left_out_dir(path: str, name: str) -> bool:
+    """A folder the snapshot leaves out: byte code, version control, a bundle, a staging folder."""
+    if name in SKIPPED_DIRS or any(fnmatch.fnmatch(name, pattern) for pattern in SKIPPED_DIR_PATTERNS):
+        return True
+    return any(os.path.lexists(os.path.join(path, mark)) for mark in BUNDLE_MARKS)
+
+
+def snapshot(folder: str | os.PathLike, exclude: tuple[str, ...] = (), left_out: list | None = None
+             ) -> list[tuple[str, bytes]]:
     """(relative '/'-path, bytes) of every regular file under folder, sorted by path bytes;
-    __pycache__ folders, *.pyc files and the `exclude` relative paths (the campaign's own
-    output when it lies inside the folder) left out. A symlink, a special file, an unsafe
-    name or a folder over the bounds is WorkloadError: the bundle must hold what ran."""
+    left out (and appended to `left_out`, folders with a trailing /): byte code, .git, folders
+    holding an evidence bundle, the harness's staging folders, and the `exclude` relative paths
+    (the campaign's own output when it lies inside the folder). A symlink, a special file, an
+    unsafe name or a folder over the bounds is WorkloadError: the bundle must hold what ran."""
     root = os.fspath(folder)
+    skipped = left_out if left_out is not None else []
     out, budget, pending = [], MAX_BYTES, [("", 0)]
     while pending:
         sub, depth = pending.pop()
@@ -53,6 +71,7 @@ def snapshot(folder: str | os.PathLike, exclude: tuple[str, ...] = ()) -> list[t
             rel = f"{sub}/{entry.name}" if sub else entry.name
             if rel in exclude or any(ch in rel for ch in FORBIDDEN):
                 if rel in exclude:
+                    skipped.append(rel + ("/" if entry.is_dir(follow_symlinks=False) else ""))
                     continue
                 raise WorkloadError(f"{entry.path!r}: a file name a bundle cannot hold (CR, LF, '%', '\\')")
             st = entry.stat(follow_symlinks=False)
@@ -60,19 +79,24 @@ def snapshot(folder: str | os.PathLike, exclude: tuple[str, ...] = ()) -> list[t
                 raise WorkloadError(f"{entry.path}: a symlink; the bundle stores regular files only (copy the "
                                     "target in, or pin it as an input)")
             if stat.S_ISDIR(st.st_mode):
-                if entry.name in SKIPPED_DIRS:
+                if _left_out_dir(entry.path, entry.name):
+                    skipped.append(rel + "/")
                     continue
                 if depth + 1 > MAX_DEPTH:
                     raise WorkloadError(f"{entry.path}: folders nested deeper than {MAX_DEPTH} levels")
                 pending.append((rel, depth + 1))
             elif not stat.S_ISREG(st.st_mode):
                 raise WorkloadError(f"{entry.path}: not a regular file")
-            elif not entry.name.endswith(SKIPPED_SUFFIXES):
+            elif entry.name.endswith(SKIPPED_SUFFIXES):
+                skipped.append(rel)
+            else:
                 if len(out) == MAX_FILES:
                     raise WorkloadError(f"{root}: more than {MAX_FILES} files in the workload folder")
                 data = _read(entry.path, budget)
                 budget -= len(data)
                 out.append((rel, data))
+    skipped.sort(key=str.encode)
+    del skipped[MAX_LEFT_OUT:]
     return sorted(out, key=lambda row: row[0].encode())
 
 
@@ -80,10 +104,7 @@ def rows(files: list[tuple[str, bytes]]) -> list[dict]:
     return [{"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for rel, data in files]
 
 
-def digest(listed: list[dict]) -> str:
-    """SHA-256 of the `sha256sum` listing of the files, as coreutils gives it inside
-    data/workload/: (find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum"""
-    return hashlib.sha256("".join(f"{r['sha256']}  {r['path']}\n" for r in listed).encode()).hexdigest()
+digest = C.listing_digest  # the `sha256sum` listing's digest, as coreutils gives it inside data/workload/
 
 
 def folder_digest(folder: str | os.PathLike | None, exclude: tuple[str, ...] = ()) -> str | None:

@@ -1,115 +1,186 @@
-"""The bundle's figure: wall time per run in execution order, and stage self CPU per variant.
+"""The picture of a bundle, drawn from its verified records (never taken from the bundle):
 
-Headless (Agg) and deterministic: fixed size, dpi and fonts, no timestamp or software tag in
-the PNG metadata, so the same comparison and runs give the same bytes on the same
-matplotlib. The bundle writer calls ``render`` before sealing; the report only links it.
+1. the per-round candidate/base ratio, in execution order, with the campaign's ratio, its 95%
+   interval and the equal band; rounds with a run other work disturbed are marked;
+2. every item's own ratio and 95% interval over the rounds (the worst and best when there are
+   many), so what a geometric mean hides shows;
+3. each run's timed wall in execution order, base and candidate apart, each variant's mean as its
+   own line and label (equal means cannot hide one another);
+4. stage self CPU per variant, and instruction counts per variant where the campaign counted them.
+
+Readable at 100 rounds: ticks thin out, labels never sit on one another. Matplotlib's Agg
+backend, no timestamps in the file: the same records give the same picture on one machine.
 """
 from __future__ import annotations
 
+import math
 import os
-from pathlib import Path
 
-from harness import records
+import matplotlib
 
-COLOURS = {"base": "#4c72b0", "candidate": "#dd8452"}
-OTHER = "#999999"
-_STAGE_PALETTE = ["#55a868", "#8172b3", "#ccb974", "#64b5cd", "#c44e52", "#937860",
-                  "#da8bc3", "#8c8c8c", "#2ca02c", "#9467bd"]
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
-
-def render(comparison: dict, runs: list[dict], path: os.PathLike | str,
-           title: str | None = None) -> None:
-    """Write a PNG to ``path``: left, each run's measured wall time in execution order,
-    coloured by variant (failed runs hatched, with no bar when they have no wall time);
-    right, stage self CPU per run stacked per variant (from ``comparison["stages"]``)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    rc = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "abba",
-          "path.simplify": True, "figure.dpi": 100}
-    with matplotlib.rc_context(rc):
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4),
-                                       gridspec_kw={"width_ratios": [3, 2]})
-        try:
-            _runs_panel(ax1, comparison, runs)
-            _stages_panel(ax2, comparison)
-            fig.suptitle(title or "wall time per run and stage self CPU")
-            fig.tight_layout()
-            out = Path(path)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(out, format="png", dpi=100, metadata={"Software": None})
-        finally:
-            plt.close(fig)
+BASE, CANDIDATE, LOAD = "#1f77b4", "#d62728", "#ff7f0e"
+ITEMS_SHOWN = 24  # per-item rows drawn: the worst and the best halves when there are more
 
 
-def _runs_panel(ax, comparison: dict, runs: list[dict]) -> None:
-    rows = runs or comparison.get("runs") or []
-    labels, walls, colours, hatches, alphas = [], [], [], [], []
-    for r in rows:
-        labels.append(str(r.get("label")))
-        w = r.get("wall_s")
-        walls.append(float(w) if isinstance(w, (int, float)) else 0.0)
-        colours.append(COLOURS.get(r.get("variant"), OTHER))
-        hatches.append("" if r.get("status", "ok") == "ok" else "//")
-        alphas.append(1.0 if records.timed(labels[-1]) else 0.35)  # stage runs: not in the headline
-    xs = list(range(len(labels)))
-    bars = ax.bar(xs, walls, color=colours, edgecolor="black", linewidth=0.5)
-    for bar, h, w, r, alpha in zip(bars, hatches, walls, rows, alphas):
-        bar.set_hatch(h)
-        bar.set_alpha(alpha)
-        text = f"{w:.3f}" if isinstance(r.get("wall_s"), (int, float)) else str(r.get("status"))
-        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, w), xytext=(0, 2),
-                    textcoords="offset points", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(xs, labels)
-    ax.set_xlabel("run, in execution order")
-    ax.set_ylabel("measured wall time (s)")
-    wall = comparison.get("wall") or {}
-    for variant, key in (("base", "base_mean_s"), ("candidate", "candidate_mean_s")):
-        if isinstance(wall.get(key), (int, float)):
-            ax.axhline(wall[key], color=COLOURS[variant], linestyle="--", linewidth=1)
-    from matplotlib.patches import Patch
+def render(bundle, path: os.PathLike | str) -> None:
+    """Draw bundle (harness.bundle.read.Bundle) into a PNG at path."""
+    from harness.comparison import analysis
 
-    handles = [Patch(facecolor=COLOURS["base"], label="base (A)"),
-               Patch(facecolor=COLOURS["candidate"], label="candidate (B)")]
-    if any(hatches):
-        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//",
-                             label="not ok"))
-    if min(alphas, default=1.0) < 1.0:
-        handles.append(Patch(facecolor=OTHER, alpha=0.35, label="stage run (As, Bs): not in the mean"))
-    top = max(walls, default=0.0)
-    ax.set_ylim(0, (top if top > 0 else 1.0) * 1.2)
-    ax.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=8)
-    ax.set_title("wall per run (dashed: variant mean of the timed runs)")
+    c = bundle.comparison
+    stats = c["stats"]
+    ok = analysis.usable_runs(bundle.runs)
+    timed = [r for r in ok if r.timed]
+    overloaded = set(stats["load"]["overloaded"])
+    has_instr = bool(c.get("instructions") and c["instructions"].get("ratio") is not None)
+    panels = 4 if (c.get("stages") or has_instr) else 3
+    fig = plt.figure(figsize=(11, 3.4 * panels))
+    grid = fig.add_gridspec(panels, 2 if (c.get("stages") and has_instr) else 1)
+    name = bundle.name
+    _rounds(fig.add_subplot(grid[0, :]), stats, overloaded, name)
+    _items(fig.add_subplot(grid[1, :]), bundle, timed, stats)
+    _walls(fig.add_subplot(grid[2, :]), timed, overloaded)
+    if panels == 4:
+        if c.get("stages") and has_instr:
+            _stages(fig.add_subplot(grid[3, 0]), c["stages"])
+            _instructions(fig.add_subplot(grid[3, 1]), c["instructions"])
+        elif c.get("stages"):
+            _stages(fig.add_subplot(grid[3, :]), c["stages"])
+        else:
+            _instructions(fig.add_subplot(grid[3, :]), c["instructions"])
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
+    plt.close(fig)
 
 
-def _stages_panel(ax, comparison: dict) -> None:
-    stages = comparison.get("stages") or {}
-    names = sorted(stages)
-    if not names:
-        ax.text(0.5, 0.5, "no stages timed", ha="center", va="center",
-                transform=ax.transAxes)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.set_title("stage self CPU per run")
+def _thin(ax, count: int) -> None:
+    """Integer ticks on the x axis, at most about 20 of them."""
+    step = max(1, math.ceil(count / 20))
+    ax.set_xticks(range(1, count + 1, step))
+
+
+def _rounds(ax, stats: dict, overloaded: set, name: str) -> None:
+    pairs = stats["rounds"]["pairs"]
+    logs = stats["rounds"]["log_ratios"]
+    x = list(range(1, len(logs) + 1))
+    y = [math.exp(v) for v in logs]
+    ax.plot(x, y, "o-", color="#444444", markersize=3, linewidth=0.8, label="round's ratio (mean over items)")
+    hit = [(i, v) for i, v, pair in zip(x, y, pairs) if set(pair) & overloaded]
+    if hit:
+        ax.scatter(*zip(*hit), s=60, facecolors="none", edgecolors=LOAD, linewidths=1.5,
+                   label="a run of the round disturbed by other work", zorder=3)
+    ratio, ci = stats["paired"]["geomean_ratio"], stats["paired"]["ci95"]
+    if ratio:
+        ax.axhline(ratio, color=CANDIDATE, linewidth=1.2, label=f"ratio {ratio:.4f}")
+    if ci:
+        ax.axhspan(ci[0], ci[1], color=CANDIDATE, alpha=0.15, label=f"95% interval [{ci[0]:.4f}, {ci[1]:.4f}]")
+    band = stats["band"]
+    ax.axhspan(1 - band, 1 + band, color="#2ca02c", alpha=0.08, label=f"equal band +-{100 * band:.1f}%")
+    ax.axhline(1.0, color="#2ca02c", linewidth=0.6, linestyle=":")
+    ax.set_yscale("log")  # ratios multiply: 0.5 and 2 lie as far from 1
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
+    ax.set_xlabel("round (execution order)")
+    ax.set_ylabel("candidate / base")
+    ax.set_title(f"{name}: {stats['verdict']}, {len(logs)} rounds")
+    if x:
+        _thin(ax, len(x))
+    ax.legend(loc="best", fontsize=7, framealpha=0.8)
+
+
+def _items(ax, bundle, timed: list, stats: dict) -> None:
+    """Each item's ratio and interval over the rounds (the same statistic the verdict uses)."""
+    from harness.comparison import analysis
+
+    pairs, _ = analysis.pairs_of(timed)
+    items, _ = analysis.usable_items([r for pair in pairs for r in pair], "wall_s")
+    if not pairs or not items:
+        ax.text(0.5, 0.5, "no per-item timings", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
         return
-    variants = ["base", "candidate"]
-    bottoms = [0.0, 0.0]
-    for k, name in enumerate(names):
-        st = stages[name] or {}
-        vals = [float(st.get(f"{v}_self_cpu_s") or 0.0) for v in variants]
-        ax.bar([0, 1], vals, bottom=bottoms, label=name,
-               color=_STAGE_PALETTE[k % len(_STAGE_PALETTE)], edgecolor="black",
-               linewidth=0.5, width=0.6)
-        bottoms = [b + v for b, v in zip(bottoms, vals)]
-    for x, total in enumerate(bottoms):
-        ax.annotate(f"{total:.3f} s", (x, total), xytext=(0, 2), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=7)
-    ax.set_xticks([0, 1], ["base", "candidate"])
-    ax.set_ylabel("self CPU per run (s)")
-    ax.set_title("stage self CPU per run")
-    top = max(bottoms)
-    rows = -(-len(names) // 3)
-    ax.set_ylim(0, (top if top > 0 else 1.0) * (1.08 + 0.07 * rows))
-    ax.legend(loc="upper center", ncol=min(3, len(names)), fontsize=7)
+    logs = analysis.round_logs(pairs, items, "wall_s")
+    rows = []
+    for j, item in enumerate(items):
+        iv = analysis.interval([row[j] for row in logs])
+        rows.append((iv["geomean_ratio"], iv["ci95"], item))
+    rows.sort(key=lambda r: -r[0])
+    shown = rows if len(rows) <= ITEMS_SHOWN else rows[:ITEMS_SHOWN // 2] + rows[-ITEMS_SHOWN // 2:]
+    y = list(range(len(shown)))
+    for k, (ratio, ci, _) in enumerate(shown):
+        if ci:
+            ax.plot([ci[0], ci[1]], [k, k], color="#555555", linewidth=1.2)
+        ax.plot([ratio], [k], "o", color=CANDIDATE if ratio > 1 else BASE, markersize=4)
+    ax.set_yticks(y)
+    ax.set_yticklabels([_short(item) for *_, item in shown], fontsize=7)
+    ax.invert_yaxis()
+    band = stats["band"]
+    ax.axvspan(1 - band, 1 + band, color="#2ca02c", alpha=0.08)
+    ax.axvline(1.0, color="#2ca02c", linewidth=0.6, linestyle=":")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
+    left = f"; {len(rows) - len(shown)} middle items not drawn" if len(rows) > len(shown) else ""
+    ax.set_title(f"per item: candidate/base and 95% interval over the rounds, worst first ({len(rows)} items{left})",
+                 fontsize=9)
+    ax.set_xlabel("candidate / base")
+
+
+def _walls(ax, timed: list, overloaded: set) -> None:
+    x = {r.label: i for i, r in enumerate(timed, 1)}
+    for variant, color, marker, style in (("base", BASE, "o", "-"), ("candidate", CANDIDATE, "s", "--")):
+        runs = [r for r in timed if r.variant == variant]
+        if not runs:
+            continue
+        ax.scatter([x[r.label] for r in runs], [r.wall_s for r in runs], color=color, marker=marker, s=14,
+                   label=variant)
+        mean = sum(r.wall_s for r in runs) / len(runs)
+        ax.axhline(mean, color=color, linestyle=style, linewidth=1)
+        ax.annotate(f"{variant} mean {mean:.4g} s", xy=(1.0, mean), xycoords=("axes fraction", "data"),
+                    xytext=(4, 6 if variant == "base" else -10), textcoords="offset points", fontsize=7,
+                    color=color, annotation_clip=False)
+    hit = [(x[r.label], r.wall_s) for r in timed if r.label in overloaded]
+    if hit:
+        ax.scatter(*zip(*hit), s=70, facecolors="none", edgecolors=LOAD, linewidths=1.2, label="disturbed")
+    walls = [r.wall_s for r in timed]
+    if walls and max(walls) / max(min(walls), 1e-12) > 5:
+        ax.set_yscale("log")
+    ax.set_xlabel("timed run (execution order)")
+    ax.set_ylabel("timed wall (s)")
+    ax.set_title("timed wall per run", fontsize=9)
+    if timed:
+        _thin(ax, len(timed))
+    ax.legend(loc="upper left", fontsize=7)
+
+
+def _stages(ax, stages: dict) -> None:
+    from harness.render.text import stage_order
+
+    names = stage_order(stages)[:12]
+    y = range(len(names))
+    base = [stages[n]["base_self_cpu_s"] or 0.0 for n in names]
+    cand = [stages[n]["candidate_self_cpu_s"] or 0.0 for n in names]
+    ax.barh([v - 0.2 for v in y], base, height=0.4, color=BASE, label="base")
+    ax.barh([v + 0.2 for v in y], cand, height=0.4, color=CANDIDATE, label="candidate")
+    ax.set_yticks(list(y))
+    ax.set_yticklabels([_short(n) for n in names], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("self CPU per run (s, stage runs)")
+    ax.set_title("stage self CPU", fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def _instructions(ax, ins: dict) -> None:
+    for k, (variant, color) in enumerate((("base", BASE), ("candidate", CANDIDATE))):
+        counts = ins[variant]["counts"]
+        ax.scatter([k] * len(counts), counts, color=color, s=20)
+    ax.set_xticks([0, 1])
+    ax.set_xticklabels(["base", "candidate"])
+    ax.set_ylabel("instructions (measured region)")
+    ax.set_yscale("log")
+    ax.set_title(f"instructions: {ins['verdict']}, ratio {ins['ratio']:.4f}", fontsize=9)
+
+
+def _short(text: str, width: int = 28) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[:width - 3] + "..."

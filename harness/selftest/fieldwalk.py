@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import contract as C
 from harness import records, rehash
 from harness.selftest import tamper
 
@@ -40,10 +41,10 @@ RULES_VERIFY = ("campaign",)  # bound by campaign.yaml: only harness verify can 
 RULES_REPO = ("anchors",)  # bound by the repository: only harness verify --repo can tell
 
 # Each JSON document the walk edits: its FIELDS name and its bag-relative paths.
-DOCUMENTS = {"campaign": records.CAMPAIGN_JSON, "runner": records.RUNNER, "cleanup": records.CLEANUP,
-             "environment": records.ENVIRONMENT, "revisions": records.REVISIONS, "inputs": records.INPUTS,
-             "golden": records.GOLDEN, "noise_floor": records.NOISE_FLOOR, "reproduction": records.REPRODUCTION,
-             "builds": records.BUILDS, "workload": records.WORKLOAD, "comparison": records.COMPARISON}
+DOCUMENTS = {"campaign": C.CAMPAIGN_JSON, "runner": C.RUNNER, "cleanup": C.CLEANUP,
+             "environment": C.ENVIRONMENT, "revisions": C.REVISIONS, "inputs": C.INPUTS,
+             "golden": C.GOLDEN, "noise_floor": C.NOISE_FLOOR, "reproduction": C.REPRODUCTION,
+             "builds": C.BUILDS, "workload": C.WORKLOAD, "comparison": C.COMPARISON}
 
 
 @dataclass
@@ -131,7 +132,7 @@ def occurrences(root: Path) -> list[tuple[str, str, tuple, object]]:
     """(doc, rel, concrete path, value) for every leaf of every document in the bundle;
     bag-info keys and manifest lines are leaves of their own documents."""
     out = []
-    campaign = json.loads((root / records.CAMPAIGN_JSON).read_text())
+    campaign = json.loads((root / C.CAMPAIGN_JSON).read_text())
     runs = sorted((root / "data" / "runs").glob("*.json"))
     # a candidate run first, so that a swap takes a base run's value
     runs.sort(key=lambda p: (not p.stem.startswith("B"), campaign["labels"].index(p.stem)
@@ -147,10 +148,10 @@ def occurrences(root: Path) -> list[tuple[str, str, tuple, object]]:
                 roles = [p.get("role") for p in obj.get("processes", [])]
                 found.sort(key=lambda leaf: leaf[0][:1] == ("processes",) and roles[leaf[0][1]] != "worker")
             out.extend((doc, rel, where, value) for where, value in found)
-    for line in (root / records.BAG_INFO).read_text().splitlines():
+    for line in (root / C.BAG_INFO).read_text().splitlines():
         key, _, value = line.partition(": ")
-        out.append(("bag-info", records.BAG_INFO, (key,), value))
-    for name in (records.MANIFEST, records.TAGMANIFEST):
+        out.append(("bag-info", C.BAG_INFO, (key,), value))
+    for name in (C.MANIFEST, C.TAGMANIFEST):
         rows = [row.split("  ", 1) for row in (root / name).read_text().splitlines()]
         # a run record's line first: the files the walk edits are re-hashed in any case
         rows.sort(key=lambda r: (not r[1].startswith("data/runs/"), r[1]))
@@ -244,7 +245,7 @@ def apply(root: Path, doc: str, rel: str, where: tuple, value) -> None:
         text = (root / rel).read_text()
         (root / rel).write_text(re.sub(rf"(?m)^[0-9a-f]+  {re.escape(where[0])}$",
                                        lambda _m: f"{value}  {where[0]}", text))
-        if rel == records.MANIFEST:
+        if rel == C.MANIFEST:
             tamper.reseal_tags(root)
         return
     obj = json.loads((root / rel).read_text())

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from harness import contract as C
 from harness import records
 from harness.bundle import arrays as tensors
 from harness.bundle.write import manifest_text
@@ -93,7 +94,7 @@ def reseal(root: Path) -> None:
     every file under data/, Payload-Oxum in bag-info.txt, then the tag manifest."""
     payload = [rel for rel in bundle_files(root) if rel.startswith("data/")]
     rows = [(sha256_file(root / rel), rel) for rel in payload]
-    (root / records.MANIFEST).write_text(manifest_text(rows))
+    (root / C.MANIFEST).write_text(manifest_text(rows))
     size = sum((root / rel).stat().st_size for rel in payload)
     _rewrite_oxum(root, f"{size}.{len(payload)}")
     reseal_tags(root)
@@ -101,11 +102,11 @@ def reseal(root: Path) -> None:
 
 def reseal_tags(root: Path) -> None:
     tags = [(sha256_file(root / rel), rel) for rel in TAG_FILES if (root / rel).is_file()]
-    (root / records.TAGMANIFEST).write_text(manifest_text(tags))
+    (root / C.TAGMANIFEST).write_text(manifest_text(tags))
 
 
 def _rewrite_oxum(root: Path, oxum: str) -> None:
-    info = root / records.BAG_INFO
+    info = root / C.BAG_INFO
     text = re.sub(r"(?m)^Payload-Oxum: .*$", f"Payload-Oxum: {oxum}", info.read_text())
     info.write_text(text)
 
@@ -116,7 +117,7 @@ def _arrays(root: Path) -> list[str]:
 
 def _add_manifest_line(root: Path, line: str, tag: bool = False) -> None:
     """Append a manifest line (kept sorted) and re-hash the tag manifest consistently."""
-    name = records.TAGMANIFEST if tag else records.MANIFEST
+    name = C.TAGMANIFEST if tag else C.MANIFEST
     lines = (root / name).read_text().splitlines() + [line]
     lines.sort(key=lambda row: row.split("  ", 1)[1].encode())
     (root / name).write_text("".join(f"{row}\n" for row in lines))
@@ -215,9 +216,9 @@ def manifest_dotdot(root: Path, ctx: Context) -> None:
 
 def manifest_dotdot_alias(root: Path, ctx: Context) -> None:
     """An existing file listed through '..' (resolving it would still find the file)."""
-    text = (root / records.MANIFEST).read_text()
+    text = (root / C.MANIFEST).read_text()
     text = text.replace("  data/comparison.json\n", "  data/runs/../comparison.json\n")
-    (root / records.MANIFEST).write_text(text)
+    (root / C.MANIFEST).write_text(text)
     reseal_tags(root)
 
 
@@ -310,7 +311,7 @@ def _referenced_array(root: Path) -> str:
     record = json.loads((root / "data" / "runs" / "A1.json").read_text())
     for item in record["items"]:
         for f in item["fields"].values():
-            return records.array_path(f['digest'])
+            return C.array_path(f['digest'])
     raise RuntimeError("no stored array is referenced by A1")
 
 
@@ -392,24 +393,24 @@ def rederive(root: Path) -> None:
     them with the harness's own code, and bag-info's status to match."""
     from harness.comparison import derive as comparison
 
-    campaign, runner = _load(root, records.CAMPAIGN_JSON), _load(root, records.RUNNER)
-    runs = [_load(root, records.run_path(label)) for label in campaign["labels"][:runner["runs_started"]]
-            if (root / records.run_path(label)).is_file()]
-    golden = _load(root, records.GOLDEN) if (root / records.GOLDEN).is_file() else None
-    floor = _load(root, records.NOISE_FLOOR) if (root / records.NOISE_FLOOR).is_file() else None
-    claimed = _load(root, records.COMPARISON) if (root / records.COMPARISON).is_file() else {}
-    workload = _load(root, records.WORKLOAD) if (root / records.WORKLOAD).is_file() else {}
-    instr = [_load(root, records.instructions_path(label)) for label, *_ in
-             records.schedule("", (campaign.get("instructions") or {}).get("order", ""))
-             if (root / records.instructions_path(label)).is_file()]
+    campaign, runner = _load(root, C.CAMPAIGN_JSON), _load(root, C.RUNNER)
+    runs = [_load(root, C.run_path(label)) for label in campaign["labels"][:runner["runs_started"]]
+            if (root / C.run_path(label)).is_file()]
+    golden = _load(root, C.GOLDEN) if (root / C.GOLDEN).is_file() else None
+    floor = _load(root, C.NOISE_FLOOR) if (root / C.NOISE_FLOOR).is_file() else None
+    claimed = _load(root, C.COMPARISON) if (root / C.COMPARISON).is_file() else {}
+    workload = _load(root, C.WORKLOAD) if (root / C.WORKLOAD).is_file() else {}
+    instr = [_load(root, C.instructions_path(label)) for label, *_ in
+             C.schedule("", (campaign.get("instructions") or {}).get("order", ""))
+             if (root / C.instructions_path(label)).is_file()]
     try:
-        result = comparison.derive(campaign, runs, runner, _load(root, records.CLEANUP), golden,
+        result = comparison.derive(campaign, runs, runner, _load(root, C.CLEANUP), golden,
                                    root / "data" / "arrays", claimed.get("schema") if isinstance(claimed, dict) else None,
                                    floor, instr, workload.get("digest") if isinstance(workload, dict) else None)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
-    _dump(root, records.COMPARISON, result)
-    info = root / records.BAG_INFO
+    _dump(root, C.COMPARISON, result)
+    info = root / C.BAG_INFO
     info.write_text(re.sub(r"(?m)^Abba-Status: .*$", f"Abba-Status: {result['status']}", info.read_text()))
 
 
@@ -432,12 +433,12 @@ def edit_json(rel: str, change: Callable) -> Callable[[Path], None]:
 
 def edit_runs(change: Callable[[str, dict], None]) -> Callable[[Path], None]:
     def edit(root: Path) -> None:
-        for label in _load(root, records.CAMPAIGN_JSON)["labels"]:
-            path = root / records.run_path(label)
+        for label in _load(root, C.CAMPAIGN_JSON)["labels"]:
+            path = root / C.run_path(label)
             if path.is_file():
                 record = json.loads(path.read_text())
                 change(label, record)
-                _dump(root, records.run_path(label), record)
+                _dump(root, C.run_path(label), record)
     return edit
 
 
@@ -448,7 +449,7 @@ def _swap_variants(label: str, record: dict) -> None:
 
 def swap_identities(root: Path) -> None:
     """Every record's variant and SHA swapped between A and B: a regression reads as a speed-up."""
-    shas = {v: r["sha"] for v, r in _load(root, records.CAMPAIGN_JSON)["revisions"].items()}
+    shas = {v: r["sha"] for v, r in _load(root, C.CAMPAIGN_JSON)["revisions"].items()}
 
     def change(label, record):
         _swap_variants(label, record)
@@ -459,28 +460,28 @@ def swap_identities(root: Path) -> None:
 def cherry_pick(root: Path) -> None:
     """Order shortened to its first round (AB or BA, as it ran) and its first stage round; the
     dropped runs' records, logs, ledger rows and arrays removed; receipts made consistent. Only campaign.yaml still says what was run (rounds, or ABBA)."""
-    campaign = _load(root, records.CAMPAIGN_JSON)
+    campaign = _load(root, C.CAMPAIGN_JSON)
     labels = campaign["labels"]
     # A1 and B1 in the order they ran (rounds shuffle them), and the first stage round's runs
-    keep = [label for label in labels if records.timed(label)][:2] + \
-        [label for label in labels if not records.timed(label)][:2]
+    keep = [label for label in labels if C.timed(label)][:2] + \
+        [label for label in labels if not C.timed(label)][:2]
     keep.sort(key=labels.index)
     for label in labels:
         if label not in keep:
-            (root / records.run_path(label)).unlink()
-            (root / records.log_path(label)).unlink()
+            (root / C.run_path(label)).unlink()
+            (root / C.log_path(label)).unlink()
     for index, label in enumerate(keep):
-        edit_json(records.run_path(label), lambda r, i=index: r.update(index=i))(root)
-    order = "".join(label[0] if records.timed(label) else label[0].lower() for label in keep)
+        edit_json(C.run_path(label), lambda r, i=index: r.update(index=i))(root)
+    order = "".join(label[0] if C.timed(label) else label[0].lower() for label in keep)
     campaign.update(order=order, labels=keep, rounds=None, stage_rounds=None, seed=None)
-    _dump(root, records.CAMPAIGN_JSON, campaign)
-    edit_json(records.RUNNER, lambda r: r.update(runs_planned=len(keep), runs_started=len(keep)))(root)
+    _dump(root, C.CAMPAIGN_JSON, campaign)
+    edit_json(C.RUNNER, lambda r: r.update(runs_planned=len(keep), runs_started=len(keep)))(root)
 
     def ledger(c):
         c["processes"] = [p for p in c["processes"] if p["run"] in keep]
         c["count"] = len(c["processes"])
-    edit_json(records.CLEANUP, ledger)(root)
-    kept = {f["digest"] for label in keep for it in _load(root, records.run_path(label))["items"]
+    edit_json(C.CLEANUP, ledger)(root)
+    kept = {f["digest"] for label in keep for it in _load(root, C.run_path(label))["items"]
             for f in it["fields"].values()}
     for path in (root / "data" / "arrays").iterdir():
         if path.name[:64] not in kept:
@@ -489,22 +490,22 @@ def cherry_pick(root: Path) -> None:
 
 def ghost_run(root: Path) -> None:
     """A2 kept as an ok record while the ledger and logs show it never ran."""
-    (root / records.log_path("A2")).unlink()
-    edit_json(records.CLEANUP, lambda c: c.update(
+    (root / C.log_path("A2")).unlink()
+    edit_json(C.CLEANUP, lambda c: c.update(
         processes=[p for p in c["processes"] if p["run"] != "A2"], count=len(c["processes"]) - 1))(root)
 
 
 def duplicate_key(root: Path, ctx: Context) -> None:
     """comparison.json opens with a second "status": a human reading the top sees one value,
     a lenient parser keeps the last."""
-    path = root / records.COMPARISON
+    path = root / C.COMPARISON
     text = path.read_text()
     path.write_text('{\n  "status": "failed",' + text[1:])
     reseal(root)
 
 
 def nan_literal(root: Path, ctx: Context) -> None:
-    path = root / records.run_path("B1")
+    path = root / C.run_path("B1")
     record = json.loads(path.read_text())
     record["items"][0]["cpu_s"] = float("nan")
     path.write_text(json.dumps(record))  # json.dumps writes NaN, which is not JSON
@@ -512,7 +513,7 @@ def nan_literal(root: Path, ctx: Context) -> None:
 
 
 def deep_json(root: Path, ctx: Context) -> None:
-    (root / records.INPUTS).write_text("[" * 100_000 + "]" * 100_000)
+    (root / C.INPUTS).write_text("[" * 100_000 + "]" * 100_000)
     reseal(root)
 
 
@@ -534,21 +535,21 @@ def fifo_at_array(root: Path, ctx: Context) -> None:
     victim = _referenced_array(root)
     (root / victim).unlink()
     os.mkfifo(root / victim)
-    rows = [row for row in (root / records.MANIFEST).read_text().splitlines() if not row.endswith(victim)]
-    (root / records.MANIFEST).write_text("".join(f"{row}\n" for row in rows))
+    rows = [row for row in (root / C.MANIFEST).read_text().splitlines() if not row.endswith(victim)]
+    (root / C.MANIFEST).write_text("".join(f"{row}\n" for row in rows))
     reseal_tags(root)
 
 
 def unsorted_manifest(root: Path, ctx: Context) -> None:
-    rows = (root / records.MANIFEST).read_text().splitlines()
+    rows = (root / C.MANIFEST).read_text().splitlines()
     rows[0], rows[1] = rows[1], rows[0]
-    (root / records.MANIFEST).write_text("".join(f"{row}\n" for row in rows))
+    (root / C.MANIFEST).write_text("".join(f"{row}\n" for row in rows))
     reseal_tags(root)
 
 
 def bag_info(pattern: str, replacement: str) -> Callable:
     def apply(root: Path, ctx: Context) -> None:
-        info = root / records.BAG_INFO
+        info = root / C.BAG_INFO
         info.write_text(re.sub(pattern, replacement, info.read_text(), flags=re.M))
         reseal_tags(root)
     return apply
@@ -561,7 +562,7 @@ def _first_item(record: dict) -> dict:
 def record_rules() -> list[Mutation]:
     """One forgery (or more) per record rule, each re-sealed as a forger would."""
     def run(label: str, change: Callable[[dict], None]) -> Callable[[Path], None]:
-        return edit_json(records.run_path(label), change)
+        return edit_json(C.run_path(label), change)
 
     def both(*edits):
         def edit(root):
@@ -588,7 +589,7 @@ def record_rules() -> list[Mutation]:
         c["processes"][0].update(absent=True, verified="alive")
 
     def overlap(root):
-        a1 = _load(root, records.run_path("A1"))
+        a1 = _load(root, C.run_path("A1"))
         run("B1", lambda r: r["process"].update(started_at=a1["process"]["started_at"]))(root)
 
     def cut_walls(r):
@@ -606,17 +607,17 @@ def record_rules() -> list[Mutation]:
         r["stages"][name].update(calls=0, self_cpu_s=0.0, incl_cpu_s=0.0)
 
     def outlive_timeout(root):
-        limit = _load(root, records.CAMPAIGN_JSON)["timeouts"]["run_s"]
+        limit = _load(root, C.CAMPAIGN_JSON)["timeouts"]["run_s"]
 
         def longer(r):
             r["process"]["wall_s"] = limit * 7
             r["process"]["ended_at"] = r["process"]["started_at"] + limit * 7
         run("A2", longer)(root)
-        edit_json(records.RUNNER, lambda x: x.update(ended_at=x["ended_at"] + limit * 7))(root)
+        edit_json(C.RUNNER, lambda x: x.update(ended_at=x["ended_at"] + limit * 7))(root)
 
     def future(root):
         shift = 10 * 365.25 * 86400
-        edit_json(records.RUNNER, lambda x: x.update(started_at=x["started_at"] + shift,
+        edit_json(C.RUNNER, lambda x: x.update(started_at=x["started_at"] + shift,
                                                      ended_at=x["ended_at"] + shift))(root)
 
         def later(label, r):
@@ -629,26 +630,26 @@ def record_rules() -> list[Mutation]:
         the receipt's digest re-derived to match, as a forger would."""
         from harness.plan import workload
 
-        receipt = _load(root, records.WORKLOAD)
+        receipt = _load(root, C.WORKLOAD)
         row = next(r for r in receipt["files"] if r["path"].endswith(".py"))
-        path = root / records.workload_file(row["path"])
+        path = root / (C.WORKLOAD_DIR + row["path"])
         path.write_bytes(path.read_bytes() + b"\n# the code that was not measured\n")
         if receipt_too:
             row.update(size=path.stat().st_size, sha256=sha256_file(path))
             receipt["digest"] = workload.digest(receipt["files"])
-            _dump(root, records.WORKLOAD, receipt)
+            _dump(root, C.WORKLOAD, receipt)
 
     def workload_extra(root):
-        (root / records.workload_file("extra.py")).write_text("print('not measured')\n")
+        (root / (C.WORKLOAD_DIR + "extra.py")).write_text("print('not measured')\n")
 
     def workload_dropped(root):
         from harness.plan import workload
 
-        receipt = _load(root, records.WORKLOAD)
+        receipt = _load(root, C.WORKLOAD)
         gone = receipt["files"].pop()
-        (root / records.workload_file(gone["path"])).unlink()
+        (root / (C.WORKLOAD_DIR + gone["path"])).unlink()
         receipt["digest"] = workload.digest(receipt["files"])
-        _dump(root, records.WORKLOAD, receipt)
+        _dump(root, C.WORKLOAD, receipt)
 
     m = Mutation
     return [
@@ -667,24 +668,24 @@ def record_rules() -> list[Mutation]:
         m("records: B1 says it is a base run, re-derived", forge(run("B1", lambda r: r.update(variant="base"))),
           "[identity]", rule="identity"),
         m("receipts/revisions.json: candidate SHA changed, re-hashed",
-          forge(edit_json(records.REVISIONS, lambda r: r["candidate"].update(sha="0" * 40)), derive=False),
+          forge(edit_json(C.REVISIONS, lambda r: r["candidate"].update(sha="0" * 40)), derive=False),
           "[identity]", rule="identity"),
         m("environment.json: another harness digest, re-hashed",
-          forge(edit_json(records.ENVIRONMENT, lambda e: e.update(harness_source_sha256="0" * 64)), derive=False),
+          forge(edit_json(C.ENVIRONMENT, lambda e: e.update(harness_source_sha256="0" * 64)), derive=False),
           "[identity]", rule="identity"),
         m("golden.json: an item's digest changed, re-derived",
-          forge(edit_json(records.GOLDEN, lambda g: next(iter(g["items"].values())).update(error=None, fields={}))),
+          forge(edit_json(C.GOLDEN, lambda g: next(iter(g["items"].values())).update(error=None, fields={}))),
           "[identity]", rule="identity"),
         m("campaign.json: threshold raised to 1000 (campaign.yaml keeps its own), re-derived",
-          forge(edit_json(records.CAMPAIGN_JSON, lambda c: c.update(threshold=1000.0))), "[campaign]",
+          forge(edit_json(C.CAMPAIGN_JSON, lambda c: c.update(threshold=1000.0))), "[campaign]",
           rule="campaign", verify_only=True),
         m("campaign.json: order cut to two cherry-picked runs, everything else made consistent",
           forge(cherry_pick), "[campaign]", rule="campaign", verify_only=True),
         m("campaign.json: labels repeat B1 and drop B2, re-hashed",
-          forge(edit_json(records.CAMPAIGN_JSON, lambda c: c.update(labels=["A1", "B1", "B1", "A2"])), derive=False),
+          forge(edit_json(C.CAMPAIGN_JSON, lambda c: c.update(labels=["A1", "B1", "B1", "A2"])), derive=False),
           "[plan]", rule="plan"),
         m("runner.json: runs_started lowered below the records present, re-derived",
-          forge(edit_json(records.RUNNER, lambda r: r.update(runs_started=3))), "[plan]", rule="plan"),
+          forge(edit_json(C.RUNNER, lambda r: r.update(runs_started=3))), "[plan]", rule="plan"),
         m("records: B2's index changed, re-derived", forge(run("B2", lambda r: r.update(index=7))), "[plan]",
           rule="plan"),
         m("records: status ok with a negative exit code, re-derived",
@@ -699,10 +700,10 @@ def record_rules() -> list[Mutation]:
           rule="bag-info"),
         m("cleanup.json: B1's worker pid differs from its record, re-hashed",
           forge(run("B1", lambda r: r.update(pid=r["pid"] + 1)), derive=False), "[ledger]", rule="ledger"),
-        m("cleanup.json: a second worker for B1, re-hashed", forge(edit_json(records.CLEANUP, second_worker),
+        m("cleanup.json: a second worker for B1, re-hashed", forge(edit_json(C.CLEANUP, second_worker),
                                                                    derive=False), "[ledger]", rule="ledger"),
         m("cleanup.json: a process marked absent although verified alive, re-hashed",
-          forge(edit_json(records.CLEANUP, alive), derive=False), "[ledger]", rule="ledger"),
+          forge(edit_json(C.CLEANUP, alive), derive=False), "[ledger]", rule="ledger"),
         m("records: B1's timed wall longer than its process lived, re-derived",
           forge(run("B1", lambda r: r.update(wall_s=r["process"]["wall_s"] * 3))), "[physics]", rule="physics"),
         m("records: B1's item walls sum past slots x run wall, re-derived",
@@ -727,7 +728,7 @@ def record_rules() -> list[Mutation]:
                                      for k in r["imported_from"]["stages"]])), "[identity]", rule="identity"),
         m("records: timed run B1 given Bs1's stage figures (the headline would hold the wrappers), re-derived",
           forge(lambda root: run("B1", lambda r: r.update(
-              {k: _load(root, records.run_path("Bs1"))[k] for k in ("stages", "stages_installed")}))(root)),
+              {k: _load(root, C.run_path("Bs1"))[k] for k in ("stages", "stages_installed")}))(root)),
           "[identity]", rule="identity"),
         m("records: A1's process CPU below its items' thread CPU, re-derived",
           forge(run("A1", lambda r: r["machine"].update(process_cpu_s=0.0))), "[physics]", rule="physics"),
@@ -737,12 +738,12 @@ def record_rules() -> list[Mutation]:
         m("records: As1's stage wrapper cost 1 s a call, re-derived",
           forge(run("As1", lambda r: r["machine"].update(stage_wrapper_s=1.0))), "[physics]", rule="physics"),
         m("campaign.json: stage_rounds changed, the order kept, re-derived",
-          forge(edit_json(records.CAMPAIGN_JSON, lambda c: c.update(stage_rounds=c["stage_rounds"] + 1))), "[plan]",
+          forge(edit_json(C.CAMPAIGN_JSON, lambda c: c.update(stage_rounds=c["stage_rounds"] + 1))), "[plan]",
           rule="plan"),
         m("records: B1's process lived past the run timeout, re-derived",
           forge(outlive_timeout), "[physics]", rule="physics"),
         m("environment.json: 64 cores while the records say otherwise, re-hashed",
-          forge(edit_json(records.ENVIRONMENT, lambda e: e.update(cores=64)), derive=False), "[identity]",
+          forge(edit_json(C.ENVIRONMENT, lambda e: e.update(cores=64)), derive=False), "[identity]",
           rule="identity"),
         m("every clock moved ten years ahead, re-derived", forge(future), "[physics]", rule="physics"),
         m("records: B1's process started before A1's ended, re-hashed",
@@ -753,11 +754,11 @@ def record_rules() -> list[Mutation]:
           forge(run("B1", outside_digest), derive=False), "[arrays]", rule="arrays"),
         m("arrays: a valid array no record references, re-hashed", forge(
             lambda root: add_valid_array(root, None), derive=False), "[arrays]", rule="arrays"),
-        m("logs: A1's log deleted, re-hashed", forge(lambda root: (root / records.log_path("A1")).unlink(),
+        m("logs: A1's log deleted, re-hashed", forge(lambda root: (root / C.log_path("A1")).unlink(),
                                                      derive=False), "[files]", rule="files"),
-        m("receipts/inputs.json deleted, re-hashed", forge(lambda root: (root / records.INPUTS).unlink(),
+        m("receipts/inputs.json deleted, re-hashed", forge(lambda root: (root / C.INPUTS).unlink(),
                                                            derive=False), "[files]", rule="files"),
-        m("environment.json deleted, re-hashed", forge(lambda root: (root / records.ENVIRONMENT).unlink(),
+        m("environment.json deleted, re-hashed", forge(lambda root: (root / C.ENVIRONMENT).unlink(),
                                                        derive=False), "[files]", rule="files"),
         m("figure.png deleted, re-hashed", forge(lambda root: (root / records.FIGURE).unlink(), derive=False),
           "[files]", rule="files"),
@@ -798,23 +799,23 @@ def mutations(files: list[str]) -> list[Mutation]:
         Mutation("add extra.txt (bundle root)", add_file("extra.txt"), "extra.txt"),
         Mutation(f"add data/arrays/<valid array>{tensors.SUFFIX}", add_valid_array, "data/arrays/"),
         Mutation("rename data/runs/A1.json -> data/runs/A9.json",
-                 rename("data/runs/A1.json", "data/runs/A9.json"), records.run_path("A1")),
+                 rename("data/runs/A1.json", "data/runs/A9.json"), C.run_path("A1")),
         Mutation("rename data/comparison.json -> data/comparison.json.bak",
-                 rename("data/comparison.json", "data/comparison.json.bak"), records.COMPARISON),
+                 rename("data/comparison.json", "data/comparison.json.bak"), C.COMPARISON),
         Mutation(f"rename {arrays[0]} -> {arrays[0]}.old", rename(arrays[0], arrays[0] + ".old"), arrays[0]),
-        Mutation("symlink data/comparison.json -> outside copy", symlink_outside(records.COMPARISON),
-                 records.COMPARISON, hazard=True),
-        Mutation("symlink data/runs/A1.json -> outside copy", symlink_outside(records.run_path("A1")),
-                 records.run_path("A1"), hazard=True),
+        Mutation("symlink data/comparison.json -> outside copy", symlink_outside(C.COMPARISON),
+                 C.COMPARISON, hazard=True),
+        Mutation("symlink data/runs/A1.json -> outside copy", symlink_outside(C.run_path("A1")),
+                 C.run_path("A1"), hazard=True),
         Mutation(f"symlink {arrays[0]} -> outside copy", symlink_outside(arrays[0]), arrays[0], hazard=True),
-        Mutation("symlink manifest-sha256.txt -> outside copy", symlink_outside(records.MANIFEST),
-                 records.MANIFEST, hazard=True),
+        Mutation("symlink manifest-sha256.txt -> outside copy", symlink_outside(C.MANIFEST),
+                 C.MANIFEST, hazard=True),
         Mutation("symlink data/runs/ (folder) -> outside copy", symlink_dir_outside("data/runs"),
                  "data/runs", hazard=True),
         Mutation("symlink data/receipts/cleanup.json -> outside FIFO",
-                 symlink_to_fifo(records.CLEANUP), records.CLEANUP, hazard=True),
-        Mutation("FIFO in place of manifest-sha256.txt", fifo_in_place(records.MANIFEST),
-                 records.MANIFEST, hazard=True),
+                 symlink_to_fifo(C.CLEANUP), C.CLEANUP, hazard=True),
+        Mutation("FIFO in place of manifest-sha256.txt", fifo_in_place(C.MANIFEST),
+                 C.MANIFEST, hazard=True),
         Mutation("manifest line data/../<outside file> with its right hash", manifest_dotdot, "unsafe path"),
         Mutation("manifest line data/runs/../comparison.json (alias of a real file)", manifest_dotdot_alias,
                  "unsafe path"),
@@ -833,7 +834,7 @@ def mutations(files: list[str]) -> list[Mutation]:
                  swap_array_renamed, "is not stored"),
         Mutation("run record B1 points a field at another stored array, re-hashed", record_digest_swap,
                  "data/comparison.json: parity."),
-        Mutation("run record B1 deleted, re-hashed", drop_run_record, records.run_path("B1")),
+        Mutation("run record B1 deleted, re-hashed", drop_run_record, C.run_path("B1")),
         Mutation("campaign.json run label '../../../forged' (a record outside), re-hashed", label_climbs_out,
                  "[plan]", rule="plan"),
         Mutation("pickled object array (unpickling creates a marker), re-hashed", pickled_array,

@@ -1,0 +1,100 @@
+"""The bundles a report shows, each judged before anything of it is shown: verified with both
+checkers' rules, loaded through the one reader, its reproductions tied to it by digest and each
+receipt re-derived from the two bundles, its signature checked when a trust file is given. A
+bundle that does not verify, or cannot be read, is an entry that says so; it never stops the
+others."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from harness import contract as C
+
+
+@dataclass
+class Reproduction:
+    """A bundle whose receipt names another: what its re-run said, on which machine, and
+    whether the receipt re-derives from the two bundles."""
+    path: Path
+    verdict: str
+    reason: str
+    machine: str
+    measured: str
+    scope: str
+    outputs: str
+    rederived: bool
+
+
+@dataclass
+class Entry:
+    """One bundle: its path, what `harness verify` said, the loaded bundle (None when it could
+    not be read), its reproductions, who signed it, and its picture (relative to the report)."""
+    path: Path
+    problems: list = field(default_factory=list)
+    bundle: object = None  # harness.bundle.read.Bundle
+    reproductions: list = field(default_factory=list)
+    signer: Optional[str] = None
+    figure: Optional[str] = None
+
+
+def find_bundles(root: os.PathLike | str) -> list[Path]:
+    """The bundles under root/evidence: its folders that hold a tag manifest or a BagIt
+    declaration, one level down (a bundle's own stored workload is never taken for one)."""
+    evidence = Path(root) / "evidence"
+    if not evidence.is_dir():
+        return []
+    return sorted((p for p in evidence.iterdir() if p.is_dir() and not p.is_symlink()
+                   and ((p / C.TAGMANIFEST).exists() or (p / C.BAGIT).exists())), key=lambda p: p.name)
+
+
+def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
+    from harness.bundle import read
+    from harness.judge import reproduce
+    from harness.judge.verify import verify
+
+    entries = []
+    for path in paths:
+        path = Path(path)
+        report = verify(path)
+        entry = Entry(path, list(report.problems or ([report.unusable] if report.unusable else [])))
+        if not entry.problems:
+            try:
+                entry.bundle = read.load(path)
+            except read.BundleError as exc:
+                entry.problems = [str(exc)]
+        entries.append(entry)
+    by_digest = {e.bundle.digest: e for e in entries if e.bundle is not None}
+    for e in entries:
+        b = e.bundle
+        if b is None or b.reproduction is None:
+            continue
+        original = by_digest.get(b.reproduction["original"]["digest"])
+        if original is None:
+            continue
+        try:
+            want = reproduce.receipt(original.bundle, b)
+            want["outputs"]["divergence"] = b.reproduction["outputs"].get("divergence")
+            same = want == b.reproduction
+        except (KeyError, TypeError, ValueError):
+            same = False
+        receipt = b.reproduction
+        original.reproductions.append(Reproduction(
+            path=e.path, verdict=receipt["verdict"], reason=receipt["reason"], machine=b.machine.text(),
+            measured=reproduce.ratio_text(receipt["timing"]["measured"]), scope=receipt["scope"]["note"],
+            outputs=reproduce.outputs_text(receipt["outputs"]), rederived=same))
+    if trust is not None:
+        for e in entries:
+            if e.bundle is not None:
+                e.signer = signer(e.path, trust)
+    return entries
+
+
+def signer(bundle: Path, trust: Path) -> Optional[str]:
+    """Who signed the bundle (its attestation beside it, checked with the trust file), or None."""
+    try:
+        from harness.attest import check
+    except ImportError:
+        return None
+    return check.signer_line(bundle, trust)
