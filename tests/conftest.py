@@ -11,6 +11,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CAMPAIGNS = ROOT / "campaigns"
+TIERS = ("unit", "process", "campaign")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test takes its tier's marker from the folder it lives in (tests/unit, tests/process,
+    tests/campaign); a test outside them is an error, so no test escapes the tiers."""
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(Path(__file__).parent).parts
+        if parts[0] not in TIERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in tests/unit, tests/process or tests/campaign")
+        item.add_marker(getattr(pytest.mark, parts[0]))
 
 
 def harness(*args, cwd=None, timeout=600, env=None) -> subprocess.CompletedProcess:

@@ -148,8 +148,11 @@ class LocalLauncher:
 
 # --- the fake: no process, a fake clock ----------------------------------------------------------
 class FakeClock:
-    def __init__(self, start: float = 1.8e9):
-        self.now = start
+    """Starts half a day ago (so a long fake campaign still ends before the checkers' now) and
+    moves only when told."""
+
+    def __init__(self, start: float | None = None):
+        self.now = time.time() - 43200.0 if start is None else start
 
     def time(self) -> float:
         return self.now
@@ -201,8 +204,12 @@ class FakeLauncher:
         return {**base, **(self.env or {})}
 
     def interpreter(self, python: Optional[str], cwd: Path) -> dict:
-        return {"executable": python or sys.executable, "version": "3.11.0", "implementation": "CPython",
-                "packages": {"numpy": "2.0.0"}}
+        """This interpreter (the fake worker runs in it)."""
+        from harness.records import Interpreter
+
+        me = Interpreter.current()
+        return {"executable": me.executable, "version": me.version, "implementation": me.implementation,
+                "packages": {"numpy": __import__("numpy").__version__}}
 
     def run(self, launch: Launch) -> Exit:
         n = len(self.launches)
@@ -214,7 +221,7 @@ class FakeLauncher:
         pid = self.next_pid
         self.next_pid += 1
         started = self.clock.time()
-        wall = min(outcome.wall_s, launch.timeout_s + 0.01) if outcome.hang else outcome.wall_s
+        wall = launch.timeout_s + 0.01 if outcome.hang else outcome.wall_s
         timed_out = outcome.hang or outcome.wall_s > launch.timeout_s
         self.clock.advance(wall)
         launch.log.write_bytes(outcome.output)

@@ -22,7 +22,7 @@ from harness import rehash
 from harness.selftest import tamper
 from harness.bundle import arrays as tensors
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "faulty"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "faulty"))
 import faultlib  # noqa: E402
 
 SCRIPT = ROOT / "harness" / "rehash.py"
@@ -199,7 +199,7 @@ def test_refusal_is_reported_with_the_file(demo_bundle):
 def test_a_committed_comparison_v2_bundle_still_verifies_and_says_what_it_left():
     """Bundles written before rounds (comparison/v2, campaign/v2) keep verifying until re-run.
     The fixture is the span_finding_unmappable bundle as committed before the re-run."""
-    bundle = Path(__file__).resolve().parent / "fixtures" / "legacy_v2" / "span_finding_unmappable"
+    bundle = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_v2" / "span_finding_unmappable"
     result = run(bundle, cwd=bundle.parent)
     assert result.returncode == 0, result.stdout
     assert "note: stats.paired ci95 (the bootstrap) not re-derived: needs numpy" in result.stdout

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "faulty"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "faulty"))
 import faultlib  # noqa: E402
 
 

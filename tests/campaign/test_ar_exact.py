@@ -178,7 +178,7 @@ def campaign_env(threads: int, **settings: str) -> dict[str, str]:
     from harness.engine import runner
     from harness.plan import spec
 
-    env = runner.worker_env(spec.load(Path(__file__).parents[1] / "campaigns" / "ar_loop_markov.yaml"))
+    env = runner.worker_env(spec.load(Path(__file__).parents[2] / "campaigns" / "ar_loop_markov.yaml"))
     return {**env, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **settings}
 
 

@@ -15,7 +15,7 @@ import pytest
 from harness import files as fsutil
 from harness.bundle import arrays as tensors
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "faulty"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "faulty"))
 import faultlib  # noqa: E402
 
 KILLER = faultlib.HERE / "kill_at_rename.py"

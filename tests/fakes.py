@@ -1,0 +1,147 @@
+"""Whole campaigns without a single worker process: the real Runner, revisions, bundle writer
+and checkers, driven through harness.engine.launch.FakeLauncher by a model worker whose timings
+come from a seeded random model. A sealed bundle in well under a second, for the unit tier."""
+from __future__ import annotations
+
+import math
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from harness import records
+from harness.bundle import arrays
+from harness.engine.launch import FakeLauncher, FakeRun
+
+TREE = {"lib/__init__.py": "", "lib/core.py": 'VERSION = "base"\n'}
+CANDIDATE = {"lib/core.py": 'VERSION = "candidate"\n'}
+
+
+@dataclass
+class Model:
+    """The model worker: item walls of `item_s` seconds for the base, `ratio` times that for the
+    candidate, each run scaled by a log-normal run factor of sd `noise`; outputs one float64
+    array per item (the same in both variants unless `differ`)."""
+    ratio: float = 0.5
+    noise: float = 0.03
+    items: int = 6
+    item_s: float = 0.01
+    seed: int = 0
+    differ: bool = False
+    stall: float = 0.0  # share of each run's wall a PSI stall reads (load)
+    fail: set = field(default_factory=set)  # labels whose worker exits 1
+    hang: set = field(default_factory=set)  # labels whose worker never ends (the timeout kills it)
+    output: bytes = b"model worker\n"
+    item_ids: list = None  # what setup() gives (default: item-0 ...)
+
+    def __post_init__(self):
+        self.rng = random.Random(self.seed)
+
+    def ids(self) -> list:
+        return self.item_ids or [f"item-{i}" for i in range(self.items)]
+
+    def __call__(self, job: dict) -> FakeRun:
+        label, variant = job["label"], job["variant"]
+        if label in self.fail:
+            return FakeRun(exit_code=1, output=b"Traceback (most recent call last):\nRuntimeError: boom\n")
+        if label in self.hang:
+            return FakeRun(hang=True)
+        arrays_dir = Path(job["arrays_dir"])
+        if job["mode"] == "check":
+            first = self.ids()[0]
+            fields = {"out": arrays.store(self._output(first, variant), arrays_dir)}
+            return FakeRun(result={"item": first, "fields": fields, "raised": [], "items": self.ids(),
+                                   "stage_calls": {name: 1 for name in job["stages"]},
+                                   "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
+        factor = math.exp(self.rng.gauss(0.0, self.noise)) * (self.ratio if variant == "candidate" else 1.0)
+        items = []
+        for item in job["items"]:
+            wall = self.item_s * factor * math.exp(self.rng.gauss(0.0, self.noise / 4))
+            out = records.Output(**arrays.store(self._output(item, variant), arrays_dir))
+            items.append(records.Item(item, wall, wall * 0.9, {"out": out}, None))
+        wall = sum(it.wall_s for it in items) * 1.001 + 1e-4
+        stages = {name: records.StageTotals(len(items), 0.1 * wall, 0.2 * wall) for name in job["stages"]}
+        result = records.WorkerResult(
+            wall_s=wall, items=items, stages=stages, stages_installed={name: True for name in job["stages"]},
+            imported_from=records.Imports("/fake/workload.py", {n: "tree:lib/core.py" for n in job["stages"]}),
+            metrics={}, machine=records.Machine(cores=2, process_cpu_s=0.95 * wall, cpu_stall_s=self.stall * wall,
+                                                stage_wrapper_s=1e-6 if job["stages"] else None, cpu_freq_mhz=None,
+                                                warmup_s=0.25, loadavg_before=[0.1, 0.1, 0.1],
+                                                loadavg_after=[0.1, 0.1, 0.1]),
+            harness_source_sha256=__import__("harness.files", fromlist=["x"]).harness_source_digest(),
+            workload_sha256=job["workload_digest"], python=records.Interpreter.current(),
+            started_at=_iso(0.0), ended_at=_iso(0.0))
+        return FakeRun(result=records.to_json(result), wall_s=wall + 0.4, output=self.output)
+
+    def _output(self, item: str, variant: str):
+        value = float(sum(map(ord, item)))
+        if self.differ and variant == "candidate":
+            value = np.nextafter(value, np.inf)
+        return np.array([value], dtype=np.float64)
+
+
+def _iso(_offset: float) -> str:
+    return "__now__"
+
+
+class ModelLauncher(FakeLauncher):
+    """FakeLauncher whose worker results carry the clock's own ISO times and the workload digest."""
+
+    def __init__(self, model: Model, **kw):
+        super().__init__(self._play, **kw)
+        self.model = model
+
+    def _play(self, job: dict) -> FakeRun:
+        import datetime as dt
+
+        from harness.plan import workload
+
+        job = {**job, "workload_digest": workload.folder_digest(job["workload"]["path"],
+                                                                tuple(job["workload"]["exclude"]))}
+        run = self.model(job)
+        if run.result and "started_at" in run.result:
+            start = dt.datetime.fromtimestamp(self.clock.time() + 0.1, dt.timezone.utc)
+            end = dt.datetime.fromtimestamp(self.clock.time() + run.wall_s - 0.05, dt.timezone.utc)
+            run.result["started_at"] = start.isoformat(timespec="milliseconds")
+            run.result["ended_at"] = end.isoformat(timespec="milliseconds")
+        return run
+
+
+def write_fake_campaign(where: Path, **fields) -> Path:
+    """A campaign over a two-commit build target (no worker will import it) with a workload
+    folder, fixed rounds; `fields` update the YAML."""
+    import yaml
+
+    from conftest import make_target
+
+    tree, patch = make_target(where, TREE, CANDIDATE)
+    workloads = where / "workloads"
+    workloads.mkdir(exist_ok=True)
+    (workloads / "model_workload.py").write_text("def setup(ctx):\n    raise SystemExit('a model campaign')\n")
+    body = {"name": "model", "target": {"build": [{"tree": str(tree), "message": "base"},
+                                                   {"patch": str(patch), "message": "candidate"}]},
+            "base": {"rev": "HEAD~1"}, "candidate": {"rev": "HEAD"},
+            "workload": {"entry": "model_workload:setup", "path": str(workloads)},
+            "rounds": 6, "slots": 1, "timeouts": {"run_s": 60, "campaign_s": 3600}}
+    body.update(fields)
+    path = where / "model.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def run_fake(where: Path, model: Model | None = None, out: Path | None = None, launcher=None, overrides=None,
+             **fields):
+    """(Outcome, launcher) of a whole campaign on the model worker; the bundle at out
+    (default where/bundle)."""
+    from harness.engine.runner import Runner
+    from harness.plan import spec
+
+    path = write_fake_campaign(where, **fields)
+    launcher = launcher or ModelLauncher(model or Model())
+    runner = Runner(spec.load(path, overrides or {}), (out or where / "bundle").absolute(), launcher=launcher)
+    return runner.run(), launcher
+
+
+sys.modules.setdefault("fakes", sys.modules[__name__])

@@ -1,0 +1,85 @@
+"""The campaign loop on the fake launcher: order, rounds, `rounds: auto`, timeouts, interruption,
+a whole campaign's statistics, and the bundle it seals (which both checkers must accept), with
+no worker process at all."""
+from __future__ import annotations
+
+import signal
+
+from fakes import Model, ModelLauncher, run_fake
+from harness import contract as C, rehash
+from harness.bundle import read
+from harness.judge.verify import verify
+
+
+def test_a_whole_campaign_on_the_model_worker_verifies(tmp_path):
+    outcome, launcher = run_fake(tmp_path, Model(ratio=0.5, noise=0.02))
+    assert outcome.comparison["status"] == "complete"
+    assert outcome.comparison["stats"]["verdict"] == "improved"
+    assert 0.45 < outcome.comparison["stats"]["paired"]["geomean_ratio"] < 0.55
+    check = rehash.rehash(str(outcome.out))
+    assert not check.problems, check.problems
+    report = verify(outcome.out)
+    assert report.exit_code == 0, report.problems or report.unusable
+    labels = [lnch.label for lnch in launcher.launches]
+    assert labels[:2] == ["check:base", "check:candidate"]
+    assert labels[2:] == [label for label, _ in C.labels(outcome.comparison["order"])]
+
+
+def test_order_follows_the_seed_and_every_run_measures_the_planned_items(tmp_path):
+    outcome, _ = run_fake(tmp_path, Model(items=9), seed=7, workload={"entry": "model_workload:setup",
+                                                                      "path": "workloads", "items": 4})
+    bundle = read.load(outcome.out)
+    assert bundle.campaign["order"] == C.round_order(6, 7, 0)
+    assert bundle.runner["items_all"] == [f"item-{i}" for i in range(9)]
+    assert bundle.runner["items"] == C.subset(bundle.runner["items_all"], 4)
+    assert all([it.id for it in r.items] == bundle.runner["items"] for r in bundle.runs)
+
+
+def test_rounds_auto_takes_what_the_first_rounds_pace_fits(tmp_path):
+    # each run ~ item_s * items + 0.4 s: a 60 s budget over a ~1 s first round
+    outcome, _ = run_fake(tmp_path, Model(items=6, item_s=0.1), rounds="auto", budget_s=60, min_rounds=5)
+    campaign = read.load(outcome.out).campaign
+    pace = sum(r.process.wall_s for r in read.load(outcome.out).runs[:2])
+    assert campaign["rounds"] == C.auto_rounds(60, pace, 5)
+    assert not rehash.rehash(str(outcome.out)).problems
+
+
+def test_a_worker_past_its_timeout_fails_the_campaign(tmp_path):
+    outcome, _ = run_fake(tmp_path, Model(hang={"A2"}), timeouts={"run_s": 5, "campaign_s": 3600})
+    c = outcome.comparison
+    assert c["status"] == "failed" and "killed after" in c["reason"]
+    assert [r["label"] for r in c["runs"]][-1] == "A2" and c["runs"][-1]["status"] == "timeout"
+    assert not rehash.rehash(str(outcome.out)).problems
+
+
+def test_a_failed_worker_ends_the_campaign_and_the_bundle_says_so(tmp_path):
+    outcome, _ = run_fake(tmp_path, Model(fail={"B2"}))
+    c = outcome.comparison
+    assert c["status"] == "failed" and c["runs"][-1]["label"] == "B2"
+    assert not rehash.rehash(str(outcome.out)).problems
+
+
+def test_an_interruption_seals_a_failed_bundle(tmp_path):
+    def interrupt(n, launch):
+        if launch.label == "A3":
+            signal.raise_signal(signal.SIGINT)
+
+    outcome, _ = run_fake(tmp_path, launcher=ModelLauncher(Model(), on_launch=interrupt))
+    c = outcome.comparison
+    assert c["status"] == "failed" and "interrupted by SIGINT" in c["reason"]
+    assert not rehash.rehash(str(outcome.out)).problems
+
+
+def test_a_vs_a_on_the_model_makes_no_claim(tmp_path):
+    outcome, _ = run_fake(tmp_path, Model(ratio=1.0, noise=0.03, seed=3), rounds=20)
+    assert outcome.comparison["stats"]["verdict"] in ("equal", "inconclusive")
+
+
+def test_outputs_one_ulp_apart_agree_only_within_a_declared_tolerance(tmp_path):
+    exact, _ = run_fake(tmp_path / "exact", Model(differ=True))
+    assert exact.comparison["parity"]["agree"] is False
+    within, _ = run_fake(tmp_path / "within", Model(differ=True), parity={"max_ulp": 4})
+    p = within.comparison["parity"]
+    assert p["agree"] is True and p["identical"] is False and p["tolerance"]["max_ulp_seen"] == 1
+    assert not rehash.rehash(str(within.out)).problems
+    assert verify(within.out).exit_code == 0
