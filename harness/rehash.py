@@ -392,8 +392,8 @@ def load_doc(check, kind, rel, required=True):
     schema = value.get("schema") if isinstance(value, dict) else None
     if schema != C.SCHEMAS[kind]:
         check.fail(rel, f"schema {short(schema)}: this checker reads {C.SCHEMAS[kind]} only; a bundle of another "
-                        "version of the harness is not judged by other rules: re-run the campaign (`harness run`, or "
-                        "`harness reproduce` for a bundle that names its campaign)", "parsing")
+                        "version of the harness is not judged by other rules: re-run its campaign with this harness "
+                        "(`harness run` of the campaign file at its campaign_path)", "parsing")
         return None
     problems = conform(kind, value)
     for where, problem in problems:

@@ -28,7 +28,7 @@ from harness import contract as C
 from harness import records
 from harness.bundle import arrays as tensors
 from harness.bundle.write import manifest_text
-from harness.records import TAG_FILES
+from harness.contract import TAG_FILES
 from harness.files import sha256_file
 
 REHASH = Path(__file__).resolve().parents[1] / "rehash.py"
