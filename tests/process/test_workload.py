@@ -120,9 +120,10 @@ def test_a_bundle_of_the_previous_format_is_refused_with_one_line(demo_bundle):
     (demo_bundle / C.CAMPAIGN_JSON).write_text(json.dumps(campaign, indent=2) + "\n")
     tamper.reseal(demo_bundle)
     for problems in checkers(demo_bundle):
-        assert problems == ['data/campaign.json: [parsing] schema "abba-harness/campaign/v4": a bundle of an older '
-                            'harness (before abba-harness/campaign/v5, which stores the workload); re-run the '
-                            'campaign to get one these checkers verify'], problems
+        assert problems == [f'data/campaign.json: [parsing] schema "abba-harness/campaign/v4": this checker reads '
+                            f'{C.SCHEMAS["campaign"]} only; a bundle of another version of the harness is not judged '
+                            'by other rules: re-run its campaign with this harness (`harness run` of the campaign file '
+                            'at its campaign_path)'], problems
 
 
 # --- verify --repo -----------------------------------------------------------------------------
