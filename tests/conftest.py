@@ -90,6 +90,18 @@ def write_campaign(path: Path, tree: Path, patch: Path, workload_dir: Path, entr
     return path
 
 
+def small_campaign(where: Path, source: str, entry: str, **fields) -> Path:
+    """A campaign over a one-file package whose candidate changes X, with the workload module
+    `source` (dedented) as the entry's module; `fields` update the YAML."""
+    import textwrap
+
+    tree, patch = make_target(where, {"pkg/__init__.py": "X = 1\n"}, {"pkg/__init__.py": "X = 2\n"})
+    workloads = where / "workloads"
+    workloads.mkdir()
+    (workloads / f"{entry.split(':')[0]}.py").write_text(textwrap.dedent(source))
+    return write_campaign(where / "c.yaml", tree, patch, workloads, entry, **fields)
+
+
 def cache_env(cache: Path) -> dict[str, str]:
     """The test process's environment with a private target cache."""
     return {**os.environ, "ABBA_HARNESS_CACHE": str(cache)}
