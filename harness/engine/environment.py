@@ -207,7 +207,9 @@ def interpreter(python: str | None, base: Path) -> dict:
     asked of the interpreter itself; InterpreterError when it cannot run them (too old, no numpy)."""
     path = resolve_python(python, base)
     try:
-        proc = subprocess.run([path, "-c", INTERPRETER_PROBE], capture_output=True, text=True, timeout=120,
+        # -I: isolated, so the packages listed are the interpreter's own (not what the folder it
+        # is asked from, or PYTHONPATH, would add)
+        proc = subprocess.run([path, "-I", "-c", INTERPRETER_PROBE], capture_output=True, text=True, timeout=120,
                               stdin=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", ""),
                                                              "PYTHONNOUSERSITE": "1"})
     except (OSError, subprocess.TimeoutExpired) as exc:
