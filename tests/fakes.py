@@ -145,3 +145,14 @@ def run_fake(where: Path, model: Model | None = None, out: Path | None = None, l
 
 
 sys.modules.setdefault("fakes", sys.modules[__name__])
+
+
+def record(label: str, variant: str, items: list, wall_s: float = 1.0, status: str = "ok"):
+    """A minimal RunRecord holding `items` (records.Item), for tests of what reads records."""
+    ok = status == "ok"
+    return records.RunRecord(
+        schema="", label=label, variant=variant, index=0, sha="0" * 40, status=status, reason=None if ok else "x",
+        exit_code=0 if ok else 1, wall_s=wall_s if ok else None, slots=1, items=items if ok else [], stages={},
+        stages_installed={}, imported_from=records.Imports(), metrics={}, machine=records.Machine(cores=2),
+        harness_source_sha256=None, workload_sha256=None, python=None, worker_started_at=None, worker_ended_at=None,
+        pid=1, process=records.Process(0.0, wall_s, wall_s), log=records.Log("", 0, "", 0, False))
