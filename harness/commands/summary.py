@@ -1,6 +1,7 @@
 """`harness summary BUNDLE [--trust FILE]`: the Markdown section a pull request quotes, from a
 bundle that verifies (harness/render/summary.py says what it holds). Exit 0, 1 the bundle does
-not verify (nothing printed to paste), 2 unusable input."""
+not verify, or with --trust its signature does not hold (nothing printed to paste), 2 unusable
+input (a trust file that cannot be used too)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,6 +29,8 @@ def main(args) -> int:
     if entry.problems:
         return error("summary", f"{bundle} does not verify ({entry.problems[0]}); there is no claim to post",
                      code=outcomes.PROBLEMS)
+    if entry.attestation_code:  # with --trust: a signature that does not hold is no claim to post either
+        return error("summary", f"{bundle}: {entry.attestation}", code=entry.attestation_code)
     try:
         print(summary.render(entry.bundle, args.bundle, entry.signer), end="")
     except read.BundleError as exc:
