@@ -48,6 +48,10 @@ def main(args) -> int:
     if args.trust and args.no_verify:
         return error("compare", "--trust checks the signatures of verified bundles; drop --no-verify",
                      code=outcomes.UNUSABLE)
+    from harness.commands.sign import unusable_trust
+
+    if unusable_trust("compare", args.trust):
+        return outcomes.UNUSABLE
     if len(args.bundles) == 2:
         return compare_two(*map(Path, args.bundles), trust=args.trust)
     return compare_one(Path(args.bundles[0]), args.no_verify, args.metric, trust=args.trust)

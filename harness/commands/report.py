@@ -49,13 +49,10 @@ def main(args) -> int:
     out = None if to_stdout else Path(args.output) if args.output else root / "REPORT.md"
     if to_stdout and args.check:
         return error("report", "--check needs a file, not '-o -'")
-    if args.trust:  # one line for a trust file that cannot be used, not one per bundle
-        from harness.attest import AttestError, keys
+    from harness.commands.sign import unusable_trust
 
-        try:
-            keys.load_trust(args.trust)
-        except AttestError as exc:
-            return error("report", exc, code=outcomes.UNUSABLE)
+    if unusable_trust("report", args.trust):  # one line for it, not one per bundle
+        return outcomes.UNUSABLE
     entries = survey(paths, Path(args.trust) if args.trust else None)
     report_dir = out.parent if out else root
     if not args.check and not to_stdout:

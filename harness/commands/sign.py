@@ -38,6 +38,20 @@ def main(args) -> int:
     return outcomes.OK
 
 
+def unusable_trust(command: str, trust) -> int:
+    """For `compare`, `report` and `summary --trust`, before any bundle is judged: 0, or 2
+    after one error line when the trust file cannot be used (not one line per bundle)."""
+    from harness.attest import AttestError, keys
+
+    if trust is None:
+        return outcomes.OK
+    try:
+        keys.load_trust(trust)
+    except AttestError as exc:
+        return error(command, exc, code=outcomes.UNUSABLE)
+    return outcomes.OK
+
+
 def load_key(command: str, path):
     """For `run --sign` and `reproduce --sign`, before anything runs: (key, 0), or (None,
     2) after one error line when the key cannot be used."""

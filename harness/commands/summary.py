@@ -24,6 +24,10 @@ def main(args) -> int:
     from harness.judge.survey import survey
     from harness.render import summary
 
+    from harness.commands.sign import unusable_trust
+
+    if unusable_trust("summary", args.trust):
+        return outcomes.UNUSABLE
     bundle = Path(args.bundle)
     entry = survey([bundle], Path(args.trust) if args.trust else None)[0]
     if entry.problems:
