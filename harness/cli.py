@@ -17,7 +17,7 @@ import os
 import sys
 
 COMMANDS = ("init", "check", "target", "run", "calibrate", "verify", "compare", "reproduce", "report", "summary",
-            "golden", "microbench", "selftest")
+            "sign", "golden", "microbench", "selftest")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,6 +8,10 @@ instructions` gates on the instruction counts' own verdict instead of the wall's
 interval, stage self CPU per variant) and whether their outputs agree (harness/judge/agreement.py).
 A is the reference and B the bundle judged, in the order given (never by the bundles' own clocks,
 which a forger sets): the exit code is B's verdict code, or 3 when the outputs differ.
+
+`--trust FILE` (an allowed_signers file) also checks each bundle's attestation (harness/attest)
+and prints who signed it; one that does not hold is exit 1, as a bundle that does not verify.
+Without it, a bundle's attestation shows as present, not verified.
 """
 from __future__ import annotations
 
@@ -31,6 +35,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="print the verdict without verifying the bundle first (the output says so)")
     p.add_argument("--metric", choices=("wall", "instructions"), default="wall",
                    help="the verdict the exit code follows: the wall's (default) or the instruction counts' own")
+    p.add_argument("--trust", metavar="FILE",
+                   help="an allowed_signers file: check each bundle's attestation (BUNDLE.intoto.json) and show who "
+                        "signed it; one that does not hold is exit 1, as a bundle that does not verify")
     p.set_defaults(func=main)
     return p
 
@@ -38,9 +45,32 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main(args) -> int:
     if len(args.bundles) > 2 or (len(args.bundles) == 2 and args.no_verify):
         return error("compare", "give one bundle, or two bundles without --no-verify", code=outcomes.UNUSABLE)
+    if args.trust and args.no_verify:
+        return error("compare", "--trust checks the signatures of verified bundles; drop --no-verify",
+                     code=outcomes.UNUSABLE)
+    from harness.commands.sign import unusable_trust
+
+    if unusable_trust("compare", args.trust):
+        return outcomes.UNUSABLE
     if len(args.bundles) == 2:
-        return compare_two(*map(Path, args.bundles))
-    return compare_one(Path(args.bundles[0]), args.no_verify, args.metric)
+        return compare_two(*map(Path, args.bundles), trust=args.trust)
+    return compare_one(Path(args.bundles[0]), args.no_verify, args.metric, trust=args.trust)
+
+
+def _signers(paths, trust) -> tuple[int, list[str]]:
+    """(0, a line per bundle with an attestation) or (exit code, nothing) after one error
+    line: with --trust, an attestation that does not hold fails the comparison as verify
+    would; without it, an attestation is only present, never trusted."""
+    from harness.attest.check import check
+
+    lines = []
+    for n, path in enumerate(paths, 1):
+        signed = check(path, trust)
+        if signed.exit_code:
+            return error("compare", f"{path}: {signed.line}", code=signed.exit_code), []
+        if signed.short:
+            lines.append(f"{f'bundle {n} ' if len(paths) > 1 else ''}{signed.short}")
+    return outcomes.OK, lines
 
 
 def _unverified(path: Path, consequence: str) -> int:
@@ -55,7 +85,7 @@ def _unverified(path: Path, consequence: str) -> int:
     return report.exit_code
 
 
-def compare_two(a: Path, b: Path) -> int:
+def compare_two(a: Path, b: Path, trust=None) -> int:
     """Two bundles of one campaign: one table, stage CPU per variant, outputs agreement."""
     from harness.bundle import read
     from harness.judge import agreement
@@ -65,6 +95,9 @@ def compare_two(a: Path, b: Path) -> int:
         code = _unverified(path, "no comparison")
         if code:
             return code
+    code, signers = _signers((a, b), trust)
+    if code:
+        return code
     x, y = read.load(a), read.load(b)
     apart = agreement.other_campaign(x.campaign, y.campaign)
     if apart:
@@ -91,6 +124,8 @@ def compare_two(a: Path, b: Path) -> int:
         print("\nStage self CPU (s per run, mean over the stage runs; bundle 1's most base CPU first):\n")
         print(table(list(stages.values())))
     print(f"\nmachines: {why}")
+    for text in signers:
+        print(text)
     print(f"items: {'the same' if x.runner['items'] == y.runner['items'] else 'NOT the same'} "
           f"({len(x.runner['items'])} and {len(y.runner['items'])})")
     from harness.judge.reproduce import divergence_lines, outputs_text
@@ -106,7 +141,7 @@ def compare_two(a: Path, b: Path) -> int:
     return code
 
 
-def compare_one(target: Path, no_verify: bool, metric: str = "wall") -> int:
+def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None) -> int:
     from harness import rehash
     from harness.bundle import read
     from harness.render.text import stage_summary
@@ -121,6 +156,9 @@ def compare_one(target: Path, no_verify: bool, metric: str = "wall") -> int:
         code = _unverified(target, "no verdict (run `harness verify` for every problem)")
         if code:
             return code
+    code, signers = _signers([target], trust) if not no_verify else (outcomes.OK, [])
+    if code:
+        return code
     try:
         comparison = read.read_json(path, limit=read.limit_of(C.COMPARISON))
     except read.BundleError as exc:
@@ -132,6 +170,8 @@ def compare_one(target: Path, no_verify: bool, metric: str = "wall") -> int:
             return error("compare", f"{path}: {where}: {problem} (not a comparison.json of {C.FORMAT})",
                          code=outcomes.UNUSABLE)
     print(outcomes.line(comparison) + (" [not verified: --no-verify]" if no_verify else ""))
+    for text in signers:
+        print(text)
     for text in stage_summary(comparison):
         print(text)
     if metric == "instructions":

@@ -26,7 +26,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="write nothing; exit 1 when the output file differs from what the bundles produce")
     p.add_argument("--root", default=".", metavar="DIR",
                    help="repository root: where evidence/ lives and what paths in the report are relative to")
-    p.add_argument("--trust", metavar="FILE", help="an allowed_signers file: show who signed each bundle")
+    p.add_argument("--trust", metavar="FILE",
+                   help="an allowed_signers file: show who signed each bundle that has an attestation "
+                        "(BUNDLE.intoto.json; exit 1 when one does not hold); without it an attestation shows as "
+                        "present, not verified")
     p.set_defaults(func=main)
     return p
 
@@ -46,6 +49,10 @@ def main(args) -> int:
     out = None if to_stdout else Path(args.output) if args.output else root / "REPORT.md"
     if to_stdout and args.check:
         return error("report", "--check needs a file, not '-o -'")
+    from harness.commands.sign import unusable_trust
+
+    if unusable_trust("report", args.trust):  # one line for it, not one per bundle
+        return outcomes.UNUSABLE
     entries = survey(paths, Path(args.trust) if args.trust else None)
     report_dir = out.parent if out else root
     if not args.check and not to_stdout:
@@ -60,7 +67,10 @@ def main(args) -> int:
     failing = [e for e in entries if e.problems]
     for e in failing:
         error("report", f"{e.path} does not verify ({e.problems[0]}); REPORT.md says so at its section")
-    code = outcomes.PROBLEMS if failing else outcomes.OK
+    unsigned = [e for e in entries if e.attestation_code]
+    for e in unsigned:
+        error("report", f"{e.path}: {e.attestation}; REPORT.md says so at its section")
+    code = max((e.attestation_code for e in unsigned), default=outcomes.OK) if not failing else outcomes.PROBLEMS
     if to_stdout:
         sys.stdout.write(text)
         return code

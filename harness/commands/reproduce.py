@@ -1,10 +1,11 @@
-"""`harness reproduce BUNDLE [--repo PATH] [--campaign FILE] [--out DIR] [--force] [--order ORDER | --rounds N] [--items N]`:
+"""`harness reproduce BUNDLE [--repo PATH] [--campaign FILE] [--out DIR] [--force] [--order ORDER | --rounds N] [--items N] [--sign KEY]`:
 re-run the campaign a bundle records, seal a new bundle with a reproduction receipt, and
-say whether the claim held (harness/reproduce.py has the rules).
+say whether the claim held (harness/judge/reproduce.py has the rules); with --sign, sign the
+new bundle, whose claim names the original's digest (harness/attest).
 
 Exit codes: 0 reproduced, 8 not contradicted (the re-run could not tell), 9 partial (not the
 same items), 7 not reproduced, 3 outputs differ, 4 a run failed; 1 the original does not
-verify, 2 unusable input or refused (nothing was run)."""
+verify, 2 unusable input or refused (nothing was run; a key that cannot sign too)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,6 +32,9 @@ def add_parser(sub) -> None:
     p.add_argument("--order", help="a cheaper order than the recorded one, e.g. AB (a weaker check; it says so)")
     p.add_argument("--rounds", metavar="N|auto", help="N rounds (or auto) instead of the recorded order or rounds")
     p.add_argument("--items", type=int, metavar="N", help="re-run N of the items, evenly spread (a weaker check)")
+    p.add_argument("--sign", metavar="KEY",
+                   help="sign the new bundle with this OpenSSH Ed25519 private key; its claim names the original's "
+                        "digest (the key is loaded before anything runs)")
     p.set_defaults(func=main)
 
 
@@ -44,6 +48,13 @@ def main(args) -> int:
     from harness.judge.verify import verify
 
     bundle, repo = Path(args.bundle), Path(args.repo)
+    key = signed = None
+    if args.sign:  # a key that cannot sign stops the reproduction before anything runs
+        from harness.commands.sign import in_the_way, load_key
+
+        key, code = load_key("reproduce", args.sign)
+        if key is None:
+            return code
     # The original must verify, then still match the repository (campaign file, golden
     # file, each revision's tree digest): otherwise the re-run would test other code.
     report = verify(bundle, repo=repo)
@@ -66,6 +77,9 @@ def main(args) -> int:
             for line in reproduce.plan_lines(campaign):
                 print(f"will run: {line}", flush=True)
             out = Path(args.out) if args.out else reproduce.fresh_out(bundle)
+            blocked = in_the_way("reproduce", out, args.force) if key is not None else 0
+            if blocked:
+                return blocked
             progress.note(f"reproduction: writing the new bundle to {out}")
             result = reproduce.reproduce(original, campaign, out, force=args.force, progress=progress)
     except PreflightError as exc:
@@ -74,12 +88,20 @@ def main(args) -> int:
         return error("reproduce", exc)
     except Interrupted as exc:
         return error("reproduce", exc, code=outcomes.FAILED)
+    if key is not None:  # right after sealing: "reproduced by" becomes a signed statement
+        from harness.commands.sign import sign_sealed
+
+        code, signed = sign_sealed("reproduce", key, result.out, force=args.force)
+        if code:
+            return code
     r = result.receipt
     if result.note:
         print(f"note: {result.note}")
     print(f"original: {bundle} (digest {original.digest}) on {original.machine.text()}")
     new = bundlereader.load(result.out)
     print(f"reproduction: {result.out} (digest {result.digest}) on {new.machine.text()}")
+    if signed:
+        print(signed)
     print(f"machines: {r['machines']['why']}")
     print(f"scope: {r['scope']['note']}")
     print(f"outputs: {reproduce.outputs_text(r['outputs'])}")

@@ -1,7 +1,9 @@
-"""`harness run CAMPAIGN [--out DIR] [--force] [overrides]`: run a campaign and seal its bundle.
+"""`harness run CAMPAIGN [--out DIR] [--force] [--sign KEY] [overrides]`: run a campaign and seal
+its bundle; with --sign, sign it right after sealing (harness/attest, BUNDLE.intoto.json).
 
 Exit codes: 0 complete, outputs agree, 3 parity mismatch, 4 a run failed or timed out (or
-the campaign was interrupted), 2 usage or input error (then no bundle is written)."""
+the campaign was interrupted), 2 usage or input error (then no bundle is written), or a key
+that cannot sign (loaded before anything runs)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,6 +46,9 @@ def add_parser(sub) -> None:
     p.add_argument("--out", help="bundle directory to create (default: out/<campaign name>)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing bundle at --out (only a bundle of this harness is replaced)")
+    p.add_argument("--sign", metavar="KEY",
+                   help="sign the sealed bundle with this OpenSSH Ed25519 private key (BUNDLE.intoto.json beside "
+                        "it; the key is loaded before anything runs)")
     add_overrides(p)
     p.set_defaults(func=main)
 
@@ -54,10 +59,20 @@ def main(args) -> int:
     from harness.render.text import stage_summary
     from harness.outcomes import RUN_EXIT_MEANING, line as verdict_line
 
+    key = signed = None
+    if args.sign:  # a key that cannot sign stops the campaign before anything runs
+        from harness.commands.sign import in_the_way, load_key
+
+        key, code = load_key("run", args.sign)
+        if key is None:
+            return code
     try:
         with Progress() as progress:
             campaign = load_campaign(args)
             out = Path(args.out) if args.out else Path("out") / campaign.name
+            blocked = in_the_way("run", out, args.force) if key is not None else 0
+            if blocked:
+                return blocked
             runner = Runner(campaign, out.absolute(), force=args.force, progress=progress)
             outcome = runner.run()
     except PreflightError as exc:
@@ -67,6 +82,12 @@ def main(args) -> int:
         return error("run", exc)
     except Interrupted as exc:
         return error("run", exc, code=FAILED)
+    if key is not None:  # right after sealing
+        from harness.commands.sign import sign_sealed
+
+        code, signed = sign_sealed("run", key, outcome.out, force=args.force)
+        if code:
+            return code
     result = outcome.comparison
     for warning in runner.warnings:
         print(f"warning: {warning}")
@@ -94,6 +115,8 @@ def main(args) -> int:
               f"{golden['items']} golden items" + (" (this campaign runs a subset)" if subset else ""))
     # The verdict as `harness compare` gives it; this command's own exit code is below.
     print(verdict_line(result, exit_word="harness compare would exit"))
+    if signed:
+        print(signed)
     print(f"digest: {outcome.digest}")
     print(f"exit: {outcome.exit_code} ({RUN_EXIT_MEANING[outcome.exit_code]})")
     return outcome.exit_code

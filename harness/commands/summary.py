@@ -1,6 +1,7 @@
 """`harness summary BUNDLE [--trust FILE]`: the Markdown section a pull request quotes, from a
 bundle that verifies (harness/render/summary.py says what it holds). Exit 0, 1 the bundle does
-not verify (nothing printed to paste), 2 unusable input."""
+not verify, or with --trust its signature does not hold (nothing printed to paste), 2 unusable
+input (a trust file that cannot be used too)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,11 +24,17 @@ def main(args) -> int:
     from harness.judge.survey import survey
     from harness.render import summary
 
+    from harness.commands.sign import unusable_trust
+
+    if unusable_trust("summary", args.trust):
+        return outcomes.UNUSABLE
     bundle = Path(args.bundle)
     entry = survey([bundle], Path(args.trust) if args.trust else None)[0]
     if entry.problems:
         return error("summary", f"{bundle} does not verify ({entry.problems[0]}); there is no claim to post",
                      code=outcomes.PROBLEMS)
+    if entry.attestation_code:  # with --trust: a signature that does not hold is no claim to post either
+        return error("summary", f"{bundle}: {entry.attestation}", code=entry.attestation_code)
     try:
         print(summary.render(entry.bundle, args.bundle, entry.signer), end="")
     except read.BundleError as exc:

@@ -1,5 +1,7 @@
-"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE]`: exit 0 intact, 1 a problem (each on
-its own line), 2 unusable input."""
+"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE] [--trust FILE [--attestation FILE]]`:
+exit 0 intact (and, with --trust, its signature verified), 1 a problem (each on its own line; a
+signature that does not hold is one), 2 unusable input (a trust file that cannot be used too).
+Without --trust an attestation beside the bundle is reported present, never trusted."""
 from __future__ import annotations
 
 from harness import outcomes
@@ -18,18 +20,35 @@ def add_parser(sub) -> None:
     p.add_argument("--original", metavar="BUNDLE",
                    help="for a bundle `harness reproduce` made: re-derive its reproduction receipt from it and this "
                         "original bundle")
+    p.add_argument("--trust", metavar="FILE",
+                   help="an allowed_signers file (principal and ssh-ed25519 key per line, as `ssh-keygen -Y verify` "
+                        "and git use): also check the bundle's attestation and say who signed it")
+    p.add_argument("--attestation", metavar="FILE",
+                   help="the attestation to check (default: BUNDLE.intoto.json beside the bundle)")
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
+    from harness.attest.check import FAILED, check
     from harness.judge.verify import verify
 
+    if args.attestation and not args.trust:
+        return error("verify", "--attestation names the attestation --trust checks; give --trust FILE",
+                     code=outcomes.UNUSABLE)
     report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original)
     if report.unusable:
         return error("verify", report.unusable, code=outcomes.UNUSABLE)
+    # The signature (harness/attest): only a bundle that verifies is ever "signed by" (a
+    # repository that moved on, [anchors], leaves the bundle itself intact).
+    intact = not [p for p in report.problems if "[anchors]" not in p]
+    signed = check(args.bundle, args.trust, args.attestation, intact=intact)
     for problem in report.problems:
         print(f"FAIL {problem}")
     if report.problems:
+        if signed.exit_code == outcomes.UNUSABLE:
+            error("verify", signed.line)
+        elif signed.line:
+            print(f"FAIL {signed.line}" if signed.state == FAILED else signed.line)
         anchors_only = all("[anchors]" in p for p in report.problems)
         print(f"{args.bundle}: {len(report.problems)} problem(s); "
               + ("the bundle itself is intact, but the repository no longer holds what it ran (a file named above "
@@ -39,6 +58,14 @@ def main(args) -> int:
     print(f"OK {args.bundle}: {report.files} payload files and {report.arrays} arrays re-hashed, every file and field "
           f"of the contract, record rules hold, campaign.yaml agrees, comparison re-derived; status {report.status}; "
           f"digest {report.digest}")
-    for note in report.notes:
+    for note in report.notes + list(signed.notes):
         print(f"note: {note}")
-    return 0
+    if signed.exit_code == outcomes.UNUSABLE:
+        return error("verify", signed.line, code=outcomes.UNUSABLE)
+    if signed.state == FAILED:
+        print(f"FAIL {signed.line}")
+        print(f"{args.bundle}: the bundle is intact, but its attestation does not hold; do not trust its signature")
+        return outcomes.PROBLEMS
+    if signed.line:
+        print(signed.line)
+    return outcomes.OK

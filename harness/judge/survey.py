@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from harness import contract as C
+from harness import contract as C, outcomes
 
 
 @dataclass
@@ -30,13 +30,18 @@ class Reproduction:
 @dataclass
 class Entry:
     """One bundle: its path, what `harness verify` said, the loaded bundle (None when it could
-    not be read), its reproductions, who signed it, and its picture (relative to the report)."""
+    not be read), its reproductions, who signed it, and its picture (relative to the report).
+    An attestation that is not verified says why in `attestation`: present, not verified (no
+    trust file given: never trusted), or its signature does not hold (`attestation_code`
+    outcomes.PROBLEMS, or outcomes.UNUSABLE for a trust file that cannot be used)."""
     path: Path
     problems: list = field(default_factory=list)
     bundle: object = None  # harness.bundle.read.Bundle
     reproductions: list = field(default_factory=list)
     signer: Optional[str] = None
     figure: Optional[str] = None
+    attestation: Optional[str] = None
+    attestation_code: int = 0
 
 
 def find_bundles(root: os.PathLike | str) -> list[Path]:
@@ -84,17 +89,25 @@ def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
             path=e.path, verdict=receipt["verdict"], reason=receipt["reason"], machine=b.machine.text(),
             measured=reproduce.ratio_text(receipt["timing"]["measured"]), scope=receipt["scope"]["note"],
             outputs=reproduce.outputs_text(receipt["outputs"]), rederived=same))
-    if trust is not None:
-        for e in entries:
-            if e.bundle is not None:
-                e.signer = signer(e.path, trust)
+    from harness.attest import AttestError, check
+
+    for e in entries:
+        if e.bundle is None:
+            continue
+        if trust is None:
+            e.attestation = check.presence(e.path)
+            continue
+        try:
+            e.signer = signer(e.path, trust)
+        except AttestError as exc:
+            e.attestation = str(exc)
+            e.attestation_code = outcomes.UNUSABLE if exc.unusable else outcomes.PROBLEMS
     return entries
 
 
 def signer(bundle: Path, trust: Path) -> Optional[str]:
-    """Who signed the bundle (its attestation beside it, checked with the trust file), or None."""
-    try:
-        from harness.attest import check
-    except ImportError:
-        return None
+    """Who signed the bundle (its attestation beside it, checked with the trust file), or None
+    when it has none; harness.attest.AttestError (one line) when its signature does not hold."""
+    from harness.attest import check
+
     return check.signer_line(bundle, trust)

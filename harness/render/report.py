@@ -55,9 +55,27 @@ def summary(entries: list, root: Path) -> str:
                      if c["parity"]["agree"] else "DIFFERS",
                      "items": f"{c['items']['planned']} of {c['items']['of']}",
                      "disturbed runs": str(len(c["stats"]["load"]["overloaded"])),
-                     "machine": cell(_made_on(b)), "verified": "yes", "signed": cell(e.signer) if e.signer else "-",
+                     "machine": cell(_made_on(b)), "verified": "yes", "signed": _signed_cell(e),
                      "digest": code(b.digest[:16])})
     return table(rows, right=("candidate/base [95% CI]", "speed-up", "disturbed runs"))
+
+
+def _signed_cell(e) -> str:
+    """The summary table's `signed` column: who signed it (verified with the trust file), or
+    why not; an attestation never checked is present, never trusted."""
+    if e.signer:
+        return cell(e.signer)
+    if e.attestation:
+        return "**does not hold**" if e.attestation_code else "present, not verified"
+    return "-"
+
+
+def _signed_fact(e) -> str:
+    if e.signer:
+        return f"signed by {cell(e.signer)}"
+    if e.attestation:
+        return f"**{cell(e.attestation, 1000)}**" if e.attestation_code else cell(e.attestation)
+    return "not signed"
 
 
 def how_to_check() -> list[str]:
@@ -93,7 +111,7 @@ def section(e, root: Path) -> str:
              f"{campaign['slots']} slot(s)", f"{c['items']['planned']} of the {c['items']['of']} items the workload "
              "gives", f"golden file: {golden['items_checked']} of its {golden['items']} items checked"
              if golden else "no golden file", f"made on {cell(_made_on(b))}",
-             f"signed by {cell(e.signer)}" if e.signer else "not signed"]
+             _signed_fact(e)]
     if b.reproduction is not None:
         facts.append(f"a reproduction of the bundle with digest {code(b.reproduction['original']['digest'][:16])}")
     lines += ["; ".join(facts) + ".", ""]
