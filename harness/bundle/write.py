@@ -69,7 +69,7 @@ class Claim:
 def _identity(path: Path) -> tuple | None:
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     return (st.st_dev, st.st_ino)
 

@@ -121,8 +121,11 @@ def scope(original: read.Bundle, reproduction: read.Bundle) -> dict:
     same = items_a == items_b
     missing = [i for i in items_a if i not in set(items_b)]
     extra = [i for i in items_b if i not in set(items_a)]
-    plan = f"{rounds[1]} rounds against the original's {rounds[0]}" if rounds[1] != rounds[0] else \
-        f"{rounds[1]} rounds, as the original"
+    def n_rounds(n):
+        return f"{n} round{'s' if n != 1 else ''}"
+
+    plan = f"{n_rounds(rounds[1])} against the original's {rounds[0]}" if rounds[1] != rounds[0] else \
+        f"{n_rounds(rounds[1])}, as the original"
     if same:
         note = f"the same {len(items_b)} items; {plan}"
     else:
