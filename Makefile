@@ -24,8 +24,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	rm -rf out/demo
 	$(BIN)/harness run campaigns/span_finding_quick.yaml --out out/demo
-	$(BIN)/harness verify out/demo
+	$(BIN)/harness verify out/demo --repo .
 	$(BIN)/python -S harness/rehash.py out/demo
+	@echo
+	@echo "Next:"
+	@echo "  .venv/bin/harness summary out/demo      # the claim as a Markdown section for a pull request"
+	@echo "  .venv/bin/harness reproduce out/demo    # re-run it and judge the claim by the re-run"
+	@echo "  .venv/bin/harness init --entry MODULE:FUNCTION --repo YOUR_REPO   # your own change (README)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,3 +1,3 @@
-"""abba-harness: A/B/B/A performance campaigns with parity and sealed evidence."""
+"""abba-harness: interleaved A/B performance campaigns with output parity and sealed, re-checkable evidence."""
 
 __version__ = "0.1.0"

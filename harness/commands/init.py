@@ -1,9 +1,11 @@
 """`harness init`: write a minimal, commented campaign for a repository and two revisions.
 
 Five keys are set (name, target, base, candidate, workload); every other key is shown as a
-comment holding its default, so the file documents what a run will do."""
+comment holding its default, so the file documents what a run will do (docs/campaign.md has
+each key). Revisions are quoted: YAML would read an all-digit short SHA as a number."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -11,16 +13,20 @@ from pathlib import Path
 from harness.plan import spec
 
 TEMPLATE = """\
-# A/B/B/A campaign written by `harness init`. Relative paths are relative to this file.
+# An interleaved A/B campaign written by `harness init`: shuffled rounds of one base (A) and one
+# candidate (B) run, each a fresh process. Relative paths are relative to this file.
 # Check it with `harness check {file}`, run it with `harness run {file} --out DIR`.
 name: {name}
 target:
   repo: {repo}                  # the git repository holding the code under test
 base:
   rev: {base}                   # any commit-ish; the bundle records the full SHA
+  # python: null                # this variant's own interpreter (two interpreters on one commit)
   # fence: {{path/in/tree.py: <sha256>}}   # optional: pin files of this revision by hash
 candidate:
   rev: {candidate}              # WORKTREE = the repository's uncommitted (tracked) changes
+# python: null                  # the workers' interpreter (a path, or a command such as python3.9), CPython
+#                               # 3.9+ with numpy; null: the harness's own. The code's dependencies go there.
 workload:
   entry: {entry}                # module:function returning an object with .items and .run(item)
   path: {workload_path}         # folder holding that module, outside the revision tree
@@ -34,13 +40,19 @@ workload:
 #                               # least min_rounds (or rounds: N; order: ABBA, explicit; seed: N pins the shuffle)
 # budget_s: {budget_s:g}                # rounds: auto: the time the rounds may take
 # min_rounds: {rounds}              # rounds: auto: at least this many
-# slots: {slots}                # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
+# slots: {slots}                      # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
 # timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
 # stages: {{}}                  # name: module:function, timed as per-stage thread CPU
 # stage_rounds: {stage_rounds}            # with stages: rounds of stage runs, the only ones with wrappers
 # env: {{}}                     # extra environment variables for the workers
 # golden: null                  # {{path, sha256}}: digests every run must reproduce
 # verdict: {{threshold: {threshold:g}}}   # relative band inside which the change counts as equal
+# noise_floor: null             # {{path, sha256}} of `harness calibrate`'s file: no claim smaller than the floor
+# parity: {{max_ulp: null}}       # floats may differ by N units in the last place ("equal within N ULP");
+#                               # null: bit for bit
+# metrics: [wall]               # [wall, instructions]: also count instructions under valgrind, a verdict of
+#                               # their own that a noisy machine cannot move
+# instructions: {{items: null, runs: {instruction_runs}}}   # with metrics [wall, instructions]: items per run, runs per variant
 """
 
 
@@ -74,8 +86,9 @@ def main(args) -> int:
         return os.path.relpath(Path(path).resolve(), here)
 
     name = args.name or "".join(c if c.isalnum() or c in "_.-" else "_" for c in repo.name)[:64] or "campaign"
-    text = TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=args.base,
-                           candidate=args.candidate, entry=args.entry, workload_path=rel(args.workload_path),
+    text = TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=json.dumps(args.base),
+                           candidate=json.dumps(args.candidate), entry=args.entry,
+                           workload_path=rel(args.workload_path), instruction_runs=spec.DEFAULT_INSTRUCTION_RUNS,
                            rounds=spec.DEFAULT_ROUNDS, budget_s=spec.DEFAULT_BUDGET_S, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
                            slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
                            campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD)

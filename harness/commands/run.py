@@ -41,7 +41,7 @@ def load_campaign(args) -> spec.Campaign:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="run an A/B/B/A campaign and seal its evidence bundle")
+    p = sub.add_parser("run", help="run an interleaved A/B campaign (shuffled rounds of fresh processes) and seal its evidence bundle")
     p.add_argument("campaign", help="campaign YAML file")
     p.add_argument("--out", help="bundle directory to create (default: out/<campaign name>)")
     p.add_argument("--force", action="store_true",

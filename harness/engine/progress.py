@@ -5,6 +5,10 @@ import sys
 import time
 
 
+def _kind(label: str) -> str:
+    return "instructions" if label.startswith("I") else "wall"
+
+
 def _fmt(seconds: float) -> str:
     seconds = int(round(seconds))
     return f"{seconds // 60}:{seconds % 60:02d}"
@@ -15,7 +19,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.bar = None
-        self.durations: list[float] = []
+        self.durations: list[tuple[str, float]] = []  # (label, seconds) of each finished run
         self.last_refresh = 0.0
 
     def note(self, msg: str) -> None:
@@ -43,10 +47,18 @@ class Progress:
             self.bar.refresh()
 
     def _estimate(self, index: int) -> str:
-        if not self.durations:
+        """What is left, each kind of run at its own pace: a run under valgrind (IA1, IB1) takes
+        tens of times a wall run; until one has run, it is left out and said to be."""
+        left = self.labels[index:]
+        paces = {}
+        for label, seconds in self.durations:
+            paces.setdefault(_kind(label), []).append(seconds)
+        if not paces:
             return "estimate after the first run"
-        mean = sum(self.durations) / len(self.durations)
-        return f"about {_fmt(mean * (len(self.labels) - index))} left"
+        known = [label for label in left if _kind(label) in paces]
+        total = sum(sum(paces[_kind(label)]) / len(paces[_kind(label)]) for label in known)
+        unknown = len(left) - len(known)
+        return f"about {_fmt(total)} left" + (f" and {unknown} instruction run(s) not yet timed" if unknown else "")
 
     def run_started(self, index: int, label: str, variant: str) -> None:
         self.run_t0 = time.monotonic()
@@ -64,7 +76,7 @@ class Progress:
 
     def run_finished(self, index: int, label: str, record) -> None:
         """record: the RunRecord or InstructionRecord the run gave."""
-        self.durations.append(time.monotonic() - self.run_t0)
+        self.durations.append((label, time.monotonic() - self.run_t0))
         wall = getattr(record, "wall_s", None)
         count = getattr(record, "instructions", None)
         detail = (f"timed {wall:.3f} s" if wall is not None else f"{count:,} instructions" if count is not None

@@ -446,6 +446,7 @@ class Runner:
                                 f"{_first_difference(base['items'], cand['items'])}): both revisions must run the same "
                                 "items")
             self.items_all = list(base["items"])
+            self.warnings += self._too_noisy(seen)
             if base["item"] == cand["item"] and base["fields"] != cand["fields"]:
                 differ = sorted(n for n in set(base["fields"]) | set(cand["fields"])
                                 if base["fields"].get(n) != cand["fields"].get(n))
@@ -454,9 +455,27 @@ class Runner:
                     f"{', '.join(differ[:3])}): parity will fail"
                     + ("" if self.campaign.max_ulp is not None else
                        "; if the change moves floats in their last bits by design, declare `parity: {max_ulp: N}`"))
-        return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()})
+        return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
+                                                {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
 
-    def _uncalled_stages(self, calls: dict[str, dict]) -> list[str]:
+    def _too_noisy(self, seen: dict) -> list[str]:
+        """A note when the pre-flight item's own repeats moved by more than the verdict's band:
+        wall time may not resolve a change that small here, instruction counts can."""
+        import statistics
+
+        spreads = []
+        for result in seen.values():
+            walls = result.get("repeats") or []
+            if len(walls) >= 3 and statistics.median(walls) > 0:
+                spreads.append((max(walls) - min(walls)) / statistics.median(walls))
+        band = self.campaign.threshold
+        if not spreads or max(spreads) <= 2 * band or self.campaign.instructions is not None:
+            return []
+        return [f"pre-flight: the item's wall moved by {100 * max(spreads):.0f}% over a few repeats in one process, "
+                f"against an equal band of +-{100 * band:.0f}%: wall time on this machine may not resolve a change "
+                "that small; `metrics: [wall, instructions]` adds instruction counts, which noise does not move"]
+
+    def _uncalled_stages(self, calls: dict[str, dict], homes: dict | None = None) -> list[str]:
         """Stages that neither revision called in its pre-flight item: a setup mistake (each
         run would record 0 calls and pass). One revision calling a stage less is the change's
         business: parity on call counts, or `calls: per_variant`, judges that."""
@@ -468,6 +487,11 @@ class Runner:
         if not never:
             return []
         named = ", ".join(f"'{name}' ({stages[name]})" for name in never)
+        moved = [f"'{name}' is defined as {homes[name]}: the path names a re-export, and the code calls the "
+                 f"function where it is defined; use `{name}: {homes[name]}`" for name in never if name in (homes or {})]
+        if moved:
+            return [f"{self.campaign.source}: stages: {named} never called in either revision's pre-flight item: "
+                    + "; ".join(moved)]
         return [f"{self.campaign.source}: stages: {named} never called in either revision's pre-flight item: "
                 "the code calls it through a name bound before the wrapper was installed (an alias such as "
                 "`f = module.func`, a registry, a default argument), or the path names a function this "

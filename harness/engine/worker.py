@@ -167,8 +167,40 @@ def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
     return fields
 
 
+def stage_homes(stages: dict) -> dict:
+    """Where each stage's function is defined, when that is not where its path names it (a
+    re-export: `pkg:func` with func from pkg.impl, whose own callers never see a wrapper on pkg)."""
+    from harness.engine import stagetimer
+
+    out = {}
+    for name, path in stages.items():
+        try:
+            _, _, value = stagetimer.resolve(path)
+        except Exception:  # noqa: BLE001 - install() reports it
+            continue
+        fn = getattr(value, "__func__", value)
+        module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+        if isinstance(module, str) and isinstance(qualname, str) and f"{module}:{qualname}" != path:
+            out[name] = f"{module}:{qualname}"
+    return out
+
+
+def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 5) -> list:
+    """The pre-flight item run again a few times (at most budget_s): how much its wall moves
+    here, for the runner's note when the machine is too noisy for the verdict's band."""
+    walls, end = [], time.perf_counter() + budget_s
+    while len(walls) < most and time.perf_counter() < end:
+        t0 = time.perf_counter()
+        try:
+            workload.run(item_id)
+        except Exception:  # noqa: BLE001 - it returned once; a flaky item is the runs' business
+            break
+        walls.append(time.perf_counter() - t0)
+    return walls
+
+
 def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, timer=None,
-                   stages: dict | None = None, items_all: list | None = None) -> int:
+                   stages: dict | None = None, items_all: list | None = None, homes: dict | None = None) -> int:
     """The pre-flight: run items untimed, in order, until one returns (items may raise:
     recorded errors are allowed when alike in both revisions), check its outputs, and write
     what was seen. Only a workload whose every item raises fails here, as its runs would.
@@ -191,11 +223,13 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
         if hasattr(workload, "sync"):
             workload.sync()
         fields = store_outputs(item_id, outputs, arrays_dir)
+        calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
+        repeats = repeat_walls(workload, item_id)
         if hasattr(workload, "close"):
             workload.close()
-        calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
         atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": items_all,
-                                        "stage_calls": calls, "python": to_json(Interpreter.current())})
+                                        "stage_calls": calls, "stage_homes": homes or {}, "repeats": repeats,
+                                        "python": to_json(Interpreter.current())})
         return 0
     raise SystemExit(f"workload.entry: run() raised on every item ({len(raised)}); the first: {raised[0]}")
 
@@ -334,6 +368,7 @@ def main(job_path: str) -> int:
     timer = stagetimer.StageTimer()
     # An instruction run counts the code as it is: no stage wrappers in its region.
     stages = job["stages"] if job["mode"] != "instructions" else {}
+    homes = stage_homes(stages) if job["mode"] == "check" else {}
     try:
         installed = stagetimer.install(stages, timer, frozenset(job.get("optional_stages", ())))
     except stagetimer.StageError as exc:  # its message names the stage path and the cause, not its class
@@ -364,7 +399,7 @@ def main(job_path: str) -> int:
 
     if job["mode"] == "check":
         return check_protocol(workload, contract.subset(items, job["workload"]["items"]), arrays_dir,
-                              job["result_path"], timer, job["stages"], items)
+                              job["result_path"], timer, job["stages"], items, homes)
     if items != job["items_all"]:
         raise SystemExit(f"workload.entry: setup() gave {len(items)} items, not the {len(job['items_all'])} the "
                          "pre-flight found (the item list must be the same in every run of a campaign)")

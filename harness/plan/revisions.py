@@ -155,16 +155,19 @@ def untracked_files(repo: Path) -> list[str]:
 
 
 def untracked_hint(campaign: Campaign, repo: Path, problem: str) -> str:
-    """For a pre-flight problem of a WORKTREE revision that is "No module named 'X'": the
-    module exists in the working tree as a file git does not track (or ignores)."""
+    """For a pre-flight problem of a WORKTREE revision that names a module it cannot import
+    ("No module named 'X'", or "cannot import name 'm' from (partially initialized module) 'pkg'",
+    which is how `from pkg import m` fails when pkg/m.py is absent): the module exists in the
+    working tree as a file git does not track (or ignores)."""
     import re
 
     match = re.search(r"No module named '([\w.]+)'", problem)
+    named = re.search(r"cannot import name '(\w+)' from (?:partially initialized module )?'([\w.]+)'", problem)
     variant = next((v for v in ("base", "candidate") if campaign.revision(v).rev == WORKTREE
                     and f": {v} (" in problem), None)
-    if not match or variant is None:
+    if not (match or named) or variant is None:
         return ""
-    rel = match.group(1).replace(".", "/")
+    rel = (match.group(1) if match else f"{named.group(2)}.{named.group(1)}").replace(".", "/")
     roots = [*campaign.workload.sys_path, "."]
     candidates = [os.path.normpath(f"{root}/{rel}{suffix}") for root in roots for suffix in (".py", "/__init__.py")]
     present = [c for c in candidates if (repo / c).is_file()]
