@@ -193,6 +193,9 @@ CPU_TOL_S = 1e-6  # self vs inclusive stage CPU: float sums
 ITEM_CLOCK_TOL_S = 3e-4  # an item's thread CPU may read above its wall by this much: one clock read, and
 # under load on a VM 0.13 ms was seen (the thread CPU and monotonic clocks are kept apart)
 PROCESS_TOL_S = 0.05  # a process's wall vs its end - start: the runner reads both clocks back to back
+CLOCK_RATE_TOL = 0.01  # the wall clock and the monotonic one may run apart while the system clock is
+# slewed: 0.5% was measured on a VM (an 11 s process 56 ms apart); a comparison of the two over a span
+# gets this share of the span on top of its absolute tolerance
 CREATE_TOL_S = 1.5  # psutil's create time vs the runner's start: boot time is whole seconds in /proc/stat
 CALL_FLOOR_S = 1e-8  # no stage call completes in less CPU-wall than this: bounds a call count
 TIMEOUT_TOL, TIMEOUT_GRACE_S = 0.1, 10.0  # a process or campaign may outlive its timeout by the kill
@@ -402,7 +405,7 @@ def F(type_, rule, *, lo=None, hi=None, size=None, values=None, key=None, option
     list dict any int|str; a trailing "?" allows null. lo/hi bound a number; size bounds a
     string's length or a list's or map's entries; values: an enum's words; key: the pattern of
     a map's keys (on "*" fields); optional: the key may be absent (only in maps of options)."""
-    null = type_.endswith("?")
+    null = type_.endswith("?") or type_ == "any"  # any JSON value, null among them
     return Field(type_.rstrip("?"), rule, null, optional, lo, hi, size, tuple(values) if values else None, key)
 
 

@@ -796,14 +796,19 @@ def timeout_bound(timeout_s):
     return timeout_s * (1 + C.TIMEOUT_TOL) + C.TIMEOUT_GRACE_S
 
 
+def clock_tol(span_s, absolute=None):
+    """How far a wall-clock reading and a monotonic span may disagree over span_s."""
+    return (C.CLOCK_TOL_S if absolute is None else absolute) + C.CLOCK_RATE_TOL * abs(span_s)
+
+
 def check_process(check, rel, process, runner, campaign):
     """A run's process: its wall fits between its start and end, which lie inside the
     campaign's, and it lived no longer than the run timeout lets it."""
-    if process["ended_at"] < process["started_at"] or \
-            abs(process["wall_s"] - (process["ended_at"] - process["started_at"])) > C.PROCESS_TOL_S:
+    if process["ended_at"] < process["started_at"] or abs(process["wall_s"] - (
+            process["ended_at"] - process["started_at"])) > clock_tol(process["wall_s"], C.PROCESS_TOL_S):
         check.fail(rel, "process wall does not fit between its start and end", "physics")
     if process["started_at"] < runner["started_at"] - C.CLOCK_TOL_S or \
-            process["ended_at"] > runner["ended_at"] + C.CLOCK_TOL_S:
+            process["ended_at"] > runner["ended_at"] + clock_tol(process["wall_s"]):
         check.fail(rel, "process ran outside the campaign's start and end (runner.json)", "physics")
     if process["wall_s"] > timeout_bound(campaign["timeouts"]["run_s"]):
         check.fail(rel, f"its process lived {process['wall_s']:.6g} s, past the run timeout of "
@@ -905,8 +910,9 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
                    "physics")
     if status == "ok":
         w0, w1 = iso_epoch(record["worker_started_at"]), iso_epoch(record["worker_ended_at"])
+        span = clock_tol(process["wall_s"])
         if w0 is None or w1 is None or not (process["started_at"] - C.CLOCK_TOL_S <= w0 <= w1 <=
-                                            process["ended_at"] + C.CLOCK_TOL_S) or wall > w1 - w0 + C.CLOCK_TOL_S:
+                                            process["ended_at"] + span) or wall > w1 - w0 + span:
             check.fail(rel, "the worker's own start and end do not hold its timed wall inside its process", "physics")
     # items: exactly the planned ones, in order
     if status == "ok" and [it["id"] for it in record["items"]] != runner["items"]:
@@ -1138,8 +1144,10 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
         before = by_label.get(after) if after is not None else None
         later = by_label.get(plan[at + 1][0]) if at + 1 < len(plan) else None
         prev = out[-1] if out and out[-1]["after"] == after else before
-        if (prev is not None and record["process"]["started_at"] < prev["process"]["ended_at"] - C.CLOCK_TOL_S) or \
-                (later is not None and later["process"]["started_at"] < record["process"]["ended_at"] - C.CLOCK_TOL_S):
+        if (prev is not None and record["process"]["started_at"] <
+                prev["process"]["ended_at"] - clock_tol(prev["process"]["wall_s"])) or \
+                (later is not None and later["process"]["started_at"] <
+                 record["process"]["ended_at"] - clock_tol(record["process"]["wall_s"])):
             check.fail(rel, "its process overlaps the run before or after it in the schedule", "physics")
         if status != "ok":
             if at + 1 != started:
@@ -1295,15 +1303,15 @@ def check_records(check, stored):
     if plan is None:
         return None
     started = runner["runs_started"]
-    runs, sound, previous_end = [], True, runner["started_at"]
+    runs, sound, previous_end = [], True, runner["started_at"] - C.CLOCK_TOL_S
     for index, (label, variant) in enumerate(plan[:started]):
         record = load_doc(check, "run", C.run_path(label))
         if record is None:
             return None
         sound &= check_run(check, record, label, index, variant, campaign, runner, env, index == started - 1)
-        if record["process"]["started_at"] < previous_end - C.CLOCK_TOL_S:
+        if record["process"]["started_at"] < previous_end:
             check.fail(C.run_path(label), "its process started before the previous run's ended", "physics")
-        previous_end = record["process"]["ended_at"]
+        previous_end = record["process"]["ended_at"] - clock_tol(record["process"]["wall_s"])
         check_log(check, record)
         runs.append(record)
     if campaign["budget_s"] is not None:

@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,8 +122,12 @@ class LocalLauncher:
                      if p.pid != proc.pid]
         self._kill_run(proc.pid, launch.label)
         self.ledger.kill_all(launch.label)
+        # One wall-clock reading anchors the process; its length is the monotonic clock's. Reading
+        # both clocks again at the end would put whatever preempts the runner between the two reads
+        # (tens of ms on a loaded machine) into the record as a process that does not add up.
+        wall_s = time.monotonic() - t0
         return Exit(proc.pid, proc.returncode, timed_out, leftovers,
-                    Process(started_at=started_at, ended_at=time.time(), wall_s=time.monotonic() - t0))
+                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s))
 
     def _kill_run(self, pgid: int, label: str) -> None:
         """Record every process of the run first, so the receipt lists what the kill ends."""
@@ -149,19 +152,21 @@ class LocalLauncher:
 # --- the fake: no process, a fake clock ----------------------------------------------------------
 class FakeClock:
     """Starts half a day ago (so a long fake campaign still ends before the checkers' now) and
-    moves only when told."""
+    moves only when told. rate: how much faster the wall clock runs than the monotonic one
+    (0.005: a system clock slewed at 500 ppm)."""
 
-    def __init__(self, start: float | None = None):
-        self.now = time.time() - 43200.0 if start is None else start
+    def __init__(self, start: float | None = None, rate: float = 0.0):
+        self.start = time.time() - 43200.0 if start is None else start
+        self.elapsed, self.rate = 0.0, rate
 
     def time(self) -> float:
-        return self.now
+        return self.start + self.elapsed * (1 + self.rate)
 
     def monotonic(self) -> float:
-        return self.now
+        return self.start + self.elapsed
 
     def advance(self, seconds: float) -> None:
-        self.now += seconds
+        self.elapsed += seconds
 
 
 @dataclass
@@ -182,8 +187,8 @@ class FakeLauncher:
     `on_launch(n, launch)` may act before the n-th launch (0-based), e.g. interrupt the runner."""
 
     def __init__(self, worker: Callable[[dict], FakeRun], environment: Optional[dict] = None,
-                 on_launch: Optional[Callable[[int, Launch], None]] = None):
-        self.clock = FakeClock()
+                 on_launch: Optional[Callable[[int, Launch], None]] = None, clock: Optional[FakeClock] = None):
+        self.clock = clock or FakeClock()
         self.worker = worker
         self.on_launch = on_launch
         self.launches: list = []

@@ -5,7 +5,6 @@ and packages, binds every run to its variant's, and verifies; an interpreter wit
 line at the pre-flight."""
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 

@@ -83,3 +83,19 @@ def test_outputs_one_ulp_apart_agree_only_within_a_declared_tolerance(tmp_path):
     assert p["agree"] is True and p["identical"] is False and p["tolerance"]["max_ulp_seen"] == 1
     assert not rehash.rehash(str(within.out)).problems
     assert verify(within.out).exit_code == 0
+
+
+def test_a_slewed_wall_clock_is_not_a_forgery(tmp_path):
+    """While the system clock is slewed its wall clock and the monotonic one run apart (0.5% was
+    measured on a VM: an 11 s process 56 ms apart): a campaign of minute-long runs recorded under
+    a clock 0.5% fast or slow verifies in both checkers."""
+    from harness.engine.launch import FakeClock
+
+    for rate in (0.005, -0.005):
+        out = tmp_path / f"rate{rate}"
+        launcher = ModelLauncher(Model(item_s=10.0), clock=FakeClock(rate=rate))
+        outcome, _ = run_fake(out, launcher=launcher, timeouts={"run_s": 600, "campaign_s": 36000})
+        assert outcome.comparison["status"] == "complete"
+        check = rehash.rehash(str(outcome.out))
+        assert not check.problems, (rate, check.problems)
+        assert verify(outcome.out).exit_code == 0
