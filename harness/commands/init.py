@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,6 +57,19 @@ workload:
 """
 
 
+COMMENT_COLUMN = 32
+
+
+def _aligned(text: str) -> str:
+    """Every trailing comment starts at one column, whatever length the value filled in."""
+    def line(raw: str) -> str:
+        m = re.match(r"^(.*?\S)\s{2,}(# .*)$", raw)
+        if not m:
+            return raw
+        return f"{m[1]:<{COMMENT_COLUMN - 1}} {m[2]}" if len(m[1]) < COMMENT_COLUMN - 1 else f"{m[1]}  {m[2]}"
+    return "\n".join(line(raw) for raw in text.split("\n"))
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("init", help="write a minimal commented campaign for a repository and two revisions")
     p.add_argument("--repo", default=".", help="the git repository (default: .)")
@@ -86,12 +100,12 @@ def main(args) -> int:
         return os.path.relpath(Path(path).resolve(), here)
 
     name = args.name or "".join(c if c.isalnum() or c in "_.-" else "_" for c in repo.name)[:64] or "campaign"
-    text = TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=json.dumps(args.base),
+    text = _aligned(TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=json.dumps(args.base),
                            candidate=json.dumps(args.candidate), entry=args.entry,
                            workload_path=rel(args.workload_path), instruction_runs=spec.DEFAULT_INSTRUCTION_RUNS,
                            rounds=spec.DEFAULT_ROUNDS, budget_s=spec.DEFAULT_BUDGET_S, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
                            slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
-                           campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD)
+                           campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD))
     try:
         spec.loads(text.encode(), out.absolute())  # what we write must load
     except spec.SpecError as exc:

@@ -70,18 +70,32 @@ def test_readme_traps_say_what_the_harness_says(tmp_path):
     assert staged.returncode == 0, staged.stderr  # staged is enough, as the README says
 
 
-def test_readme_notes_cover_the_four_traps_and_say_where_reproduce_writes(tmp_path, monkeypatch):
+def test_readme_notes_cover_the_traps_and_say_where_reproduce_writes(tmp_path, monkeypatch):
     """Issue 21: the section's notes cover the src layout, untracked files, `slots: 1` for
-    pure-Python code (the block sets it; the first test checks the bundle records it) and
-    where `harness reproduce` writes, which is what its default --out does."""
+    pure-Python code (the default; the first test checks the bundle records it), the
+    workers' interpreter, a noisy machine, and where `harness reproduce` writes, which is
+    what its default --out does. Every sed in the block changes the file it edits."""
     from harness.judge import reproduce
 
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Benchmark your own change"):text.index("## Commands and exit codes")]
     for note in ("**src layout.**", "**Untracked files.**", "**`slots: 1` for pure-Python code.**",
+                 "**Your interpreter and its dependencies.**", "**A noisy machine.**",
                  "**Where `harness reproduce` writes.**"):
         assert note in section, note
-    assert "sed -i 's|^# slots: 4 |slots: 1   |' bench/campaign.yaml" in section
+    block = re.search(r"<!-- own-change -->\n```sh\n(.*?)\n```", text, re.S).group(1)
+    seds = re.findall(r"^(sed -i .*? bench/campaign.yaml)", block, re.M)
+    assert seds
+    (tmp_path / "bench").mkdir()
+    written = subprocess.run([sys.executable, "-m", "harness", "init", "--entry", "bench_total:setup",
+                              "--workload-path", "bench", "-o", "bench/campaign.yaml", "--repo", str(ROOT)],
+                             cwd=tmp_path, capture_output=True, text=True)
+    assert written.returncode == 0, written.stderr
+    for sed in seds:
+        before = (tmp_path / "bench/campaign.yaml").read_text()
+        subprocess.run(["bash", "-c", sed], cwd=tmp_path, check=True)
+        assert (tmp_path / "bench/campaign.yaml").read_text() != before, \
+            f"`{sed}` no longer changes what `harness init` writes"
     where = " ".join(section[section.index("**Where `harness reproduce` writes.**"):].split("\n\n")[0].split())
     assert "`harness reproduce bench/out`" in where and "under the current folder's `out/`" in where
     first, second = re.findall(r"`(out/[^`]+)`", where)[:2]
