@@ -79,7 +79,7 @@ def test_readme_notes_cover_the_traps_and_say_where_reproduce_writes(tmp_path, m
 
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Benchmark your own change"):text.index("## Commands and exit codes")]
-    for note in ("**src layout.**", "**Untracked files.**", "**`slots: 1` for pure-Python code.**",
+    for note in ("**src layout.**", "**Untracked files.**", "**`slots: 1` for pure-Python code**",
                  "**Your interpreter and its dependencies.**", "**A noisy machine.**",
                  "**Where `harness reproduce` writes.**"):
         assert note in section, note
