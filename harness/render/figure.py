@@ -62,6 +62,23 @@ def _thin(ax, count: int) -> None:
     ax.set_xticks(range(1, count + 1, step))
 
 
+def _log_scale(ax, which: str = "y", digits: int = 3) -> None:
+    """A log axis labelled in plain numbers (0.95, not 9.5x10^-1); minor ticks are labelled only
+    when the axis spans less than a decade, where they are the only ticks."""
+    axis, lim = (ax.yaxis, ax.get_ylim) if which == "y" else (ax.xaxis, ax.get_xlim)
+    (ax.set_yscale if which == "y" else ax.set_xscale)("log")
+
+    def major(v, _):
+        return f"{v:.{digits}g}"
+
+    def minor(v, _):
+        lo, hi = sorted(lim())
+        return major(v, _) if lo > 0 and math.log10(hi / lo) < 1 else ""
+
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(major))
+    axis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
+
+
 def _rounds(ax, stats: dict, overloaded: set, name: str) -> None:
     pairs = stats["rounds"]["pairs"]
     logs = stats["rounds"]["log_ratios"]
@@ -80,8 +97,7 @@ def _rounds(ax, stats: dict, overloaded: set, name: str) -> None:
     band = stats["band"]
     ax.axhspan(1 - band, 1 + band, color="#2ca02c", alpha=0.08, label=f"equal band +-{100 * band:.1f}%")
     ax.axhline(1.0, color="#2ca02c", linewidth=0.6, linestyle=":")
-    ax.set_yscale("log")  # ratios multiply: 0.5 and 2 lie as far from 1
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
+    _log_scale(ax, "y")  # ratios multiply: 0.5 and 2 lie as far from 1
     ax.set_xlabel("round (execution order)")
     ax.set_ylabel("candidate / base")
     ax.set_title(f"{name}: {stats['verdict']}, {len(logs)} rounds")
@@ -118,8 +134,7 @@ def _items(ax, bundle, timed: list, stats: dict) -> None:
     band = stats["band"]
     ax.axvspan(1 - band, 1 + band, color="#2ca02c", alpha=0.08)
     ax.axvline(1.0, color="#2ca02c", linewidth=0.6, linestyle=":")
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
+    _log_scale(ax, "x")
     left = f"; {len(rows) - len(shown)} middle items not drawn" if len(rows) > len(shown) else ""
     ax.set_title(f"per item: candidate/base and 95% interval over the rounds, worst first ({len(rows)} items{left})",
                  fontsize=9)
@@ -144,7 +159,7 @@ def _walls(ax, timed: list, overloaded: set) -> None:
         ax.scatter(*zip(*hit), s=70, facecolors="none", edgecolors=LOAD, linewidths=1.2, label="disturbed")
     walls = [r.wall_s for r in timed]
     if walls and max(walls) / max(min(walls), 1e-12) > 5:
-        ax.set_yscale("log")
+        _log_scale(ax, "y")
     ax.set_xlabel("timed run (execution order)")
     ax.set_ylabel("timed wall (s)")
     ax.set_title("timed wall per run", fontsize=9)
@@ -177,7 +192,7 @@ def _instructions(ax, ins: dict) -> None:
     ax.set_xticks([0, 1])
     ax.set_xticklabels(["base", "candidate"])
     ax.set_ylabel("instructions (measured region)")
-    ax.set_yscale("log")
+    _log_scale(ax, "y", digits=6)
     ax.set_title(f"instructions: {ins['verdict']}, ratio {ins['ratio']:.4f}", fontsize=9)
 
 
