@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from harness.commands import error
+from harness.outcomes import error
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,6 +21,15 @@ NOT_CONTRADICTED = 8  # reproduce: the re-run could not tell (too wide, or no cl
 PARTIAL = 9  # reproduce: the two bundles do not cover the same items
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
+def error(command: str, *lines, code: int = UNUSABLE) -> int:
+    """Print each line as `harness COMMAND: error: LINE` on stderr; return the exit code."""
+    import sys
+
+    for line in lines:
+        print(f"harness {command}: error: {line}", file=sys.stderr)
+    return code
+
+
 EXIT_CODES = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
 RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed"}
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,

@@ -39,11 +39,12 @@ class Signed:
     statement: dict
 
 
-def sign(bundle: str | os.PathLike, key, out: str | os.PathLike | None = None, force: bool = False,
-         verified: bool = False) -> Signed:
+def sign(bundle: str | os.PathLike, key, verified, out: str | os.PathLike | None = None,
+         force: bool = False) -> Signed:
     """Write the attestation of bundle, signed with key (keys.SigningKey), at out (default
-    BUNDLE.intoto.json): only for a bundle that verifies (verified=True: the caller has just
-    checked it), never over an existing file unless force, never half-written."""
+    BUNDLE.intoto.json): only for a bundle that verifies (verified: the caller's verify report
+    of it, harness.judge.verify; attest sits below the judge and never calls it), never over an
+    existing file unless force, never half-written."""
     from harness.attest import claim, dsse
     from harness.bundle import read
     from harness.files import dumps_json
@@ -52,15 +53,11 @@ def sign(bundle: str | os.PathLike, key, out: str | os.PathLike | None = None, f
     target = Path(out) if out else attestation_path(bundle)
     if not force and os.path.lexists(target):
         raise AttestError(f"{target} exists; --force replaces it", unusable=True)
-    if not verified:
-        from harness.judge.verify import verify
-
-        report = verify(bundle)
-        if report.unusable:
-            raise AttestError(report.unusable, unusable=True)
-        if report.problems:
-            raise AttestError(f"{bundle} does not verify ({len(report.problems)} problem(s), the first: "
-                              f"{report.problems[0]}); a bundle that does not verify is never signed")
+    if verified.unusable:
+        raise AttestError(verified.unusable, unusable=True)
+    if verified.problems:
+        raise AttestError(f"{bundle} does not verify ({len(verified.problems)} problem(s), the first: "
+                          f"{verified.problems[0]}); a bundle that does not verify is never signed")
     try:
         loaded = read.load(bundle)
         derived = claim.predicate(loaded)

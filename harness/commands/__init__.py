@@ -1,11 +1,4 @@
-"""One module per subcommand; helpers they share."""
+"""One module per subcommand (cli.COMMANDS lists them). Their one-line error is outcomes'."""
 from __future__ import annotations
 
-import sys
-
-
-def error(command: str, *lines, code: int = 2) -> int:
-    """Print each line as `harness COMMAND: error: LINE` on stderr; return the exit code."""
-    for line in lines:
-        print(f"harness {command}: error: {line}", file=sys.stderr)
-    return code
+from harness.outcomes import error  # noqa: F401 (every command's `harness COMMAND: error: LINE`)

@@ -27,10 +27,11 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from harness.attest import AttestError, claim, keys
     from harness.attest.check import sign
+    from harness.judge.verify import verify
 
     try:
         key = keys.load_private(args.key)
-        signed = sign(args.bundle, key, out=args.out, force=args.force)
+        signed = sign(args.bundle, key, verify(args.bundle), out=args.out, force=args.force)
     except AttestError as exc:
         return error("sign", exc, code=outcomes.UNUSABLE if exc.unusable else outcomes.PROBLEMS)
     print(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, digest {signed.digest}")
@@ -82,9 +83,10 @@ def sign_sealed(command: str, key, bundle, force: bool) -> tuple[int, str]:
     one error line: the bundle stays, unsigned."""
     from harness.attest import AttestError
     from harness.attest.check import sign
+    from harness.judge.verify import verify
 
     try:
-        signed = sign(bundle, key, force=force)
+        signed = sign(bundle, key, verify(bundle), force=force)
     except AttestError as exc:
         return error(command, f"{bundle} is sealed but not signed: {exc}", code=outcomes.UNUSABLE), ""
     return outcomes.OK, f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint})"

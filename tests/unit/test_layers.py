@@ -1,0 +1,67 @@
+"""The layout is the data's journey and imports only point down it: a module imports from its
+own package or from a layer below, never above (lazy imports included), so a change in the
+report never reaches the runner and the reviewer's checker stays at the bottom."""
+from __future__ import annotations
+
+import ast
+
+from conftest import ROOT
+
+# Bottom first. contract and rehash: the closed contract and its standard-library checker;
+# then the records, the bundle on disk, the statistics, the exit codes and words, the plan,
+# the engine that runs it, signatures, the judges, the renderers, fleets, self-tests, commands.
+LAYERS = [
+    {"contract"},
+    {"rehash", "records", "files"},
+    {"bundle"},
+    {"comparison"},
+    {"outcomes"},
+    {"clone"},
+    {"plan"},
+    {"engine"},
+    {"attest"},
+    {"judge"},
+    {"render"},
+    {"fleet"},
+    {"selftest"},
+    {"commands"},
+    {"cli"},
+    {"__main__"},
+]
+LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
+PACKAGE = ROOT / "harness"
+
+
+def _unit(path) -> str:
+    """The layer unit a file belongs to: its sub-package, or its module at the top."""
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imported(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names)
+
+
+def test_every_module_has_a_layer():
+    units = {_unit(p) for p in PACKAGE.rglob("*.py")} - {"__init__"}
+    assert sorted(units - set(LAYER)) == []
+
+
+def test_imports_point_down_the_journey():
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        me = _unit(path)
+        if me == "__init__":
+            continue
+        for name in _imported(ast.parse(path.read_text())):
+            parts = name.split(".")
+            if parts[0] != "harness" or len(parts) < 2 or parts[1] not in LAYER or parts[1] == me:
+                continue
+            if LAYER[parts[1]] >= LAYER[me]:
+                upward.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert upward == []
