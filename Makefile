@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet 'torch==2.13.0'
-	$(BIN)/pip install --quiet -e '.[campaigns,test]'
+	$(BIN)/pip install --quiet -e '.[campaigns,fleet,test]'
 	@# valgrind for the instruction-count tests: installed only where apt can (root, no prompt);
 	@# elsewhere those tests skip and say why.
 	command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \

@@ -17,7 +17,7 @@ import os
 import sys
 
 COMMANDS = ("init", "check", "target", "run", "calibrate", "verify", "compare", "reproduce", "report", "summary",
-            "sign", "golden", "microbench", "selftest")
+            "sign", "fleet", "golden", "microbench", "selftest")
 
 
 def build_parser() -> argparse.ArgumentParser:

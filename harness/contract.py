@@ -24,6 +24,7 @@ FORMAT = "abba-harness/bundle/v6"  # the bundle format this contract describes (
 SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
     "result": "abba-harness/result/v1",  # worker -> runner, not part of a bundle
+    "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "run": "abba-harness/run/v4",
     "instructions": "abba-harness/instructions/v3",
     "campaign": "abba-harness/campaign/v6",
@@ -722,6 +723,7 @@ FIELDS = {
         "fleet.scheduler": F("enum", "free", values=("ray",)),
         "fleet.node_id": F("str", "free", size=256),
         "fleet.cluster": F("str", "free", size=1024),
+        "fleet.cluster_id": F("str?", "free", size=256),
     },
     "revisions": {  # data/receipts/revisions.json
         "schema": F("str", "parsing: the revisions schema id"),

@@ -1,4 +1,5 @@
-"""`harness reproduce BUNDLE [--repo PATH] [--campaign FILE] [--out DIR] [--force] [--order ORDER | --rounds N] [--items N] [--sign KEY]`:
+"""`harness reproduce BUNDLE [--repo PATH] [--campaign FILE] [--out DIR] [--force] [--order ORDER | --rounds N]
+[--items N] [--sign KEY] [--fleet N [--address ADDR] [--timeout S] [--code ship|shared]]`:
 re-run the campaign a bundle records, seal a new bundle with a reproduction receipt, and
 say whether the claim held (harness/judge/reproduce.py has the rules); with --sign, sign the
 new bundle, whose claim names the original's digest (harness/attest).
@@ -35,10 +36,25 @@ def add_parser(sub) -> None:
     p.add_argument("--sign", metavar="KEY",
                    help="sign the new bundle with this OpenSSH Ed25519 private key; its claim names the original's "
                         "digest (the key is loaded before anything runs)")
+    p.add_argument("--fleet", type=int, metavar="N",
+                   help="re-run on N distinct Ray nodes at once (harness fleet), each judged as here; --out then holds "
+                        "one reproduction per node")
+    from harness.commands.fleet import add_cluster_options
+
+    add_cluster_options(p, fleet_flag=True)
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
+    if args.fleet is not None:
+        from harness.commands.fleet import reproduce_on_fleet
+
+        if args.sign or args.force:
+            return error("reproduce", "--sign and --force do not go with --fleet: the reproductions land in a new "
+                                      "--out; sign each one afterwards with `harness sign`")
+        return reproduce_on_fleet(args)
+    if args.address or args.timeout is not None or args.code != "ship":
+        return error("reproduce", "--address, --timeout and --code go with --fleet N")
     from harness.bundle import read as bundlereader
     from harness.judge import reproduce
     from harness.plan import spec

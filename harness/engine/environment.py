@@ -145,14 +145,20 @@ def capture(worker_env: dict[str, str], interpreters: dict) -> dict:
     }
 
 
+FLEET_NODE_ID = "ABBA_FLEET_NODE_ID"  # the Ray node id the job runs on (hex)
+FLEET_CLUSTER = "ABBA_FLEET_CLUSTER"  # the cluster: its GCS address as the caller reached it
+FLEET_CLUSTER_ID = "ABBA_FLEET_CLUSTER_ID"  # Ray's cluster id (hex), unique per cluster start
+
+
 def fleet() -> dict | None:
-    """Where a fleet job ran this campaign (`harness fleet run` sets these for the `harness run`
-    it starts on a node): the scheduler, its node id and the cluster; None off a fleet."""
-    node = os.environ.get("ABBA_FLEET_NODE_ID")
+    """Where a fleet job ran this campaign (harness/fleet sets these for the `harness run` it
+    starts on a node): the scheduler, its node id and the cluster; None off a fleet. What the
+    node says: only the caller can hold it to the node Ray ran the job on (fleet/collect.py)."""
+    node = os.environ.get(FLEET_NODE_ID)
     if not node:
         return None
-    return {"scheduler": os.environ.get("ABBA_FLEET_SCHEDULER", "ray"), "node_id": node[:256],
-            "cluster": os.environ.get("ABBA_FLEET_CLUSTER", "")[:1024]}
+    return {"scheduler": "ray", "node_id": node[:256], "cluster": os.environ.get(FLEET_CLUSTER, "")[:1024],
+            "cluster_id": os.environ.get(FLEET_CLUSTER_ID, "")[:256] or None}
 
 
 # --- the workers' interpreter ---------------------------------------------------------------

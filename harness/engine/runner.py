@@ -107,7 +107,11 @@ def _build_input(campaign: Campaign, inp) -> None:
             last = (result.stderr.strip().splitlines() or ["no output"])[-1]
             raise SpecError(f"{campaign.source}: inputs.{inp.name}.build: command failed "
                             f"(exit {result.returncode}): {last}")
-        os.rename(tmp, inp.path)
+        try:
+            os.rename(tmp, inp.path)
+        except OSError:
+            if not inp.path.exists():  # another run of the campaign built it first; its hash is checked next
+                raise
     finally:
         shutil.rmtree(tmp.parent, ignore_errors=True)
 
