@@ -33,10 +33,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stdout:
+    """stdout that outlives its reader: `harness compare B | head -1` may close the pipe before
+    the command is done. What is left to print goes to /dev/null and the command ends as it
+    would have, with its own exit code (a CI gate under `set -o pipefail` still sees a regression)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _reader_left(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+            self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     from harness import outcomes
 
     args = build_parser().parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()
@@ -45,9 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness {args.command}: error: interrupted", file=sys.stderr)
         return outcomes.INTERRUPTED
     except BrokenPipeError:
-        # `harness compare B | head`: the reader left; say nothing more and end quietly.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # written past the wrapper (a raw descriptor): the reader left; end quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return outcomes.OK
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

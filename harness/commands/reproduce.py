@@ -30,9 +30,11 @@ def add_parser(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="the new bundle (default: a fresh folder under ./out, "
                                                 "out/NAME.reproduction, or out/NAME.reproduction-2 and so on when taken)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
-    p.add_argument("--order", help="a cheaper order than the recorded one, e.g. AB (a weaker check; it says so)")
+    p.add_argument("--order", help="a cheaper order than the recorded one, e.g. AB (the scope line states the re-run's "
+                                   "rounds against the original's)")
     p.add_argument("--rounds", metavar="N|auto", help="N rounds (or auto) instead of the recorded order or rounds")
-    p.add_argument("--items", type=int, metavar="N", help="re-run N of the items, evenly spread (a weaker check)")
+    p.add_argument("--items", type=int, metavar="N", help="re-run N of the items, evenly spread (other items than the "
+                                                           "original's make the verdict partial)")
     p.add_argument("--sign", metavar="KEY",
                    help="sign the new bundle with this OpenSSH Ed25519 private key; its claim names the original's "
                         "digest (the key is loaded before anything runs)")

@@ -361,8 +361,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
 
     target = _target(r, top["target"])
     python = _python(r, top.get("python"), "python")
-    base = _revision(r, top["base"], "base", python)
-    candidate = _revision(r, top["candidate"], "candidate", python)
+    base = _revision(r, top["base"], "base", python, raw)
+    candidate = _revision(r, top["candidate"], "candidate", python, raw)
 
     wl = r.mapping(top["workload"], "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
     entry = r.string(wl["entry"], "workload.entry", ENTRY_RE, "'module:function'")
@@ -598,11 +598,26 @@ def _python(r: _Reader, value: Any, key: str) -> str | None:
                                                                    "python3.9")
 
 
-def _revision(r: _Reader, value: Any, variant: str, python: str | None = None) -> Revision:
+def _scalar_text(raw: bytes, keys: tuple[str, ...]) -> str | None:
+    """A scalar as the file spells it, found by its key path (None: not there): YAML reads the
+    short SHA 0123456 as the octal number 42798, so the fix must quote what was written."""
+    try:
+        node = yaml.compose(raw, Loader=_CampaignLoader)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        node = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
+def _revision(r: _Reader, value: Any, variant: str, python: str | None = None, raw: bytes = b"") -> Revision:
     m = r.mapping(value, variant, {"rev", "fence", "python"}, {"rev"})
     if isinstance(m["rev"], (int, float)) and not isinstance(m["rev"], bool):
+        written = _scalar_text(raw, (variant, "rev")) or m["rev"]
         raise r.fail(f"{variant}.rev", "a git commit-ish as a string: YAML reads an all-digit revision as a number "
-                                       f"(quote it: rev: \"{m['rev']}\")", m["rev"])
+                                       f"(quote it: rev: \"{written}\")", m["rev"])
     rev = r.string(m["rev"], f"{variant}.rev", re.compile(r"^[^\s-][^\s]*\Z"), "a git commit-ish")
     fence = m.get("fence") or {}
     if not isinstance(fence, dict):
