@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -32,6 +33,9 @@ FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYT
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 WORKER = "harness.engine.worker"
+# The pre-flight's timing notes: a base item under MIN_ITEM_S is mostly the process's own jitter
+# (a repeat of it moved by 300-1400% here under load); TIMED_ITEM_S is what to aim for.
+MIN_ITEM_S, TIMED_ITEM_S = 1e-3, 1e-2
 
 
 @dataclass
@@ -450,7 +454,7 @@ class Runner:
                                 f"{_first_difference(base['items'], cand['items'])}): both revisions must run the same "
                                 "items")
             self.items_all = list(base["items"])
-            self.warnings += self._too_noisy(seen)
+            self.warnings += self._timing_notes(seen)
             if base["item"] == cand["item"] and base["fields"] != cand["fields"]:
                 differ = sorted(n for n in set(base["fields"]) | set(cand["fields"])
                                 if base["fields"].get(n) != cand["fields"].get(n))
@@ -462,22 +466,39 @@ class Runner:
         return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
                                                 {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
 
-    def _too_noisy(self, seen: dict) -> list[str]:
-        """A note when the pre-flight item's own repeats moved by more than the verdict's band:
-        wall time may not resolve a change that small here, instruction counts can."""
+    def _timing_notes(self, seen: dict) -> list[str]:
+        """Notes from the pre-flight item's repeats in one process (the first left out: a fresh
+        process warms up): a base item too short to time, and, for items long enough to time,
+        repeats that moved by more than the verdict's band, where instruction counts can decide
+        what wall time here cannot."""
         import statistics
 
-        spreads = []
-        for result in seen.values():
-            walls = result.get("repeats") or []
-            if len(walls) >= 3 and statistics.median(walls) > 0:
-                spreads.append((max(walls) - min(walls)) / statistics.median(walls))
+        notes, spreads, medians = [], [], {}
+        for variant, result in seen.items():
+            walls = (result.get("repeats") or [])[1:]
+            if len(walls) < 3:
+                continue
+            median = medians[variant] = statistics.median(walls)
+            if median < MIN_ITEM_S:
+                if variant == "base":
+                    notes.append(
+                        f"pre-flight: item {result['item']} takes {1e3 * median:.3g} ms in the base: too short to "
+                        "time against a process's own jitter; have run() repeat its work about "
+                        f"{math.ceil(TIMED_ITEM_S / max(median, 1e-9))} times, so that an item takes "
+                        f"{1e3 * TIMED_ITEM_S:.0f} ms or more")
+                continue
+            spreads.append((max(walls) - min(walls)) / median)
         band = self.campaign.threshold
-        if not spreads or max(spreads) <= 2 * band or self.campaign.instructions is not None:
-            return []
-        return [f"pre-flight: the item's wall moved by {100 * max(spreads):.0f}% over a few repeats in one process, "
-                f"against an equal band of +-{100 * band:.0f}%: wall time on this machine may not resolve a change "
-                "that small; `metrics: [wall, instructions]` adds instruction counts, which noise does not move"]
+        # A change far larger than the noise (the item's two revisions apart by more than twice
+        # what its repeats moved) is resolved by wall time whatever the band.
+        apart = abs(math.log(medians["candidate"] / medians["base"])) \
+            if len(medians) == 2 and min(medians.values()) > 0 else 0.0
+        if spreads and max(spreads) > 2 * band and apart <= 2 * max(spreads) and self.campaign.instructions is None:
+            notes.append(f"pre-flight: the item's wall moved by {100 * max(spreads):.0f}% over a few repeats in one "
+                         f"process, against an equal band of +-{100 * band:.0f}%: wall time on this machine may not "
+                         "resolve a change that small; `metrics: [wall, instructions]` adds instruction counts, which "
+                         "noise does not move")
+        return notes
 
     def _uncalled_stages(self, calls: dict[str, dict], homes: dict | None = None) -> list[str]:
         """Stages that neither revision called in its pre-flight item: a setup mistake (each

@@ -266,6 +266,37 @@ def test_the_pre_flight_suggests_instruction_counts_when_the_item_is_erratic(tmp
                             "move"), note[0]
 
 
+def test_the_pre_flight_says_an_item_is_too_short_to_time_and_a_large_change_needs_no_note(tmp_path):
+    """An item of a few microseconds times the process's own jitter (its repeats moved by
+    300-1400% here): the pre-flight says so and how many repeats of its work would make ~10 ms.
+    The demo, whose candidate is hundreds of times faster, gets no note: a change far larger
+    than what the repeats moved is resolved by wall time whatever the band."""
+    tiny = '''
+        import numpy as np
+
+        import pkg
+
+
+        class Bench:
+            items = ["one", "two"]
+
+            def run(self, item):
+                return {"x": np.array([pkg.X], dtype=np.int64)}
+
+
+        def setup(ctx):
+            return Bench()
+    '''
+    result = harness("check", small_campaign(tmp_path, tiny, "tiny:setup"), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 0, result.stderr
+    note = [x for x in result.stdout.splitlines() if x.startswith("warning: pre-flight: item one takes ")]
+    assert len(note) == 1 and "in the base: too short to time" in note[0] and "have run() repeat its work about " \
+        in note[0] and note[0].endswith("so that an item takes 10 ms or more"), result.stdout
+    assert "the item's wall moved by" not in result.stdout  # an item too short to time is not called noisy
+    demo = harness("check", ROOT / "campaigns" / "demo.yaml")
+    assert demo.returncode == 0 and "warning:" not in demo.stdout, demo.stdout
+
+
 # --- 13. summary of a real bundle ---------------------------------------------------------------------
 def test_summary_of_the_demo_bundle_holds_the_claim_and_only_the_bundles_numbers(demo_bundle):
     """The user wanted a section to paste into the pull request. `harness summary` prints it in
