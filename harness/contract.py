@@ -210,7 +210,11 @@ MAX_INSTRUCTIONS_PER_S = 1e10
 # Instruction runs: the flags that count the measured region only, and the environment that
 # makes the count repeat (harness/engine/instructions.py builds the command from these).
 REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing", "--cache-sim=no")
-INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+# PYTHONMALLOC=malloc: pymalloc's cost depends on what setup left in its pools (the same loop
+# counted 1,611,254 or 1,715,758 instructions, 6.5% apart, after two setups; under the system
+# allocator 2,177,583 and 2,177,760), so base and candidate, whose setups differ, are counted
+# with the system allocator: the counts rank the code's work, they are not pymalloc's counts.
+INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                    "OPENBLAS_NUM_THREADS": "1"}
 
 # --- the campaign's defaults (harness/plan/spec.py) -------------------------------------------
