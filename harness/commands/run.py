@@ -51,7 +51,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from harness.engine.runner import Interrupted, PreflightError, Runner
     from harness.comparison.parity import divergence_lines
-    from harness.render.report import stage_summary
+    from harness.render.text import stage_summary
     from harness.outcomes import RUN_EXIT_MEANING, line as verdict_line
 
     try:
