@@ -1,20 +1,22 @@
-"""Simulated campaigns for the statistics: run records as a worker would write them, from a
-known true ratio and run-level noise, with no process and no clock (seeded numpy)."""
+"""Simulated campaigns for the statistics: run records (records.RunRecord, as the runner
+writes them) from a known true ratio and run-level noise, with no process and no clock
+(seeded numpy)."""
 from __future__ import annotations
 
 import numpy as np
 
+from fakes import item, run_record
 from harness import contract as C
 from harness import records
 
-MAX_ROUNDS = 100  # harness/spec.py
+MAX_ROUNDS = C.MAX_ROUNDS
 BASE_ITEMS = (0.012, 0.020, 0.031, 0.015, 0.026, 0.011, 0.018, 0.023)  # seconds
 
 
 def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, run_sd: float = 0.03,
              item_sd: float = 0.02, tails: bool = False, drift: float = 0.0, burst: float = 1.0,
              per_item: dict[int, float] | None = None, load: float = 0.0, spells: bool = False,
-             budget_s: float | None = None) -> list[dict]:
+             budget_s: float | None = None) -> list[records.RunRecord]:
     """Run records of one campaign of `rounds` shuffled rounds.
 
     Each run's items are scaled by one run-level factor (log-normal with sd `run_sd`, or a
@@ -31,7 +33,7 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     if budget_s is not None:
         first = campaign(rng, ratio=ratio, rounds=MAX_ROUNDS, run_sd=run_sd, item_sd=item_sd, tails=tails,
                          drift=drift, burst=burst, per_item=per_item, load=load, spells=spells)
-        keep = C.auto_rounds(budget_s, first[0]["wall_s"] + first[1]["wall_s"], rounds, MAX_ROUNDS)
+        keep = C.auto_rounds(budget_s, first[0].wall_s + first[1].wall_s, rounds, MAX_ROUNDS)
         return first[:2 * keep]
     order = C.round_order(rounds, int(rng.integers(0, 2**32)))
     slow = False
@@ -50,11 +52,10 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
         for j, base in enumerate(BASE_ITEMS):
             r = (per_item or {}).get(j, ratio) if variant == "candidate" else 1.0
             wall = float(base * r * factor * np.exp(item_sd * rng.standard_normal()))
-            items.append({"id": f"item{j}", "wall_s": wall, "cpu_s": wall, "fields": {}, "error": None})
-        wall = sum(it["wall_s"] for it in items) * 1.01
-        runs.append({"label": label, "variant": variant, "index": index, "status": "ok", "wall_s": wall,
-                     "items": items, "machine": {"loadavg_before": [0.5], "loadavg_after": [0.5], "cores": 2,
-                                                 "cpu_stall_s": wall * (1 - 1 / slowdown)}})
+            items.append(item(f"item{j}", wall))
+        wall = sum(it.wall_s for it in items) * 1.01
+        runs.append(run_record(label, items, variant=variant, index=index, wall_s=wall, loadavg_before=[0.5],
+                               loadavg_after=[0.5], cpu_stall_s=wall * (1 - 1 / slowdown)))
     return runs
 
 
