@@ -115,13 +115,17 @@ def run_record(label: str, items=(), *, variant: str | None = None, wall_s: floa
         wall_s = 1.01 * sum(it.wall_s for it in items) if items else 1.0
     stages = {name: s if isinstance(s, records.StageTotals) else records.StageTotals(**s)
               for name, s in (stages or {}).items()}
-    base = machine or records.Machine(cores=2, loadavg_before=[0.1, 0.1, 0.1], loadavg_after=[0.1, 0.1, 0.1])
+    if machine is None:
+        machine = records.Machine(**{"cores": 2, "loadavg_before": [0.1, 0.1, 0.1],
+                                     "loadavg_after": [0.1, 0.1, 0.1], **machine_fields})
+    elif machine_fields:
+        machine = dataclasses.replace(machine, **machine_fields)
     return records.RunRecord(
         schema=C.SCHEMAS["run"], label=label, variant=variant or ("base" if label[0] == "A" else "candidate"),
         index=index, sha=sha, status=status, reason=None if status == "ok" else f"{label} {status}",
         exit_code=0 if status == "ok" else 1, wall_s=wall_s, slots=slots, items=items, stages=stages,
         stages_installed=stages_installed if stages_installed is not None else {name: True for name in stages},
-        imported_from=records.Imports(), metrics={}, machine=dataclasses.replace(base, **machine_fields),
+        imported_from=records.Imports(), metrics={}, machine=machine,
         harness_source_sha256="f" * 64, workload_sha256=WORKLOAD_SHA256, python=PYTHON,
         worker_started_at=None, worker_ended_at=None, pid=0, process=records.Process(0.0, wall_s, wall_s),
         log=records.Log(C.log_path(label), 0, EMPTY_SHA256, 0, False))
