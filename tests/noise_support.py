@@ -31,19 +31,15 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     as this project's VM does, and nothing in the guest shows it (no PSI stall). With
     `budget_s`, the count is `rounds: auto`'s: rounds is the minimum, and the first round's
     walls decide the rest (C.auto_rounds)."""
-    if budget_s is not None:
-        first = campaign(rng, ratio=ratio, rounds=MAX_ROUNDS, run_sd=run_sd, item_sd=item_sd, tails=tails,
-                         drift=drift, burst=burst, per_item=per_item, load=load, spells=spells)
-        keep = C.auto_rounds(budget_s, first[0].wall_s + first[1].wall_s, rounds, MAX_ROUNDS)
-        return first[:2 * keep]
     # The draws keep the order they were first written in (per run: its factor, its load, its
-    # host spell, its items), so every seed gives the campaigns the rates were first measured on.
-    order = C.round_order(rounds, int(rng.integers(0, 2**32)))
+    # host spell, its items; with a budget all MAX_ROUNDS rounds are drawn), so every seed gives
+    # the campaigns the rates were first measured on. Records are built only for the runs kept.
+    order = C.round_order(MAX_ROUNDS if budget_s is not None else rounds, int(rng.integers(0, 2**32)))
     slow = False
     hit = int(rng.integers(0, len(order)))
     base = np.array(BASE_ITEMS)
     effect = base * np.array([(per_item or {}).get(j, ratio) for j in range(len(BASE_ITEMS))])
-    runs = []
+    drawn = []
     for index, (label, variant) in enumerate(C.labels(order)):
         z = rng.standard_t(3) / np.sqrt(3.0) if tails else rng.standard_normal()
         factor = np.exp(run_sd * z) * (1.0 + drift * index / len(order)) * (burst if index == hit else 1.0)
@@ -55,11 +51,13 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
             factor *= 1.9 if slow else 1.0
         walls = ((effect if variant == "candidate" else base) * factor
                  * np.exp(item_sd * rng.standard_normal(len(BASE_ITEMS)))).tolist()
-        items = [records.Item(item_id, w, w, {}, None) for item_id, w in zip(ITEM_IDS, walls)]
-        wall = sum(walls) * 1.01
-        runs.append(run_record(label, items, variant=variant, index=index, wall_s=wall, loadavg_before=[0.5],
-                               loadavg_after=[0.5], cpu_stall_s=wall * (1 - 1 / slowdown)))
-    return runs
+        drawn.append((label, variant, walls, sum(walls) * 1.01, slowdown))
+    if budget_s is not None:  # `rounds: auto`: the first round's two walls decide how many rounds run
+        drawn = drawn[:2 * C.auto_rounds(budget_s, drawn[0][3] + drawn[1][3], rounds, MAX_ROUNDS)]
+    return [run_record(label, [records.Item(item_id, w, w, {}, None) for item_id, w in zip(ITEM_IDS, walls)],
+                       variant=variant, index=index, wall_s=wall, loadavg_before=[0.5], loadavg_after=[0.5],
+                       cpu_stall_s=wall * (1 - 1 / slowdown))
+            for index, (label, variant, walls, wall, slowdown) in enumerate(drawn)]
 
 
 SCENARIOS = {
