@@ -3,6 +3,7 @@ and checkers, driven through harness.engine.launch.FakeLauncher by a model worke
 come from a seeded random model. A sealed bundle in well under a second, for the unit tier."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import records
+from harness import contract as C, records
 from harness.bundle import arrays
 from harness.engine.launch import FakeLauncher, FakeRun
 
@@ -80,6 +81,59 @@ class Model:
         if self.differ and variant == "candidate":
             value = np.nextafter(value, np.inf)
         return np.array([value], dtype=np.float64)
+
+
+# --- run records without a campaign: what the statistics and parity read ---------------------
+PYTHON = records.Interpreter.current()
+WORKLOAD_SHA256 = "e" * 64  # every run record's workload digest (derive's `workload`)
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def item(item_id: str, wall_s: float = 0.01, *, cpu_s: float | None = None, fields: dict | None = None,
+         error: dict | None = None) -> records.Item:
+    """One measured item; fields: name -> records.Output or the dict arrays.describe/store gives."""
+    fields = {name: f if isinstance(f, records.Output) else records.Output(**f) for name, f in (fields or {}).items()}
+    return records.Item(item_id, wall_s, wall_s if cpu_s is None else cpu_s, fields if error is None else {}, error)
+
+
+def run_record(label: str, items=(), *, variant: str | None = None, wall_s: float | None = None,
+               status: str = "ok", index: int = 0, slots: int = 1, sha: str = "0" * 40, stages: dict | None = None,
+               stages_installed: dict | None = None, machine: records.Machine | None = None,
+               **machine_fields) -> records.RunRecord:
+    """A minimal RunRecord as the runner would write it, from its label and its items' walls.
+
+    items: walls (ids item0, item1, ...), a mapping id -> wall, or records.Item; variant: from the
+    label (A base, B candidate) unless given; wall_s: 1.01 x the items' walls (1.0 without items);
+    stages: name -> StageTotals or {calls, self_cpu_s, incl_cpu_s}, installed unless
+    stages_installed says otherwise; machine: 2 cores and a quiet load average, machine_fields
+    (cpu_stall_s=..., process_cpu_s=...) changing it. A run that is not ok keeps its items, as
+    no runner would: the statistics must leave it out all the same."""
+    if isinstance(items, dict):
+        items = [item(k, w) for k, w in items.items()]
+    items = [it if isinstance(it, records.Item) else item(f"item{j}", float(it)) for j, it in enumerate(items)]
+    if wall_s is None:
+        wall_s = 1.01 * sum(it.wall_s for it in items) if items else 1.0
+    stages = {name: s if isinstance(s, records.StageTotals) else records.StageTotals(**s)
+              for name, s in (stages or {}).items()}
+    if machine is None:
+        machine = records.Machine(**{"cores": 2, "loadavg_before": [0.1, 0.1, 0.1],
+                                     "loadavg_after": [0.1, 0.1, 0.1], **machine_fields})
+    elif machine_fields:
+        machine = dataclasses.replace(machine, **machine_fields)
+    return records.RunRecord(
+        schema=C.SCHEMAS["run"], label=label, variant=variant or ("base" if label[0] == "A" else "candidate"),
+        index=index, sha=sha, status=status, reason=None if status == "ok" else f"{label} {status}",
+        exit_code=0 if status == "ok" else 1, wall_s=wall_s, slots=slots, items=items, stages=stages,
+        stages_installed=stages_installed if stages_installed is not None else {name: True for name in stages},
+        imported_from=records.Imports(), metrics={}, machine=machine,
+        harness_source_sha256="f" * 64, workload_sha256=WORKLOAD_SHA256, python=PYTHON,
+        worker_started_at=None, worker_ended_at=None, pid=0, process=records.Process(0.0, wall_s, wall_s),
+        log=records.Log(C.log_path(label), 0, EMPTY_SHA256, 0, False))
+
+
+def with_machine(run: records.RunRecord, **changes) -> records.RunRecord:
+    """The record with some of its machine readings changed (records are frozen)."""
+    return dataclasses.replace(run, machine=dataclasses.replace(run.machine, **changes))
 
 
 def _iso(_offset: float) -> str:

@@ -1,20 +1,23 @@
-"""Simulated campaigns for the statistics: run records as a worker would write them, from a
-known true ratio and run-level noise, with no process and no clock (seeded numpy)."""
+"""Simulated campaigns for the statistics: run records (records.RunRecord, as the runner
+writes them) from a known true ratio and run-level noise, with no process and no clock
+(seeded numpy)."""
 from __future__ import annotations
 
 import numpy as np
 
+from fakes import run_record
 from harness import contract as C
 from harness import records
 
-MAX_ROUNDS = 100  # harness/spec.py
+MAX_ROUNDS = C.MAX_ROUNDS
 BASE_ITEMS = (0.012, 0.020, 0.031, 0.015, 0.026, 0.011, 0.018, 0.023)  # seconds
+ITEM_IDS = tuple(f"item{j}" for j in range(len(BASE_ITEMS)))
 
 
 def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, run_sd: float = 0.03,
              item_sd: float = 0.02, tails: bool = False, drift: float = 0.0, burst: float = 1.0,
              per_item: dict[int, float] | None = None, load: float = 0.0, spells: bool = False,
-             budget_s: float | None = None) -> list[dict]:
+             budget_s: float | None = None) -> list[records.RunRecord]:
     """Run records of one campaign of `rounds` shuffled rounds.
 
     Each run's items are scaled by one run-level factor (log-normal with sd `run_sd`, or a
@@ -28,34 +31,33 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     as this project's VM does, and nothing in the guest shows it (no PSI stall). With
     `budget_s`, the count is `rounds: auto`'s: rounds is the minimum, and the first round's
     walls decide the rest (C.auto_rounds)."""
-    if budget_s is not None:
-        first = campaign(rng, ratio=ratio, rounds=MAX_ROUNDS, run_sd=run_sd, item_sd=item_sd, tails=tails,
-                         drift=drift, burst=burst, per_item=per_item, load=load, spells=spells)
-        keep = C.auto_rounds(budget_s, first[0]["wall_s"] + first[1]["wall_s"], rounds, MAX_ROUNDS)
-        return first[:2 * keep]
-    order = C.round_order(rounds, int(rng.integers(0, 2**32)))
+    # The draws keep the order they were first written in (per run: its factor, its load, its
+    # host spell, its items; with a budget all MAX_ROUNDS rounds are drawn), so every seed gives
+    # the campaigns the rates were first measured on. Records are built only for the runs kept.
+    order = C.round_order(MAX_ROUNDS if budget_s is not None else rounds, int(rng.integers(0, 2**32)))
     slow = False
     hit = int(rng.integers(0, len(order)))
-    runs = []
+    base = np.array(BASE_ITEMS)
+    effect = base * np.array([(per_item or {}).get(j, ratio) for j in range(len(BASE_ITEMS))])
+    drawn = []
     for index, (label, variant) in enumerate(C.labels(order)):
         z = rng.standard_t(3) / np.sqrt(3.0) if tails else rng.standard_normal()
         factor = np.exp(run_sd * z) * (1.0 + drift * index / len(order)) * (burst if index == hit else 1.0)
         loaded = bool(rng.random() < load)
         slowdown = float(rng.uniform(1.2, 2.0)) if loaded else 1.0
         factor *= slowdown
-        if spells:  # a two-state host: enters a slow spell with p 0.04 per run, leaves with p 0.25
+        if spells:  # a two-state host: enters a slow spell with p 0.04 per run, stays in it with p 0.75
             slow = bool(rng.random() < (0.75 if slow else 0.04))
             factor *= 1.9 if slow else 1.0
-        items = []
-        for j, base in enumerate(BASE_ITEMS):
-            r = (per_item or {}).get(j, ratio) if variant == "candidate" else 1.0
-            wall = float(base * r * factor * np.exp(item_sd * rng.standard_normal()))
-            items.append({"id": f"item{j}", "wall_s": wall, "cpu_s": wall, "fields": {}, "error": None})
-        wall = sum(it["wall_s"] for it in items) * 1.01
-        runs.append({"label": label, "variant": variant, "index": index, "status": "ok", "wall_s": wall,
-                     "items": items, "machine": {"loadavg_before": [0.5], "loadavg_after": [0.5], "cores": 2,
-                                                 "cpu_stall_s": wall * (1 - 1 / slowdown)}})
-    return runs
+        walls = ((effect if variant == "candidate" else base) * factor
+                 * np.exp(item_sd * rng.standard_normal(len(BASE_ITEMS)))).tolist()
+        drawn.append((label, variant, walls, sum(walls) * 1.01, slowdown))
+    if budget_s is not None:  # `rounds: auto`: the first round's two walls decide how many rounds run
+        drawn = drawn[:2 * C.auto_rounds(budget_s, drawn[0][3] + drawn[1][3], rounds, MAX_ROUNDS)]
+    return [run_record(label, [records.Item(item_id, w, w, {}, None) for item_id, w in zip(ITEM_IDS, walls)],
+                       variant=variant, index=index, wall_s=wall, loadavg_before=[0.5], loadavg_after=[0.5],
+                       cpu_stall_s=wall * (1 - 1 / slowdown))
+            for index, (label, variant, walls, wall, slowdown) in enumerate(drawn)]
 
 
 SCENARIOS = {

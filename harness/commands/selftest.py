@@ -3,7 +3,7 @@
 stored arrays verified by both checkers, with their times.
 `harness selftest noise [--campaigns N] [--effect-campaigns N] [--rounds N] [--effect F] [--quiet-only | --load-only]`: A-vs-A and
 known-effect campaigns, quiet and under a load generator it starts and stops itself, with
-false claims, coverage and detections (harness/noise_selftest.py).
+false claims, coverage and detections (harness/selftest/noise.py).
 
 Each mutation is applied to a fresh copy of a sealed bundle and both checkers run on it:
 `harness verify` and the standard-library `python -S harness/rehash.py`. One line per
@@ -145,8 +145,8 @@ def main(args) -> int:
         if args.quiet_only and args.load_only:
             print("harness selftest: --quiet-only and --load-only: give one of them", file=sys.stderr)
             return 2
-        return noise_selftest.run(args.campaigns, args.rounds, args.effect, args.work, not args.quiet_only,
-                                  args.effect_campaigns, not args.load_only)
+        return noise_selftest.run(clone_file(DEMO, "selftest"), args.campaigns, args.rounds, args.effect, args.work,
+                                  not args.quiet_only, args.effect_campaigns, not args.load_only)
     from harness import records
     from harness.selftest import fieldwalk, tamper
 

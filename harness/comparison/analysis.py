@@ -13,7 +13,7 @@ only the item-to-item spread.
 Assumptions: the d_k are independent draws of one distribution whose centre is the true
 log ratio (the shuffled order within each round makes a slow drift symmetric and cancels
 one both variants share), and the trimmed-t interval is close enough to it for
-n >= MIN_ROUNDS (tests/test_noise_simulation.py measures coverage under log-normal,
+n >= MIN_ROUNDS (tests/unit/test_noise_simulation.py measures coverage under log-normal,
 heavy-tailed, drifting and bursty run noise).
 
 Verdict: improved / regressed / equal / inconclusive by contract.decide (the policy both checkers apply) against
@@ -205,7 +205,8 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
         raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
     usable = usable_runs(runs)
     warnings: list[str] = []
-    excluded = [r.label for r in runs if r not in usable]
+    kept = {id(r) for r in usable}  # by identity: `r not in usable` compares whole frozen records, O(runs^2)
+    excluded = [r.label for r in runs if id(r) not in kept]
     if excluded:
         warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
     # The headline from the timed runs only; stage runs (As1, Bs1) time the stages.

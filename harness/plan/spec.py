@@ -208,8 +208,11 @@ class _CampaignLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
     def construct_yaml_int(self, node):
-        digits = len(str(node.value).lstrip("+-").replace("_", ""))
-        if digits > C.MAX_INT_DIGITS + 2:  # room for a 0x or 0o prefix
+        text = str(node.value).lstrip("+-").replace("_", "")
+        if text[:2].lower() in ("0x", "0o", "0b"):  # the prefix is not a digit
+            text = text[2:]
+        digits = len(text)
+        if digits > C.MAX_INT_DIGITS:
             raise yaml.constructor.ConstructorError(None, None, f"an integer of {digits} digits (at most "
                                                                 f"{C.MAX_INT_DIGITS})", node.start_mark)
         return super().construct_yaml_int(node)

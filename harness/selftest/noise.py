@@ -36,9 +36,9 @@ class Load:
     which fails a run that leaves processes behind, does not count them as the run's."""
 
     def __enter__(self):
-        from harness.engine import cleanup
+        from harness.engine import prctl
 
-        cleanup._prctl(cleanup.PR_SET_CHILD_SUBREAPER, 0)
+        prctl.prctl(prctl.PR_SET_CHILD_SUBREAPER, 0)
         try:
             launcher = ("import subprocess, sys\nfor _ in range(int(sys.argv[1])):\n"
                         "    p = subprocess.Popen([sys.executable, '-c', sys.argv[2], sys.argv[3]], start_new_session=True,\n"
@@ -48,7 +48,7 @@ class Load:
             out = subprocess.run([sys.executable, "-c", launcher, str(os.cpu_count() or 1), LOAD, str(os.getpid())],
                                  capture_output=True, text=True, check=True).stdout
         finally:
-            cleanup.become_subreaper()
+            prctl.become_subreaper()
         self.pids = [int(line) for line in out.split()]
         time.sleep(5)  # let the 1-minute load average notice
         return self
@@ -91,14 +91,12 @@ def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work
     return Runner(campaign, out).run().comparison
 
 
-def run(campaigns: int, rounds: int | None, effect: float, work: int, loaded: bool = True,
+def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int, loaded: bool = True,
         effect_campaigns: int | None = None, quiet: bool = True) -> int:
-    """rounds None: the default, `rounds: auto` with its budget. effect_campaigns: how many
+    """demo: the demo campaign's YAML (its target and workload folder serve every campaign here).
+    rounds None: the default, `rounds: auto` with its budget. effect_campaigns: how many
     known-effect campaigns per condition (default: as many as A-vs-A ones). Without the
     quiet condition, claims under load are held to the work ratio 1 / (1 + effect)."""
-    from harness.clone import clone_file
-
-    demo = clone_file("campaigns/demo.yaml", "selftest")
     conditions = ([("quiet", False)] if quiet else []) + ([("under load", True)] if loaded else [])
     quiet_ratio = None if quiet else 1 / (1 + effect)
     failed = 0

@@ -1,18 +1,27 @@
 """environment.json names the machine class the AR loop's float outputs hold for: the CPU's
-vector ISA, the BLAS and its version, the torch threads a worker uses. torch is asked in a
-subprocess, so the harness process never imports it."""
+vector ISA, the BLAS and its version, the torch threads a worker uses, and each variant's
+interpreter. torch is asked in a subprocess of the workers' interpreter, so the harness
+process never imports it."""
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from harness.engine import environment
 
 WORKER_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
+
+
+def own_interpreters() -> dict:
+    """Both variants on the harness's own interpreter (a campaign without `python:`), as the
+    runner asks it of the interpreter itself."""
+    own = environment.interpreter(None, Path.cwd())
+    return {"base": own, "candidate": own}
 
 
 def test_vector_isa_from_cpuinfo(monkeypatch):
@@ -29,10 +38,12 @@ def test_vector_isa_from_cpuinfo(monkeypatch):
 
 def test_torch_runtime_without_torch(monkeypatch, tmp_path):
     monkeypatch.setenv("ABBA_HARNESS_CACHE", str(tmp_path))
+    interpreters = own_interpreters()
     monkeypatch.setattr(environment.importlib.util, "find_spec", lambda name: None)
-    env = environment.capture(WORKER_ENV)
+    env = environment.capture(WORKER_ENV, interpreters)
     assert env["torch_runtime"] == {"version": None, "reason": "torch is not installed"}
     assert env["blas"] is None and env["torch_threads"] is None
+    assert env["interpreters"] == interpreters and env["interpreters"]["base"]["executable"] == sys.executable
 
 
 @pytest.mark.parametrize("probe,timeout,reason", [
@@ -50,8 +61,10 @@ def test_torch_runtime_probe_failures_are_recorded_not_cached(monkeypatch, tmp_p
 
 CAPTURE = """
 import json, sys
+from pathlib import Path
 from harness.engine import environment
-env = environment.capture(json.loads(sys.argv[1]))
+own = environment.interpreter(None, Path.cwd())
+env = environment.capture(json.loads(sys.argv[1]), {"base": own, "candidate": own})
 print(json.dumps({"torch imported": "torch" in sys.modules, **{k: env[k] for k in
                   ("vector_isa", "blas", "torch_threads", "torch_runtime")}}))
 """

@@ -153,8 +153,9 @@ FULL_CONFIGS = [("attention", "flow", "head"), ("markov", "wgan", "head")]
 # MKL reads MKL_CBWR and its thread count, ATen its CPU capability, once at start-up: these
 # checks run in a fresh process.
 SUBPROCESS = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
+import json, os, sys
+# this test's folder (tests/campaign) and the one above it, where its support modules live
+sys.path[:0] = [sys.argv[1], os.path.dirname(sys.argv[1])]
 job = json.loads(sys.argv[4])
 import test_ar_exact as t
 from harness.plan.checkout import bench
@@ -174,7 +175,7 @@ print(json.dumps({"found": found, "capability": t.torch.backends.cpu.get_cpu_cap
 
 
 def campaign_env(threads: int, **settings: str) -> dict[str, str]:
-    """The AR campaigns' worker environment (harness.runner.worker_env), at `threads`."""
+    """The AR campaigns' worker environment (harness.engine.runner.worker_env), at `threads`."""
     from harness.engine import runner
     from harness.plan import spec
 

@@ -16,7 +16,6 @@ from harness import records, rehash
 from harness.comparison import derive as comparison
 from harness.engine import instructions
 from harness.plan import spec
-from harness.selftest import tamper
 from harness import outcomes as verdict
 
 NEEDS_VALGRIND = pytest.mark.skipif(shutil.which("valgrind") is None,
@@ -61,37 +60,51 @@ def test_metric_override_adds_instructions_and_wall_turns_them_off():
 
 
 @pytest.mark.parametrize("order, runs", [("AB", 2), ("ABBAABBAAB", 2), ("BAAB", 3), ("AB" * 20, 10)])
-def test_schedule_puts_every_instruction_run_before_the_last_wall_run_alike_in_both_checkers(order, runs):
+def test_schedule_puts_every_instruction_run_before_the_last_wall_run(order, runs):
+    assert rehash.C is C  # both checkers read the one contract: one schedule
     instr = C.instruction_order(runs)
-    assert instr == rehash.instruction_order(runs) and instr.count("A") == instr.count("B") == runs
+    assert instr.count("A") == instr.count("B") == runs
+    assert all(instr[k:k + 2] in ("AB", "BA") for k in range(0, len(instr), 2))
     plan = C.schedule(order, instr)
     assert [label for label, *_ in plan if not label.startswith("I")] == [label for label, _ in C.labels(order)]
+    assert [label for label, *_ in plan if label.startswith("I")] == ["I" + label for label, _ in C.labels(instr)]
+    assert all(C.INSTRUCTION_LABEL_RE.match(label) for label, *_ in plan if label.startswith("I"))
     assert not plan[-1][0].startswith("I")
-    slots = rehash.instruction_slots(order, instr)
-    assert [(label, variant, index, after) for label, variant, index, after, _ in slots] == \
-        [row for row in plan if row[0].startswith("I")]
     for label, _, _, after in plan:  # each instruction run sits right after the wall run it names
         if label.startswith("I") and after is not None:
             walls = [row[0] for row in plan[:[row[0] for row in plan].index(label)] if not row[0].startswith("I")]
             assert walls[-1] == after
 
 
-def test_both_checkers_share_the_flags_and_environment_of_an_instruction_run():
-    assert rehash.REGION_FLAGS == instructions.REGION_FLAGS
-    assert rehash.INSTRUCTION_ENV == instructions.ENV
-    assert rehash.INSTRUCTION_LABEL_RE.pattern == C.INSTRUCTION_LABEL_RE.pattern
-    assert rehash.MAX_INSTRUCTION_RUNS == spec.MAX_INSTRUCTION_RUNS
-    job = {"label": "IA1", "variant": "base", "index": 0, "sha": "s"}
-    record = records.instruction_record(job, status="ok", reason=None, exit_code=0,
-                                        process={"pid": 1, "started_at": 0, "ended_at": 1, "wall_s": 1},
-                                        measured={"items": ["a"], "errors": 0}, count=5, after=None,
-                                        valgrind={"version": "valgrind-3.19.0", "command": [], "env": {}})
-    assert set(record) == set(rehash.INSTRUCTION_KEYS)
+def test_the_runner_counts_with_the_flags_and_environment_the_contract_declares():
+    # the command and environment rehash.py holds every instruction record to are the runner's own
+    assert instructions.REGION_FLAGS is C.REGION_FLAGS and instructions.ENV is C.INSTRUCTION_ENV
+    assert spec.MAX_INSTRUCTION_RUNS == C.MAX_INSTRUCTION_RUNS
+    record = _instr("IA1", 5)
+    assert set(records.to_json(record)) == {k for k in C.FIELDS["instructions"] if "." not in k and "[" not in k}
+    assert record.tool == "callgrind" and record.instructions == 5 and record.ok
+    failed = _instr("IB1", 5, status="failed")
+    assert failed.instructions is None and failed.items == [] and failed.python is None
+    with pytest.raises(ValueError, match="an ok instruction run needs its count"):
+        records.InstructionRecord.of({"label": "IA1", "variant": "base", "index": 0, "sha": "0" * 40}, status="ok",
+                                     reason=None, exit_code=0, pid=1, process=records.Process(0.0, 1.0, 1.0),
+                                     log=records.Log("data/logs/IA1.log", 0, "0" * 64, 0, False), counted=None,
+                                     count=None, after=None, valgrind=VALGRIND)
 
 
-def _instr(label: str, count: int, status: str = "ok") -> dict:
-    return {"label": label, "variant": "base" if label[1] == "A" else "candidate", "status": status,
-            "instructions": count if status == "ok" else None, "items": ["a", "b"]}
+VALGRIND = {"version": "valgrind-3.19.0", "command": ["setarch", "-R", "valgrind"], "env": dict(C.INSTRUCTION_ENV)}
+
+
+def _instr(label: str, count: int, status: str = "ok") -> records.InstructionRecord:
+    """An instruction record as the runner writes it, counting items a and b."""
+    ok = status == "ok"
+    job = {"label": label, "variant": "base" if label[1] == "A" else "candidate", "index": 0, "sha": "0" * 40}
+    counted = {"items": ["a", "b"], "errors": 0, "harness_source_sha256": "f" * 64, "workload_sha256": "e" * 64,
+               "python": records.to_json(records.Interpreter.current())} if ok else None
+    return records.InstructionRecord.of(job, status=status, reason=None if ok else "exit 1", exit_code=0 if ok else 1,
+                                        pid=1, process=records.Process(0.0, 1.0, 1.0),
+                                        log=records.Log(C.log_path(label), 0, "0" * 64, 0, False), counted=counted,
+                                        count=count if ok else None, after=None, valgrind=VALGRIND)
 
 
 @pytest.mark.parametrize("counts, wall, repeated, detected, disagrees", [
@@ -104,7 +117,7 @@ def _instr(label: str, count: int, status: str = "ok") -> dict:
 def test_the_instructions_section_is_derived_alike_by_both_checkers(counts, wall, repeated, detected, disagrees):
     instr = [_instr(label, n) for label, n in counts.items()]
     ours = comparison.instructions_section(instr, {"verdict": wall})
-    assert ours == rehash.instructions_section(instr, wall)
+    assert ours == rehash.instructions_section(records.to_json(instr), wall)
     assert (ours["repeated"], ours["detected"], ours["disagrees"]) == (repeated, detected, disagrees)
     if not repeated:  # the campaign says by how much the runs of one variant differ
         assert ours["base"]["spread_pct"] == pytest.approx(100 * (max(counts["IA1"], counts["IA2"])
@@ -113,13 +126,15 @@ def test_the_instructions_section_is_derived_alike_by_both_checkers(counts, wall
 
 def test_the_verdict_line_shows_instructions_and_flags_disagreement_in_direction():
     instr = [_instr("IA1", 1000), _instr("IA2", 1000), _instr("IB1", 1010), _instr("IB2", 1010)]
-    c = {"status": "complete", "parity": {"identical": True},
+    c = {"status": "complete", "parity": {"identical": True, "agree": True},
          "stats": {"verdict": "improved", "rounds": {"n": 5}, "band": 0.02, "warnings": [],
                    "paired": {"geomean_ratio": 0.9, "ci95": [0.85, 0.95], "metric": "item wall_s"}},
          "wall": {}, "instructions": comparison.instructions_section(instr, {"verdict": "improved"})}
     text = verdict.line(c)
-    assert "instructions candidate/base 1.0100 (+1.00%, repeated exactly, 2+2 runs of 2 items)" in text
-    assert "wall says improved but instructions went the other way" in text
+    # the counts' own verdict beside the wall's: 1% more instructions, outside the +-0.2% band
+    assert ("instructions: regressed, candidate/base 1.0100 (+1.00%, repeated exactly, 2+2 runs of 2 items, "
+            "band +-0.2%)") in text
+    assert "wall says improved but instructions went the other way (+1.00%)" in text
     del c["instructions"]
     assert "instructions" not in verdict.line(c)
 
@@ -190,10 +205,11 @@ def test_both_checkers_pass_the_bundle_and_the_verdict_line_shows_the_counts(cou
     assert harness("verify", counted).returncode == 0
     assert rehash.rehash(str(counted)).problems == []
     shown = harness("compare", counted)
-    assert "repeated exactly, 2+2 runs of 2 items)" in shown.stdout
-    # the same region in both variants: 1 within the few hundred instructions setup leaves behind
-    ratio = float(re.search(r"instructions candidate/base ([0-9.]+) ", shown.stdout).group(1))
-    assert abs(ratio - 1) < 1e-3, shown.stdout
+    assert "repeated exactly, 2+2 runs of 2 items, band +-0.2%)" in shown.stdout
+    # the same region in both variants: 1 within the few hundred instructions setup leaves behind,
+    # so the counts' own verdict is equal
+    found = re.search(r"instructions: (\w+), candidate/base ([0-9.]+) ", shown.stdout)
+    assert abs(float(found.group(2)) - 1) < 1e-3 and found.group(1) == "equal", shown.stdout
 
 
 def _edit(bundle: Path, label: str, **changes) -> None:
@@ -203,17 +219,29 @@ def _edit(bundle: Path, label: str, **changes) -> None:
     path.write_text(json.dumps(record))
 
 
+def _impossible_counts(bundle: Path) -> None:
+    """Both candidate counts past 1e10 instructions a second of their processes' lives, alike so
+    that the re-derived comparison stays inside the contract's bounds (a spread of 0, a ratio
+    under 1e9): only the records' own physics can catch them."""
+    walls = [json.loads((bundle / C.instructions_path(label)).read_text())["process"]["wall_s"]
+             for label in ("IB1", "IB2")]
+    for label in ("IB1", "IB2"):
+        _edit(bundle, label, instructions=int(2 * C.MAX_INSTRUCTIONS_PER_S * max(walls)) + 1)
+
+
 @NEEDS_VALGRIND
 @pytest.mark.parametrize("edit, finding", [
-    (lambda b: _edit(b, "IB1", instructions=10**15), "more than 1e+10 a second"),
+    (_impossible_counts, "more than 1e+10 a second"),
     (lambda b: _edit(b, "IA1", command=["valgrind", "python3"]), "is not `setarch -R valgrind"),
     (lambda b: _edit(b, "IA2", env={"PYTHONHASHSEED": "1"}), "env"),
-    (lambda b: _edit(b, "IB2", items=["i0", "zz"]), "counts items the wall runs did not run"),
+    (lambda b: _edit(b, "IB2", items=["i0", "zz"]), "are not the 2 planned ones the campaign counts"),
     (lambda b: _edit(b, "IA1", status="failed", reason="x", instructions=None, items=[]),
      "followed by more runs"),
     (lambda b: (b / C.instructions_path("IB2")).unlink(), "missing: wall run"),
 ])
 def test_checkers_refuse_forged_instruction_records(counted, tmp_path, edit, finding):
+    from harness.selftest import tamper
+
     bundle = tmp_path / "bundle"
     shutil.copytree(counted, bundle)
     edit(bundle)
@@ -235,5 +263,5 @@ def test_instruction_runs_count_on_one_slot_whatever_the_campaigns_slots(tmp_pat
     runner = Runner(dataclasses.replace(spec.load(CAMPAIGNS / "demo_instructions.yaml"), slots=4), None,
                     check_only=True)
     mat = SimpleNamespace(sha="0" * 40, tree=tmp_path)
-    assert runner._job(mat, {}, 0, "IA1", "base", tmp_path, tmp_path, "instructions")["slots"] == 1
-    assert runner._job(mat, {}, 0, "A1", "base", tmp_path, tmp_path)["slots"] == 4
+    assert runner._job(mat, {}, 0, "IA1", "base", tmp_path, tmp_path, ["i0"], "instructions")["slots"] == 1
+    assert runner._job(mat, {}, 0, "A1", "base", tmp_path, tmp_path, ["i0"], "run")["slots"] == 4

@@ -11,8 +11,6 @@ import yaml
 
 from conftest import CAMPAIGNS, ROOT, harness
 from harness import contract as C
-from harness import records
-from harness.selftest import tamper
 from harness.commands.calibrate import floor_of
 
 
@@ -83,10 +81,15 @@ def test_a_pinned_floor_is_the_band_and_both_checkers_hold_it(calibrated, tmp_pa
     forged = tmp_path / "forged"
     import shutil
 
+    from harness.selftest import tamper
+
     shutil.copytree(out, forged)
     tamper.edit_json(C.NOISE_FLOOR, lambda d: d.update(floor=0.0))(forged)
     tamper.rederive(forged)
     tamper.reseal(forged)
+    # a careful forgery: comparison.json re-derived under the edited floor, both manifests re-hashed,
+    # so the pinned hash in campaign.json is all that is left to catch it
+    assert json.loads((forged / C.COMPARISON).read_text())["stats"]["floor"] == 0.0
     for check in checkers(forged):
         assert check.returncode == 1 and "noise_floor_sha256" in check.stdout
 

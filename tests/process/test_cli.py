@@ -41,11 +41,11 @@ def test_demo_end_to_end(tmp_path):
     assert lines[0] == f"bundle: {out}"
     assert "status: complete" in lines and any(line.startswith("parity: identical") for line in lines)
     digest = hashlib.sha256((out / "tagmanifest-sha256.txt").read_bytes()).hexdigest()
-    assert lines[-2:] == [f"digest: {digest}", "exit: 0 (complete, outputs identical)"]
+    assert lines[-2:] == [f"digest: {digest}", "exit: 0 (complete, outputs agree)"]
     comparison = read_json(out / "data" / "comparison.json")
     # The short stage table (issue 21.6): most base self CPU first, as REPORT.md orders it.
     head = next(k for k, line in enumerate(lines) if line.startswith("stage self CPU (s per run"))
-    from harness.render.report import stage_order
+    from harness.render.text import stage_order
 
     shown = [line.split("|")[1].strip().split(" ")[0] for line in lines[head + 3:head + 3 + len(comparison["stages"])]]
     assert shown == stage_order(comparison["stages"])[:len(shown)] and shown

@@ -3,8 +3,10 @@ quiet only, checked for what it prints (never for what the timings are)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
-from conftest import harness
+from conftest import ROOT, harness
 
 
 def test_selftest_noise_runs_and_reports_false_claims_coverage_and_detections():
@@ -20,16 +22,26 @@ def test_the_load_generator_is_not_ours_and_stops():
 
     import psutil
 
-    from harness.engine import cleanup
+    from harness.engine import prctl
     from harness.selftest.noise import Load
 
-    cleanup.become_subreaper()  # as inside a campaign: orphans would come back to us
+    prctl.become_subreaper()  # as inside a campaign: orphans would come back to us
     try:
         with Load() as load:
             assert len(load.pids) == (os.cpu_count() or 1)
             ours = {p.pid for p in psutil.Process().children(recursive=True)}
             assert all(psutil.pid_exists(pid) and pid not in ours for pid in load.pids)
     finally:
-        cleanup._prctl(cleanup.PR_SET_CHILD_SUBREAPER, 0)
+        prctl.prctl(prctl.PR_SET_CHILD_SUBREAPER, 0)
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                    for pid in load.pids)
+
+
+def test_the_noise_selftest_needs_no_command_module():
+    """harness/selftest/noise.py takes the demo campaign's path from its caller: importing it and
+    what its campaigns run (spec, runner) pulls in no harness.commands (nor harness.clone)."""
+    probe = ("import sys\nimport harness.selftest.noise, harness.plan.spec, harness.engine.runner\n"
+             "print(sorted(m for m in sys.modules if m.startswith(('harness.commands', 'harness.clone'))))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

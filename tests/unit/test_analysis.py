@@ -1,39 +1,46 @@
-"""comparison/v3 `stats` (harness/analysis.py) on hand-made and simulated run records: rounds
-paired, too few rounds, load and drift widening the band, per-item truth, the verdict line."""
+"""comparison.json `stats` (harness/comparison/analysis.py) on hand-made and simulated run
+records (records.RunRecord): rounds paired, too few rounds, load and drift widening the band,
+per-item truth, the verdict line; harness/rehash.py re-derives every one from the records' JSON."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from harness import rehash
+from fakes import run_record, with_machine
+from harness import rehash, records
 from harness.comparison import analysis
 from harness import outcomes as verdict
 from noise_support import campaign
 
 
-def rounds_of(ratios_per_round, base=(0.010, 0.020, 0.030), walls=None):
+def rounds_of(ratios_per_round, base=(0.010, 0.020, 0.030)):
     """Runs A_k, B_k per round; the candidate's items are base x ratio (one per round, or a
-    list per item)."""
+    list per item). No stall reading: load is judged by the load average (0.1 on 2 cores)."""
     runs = []
     for k, ratio in enumerate(ratios_per_round, 1):
         per_item = ratio if isinstance(ratio, (list, tuple)) else [ratio] * len(base)
         for variant, factors in (("base", [1.0] * len(base)), ("candidate", per_item)):
-            items = [{"id": f"i{j}", "wall_s": b * f, "cpu_s": b * f, "error": None, "fields": {}}
-                     for j, (b, f) in enumerate(zip(base, factors))]
-            wall = sum(it["wall_s"] for it in items)
-            runs.append({"label": f"{'A' if variant == 'base' else 'B'}{k}", "variant": variant, "status": "ok",
-                         "wall_s": wall, "items": items,
-                         "machine": {"loadavg_before": [0.1], "loadavg_after": [0.1], "cores": 2}})
+            walls = {f"i{j}": b * f for j, (b, f) in enumerate(zip(base, factors))}
+            runs.append(run_record(f"{'A' if variant == 'base' else 'B'}{k}", walls, variant=variant,
+                                   index=len(runs), wall_s=sum(walls.values()), loadavg_before=[0.1],
+                                   loadavg_after=[0.1]))
     return runs
 
 
 def same(runs, threshold=0.02, floor=None):
-    """analysis.analyze, and proof that rehash.py re-derives exactly the same."""
+    """analysis.analyze, and proof that rehash.py re-derives exactly the same from the records
+    as the bundle holds them (JSON)."""
     got = analysis.analyze(runs, threshold, floor)
-    assert list(rehash.diff(got, rehash.derive_stats(runs, threshold, floor))) == []
+    assert list(rehash.diff(got, rehash.derive_stats(records.to_json(runs), threshold, floor))) == []
     return got
+
+
+def replaced(runs, k, **changes):
+    """runs with runs[k] changed (records are frozen)."""
+    return runs[:k] + [dataclasses.replace(runs[k], **changes)] + runs[k + 1:]
 
 
 def test_improved_with_enough_rounds_and_the_reason_names_them():
@@ -57,7 +64,7 @@ def test_equal_and_regressed():
 
 def test_unpaired_runs_are_named_and_left_out():
     runs = rounds_of([0.8] * 5)
-    runs.append({**runs[0], "label": "A6"})
+    runs.append(dataclasses.replace(runs[0], label="A6", index=len(runs)))
     s = same(runs)
     assert s["rounds"]["unpaired"] == ["A6"] and s["rounds"]["n"] == 5
     assert any("A6" in w and "without a partner" in w for w in s["warnings"])
@@ -67,9 +74,9 @@ def test_overload_makes_a_claim_clear_the_noise_it_was_measured_under():
     noisy = [0.95, 0.90, 1.00, 0.93, 0.97, 0.92, 0.98, 0.94]
     quiet = same(rounds_of(noisy))
     runs = rounds_of(noisy)
-    runs[3]["machine"]["loadavg_after"] = [4.0]
+    runs[3] = with_machine(runs[3], loadavg_after=[4.0])
     loaded = same(runs)
-    assert loaded["load"]["overloaded"] == [runs[3]["label"]]
+    assert loaded["load"]["overloaded"] == [runs[3].label]
     assert quiet["verdict"] == "improved" and quiet["claim_band"] == quiet["band"] == 0.02
     assert loaded["band"] == 0.02 and loaded["claim_band"] == loaded["rounds"]["typical_deviation"] > 0.02
     assert loaded["verdict"] == "inconclusive" and "measured under load or drift" in loaded["verdict_reason"]
@@ -82,11 +89,11 @@ def test_under_load_a_claim_far_beyond_the_noise_stands_and_equal_keeps_the_plai
     # below 1 (log space), and a 100x gain is still a gain, not "equal" inside a +-115% band.
     scattered = [0.001, 0.01, 0.003, 0.02, 0.005, 0.0015, 0.008]
     runs = rounds_of(scattered)
-    runs[0]["machine"]["loadavg_after"] = [9.0]
+    runs[0] = with_machine(runs[0], loadavg_after=[9.0])
     s = same(runs)
     assert 0.5 < s["claim_band"] < 1 and s["verdict"] == "improved"
     flat = rounds_of([1.001, 0.999, 1.0, 1.002, 0.998])
-    flat[0]["machine"]["loadavg_after"] = [9.0]
+    flat[0] = with_machine(flat[0], loadavg_after=[9.0])
     assert same(flat)["verdict"] == "equal"
 
 
@@ -119,32 +126,26 @@ def test_a_ratio_that_only_jitters_is_not_a_drift():
 
 
 def test_load_is_the_cpu_stall_over_the_timed_loop_when_the_record_has_it():
-    runs = rounds_of([0.9] * 6)
-    for r in runs:
-        r["machine"].update(loadavg_after=[5.0], cpu_stall_s=0.0)  # a high load average, but no wait for a core
-    runs[4]["machine"]["cpu_stall_s"] = 0.5 * runs[4]["wall_s"]  # runnable work waited half of this run
+    # a high load average, but no wait for a core
+    runs = [with_machine(r, loadavg_after=[5.0], cpu_stall_s=0.0) for r in rounds_of([0.9] * 6)]
+    runs[4] = with_machine(runs[4], cpu_stall_s=0.5 * runs[4].wall_s)  # runnable work waited half of this run
     s = same(runs)
-    assert s["load"]["overloaded"] == [runs[4]["label"]]
-    runs[4]["machine"]["cpu_stall_s"] = 0.05 * runs[4]["wall_s"]
+    assert s["load"]["overloaded"] == [runs[4].label]
+    runs[4] = with_machine(runs[4], cpu_stall_s=0.05 * runs[4].wall_s)
     assert same(runs)["load"]["overloaded"] == []
 
 
 def test_slots_on_a_gil_bound_workload_get_a_warning_naming_the_gil():
-    runs = rounds_of([0.9] * 6)
-    for r in runs:
-        r["slots"] = 4
-        r["machine"]["process_cpu_s"] = 1.02 * r["wall_s"]  # one busy core for four slots
+    # one busy core for four slots
+    runs = [with_machine(dataclasses.replace(r, slots=4), process_cpu_s=1.02 * r.wall_s) for r in rounds_of([0.9] * 6)]
     s = same(runs)
     assert any("slots 4" in w and "GIL" in w and "`slots: 1`" in w for w in s["warnings"])
-    for r in runs:
-        r["machine"]["cpu_stall_s"] = 0.5 * r["wall_s"]  # others' load idles the slots too: no judgement
-    assert not any("GIL" in w for w in same(runs)["warnings"])
-    for r in runs:
-        r["machine"].update(process_cpu_s=3.5 * r["wall_s"], cpu_stall_s=0.0)
-    assert not any("GIL" in w for w in same(runs)["warnings"])
-    for r in runs:
-        r["slots"], r["machine"]["process_cpu_s"] = 1, 1.0 * r["wall_s"]
-    assert not any("GIL" in w for w in same(runs)["warnings"])
+    stalled = [with_machine(r, cpu_stall_s=0.5 * r.wall_s) for r in runs]  # others' load idles the slots too
+    assert not any("GIL" in w for w in same(stalled)["warnings"])  # no judgement
+    busy = [with_machine(r, process_cpu_s=3.5 * r.wall_s, cpu_stall_s=0.0) for r in runs]
+    assert not any("GIL" in w for w in same(busy)["warnings"])
+    one_slot = [with_machine(dataclasses.replace(r, slots=1), process_cpu_s=1.0 * r.wall_s) for r in runs]
+    assert not any("GIL" in w for w in same(one_slot)["warnings"])
 
 
 def test_a_floor_above_the_threshold_is_the_band():
@@ -161,24 +162,22 @@ def test_per_item_truth_names_the_worst():
     assert s["verdict"] == "improved" and per["items"] == 6 and per["regressed"] == 2
     assert per["worst"]["id"] == "i2" and per["worst"]["ratio"] == pytest.approx(2.1)
     assert [row["id"] for row in per["table"][:2]] == ["i2", "i1"]
-    line = verdict.line({"status": "complete", "parity": {"identical": True}, "wall": {}, "stats": s})
-    assert "2 of 6 items regressed beyond the band, worst i2 2.1000" in line
+    line = verdict.line({"status": "complete", "parity": {"identical": True, "agree": True}, "wall": {}, "stats": s})
+    assert "2 of 6 items regressed beyond +-2.0%, worst i2 2.1000" in line
 
 
 def test_every_warning_is_on_the_verdict_line():
     runs = rounds_of([0.8] * 3)
-    runs[0]["machine"]["loadavg_before"] = [9.0]
+    runs[0] = with_machine(runs[0], loadavg_before=[9.0])
     s = same(runs)
-    line = verdict.line({"status": "complete", "parity": {"identical": True}, "wall": {}, "stats": s})
+    line = verdict.line({"status": "complete", "parity": {"identical": True, "agree": True}, "wall": {}, "stats": s})
     assert line.startswith("verdict: inconclusive (exit 6)") and "\n" not in line
     for warning in s["warnings"]:
         assert warning in line
 
 
 def test_run_walls_when_items_carry_no_timings():
-    runs = rounds_of([0.5] * 5)
-    for r in runs:
-        r["items"] = []
+    runs = [dataclasses.replace(r, items=[]) for r in rounds_of([0.5] * 5)]
     s = same(runs)
     assert s["paired"]["metric"] == "run wall_s" and s["verdict"] == "improved" and s["per_item"] is None
 
@@ -186,15 +185,27 @@ def test_run_walls_when_items_carry_no_timings():
 def test_json_plain_and_deterministic():
     runs = campaign(np.random.default_rng(4), ratio=0.9)
     a = analysis.analyze(runs, 0.02)
-    assert json.dumps(a, sort_keys=True) == json.dumps(analysis.analyze(json.loads(json.dumps(runs)), 0.02),
-                                                       sort_keys=True)
+    # through JSON and back (as harness verify reads a bundle's records): the same stats, byte for byte
+    back = [records.RunRecord.from_json(r) for r in json.loads(json.dumps(records.to_json(runs)))]
+    assert json.dumps(a, sort_keys=True) == json.dumps(analysis.analyze(back, 0.02), sort_keys=True)
+
+    def plain(o):
+        if isinstance(o, dict):
+            return all(isinstance(k, str) and plain(v) for k, v in o.items())
+        if isinstance(o, list):
+            return all(map(plain, o))
+        return o is None or type(o) in (str, int, float, bool)
+
+    assert plain(a)
 
 
 def test_a_stage_whose_calls_cost_about_the_wrapper_is_named():
-    runs = rounds_of([0.8] * 5)
-    for r in runs:
-        r["stages"] = {"tiny": {"calls": 1000, "self_cpu_s": 0.002, "incl_cpu_s": 0.002},  # 2 us a call
-                       "big": {"calls": 10, "self_cpu_s": 0.5, "incl_cpu_s": 0.5}}
+    stages = {"tiny": records.StageTotals(calls=1000, self_cpu_s=0.002, incl_cpu_s=0.002),  # 2 us a call
+              "big": records.StageTotals(calls=10, self_cpu_s=0.5, incl_cpu_s=0.5)}
+    # stage runs (As1, Bs1) carry the wrappers; the timed runs none
+    runs = rounds_of([0.8] * 5) + [dataclasses.replace(r, label=f"{r.label[0]}s1", stages=stages,
+                                                       stages_installed={n: True for n in stages})
+                                   for r in rounds_of([0.8])]
     s = same(runs)
     named = [w for w in s["warnings"] if w.startswith("stage ")]
     assert len(named) == 1 and named[0].startswith("stage tiny: 2.00 us self CPU per call, within 10x")

@@ -1,30 +1,31 @@
-"""Parity between run records: field, item and recorded-error mismatches, the divergence
-report (elements differing, max abs, ULPs, NaN mismatch, integer changes), and
-comparison.derive's call-count check."""
+"""Parity between run records (records.RunRecord): field, item and recorded-error mismatches,
+the divergence report (elements differing, max abs, ULPs, NaN mismatch, integer changes), the
+tolerance of a declared `parity: {max_ulp: N}`, and comparison.derive's call-count check."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness.comparison import derive as comparison, parity
+import fakes
 from harness.bundle import arrays as tensors
+from harness.comparison import derive as comparison, parity
 
 
 def item(item_id, arrays_dir=None, error=None, **fields):
-    if error is not None:
-        return {"id": item_id, "wall_s": 0.01, "cpu_s": 0.01, "fields": {}, "error": error}
+    """An item whose fields are these arrays (stored under arrays_dir when given), or an error."""
     described = {name: (tensors.store(a, arrays_dir) if arrays_dir else tensors.describe(a))
                  for name, a in fields.items()}
-    return {"id": item_id, "wall_s": 0.01, "cpu_s": 0.01, "fields": described, "error": None}
+    return fakes.item(item_id, 0.01, fields=described, error=error)
 
 
-def record(label, items, variant=None, stages=None, wall_s=1.0):
-    variant = variant or ("base" if label.startswith("A") else "candidate")
-    stages = stages or {}
-    return {"schema": "abba-harness/run/v1", "label": label, "variant": variant, "index": 0,
-            "sha": "0" * 40, "status": "ok", "reason": None, "exit_code": 0, "timer": "perf_counter",
-            "wall_s": wall_s, "items": items, "stages": stages,
-            "stages_installed": {name: True for name in stages}}
+def record(label, items, variant=None, stages=None, wall_s=1.0, installed=None):
+    return fakes.run_record(label, items, variant=variant, wall_s=wall_s, stages=stages, stages_installed=installed)
+
+
+def compare(ref, others):
+    """compare_runs' counts with every mismatch beside them (comparison.json lists the first few)."""
+    result, mismatches = parity.compare_runs(ref, others)
+    return {**result, "mismatches": mismatches}
 
 
 X = np.array([1.0, -0.0, 2.5])
@@ -33,7 +34,7 @@ X = np.array([1.0, -0.0, 2.5])
 def test_identical_runs():
     ref = record("A1", [item("a", x=X), item("b", error={"type": "ValueError", "message": "bad"})])
     other = record("B1", [item("a", x=X.copy()), item("b", error={"type": "ValueError", "message": "bad"})])
-    result = parity.compare_runs(ref, [other])
+    result = compare(ref, [other])
     assert result["mismatch_count"] == 0 and result["errors_identical"]
     assert result["fields_compared"] == result["fields_identical"] == 1
     assert result["items"] == 2 and result["error_returns"] == 1 and result["reference"] == "A1"
@@ -42,7 +43,7 @@ def test_identical_runs():
 def test_field_mismatch_names_run_item_and_field():
     ref = record("A1", [item("a", x=X, y=X)])
     other = record("B1", [item("a", x=X, y=np.array([1.0, 0.0, 2.5]))])
-    result = parity.compare_runs(ref, [other])
+    result = compare(ref, [other])
     assert result["fields_compared"] == 2 and result["fields_identical"] == 1
     (m,) = result["mismatches"]
     assert (m["run"], m["item"], m["field"], m["reason"]) == ("B1", "a", "y", "bytes differ")
@@ -52,7 +53,7 @@ def test_field_mismatch_names_run_item_and_field():
 def test_dtype_or_shape_change_is_named():
     ref = record("A1", [item("a", x=X)])
     other = record("B1", [item("a", x=X.astype(np.float32))])
-    (m,) = parity.compare_runs(ref, [other])["mismatches"]
+    (m,) = compare(ref, [other])["mismatches"]
     assert m["reason"] == "<f8[3] vs <f4[3]"
 
 
@@ -61,7 +62,7 @@ def test_missing_item(missing_in):
     full = [item("a", x=X), item("b", x=X)]
     ref = record("A1", full[:1] if missing_in == "reference" else full)
     other = record("B1", full if missing_in == "reference" else full[:1])
-    result = parity.compare_runs(ref, [other])
+    result = compare(ref, [other])
     (m,) = result["mismatches"]
     assert m["item"] == "b" and m["field"] is None
     assert m["reason"] == f"item missing from {'A1' if missing_in == 'reference' else 'B1'}"
@@ -70,14 +71,14 @@ def test_missing_item(missing_in):
 def test_missing_field():
     ref = record("A1", [item("a", x=X, y=X)])
     other = record("B1", [item("a", x=X)])
-    (m,) = parity.compare_runs(ref, [other])["mismatches"]
+    (m,) = compare(ref, [other])["mismatches"]
     assert m["field"] == "y" and m["reason"] == "field missing from B1"
 
 
 def test_error_with_a_different_message():
     ref = record("A1", [item("a", error={"type": "ValueError", "message": "window 5 too big"})])
     other = record("B1", [item("a", error={"type": "ValueError", "message": "window 6 too big"})])
-    result = parity.compare_runs(ref, [other])
+    result = compare(ref, [other])
     assert not result["errors_identical"]
     (m,) = result["mismatches"]
     assert "ValueError: window 5 too big vs ValueError: window 6 too big" in m["reason"]
@@ -86,13 +87,13 @@ def test_error_with_a_different_message():
 def test_error_type_differs():
     ref = record("A1", [item("a", error={"type": "ValueError", "message": "m"})])
     other = record("B1", [item("a", error={"type": "TypeError", "message": "m"})])
-    assert not parity.compare_runs(ref, [other])["errors_identical"]
+    assert not compare(ref, [other])["errors_identical"]
 
 
 def test_error_versus_output():
     ref = record("A1", [item("a", x=X)])
     other = record("B1", [item("a", error={"type": "IndexError", "message": "oops"})])
-    result = parity.compare_runs(ref, [other])
+    result = compare(ref, [other])
     assert not result["errors_identical"]
     reasons = [m["reason"] for m in result["mismatches"]]
     assert "error differs: no error vs IndexError: oops" in reasons
@@ -102,7 +103,7 @@ def test_error_versus_output():
 def test_every_other_run_is_compared_to_the_reference():
     ref = record("A1", [item("a", x=X)])
     runs = [record("B1", [item("a", x=X)]), record("B2", [item("a", x=-X)]), record("A2", [item("a", x=X)])]
-    result = parity.compare_runs(ref, runs)
+    result = compare(ref, runs)
     assert [m["run"] for m in result["mismatches"]] == ["B2"]
     assert result["fields_compared"] == 3 and result["fields_identical"] == 2
 
@@ -112,7 +113,7 @@ def test_every_other_run_is_compared_to_the_reference():
 def diverge(tmp_path, a, b):
     ref = record("A1", [item("i", tmp_path, f=a)])
     other = record("B1", [item("i", tmp_path, f=b)])
-    mismatches = parity.compare_runs(ref, [other])["mismatches"]
+    mismatches = compare(ref, [other])["mismatches"]
     assert len(mismatches) == 1
     (row,) = parity.divergence(mismatches, tmp_path)
     assert (row["run"], row["item"], row["field"]) == ("B1", "i", "f")
@@ -188,41 +189,44 @@ def test_unreadable_arrays_are_a_note_not_a_crash(tmp_path):
 # --- comparison.derive: call counts are part of parity -------------------------------
 
 CAMPAIGN = {"name": "t", "order": "ABBA", "labels": ["A1", "B1", "B2", "A2"], "threshold": 0.02,
-            "stages": {"s": "m:f"}}
+            "stages": {"s": "m:f"}, "stage_calls": {}, "parity": {"max_ulp": None}, "instructions": None}
+RUNNER = {"reason": None, "items": ["a", "b"], "items_all": ["a", "b"]}
 CLEANUP = {"all_absent": True, "processes": []}
 
 
-def _runs(calls_b2):
+def derive(runs, arrays_dir, campaign=CAMPAIGN):
+    return comparison.derive(campaign, runs, RUNNER, CLEANUP, None, arrays_dir, workload=fakes.WORKLOAD_SHA256)
+
+
+def _runs(calls_b2, installed_in_candidate=True):
     out = []
     for label in ("A1", "B1", "B2", "A2"):
         calls = calls_b2 if label == "B2" else 4
+        installed = installed_in_candidate or label[0] == "A"
         out.append(record(label, [item("a", x=X), item("b", x=X)],
-                          stages={"s": {"calls": calls, "self_cpu_s": 0.1, "incl_cpu_s": 0.2}}))
+                          stages={"s": {"calls": calls if installed else 0, "self_cpu_s": 0.1, "incl_cpu_s": 0.2}},
+                          installed={"s": installed}))
     return out
 
 
 def test_call_counts_identical(tmp_path):
-    result = comparison.derive(CAMPAIGN, _runs(4), {}, CLEANUP, None, tmp_path)
-    assert result["status"] == "complete"
+    result = derive(_runs(4), tmp_path)
+    assert result["status"] == "complete", result["reason"]
     assert result["parity"]["call_counts_identical"] and result["parity"]["identical"]
+    assert result["parity"]["agree"] and result["parity"]["tolerance"] is None
     assert result["stages"]["s"]["calls_per_run"] == 4
 
 
 def test_call_count_change_breaks_parity(tmp_path):
-    result = comparison.derive(CAMPAIGN, _runs(5), {}, CLEANUP, None, tmp_path)
+    result = derive(_runs(5), tmp_path)
     assert result["parity"]["call_counts_identical"] is False
-    assert result["parity"]["identical"] is False
+    assert result["parity"]["identical"] is False and result["parity"]["agree"] is False
     assert result["parity"]["mismatch_count"] == 0  # outputs are all equal: only the counts differ
     assert result["stages"]["s"]["calls_per_run"] == {"A1": 4, "B1": 4, "B2": 5, "A2": 4}
 
 
 def test_stage_installed_in_one_revision_only_is_not_compared(tmp_path):
-    runs = _runs(4)
-    for r in runs:
-        if r["variant"] == "candidate":
-            r["stages"]["s"]["calls"] = 0
-            r["stages_installed"] = {"s": False}
-    result = comparison.derive(CAMPAIGN, runs, {}, CLEANUP, None, tmp_path)
+    result = derive(_runs(4, installed_in_candidate=False), tmp_path)
     assert result["parity"]["call_counts_identical"] and result["parity"]["identical"]
     assert result["stages"]["s"]["candidate_installed"] is False
 
@@ -236,8 +240,9 @@ def test_ulp_distance_is_exact_for_float64_extremes(tmp_path):
 
 
 def _calls_run(label, variant, calls, installed=True):
-    return {"label": label, "variant": variant, "stages": {"step": {"calls": calls}},
-            "stages_installed": {"step": installed}}
+    return fakes.run_record(label, variant=variant, stages={"step": {"calls": calls, "self_cpu_s": 0.0,
+                                                                     "incl_cpu_s": 0.0}},
+                            stages_installed={"step": installed})
 
 
 def test_call_counts_per_variant_may_differ_between_variants_only():
@@ -258,8 +263,8 @@ def test_golden_checks_the_items_a_run_has_and_fails_unknown_or_changed_ones():
     from harness.comparison.parity import compare_golden
 
     def run(label, items):
-        return {"label": label, "items": [{"id": i, "fields": {"x": {"digest": d}}, "error": None}
-                                          for i, d in items.items()]}
+        return fakes.run_record(label, [fakes.item(i, fields={"x": {"digest": d, "dtype": "<f8", "shape": [1]}})
+                                        for i, d in items.items()])
 
     golden = {"items": {"a": {"fields": {"x": "1"}, "error": None},
                         "b": {"fields": {"x": "2"}, "error": None}}}
@@ -269,3 +274,64 @@ def test_golden_checks_the_items_a_run_has_and_fails_unknown_or_changed_ones():
     assert not changed["identical"] and changed["failing"] == [{"run": "A1", "items_differing": 1}]
     unknown = compare_golden(golden, [run("B1", {"c": "1"})])
     assert not unknown["identical"]
+
+
+# --- parity: {max_ulp: N}: floats within N units in the last place agree, never "identical" ----
+
+def mismatches_of(tmp_path, a, b):
+    ref = record("A1", [item("i", tmp_path, f=a)])
+    other = record("B1", [item("i", tmp_path, f=b)])
+    return parity.compare_runs(ref, [other])[1]
+
+
+def ulps_apart(x, n):
+    for _ in range(n):
+        x = np.nextafter(x, np.inf)
+    return x
+
+
+def test_tolerance_holds_floats_within_max_ulp(tmp_path):
+    a = np.array([1.0, 2.0, -3.0])
+    b = a.copy()
+    b[0], b[2] = ulps_apart(a[0], 1), ulps_apart(a[2], 3)
+    found = mismatches_of(tmp_path, a, b)
+    assert parity.ulp_distance(tmp_path, found[0]["reference_digest"], found[0]["digest"]) == 3
+    tol, within = parity.tolerance(tmp_path, found, 3)
+    assert within and tol == {"max_ulp": 3, "max_ulp_seen": 3, "fields_within": 1} and found[0]["max_ulp"] == 3
+    tol, within = parity.tolerance(tmp_path, mismatches_of(tmp_path, a, b), 2)
+    assert not within and tol == {"max_ulp": 2, "max_ulp_seen": 3, "fields_within": 0}
+
+
+@pytest.mark.parametrize("a, b", [
+    (np.array([1.0, np.nan]), np.array([1.0, 2.0])),  # a NaN against a number
+    (np.array([1.0, np.inf]), np.array([1.0, np.finfo(np.float64).max])),  # an infinity against anything else
+    (np.array([3, 5]), np.array([3, 6])),  # integers: no ULP
+    (np.array([1.0, 2.0]), np.array([1.0, 2.0], dtype=np.float32)),  # another dtype
+    (np.array([1.0, 2.0]), np.array([[1.0, 2.0]])),  # another shape
+])
+def test_no_tolerance_covers_what_is_not_a_float_moved_in_its_last_places(tmp_path, a, b):
+    found = mismatches_of(tmp_path, a, b)
+    tol, within = parity.tolerance(tmp_path, found, 2 ** 52)
+    assert not within and tol["fields_within"] == 0 and found[0]["max_ulp"] is None
+
+
+def test_nan_payloads_and_signed_zeros_are_zero_ulp_apart(tmp_path):
+    a = np.array([0x7FF8000000000001, 0], dtype="<u8").view("<f8")
+    b = np.array([0x7FF8000000000002, 0x8000000000000000], dtype="<u8").view("<f8")  # another NaN, -0.0
+    found = mismatches_of(tmp_path, a, b)
+    tol, within = parity.tolerance(tmp_path, found, 0)
+    assert within and tol["max_ulp_seen"] == 0
+
+
+def test_derive_agrees_within_a_declared_tolerance_and_says_not_identical(tmp_path):
+    near = ulps_apart(X, 1)
+    runs = [record(label, [item("a", tmp_path, x=near if label[0] == "B" else X),
+                           item("b", tmp_path, x=X)]) for label in ("A1", "B1", "B2", "A2")]
+    exact = derive(runs, tmp_path)
+    assert exact["parity"]["identical"] is False and exact["parity"]["agree"] is False
+    assert exact["parity"]["tolerance"] is None
+    declared = derive(runs, tmp_path, {**CAMPAIGN, "stages": {}, "parity": {"max_ulp": 1}})
+    p = declared["parity"]
+    assert p["agree"] is True and p["identical"] is False and p["mismatch_count"] == 2
+    assert p["tolerance"] == {"max_ulp": 1, "max_ulp_seen": 1, "fields_within": 2}
+    assert [m["max_ulp"] for m in p["mismatches"]] == [1, 1]

@@ -1,57 +1,21 @@
-"""Campaign validation: one table row per check in harness/spec.py (in-process), a few of
-them through `harness run` (exit 2, one line naming file and key, no traceback, no bundle),
-and the errors only a run can find (missing commit, input hash, fence, missing input
-folder, missing golden, not a repository), which must behave the same."""
+"""Campaign validation, in-process: one table row per check in harness/plan/spec.py, the
+file itself (YAML, duplicate keys, aliases, huge integers), rounds and their budget, the
+workers' interpreter (python:) and the declared parity tolerance (parity: max_ulp). The same
+refusals through `harness run`, and the errors only a run can find: tests/process/test_spec_cli.py."""
 from __future__ import annotations
 
 import copy
 import re
-import hashlib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import CAMPAIGNS, cache_env, harness, no_traceback
+from conftest import CAMPAIGNS
 from harness import contract as C
-from harness import records, rehash
+from harness import rehash
 from harness.plan import spec
-
-DELETE = object()
-SOURCE = Path("/campaigns/x.yaml")
-HEX = "ab" * 32
-
-VALID = {
-    "name": "demo",
-    "description": "one line",
-    "target": {"build": [{"tree": "demo/tree", "message": "base"},
-                         {"patch": "demo/candidate.patch", "message": "cand"}]},
-    "base": {"rev": "HEAD~1", "fence": {"demo/core.py": HEX}},
-    "candidate": {"rev": "HEAD"},
-    "workload": {"entry": "demo_workload:setup", "path": "workloads", "params": {"n": 1, "l": [1, "a"]}},
-    "inputs": {"corpus": {"path": "c.jsonl", "sha256": HEX, "build": ["{python}", "make.py", "{path}"]}},
-    "order": "ABBA",
-    "slots": 2,
-    "timeouts": {"run_s": 60, "campaign_s": 300},
-    "stages": {"a": "demo.core:f", "b": {"path": "demo.core:C.m", "optional": True}},
-    "env": {"OMP_NUM_THREADS": "1"},
-    "golden": {"path": "demo/golden.json", "sha256": HEX},
-    "verdict": {"threshold": 0.05},
-}
-
-
-def mutated(path: str, value):
-    d = copy.deepcopy(VALID)
-    keys = path.split("/")
-    node = d
-    for k in keys[:-1]:
-        node = node[int(k)] if isinstance(node, list) else node[k]
-    last = int(keys[-1]) if isinstance(node, list) else keys[-1]
-    if value is DELETE:
-        del node[last]
-    else:
-        node[last] = value
-    return d
+from spec_support import DELETE, HEX, SOURCE, VALID, mutated
 
 
 def error_of(data) -> str:
@@ -146,7 +110,8 @@ def test_auto_rounds_rule():
     assert C.auto_rounds(60, 1.0, 20, 100) == 60
     assert C.auto_rounds(60, 5.0, 20, 100) == 20
     assert C.auto_rounds(60, 0.0, 20, 100) == 100
-    assert rehash.auto_rounds(60, 1.7, 20, 100) == C.auto_rounds(60, 1.7, 20, 100) == 36
+    # rehash.py reads the same contract: one rule for the runner and both checkers
+    assert rehash.C.auto_rounds(60, 1.7, 20, 100) == C.auto_rounds(60, 1.7, 20, 100) == 36
 
 
 def test_defaults():
@@ -234,7 +199,7 @@ CASES = [
     ("order", "abba", "order: expected a string of A and B"),
     ("order", "ABBA\n", "order: expected a string of A and B"),
     ("order", ["A", "B"], "order: expected a string of A and B"),
-    ("order", "AB" * 101, "order: expected at most 200 runs"),
+    ("order", "AB" * (C.MAX_RUNS // 2 + 1), f"order: expected at most {C.MAX_RUNS} runs"),
     ("seed", 3, "seed: expected no seed with an explicit order"),
     ("slots", 0, "slots: expected an integer from 1 to 256"),
     ("slots", 257, "slots: expected an integer from 1 to 256"),
@@ -340,137 +305,11 @@ def test_load_keeps_raw_bytes_and_resolves_relative_paths(tmp_path):
     assert c.workload.path == tmp_path / "workloads"
 
 
-# --- through the CLI: exit 2, one line, no traceback, nothing written -------------------
-
-def assert_refused(result, out: Path, *needles: str) -> None:
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert no_traceback(result), result.stderr
-    lines = result.stderr.strip().splitlines()
-    errors = [line for line in lines if line.startswith("harness run: error:")]
-    assert len(errors) == 1, result.stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
-    assert not out.exists()
-    leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith((out.name, f".{out.name}"))]
-    assert leftovers == [], leftovers
-
-
-@pytest.mark.parametrize("path, value, key", [
-    ("order", "AAAA", "order"),
-    ("slots", "four", "slots"),
-    ("stages/a", "demo.core", "stages.a"),
-    ("workload/params", {"when": __import__("datetime").date(2020, 1, 1)}, "workload.params.when"),
-])
-def test_cli_refuses_invalid_campaign(tmp_path, path, value, key):
-    campaign = tmp_path / "bad.yaml"
-    campaign.write_text(yaml.safe_dump(mutated(path, value)))
-    out = tmp_path / "out" / "bundle"
-    out.parent.mkdir()
-    result = harness("run", campaign, "--out", out)
-    assert_refused(result, out, str(campaign), f": {key}: expected")
-
-
-def test_cli_refuses_invalid_yaml(tmp_path):
-    campaign = tmp_path / "broken.yaml"
-    campaign.write_text("name: [\n")
-    out = tmp_path / "bundle"
-    assert_refused(harness("run", campaign, "--out", out), out, str(campaign), "not valid YAML")
-
-
-# --- errors only a run can find --------------------------------------------------------
-
-def demo_campaign(tmp_path: Path, **changes) -> Path:
-    """campaigns/demo.yaml with absolute paths, written under tmp_path, with changes applied."""
-    d = yaml.safe_load((CAMPAIGNS / "demo.yaml").read_text())
-    for step in d["target"]["build"]:
-        for kind in ("tree", "patch"):
-            if kind in step:
-                step[kind] = str(CAMPAIGNS / step[kind])
-    d["workload"]["path"] = str(CAMPAIGNS / d["workload"]["path"])
-    d.pop("golden", None)
-    for key, value in changes.items():
-        if value is DELETE:
-            d.pop(key, None)
-        else:
-            d[key] = value
-    path = tmp_path / "campaign.yaml"
-    path.write_text(yaml.safe_dump(d))
-    return path
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-def run_refused(tmp_path, cache, campaign, *needles):
-    out = tmp_path / "out" / "bundle"
-    out.parent.mkdir()
-    result = harness("run", campaign, "--out", out, env=cache_env(cache), timeout=120)
-    assert_refused(result, out, str(campaign), *needles)
-    return result
-
-
-def test_commit_that_does_not_exist(tmp_path, cache):
-    campaign = demo_campaign(tmp_path, base={"rev": "0123456789abcdef0123456789abcdef01234567"})
-    run_refused(tmp_path, cache, campaign, "base.rev: commit '0123456789abcdef0123456789abcdef01234567' does not exist")
-
-
-def test_source_fence_mismatch(tmp_path, cache):
-    d = yaml.safe_load((CAMPAIGNS / "demo.yaml").read_text())
-    campaign = demo_campaign(tmp_path, candidate={"rev": d["candidate"]["rev"], "fence": {"demo/core.py": HEX}})
-    run_refused(tmp_path, cache, campaign, "candidate.fence.demo/core.py: source fence mismatch")
-
-
-def test_source_fence_file_missing(tmp_path, cache):
-    d = yaml.safe_load((CAMPAIGNS / "demo.yaml").read_text())
-    campaign = demo_campaign(tmp_path, base={"rev": d["base"]["rev"], "fence": {"demo/gone.py": HEX}})
-    run_refused(tmp_path, cache, campaign, "base.fence.demo/gone.py: file not found")
-
-
-def test_input_hash_mismatch(tmp_path, cache):
-    data = tmp_path / "corpus.jsonl"
-    data.write_bytes(b'{"x": 1}\n')
-    wrong = hashlib.sha256(b"something else").hexdigest()
-    campaign = demo_campaign(tmp_path, inputs={"corpus": {"path": str(data), "sha256": wrong}})
-    run_refused(tmp_path, cache, campaign, "inputs.corpus.sha256:", str(data))
-
-
-def test_missing_input_folder(tmp_path, cache):
-    missing = tmp_path / "tokenizer"
-    campaign = demo_campaign(tmp_path, inputs={"tokenizer": {"path": str(missing), "sha256": HEX}})
-    run_refused(tmp_path, cache, campaign, "inputs.tokenizer.path:", f"'{missing}' does not exist")
-
-
-def test_missing_golden_file(tmp_path, cache):
-    campaign = demo_campaign(tmp_path, golden={"path": "nowhere/golden.json", "sha256": HEX})
-    run_refused(tmp_path, cache, campaign, "golden.path: cannot read", "nowhere/golden.json")
-
-
-def test_golden_file_that_is_not_the_pinned_one(tmp_path, cache):
-    golden = tmp_path / "golden.json"
-    golden.write_text('{"items": {}}\n')
-    campaign = demo_campaign(tmp_path, golden={"path": str(golden), "sha256": HEX})
-    run_refused(tmp_path, cache, campaign, "golden.sha256:", "pinned")
-
-
 def test_a_key_given_twice_is_an_error(tmp_path):
     path = tmp_path / "twice.yaml"
     path.write_text((CAMPAIGNS / "demo.yaml").read_text() + "\nrounds: 7\n")
     with pytest.raises(spec.SpecError, match=r"twice.yaml: not valid YAML at line \d+.*'rounds' appears twice"):
         spec.load(path)
-
-
-def test_target_repo_that_is_not_a_repository(tmp_path, cache):
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    campaign = demo_campaign(tmp_path, target={"repo": str(plain)})
-    run_refused(tmp_path, cache, campaign, "target.repo: expected a git repository")
-
-
-def test_missing_build_tree(tmp_path, cache):
-    campaign = demo_campaign(tmp_path, target={"build": [{"tree": str(tmp_path / "gone"), "message": "m"}]})
-    run_refused(tmp_path, cache, campaign, "target.build: tree", "does not exist")
 
 
 def test_stage_calls_mode_is_validated_and_recorded(tmp_path):
@@ -485,3 +324,124 @@ def test_stage_calls_mode_is_validated_and_recorded(tmp_path):
     assert spec.parse(campaign("m:f"), tmp_path / "c.yaml").stage_calls == {}
     with pytest.raises(spec.SpecError, match=r"stages\.s\.calls: expected 'equal' or 'per_variant'"):
         spec.parse(campaign({"path": "m:f", "calls": "sometimes"}), tmp_path / "c.yaml")
+
+
+# --- python: the workers' interpreter -----------------------------------------------------
+
+def test_python_names_the_workers_interpreter_per_campaign_or_per_revision():
+    assert (spec.parse(copy.deepcopy(VALID), SOURCE).base.python, spec.parse(copy.deepcopy(VALID), SOURCE)
+            .candidate.python) == (None, None)  # the harness's own
+    both = spec.parse({**copy.deepcopy(VALID), "python": "python3.9"}, SOURCE)
+    assert (both.base.python, both.candidate.python) == ("python3.9", "python3.9")
+    own = spec.parse({**copy.deepcopy(VALID), "python": "python3.9",
+                      "candidate": {"rev": "HEAD", "python": "venvs/new/bin/python"}}, SOURCE)
+    assert (own.base.python, own.candidate.python) == ("python3.9", "venvs/new/bin/python")
+    only_base = spec.parse(mutated("base/python", "/opt/py312/bin/python"), SOURCE)
+    assert (only_base.base.python, only_base.candidate.python) == ("/opt/py312/bin/python", None)
+    # recorded in campaign.json as the YAML names it
+    from harness import records
+
+    doc = records.campaign(own, {"base": ("HEAD~1", "0" * 40), "candidate": ("HEAD", "1" * 40)},
+                           lambda p: None if p is None else str(p))
+    assert doc["python"] == {"base": "python3.9", "candidate": "venvs/new/bin/python"}
+
+
+@pytest.mark.parametrize("path, value, expected", [
+    ("python", "", "python: expected an interpreter: a path or a command such as python3.9"),
+    ("python", 3.9, "python: expected an interpreter"),
+    ("python", ["python3"], "python: expected an interpreter"),
+    ("python", "py\nthon", "python: expected an interpreter"),
+    ("python", "a\0b", "python: expected an interpreter"),
+    ("python", "x" * 4097, "python: expected an interpreter"),
+    ("base/python", "", "base.python: expected an interpreter"),
+    ("candidate/python", 3, "candidate.python: expected an interpreter"),
+])
+def test_python_validation(path, value, expected):
+    assert f"{SOURCE}: {expected}" in error_of(mutated(path, value))
+
+
+# --- parity: {max_ulp: N} ------------------------------------------------------------------
+
+def test_parity_max_ulp_declares_how_far_floats_may_move():
+    assert spec.parse(copy.deepcopy(VALID), SOURCE).max_ulp is None  # bit for bit
+    assert spec.parse({**copy.deepcopy(VALID), "parity": {}}, SOURCE).max_ulp is None
+    assert spec.parse({**copy.deepcopy(VALID), "parity": None}, SOURCE).max_ulp is None
+    assert spec.parse({**copy.deepcopy(VALID), "parity": {"max_ulp": 4}}, SOURCE).max_ulp == 4
+    assert spec.parse({**copy.deepcopy(VALID), "parity": {"max_ulp": 0}}, SOURCE).max_ulp == 0
+    assert spec.parse({**copy.deepcopy(VALID), "parity": {"max_ulp": 2 ** 52}}, SOURCE).max_ulp == 2 ** 52
+
+
+@pytest.mark.parametrize("value, expected", [
+    (4, "parity: expected a mapping"),
+    ({"max_ulp": -1}, "parity.max_ulp: expected an integer from 0 to 4.5036e+15"),
+    ({"max_ulp": 2 ** 52 + 1}, "parity.max_ulp: expected an integer from 0"),
+    ({"max_ulp": 1.5}, "parity.max_ulp: expected an integer"),
+    ({"max_ulp": True}, "parity.max_ulp: expected an integer"),
+    ({"max_ulp": "4"}, "parity.max_ulp: expected an integer"),
+    ({"tolerance": 1e-9}, "parity.tolerance: expected one of the known keys (max_ulp)"),
+])
+def test_parity_validation(value, expected):
+    assert f"{SOURCE}: {expected}" in error_of({**copy.deepcopy(VALID), "parity": value})
+
+
+# --- what YAML alone would accept ------------------------------------------------------------
+
+def valid_yaml(**extra) -> bytes:
+    return yaml.safe_dump({**copy.deepcopy(VALID), **extra}, sort_keys=False).encode()
+
+
+def test_yaml_aliases_are_refused_in_one_line():
+    raw = valid_yaml().replace(b"description: one line", b"description: &d one line\nnotes: *d")
+    assert b"*d" in raw
+    with pytest.raises(spec.SpecError) as info:
+        spec.loads(raw, SOURCE)
+    msg = str(info.value)
+    assert "\n" not in msg and re.match(rf"{re.escape(str(SOURCE))}: not valid YAML at line 3, column \d+: "
+                                        r"an alias \(\*name\): a campaign file has none", msg), msg
+
+
+def test_an_alias_bomb_is_refused_before_it_expands():
+    bomb = b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
+        b"%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n" % ((c, c) + (c - 1,) * 9) for c in range(98, 108))
+    with pytest.raises(spec.SpecError, match=r"not valid YAML at line 2, column \d+: an alias"):
+        spec.loads(bomb, SOURCE)
+
+
+@pytest.mark.parametrize("text, digits", [
+    ("12345678901234567890", 20), ("-12345678901234567890", 20), ("1_234_567_890_123_456_789_0", 20),
+    ("9" * 5000, 5000), ("0x" + "f" * 20, 20),  # a prefix is no digit, and gives no room
+])
+def test_integers_beyond_19_digits_are_refused(text, digits):
+    raw = valid_yaml().replace(b"slots: 2", f"slots: {text}".encode())
+    with pytest.raises(spec.SpecError) as info:
+        spec.loads(raw, SOURCE)
+    assert re.search(rf": not valid YAML at line \d+, column \d+: an integer of {digits} digits "
+                     rf"\(at most {C.MAX_INT_DIGITS}\)$", str(info.value)), str(info.value)
+
+
+@pytest.mark.parametrize("text, value", [("1234567890123456789", 1234567890123456789),
+                                         ("0x" + "f" * 16, 2 ** 64 - 1)])
+def test_nineteen_digits_still_parse_and_meet_the_keys_own_range(text, value):
+    raw = valid_yaml().replace(b"slots: 2", f"slots: {text}".encode())
+    with pytest.raises(spec.SpecError, match=rf"slots: expected an integer from 1 to 256, got {value}$"):
+        spec.loads(raw, SOURCE)
+
+
+def test_a_param_of_more_than_19_digits_is_refused_on_the_command_line():
+    with pytest.raises(spec.SpecError, match=r"--param 'n=123456789012345678901': the value is not a YAML scalar"):
+        spec.parse_overrides(params=["n=123456789012345678901"])
+    assert spec.parse_overrides(params=["n=1234567890123456789"])["params"] == {"n": 1234567890123456789}
+
+
+# --- an all-digit revision ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", ["base", "candidate"])
+def test_an_all_digit_rev_gets_its_own_message(variant):
+    raw = valid_yaml().replace(b"rev: HEAD~1" if variant == "base" else b"rev: HEAD\n",
+                               b"rev: 1234567" if variant == "base" else b"rev: 1234567\n")
+    with pytest.raises(spec.SpecError) as info:
+        spec.loads(raw, SOURCE)
+    assert str(info.value) == (f'{SOURCE}: {variant}.rev: expected a git commit-ish as a string: YAML reads an '
+                               f'all-digit revision as a number (quote it: rev: "1234567"), got 1234567')
+    quoted = raw.replace(b"rev: 1234567", b'rev: "1234567"')
+    assert spec.loads(quoted, SOURCE).revision(variant).rev == "1234567"

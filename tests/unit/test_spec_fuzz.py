@@ -1,70 +1,31 @@
 """Property-based fuzzing of campaign validation. Whatever the YAML holds, spec.parse either
 returns a campaign or raises SpecError with one line naming the file and the key path that
-was changed; never another exception. A handful of examples go through `harness run`."""
+was changed; never another exception. A handful of examples go through `harness run` in
+tests/process/test_spec_cli.py."""
 from __future__ import annotations
 
 import copy
 import json
 import re
 import string
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harness.plan import spec
-from test_spec import SOURCE, VALID
+from spec_support import PATHS, SOURCE, VALID, dotted, get, values
 
 FAST = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def dotted(parts) -> str:
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
-    return out
-
-
-def all_paths(node, prefix=()):
-    """Every key path of VALID, as tuples of keys and list indexes."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        yield prefix + (key,)
-        yield from all_paths(value, prefix + (key,))
-
-
-PATHS = sorted(all_paths(VALID), key=str)
 REQUIRED = [("name",), ("target",), ("base",), ("candidate",), ("workload",), ("base", "rev"),
             ("candidate", "rev"), ("workload", "entry"), ("inputs", "corpus", "path"),
             ("inputs", "corpus", "sha256"), ("target", "build", 0, "message"), ("stages", "b", "path")]
 # Mappings whose keys are fixed (params, inputs, stages, env and fence take any names).
 STRICT_MAPPINGS = [(), ("target",), ("target", "build", 0), ("base",), ("candidate",), ("workload",),
                    ("inputs", "corpus"), ("timeouts",), ("stages", "b"), ("verdict",)]
-
-scalars = st.one_of(
-    st.none(), st.booleans(),
-    st.integers(min_value=-(2 ** 80), max_value=2 ** 80),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=12),
-    st.sampled_from(["", " ", "HEAD", "a:b", "\x00", "\n", "-x", "ABBA", "x" * 100, "../..", "/abs"]),
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5) | st.integers(), inner,
-                                                                 max_size=3),
-    max_leaves=8,
-)
-
-
-def get(d, parts):
-    for p in parts:
-        d = d[p]
-    return d
-
 
 def parse_or_error(data):
     """The property every case shares: a Campaign, or a one-line SpecError naming the file."""
@@ -199,29 +160,3 @@ def test_arbitrary_yaml_text_through_load(text):
             spec.load(path)
         except spec.SpecError as exc:
             assert "\n" not in str(exc) and str(exc).startswith(str(path))
-
-
-# --- a handful through the real CLI ---------------------------------------------------
-
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(path=st.sampled_from(PATHS), value=values)
-def test_cli_exit_2_no_traceback_no_bundle(path, value):
-    data = copy.deepcopy(VALID)
-    get(data, path[:-1])[path[-1]] = value
-    try:
-        spec.parse(data, SOURCE)
-    except spec.SpecError:
-        pass
-    else:
-        assume(False)  # only campaigns the validator refuses
-    with tempfile.TemporaryDirectory() as tmp:
-        campaign = Path(tmp) / "fuzz.yaml"
-        campaign.write_text(yaml.safe_dump(data))
-        out = Path(tmp) / "out"
-        result = subprocess.run([sys.executable, "-m", "harness", "run", str(campaign), "--out", str(out)],
-                                capture_output=True, text=True, timeout=60)
-        assert result.returncode == 2, result.stderr
-        assert "Traceback" not in result.stderr
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"harness run: error: {campaign}: "), lines
-        assert sorted(p.name for p in Path(tmp).iterdir()) == ["fuzz.yaml"]

@@ -1,5 +1,7 @@
 """Array digests count every bit (NaN payloads, -0.0, dtype, shape), inputs are canonicalised
-(byte order, memory layout, torch), and the .npy store reads back without pickle."""
+(byte order, memory layout), and the .npy store reads back without pickle. Torch tensors:
+tests/campaign/test_torch_arrays.py; the README's one-liner on a real bundle:
+tests/process/test_arrays_readme.py."""
 from __future__ import annotations
 
 import hashlib
@@ -128,25 +130,6 @@ def test_numpy_scalar_is_a_zero_d_array():
     assert tensors.digest(np.float64(2.5)) == tensors.digest(np.array(2.5))
 
 
-def test_torch_tensors_hash_like_their_numpy_view():
-    torch = pytest.importorskip("torch")
-    cases = [
-        torch.tensor([1.0, -0.0, float("nan")], dtype=torch.float32),
-        torch.arange(12, dtype=torch.int64).reshape(3, 4).T,  # non-contiguous
-        torch.tensor([True, False]),
-        torch.tensor([1 + 2j], dtype=torch.complex64),
-        torch.ones(2, 2, requires_grad=True) * 2,
-    ]
-    for t in cases:
-        view = t.detach().contiguous().numpy()
-        assert tensors.describe(t) == tensors.describe(view)
-    nan_bits = torch.tensor([0x7FC00001], dtype=torch.int32).view(torch.float32)
-    plain_nan = torch.tensor([float("nan")], dtype=torch.float32)
-    assert tensors.digest(nan_bits) != tensors.digest(plain_nan)
-    with pytest.raises(ArrayError, match="bfloat16"):
-        tensors.digest(torch.ones(2, dtype=torch.bfloat16))
-
-
 def test_store_round_trip_without_pickle(tmp_path):
     arrays = [np.array([nan_with_payload(5), -0.0, 1.0]), np.arange(6, dtype=">i4").reshape(2, 3),
               np.array([True]), np.array([1 + 1j], dtype=np.complex64), np.zeros((0, 3))]
@@ -185,24 +168,3 @@ def test_store_is_deterministic_gzip(tmp_path):
     tensors.store(np.arange(100), b)
     name = f"{info['digest']}.npy.gz"
     assert (a / name).read_bytes() == (b / name).read_bytes()
-
-
-def test_the_readme_one_liner_shows_a_stored_array(demo_bundle_master):
-    """Issue 21.8: the README's `gunzip -c F | python -c ...` line, verbatim (F a real stored
-    array of the demo bundle); numpy 2.4 refuses a pipe ("not seekable"), so it reads the
-    stream into a BytesIO first."""
-    import os
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from conftest import ROOT
-
-    line = re.search(r"`(gunzip -c F \| python -c '[^`]*')`", (ROOT / "README.md").read_text()).group(1)
-    stored = sorted((demo_bundle_master / "data" / "arrays").glob("*.npy.gz"))[0]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", line.replace(" F ", f" '{stored}' ", 1)],
-                            capture_output=True, text=True, env=env, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(tensors.load(stored)).strip()
