@@ -22,7 +22,7 @@ def nan_with_payload(payload: int) -> np.float64:
 
 
 def reference_digest(a: np.ndarray) -> str:
-    """The README formula, written out independently."""
+    """docs/bundle-format.md's array digest formula, written out independently."""
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
     head = json.dumps({"dtype": a.dtype.str, "shape": list(a.shape)}, sort_keys=True, separators=(",", ":"))
