@@ -267,7 +267,7 @@ def test_a_repository_without_the_campaign_file_is_refused(demo_bundle, tmp_path
 # --------------------------------------------------------------------------- the receipt in checkers and report
 def test_both_checkers_hold_the_receipt_to_its_bundle(reproduction, tmp_path):
     out, _ = reproduction
-    for edit, rule in ((lambda r: r.update(schema="abba-harness/reproduction/v0"), "[parsing]"),
+    for edit, rule in ((lambda r: r.update(schema=C.SCHEMAS["reproduction"].rsplit("/v", 1)[0] + "/v0"), "[parsing]"),
                        (lambda r: r.update(extra=1), "extra: not declared by the contract"),
                        (lambda r: r["reproduction"]["measured"].update(ratio=1e-9), "[identity]"),
                        (lambda r: r.update(campaign="other"), "[identity]")):
