@@ -203,6 +203,9 @@ MAX_WRAPPER_S = 1e-3
 # No core retires more than this many instructions a second (a few GHz x a few per cycle, and
 # valgrind runs 30-100x slower): a count above it x its process's life is not measured.
 MAX_INSTRUCTIONS_PER_S = 1e10
+# Nor does any core, natively, retire more than this (6 GHz x 8 a cycle): an instruction run's
+# count is at most this x the longest wall its items took in the wall runs of its variant.
+MAX_NATIVE_INSTRUCTIONS_PER_S = 5e10
 # Instruction runs: the flags that count the measured region only, and the environment that
 # makes the count repeat (harness/engine/instructions.py builds the command from these).
 REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing", "--cache-sim=no")
@@ -526,7 +529,8 @@ FIELDS = {
         "status": F("enum", "status: only the last run may fail", values=RUN_STATUSES),
         "reason": F("str?", "status: null exactly when ok", size=8192),
         "exit_code": F("int?", "status: 0 when ok", lo=-255, hi=255),
-        "instructions": F("int?", "physics: positive when ok, at most 1e10 a second of its process's life",
+        "instructions": F("int?", "physics: positive when ok, at most 1e10 a second of its process's life and "
+                                  "5e10 a second of its items' longest walls in its variant's wall runs",
                           lo=1, hi=2**62),
         "items": F("list", "plan: the campaign's count of the planned items", size=MAX_ITEMS),
         "items[]": F("str", "plan: the planned items the subset rule picks", size=256),
@@ -618,10 +622,10 @@ FIELDS = {
         "noise_floor": F("str?", "identity: set exactly when noise_floor_sha256 is; anchors: a repository file",
                          size=4096),
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
-        "threshold": F("num", "derived: the verdict; campaign: campaign.yaml", lo=0.0, hi=0.5),
+        "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
         "parity": F("dict", "derived: parity; campaign: campaign.yaml"),
-        "parity.max_ulp": F("int?", "derived: floats may differ by this many units in the last place (null: "
-                                    "bit for bit); campaign: campaign.yaml", lo=0, hi=2**52),
+        "parity.max_ulp": F("int?", "campaign: campaign.yaml; derived: floats may differ by this many units in the "
+                                    "last place (null: bit for bit)", lo=0, hi=2**52),
         "metrics": F("list", "plan: instruction runs exactly with instructions; campaign: campaign.yaml", size=2),
         "metrics[]": F("enum", "campaign: campaign.yaml", values=METRICS),
         "instructions": F("dict?", "plan: the instruction runs (null: none); campaign: campaign.yaml"),
@@ -968,7 +972,7 @@ FIELDS["comparison"] = {
     "instructions.detected": F("bool", _D),
     "instructions.direction": F("enum?", _D, values=("fewer", "more", "same")),
     "instructions.disagrees": F("bool", _D),
-    "instructions.band": F("num", _D, lo=0.0, hi=1.0),
+    "instructions.band": F("num", _D, lo=0.0, hi=2 * PCT["hi"] / 100),  # twice the spread, however large
     "instructions.verdict": F("enum", _D, values=VERDICTS),
     "instructions.verdict_reason": F("str", _D, size=1024),
 }
@@ -1042,6 +1046,12 @@ UNBOUND = {
                                          "an item raised only a re-run tells",
     ("run", "items[].error.message@other"): "another error is re-derived into parity (errors differ); which "
                                             "error an item raised only a re-run tells",
+    ("runner", "reason@set,other,swap"): "a reason the runner stopped only turns the bundle failed (re-derived "
+                                         "into comparison.json and Abba-Status): a failure claimed is never read as "
+                                         "a success",
+    ("instructions", "instructions@x7,/7"): "a count within what a core retires in its process's life and in its "
+                                           "items' walls is physical: counts invented consistently pass; only "
+                                           "`harness reproduce` tests them",
     ("cleanup", "processes[].checked_at@swap"): "every absence is checked at the campaign's end: one check "
                                                 "time for another is physical",
     ("bag-info", "Bagging-Date@shift+1h,shift-1h"): "a local date: a day either way is the time zone's",
