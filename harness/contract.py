@@ -391,8 +391,10 @@ RULES = {
     "arrays": ("both", "every field's dtype and shape are the stored array's; every stored array named"),
     "bag-info": ("both", "bag-info.txt's keys, exactly, and their values the payload's"),
     "derived": ("both", "re-derived from the records: comparison.json"),
+    "decoded": ("verify", "re-derived from the stored arrays' values, decoded with numpy: parity.divergence"),
     "campaign": ("verify", "campaign.json says what campaign.yaml says"),
-    "anchors": ("repo", "the repository holds the bundle's campaign file, golden file, workload and trees"),
+    "anchors": ("repo", "the repository holds the bundle's campaign file, golden and noise-floor files, workload "
+                        "and trees"),
     "original": ("original", "re-derived from the reproduction bundle and the bundle it re-ran"),
     "free": ("none", "no checker can tell; the reason is given"),
 }
@@ -619,8 +621,8 @@ FIELDS = {
         "golden": F("str?", "anchors: the repository's golden file; files: golden.json exactly when named",
                     size=4096),
         "golden_sha256": F("sha256?", "identity: golden.json's SHA-256; campaign: campaign.yaml"),
-        "noise_floor": F("str?", "identity: set exactly when noise_floor_sha256 is; anchors: a repository file",
-                         size=4096),
+        "noise_floor": F("str?", "anchors: the repository's noise-floor file (verify --repo); identity: set exactly "
+                                 "when noise_floor_sha256 is", size=4096),
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
         "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
         "parity": F("dict", "derived: parity; campaign: campaign.yaml"),
@@ -878,9 +880,10 @@ FIELDS["comparison"] = {
     "parity.mismatches[].digest": F("sha256?", _D, optional=True),
     "parity.mismatches[].max_ulp": F("int?", _D, lo=0, hi=2**64, optional=True),
     "parity.note": F("str?", _D, size=1024),
-    "parity.divergence": F("list", "derived: re-derived from the stored arrays by harness verify", size=MAX_LISTED),
-    "parity.divergence[]": F("dict", "derived: re-derived from the stored arrays by harness verify"),
-    "parity.divergence[].**": F("any", "derived: re-derived from the stored arrays by harness verify"),
+    "parity.divergence": F("list", "decoded: re-derived from the stored arrays' values by harness verify",
+                           size=MAX_LISTED),
+    "parity.divergence[]": F("dict", "decoded: re-derived from the stored arrays' values by harness verify"),
+    "parity.divergence[].**": F("any", "decoded: re-derived from the stored arrays' values by harness verify"),
     "stats": F("dict", _D),
     "stats.method": F("str", _D, size=256),
     "stats.threshold": F("num", _D, lo=0.0, hi=0.5),
@@ -1049,9 +1052,13 @@ UNBOUND = {
     ("runner", "reason@set,other,swap"): "a reason the runner stopped only turns the bundle failed (re-derived "
                                          "into comparison.json and Abba-Status): a failure claimed is never read as "
                                          "a success",
-    ("instructions", "instructions@x7,/7"): "a count within what a core retires in its process's life and in its "
+    ("instructions", "instructions@x7,/7,swap"): "a count within what a core retires in its process's life and in its "
                                            "items' walls is physical: counts invented consistently pass; only "
                                            "`harness reproduce` tests them",
+    ("runner", "started_at@shift-1h"): "an earlier start within the campaign timeout is physical: building the "
+                                        "revisions before the first run takes any time",
+    ("runner", "ended_at@shift+1h"): "a later end within the campaign timeout and the bagging date is physical: "
+                                     "sealing after the last run takes any time",
     ("cleanup", "processes[].checked_at@swap"): "every absence is checked at the campaign's end: one check "
                                                 "time for another is physical",
     ("bag-info", "Bagging-Date@shift+1h,shift-1h"): "a local date: a day either way is the time zone's",

@@ -214,6 +214,11 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
         if C.GOLDEN not in check.openable or \
                 hashlib.sha256(read_anchor(golden, 16 << 20)).hexdigest() != check.sha256(C.GOLDEN):
             check.fail(C.GOLDEN, f"differs from {golden}", "anchors")
+    if campaign["noise_floor"]:
+        floor = anchor(repo, campaign["noise_floor"], "noise_floor")
+        if C.NOISE_FLOOR not in check.openable or \
+                hashlib.sha256(read_anchor(floor, 64 << 10)).hexdigest() != check.sha256(C.NOISE_FLOOR):
+            check.fail(C.NOISE_FLOOR, f"differs from {floor}", "anchors")
     try:
         spec_campaign = spec.load(source)
         target = revisions.target_repo(spec_campaign)
