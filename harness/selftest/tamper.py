@@ -807,7 +807,7 @@ def record_rules() -> list[Mutation]:
                                                        derive=False), "[files]", rule="files"),
         m("data/figure.png: a picture added to the payload (bundles hold none), re-hashed",
           forge(lambda root: (root / "data/figure.png").write_bytes(b"\x89PNG\r\n\x1a\n"), derive=False),
-          "data/figure.png", rule="files"),
+          "data/figure.png: [files]", rule="files"),
         m("data/receipts/notes.json: an unknown kind of file, re-hashed",
           forge(lambda root: (root / "data/receipts/notes.json").write_text("{}\n"), derive=False), "[files]",
           rule="files"),
