@@ -516,6 +516,7 @@ def check_hash(check, rel, digest, manifest):
 
 def parse_bag_info(check):
     """bag-info.txt: exactly the keys the contract names, each once, each of its type."""
+    intact = not any(p.startswith(f"{C.BAG_INFO}: ") for p in check.problems)  # as the tag manifest says
     fields = {}
     for n, line in enumerate(text_of(check, C.BAG_INFO, limit_of("bag-info")).splitlines(), 1):
         key, sep, value = line.partition(": ")
@@ -536,7 +537,10 @@ def parse_bag_info(check):
     for key in C.BAG_INFO_FIELDS:
         if key not in fields:
             check.fail(C.BAG_INFO, f"no {key} line (required)", "bag-info")
-    if fields.get("Abba-Format") not in (None, C.FORMAT):
+    if "Abba-Format" not in fields and intact:  # every bundle before v6: one line, not one per file it holds
+        raise Unusable(f"{C.BAG_INFO}: no Abba-Format line: a bundle of an older harness (before {C.FORMAT}), or of "
+                       "none; this checker reads that format only; re-run the campaign to get a bundle it judges")
+    if fields.get("Abba-Format") not in (None, C.FORMAT) and intact:
         raise Unusable(f"{C.BAG_INFO}: Abba-Format {short(fields['Abba-Format'])}: this checker reads {C.FORMAT} "
                        "only; re-run the campaign to get a bundle it judges")
     return fields

@@ -890,9 +890,10 @@ def mutations(files: list[str]) -> list[Mutation]:
 
 # --- running the checkers -------------------------------------------------------------------
 def _judge(code: int | None, lines: list[str], cause: str, note: str = "") -> Check:
+    """Refused (exit 1 with problem lines, or 2: unusable, in one line) by a line naming the cause."""
     named = [line for line in lines if cause in line]
-    detected = code == 1 and bool(named)
-    if code == 1 and not named:
+    detected = code in (1, 2) and bool(named)
+    if code in (1, 2) and not named:
         note = note or f"failed, but no problem line names {cause!r}"
     elif code == 0:
         note = note or "passed the tampered bundle"
@@ -911,7 +912,8 @@ def run_verify(root: Path, cause: str, subprocess_timeout: float | None = None) 
                               text=True, timeout=subprocess_timeout)
     except subprocess.TimeoutExpired:
         return Check(False, None, [], f"hung for {subprocess_timeout:g} s (followed a link or opened a FIFO)")
-    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")]
+    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")] + \
+        [line.split(": error: ", 1)[1] for line in proc.stderr.splitlines() if ": error: " in line]
     return _judge(proc.returncode, lines, cause)
 
 
@@ -921,7 +923,8 @@ def run_rehash(root: Path, cause: str, timeout: float = 300) -> Check:
                               timeout=timeout, cwd=os.path.dirname(str(root)) or "/")
     except subprocess.TimeoutExpired:
         return Check(False, None, [], f"hung for {timeout:g} s (followed a link or opened a FIFO)")
-    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")]
+    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")] + \
+        [line.split(": error: ", 1)[1] for line in proc.stderr.splitlines() if ": error: " in line]
     return _judge(proc.returncode, lines, cause)
 
 

@@ -171,3 +171,24 @@ def test_a_walk_restores_its_copy_and_never_touches_the_bundle(bundles, tmp_path
     closedworld.run(copy, only=lambda m: m.kind in ("file", "manifest"))
     fieldwalk.run(copy, sample=1, only=lambda m: m.doc == "runner")
     assert {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
+
+
+def test_the_fields_only_the_repository_binds(tmp_path):
+    """A bundle made in a git repository: campaign_path, workload.path, golden, noise_floor and
+    each tree digest, walked with verify --repo; the pinned noise-floor file edited in the
+    repository afterwards is named as an anchor that no longer holds."""
+    import subprocess
+
+    from harness.judge.verify import verify
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    bundle = full_bundle(tmp_path)
+    assert verify(bundle, repo=tmp_path).exit_code == 0
+    results = fieldwalk.run(bundle, repo=tmp_path, only=lambda m: m.expect == "repo")
+    assert {(m.doc, m.field) for m in results} >= {("campaign", "campaign_path"), ("campaign", "workload.path"),
+                                                   ("campaign", "golden"), ("campaign", "noise_floor"),
+                                                   ("revisions", "base.tree_sha256")}
+    assert not misses(results), misses(results)
+    (tmp_path / "floor.json").write_text((tmp_path / "floor.json").read_text() + "\n")
+    report = verify(bundle, repo=tmp_path)
+    assert report.problems == [f"{C.NOISE_FLOOR}: [anchors] differs from {tmp_path / 'floor.json'}"]
