@@ -1340,10 +1340,13 @@ def check_records(check, stored):
     check_ledger(check, docs["cleanup"], runner, runs + instr)
     # every ok run measured the same field names per item: the odd ones out against the shape most share
     ok_runs = [r for r in runs if r["status"] == "ok"]
-    shapes = [[(it["id"], sorted(it["fields"]) if it["error"] is None else None) for it in r["items"]]
+    shapes = [tuple((it["id"], tuple(sorted(it["fields"])) if it["error"] is None else None) for it in r["items"])
               for r in ok_runs]
     if shapes:
-        common = max(shapes, key=shapes.count)
+        counts = {}
+        for shape in shapes:
+            counts[shape] = counts.get(shape, 0) + 1
+        common = max(shapes, key=counts.get)
         first = ok_runs[shapes.index(common)]["label"]
         for r, shape in zip(ok_runs, shapes):
             if shape != common:
