@@ -267,3 +267,19 @@ def test_a_failed_bundle_is_judged_by_the_same_closed_rules(tmp_path):
     forge(b, {C.run_path("B2"): lambda r: r.update(measurements_lost=True)})
     for lines in problems(b):
         assert refused(lines, C.run_path("B2"), "measurements_lost: not declared by the contract"), lines
+
+
+def test_a_bundle_too_large_for_the_memory_given_is_one_line(bundle, monkeypatch, capsys):
+    """An honest bundle near the contract's limits checked where memory is short: MemoryError in
+    the re-derivation was a traceback; it is one line saying where to run it."""
+    from harness.comparison import derive
+
+    def short_of_memory(*args, **kwargs):
+        raise MemoryError
+    monkeypatch.setattr(derive, "derive", short_of_memory)
+    assert cli(["verify", str(bundle)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err == (f"harness verify: error: {bundle}: checking the bundle needs more memory "
+                                         "than this process may use; run it where it may use more (ulimit -v)\n")
+    assert cli(["compare", str(bundle)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
