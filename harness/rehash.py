@@ -518,7 +518,8 @@ def check_hash(check, rel, digest, manifest):
 
 def parse_bag_info(check):
     """bag-info.txt: exactly the keys the contract names, each once, each of its type."""
-    intact = not any(p.startswith(f"{C.BAG_INFO}: ") for p in check.problems)  # as the tag manifest says
+    # as the tag manifest says: listed there, present, and of the digest it gives
+    intact = C.BAG_INFO in check.openable and not any(p.startswith(f"{C.BAG_INFO}: ") for p in check.problems)
     fields = {}
     for n, line in enumerate(text_of(check, C.BAG_INFO, limit_of("bag-info")).splitlines(), 1):
         key, sep, value = line.partition(": ")
