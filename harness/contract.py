@@ -207,6 +207,9 @@ MAX_WRAPPER_S = 1e-3
 # No core retires more than this many instructions a second (a few GHz x a few per cycle, and
 # valgrind runs 30-100x slower): a count above it x its process's life is not measured.
 MAX_INSTRUCTIONS_PER_S = 1e10
+# Nor does any core, natively, retire more than this (6 GHz x 8 a cycle): an instruction run's
+# count is at most this x the longest wall its items took in the wall runs of its variant.
+MAX_NATIVE_INSTRUCTIONS_PER_S = 5e10
 # Instruction runs: the flags that count the measured region only, and the environment that
 # makes the count repeat (harness/engine/instructions.py builds the command from these).
 REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing", "--cache-sim=no")
@@ -396,8 +399,10 @@ RULES = {
     "arrays": ("both", "every field's dtype and shape are the stored array's; every stored array named"),
     "bag-info": ("both", "bag-info.txt's keys, exactly, and their values the payload's"),
     "derived": ("both", "re-derived from the records: comparison.json"),
+    "decoded": ("verify", "re-derived from the stored arrays' values, decoded with numpy: parity.divergence"),
     "campaign": ("verify", "campaign.json says what campaign.yaml says"),
-    "anchors": ("repo", "the repository holds the bundle's campaign file, golden file, workload and trees"),
+    "anchors": ("repo", "the repository holds the bundle's campaign file, golden and noise-floor files, workload "
+                        "and trees"),
     "original": ("original", "re-derived from the reproduction bundle and the bundle it re-ran"),
     "free": ("none", "no checker can tell; the reason is given"),
 }
@@ -534,7 +539,8 @@ FIELDS = {
         "status": F("enum", "status: only the last run may fail", values=RUN_STATUSES),
         "reason": F("str?", "status: null exactly when ok", size=8192),
         "exit_code": F("int?", "status: 0 when ok", lo=-255, hi=255),
-        "instructions": F("int?", "physics: positive when ok, at most 1e10 a second of its process's life",
+        "instructions": F("int?", "physics: positive when ok, at most 1e10 a second of its process's life and "
+                                  "5e10 a second of its items' longest walls in its variant's wall runs",
                           lo=1, hi=2**62),
         "items": F("list", "plan: the campaign's count of the planned items", size=MAX_ITEMS),
         "items[]": F("str", "plan: the planned items the subset rule picks", size=256),
@@ -623,13 +629,13 @@ FIELDS = {
         "golden": F("str?", "anchors: the repository's golden file; files: golden.json exactly when named",
                     size=4096),
         "golden_sha256": F("sha256?", "identity: golden.json's SHA-256; campaign: campaign.yaml"),
-        "noise_floor": F("str?", "identity: set exactly when noise_floor_sha256 is; anchors: a repository file",
-                         size=4096),
+        "noise_floor": F("str?", "anchors: the repository's noise-floor file (verify --repo); identity: set exactly "
+                                 "when noise_floor_sha256 is", size=4096),
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
-        "threshold": F("num", "derived: the verdict; campaign: campaign.yaml", lo=0.0, hi=0.5),
+        "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
         "parity": F("dict", "derived: parity; campaign: campaign.yaml"),
-        "parity.max_ulp": F("int?", "derived: floats may differ by this many units in the last place (null: "
-                                    "bit for bit); campaign: campaign.yaml", lo=0, hi=2**52),
+        "parity.max_ulp": F("int?", "campaign: campaign.yaml; derived: floats may differ by this many units in the "
+                                    "last place (null: bit for bit)", lo=0, hi=2**52),
         "metrics": F("list", "plan: instruction runs exactly with instructions; campaign: campaign.yaml", size=2),
         "metrics[]": F("enum", "campaign: campaign.yaml", values=METRICS),
         "instructions": F("dict?", "plan: the instruction runs (null: none); campaign: campaign.yaml"),
@@ -883,9 +889,10 @@ FIELDS["comparison"] = {
     "parity.mismatches[].digest": F("sha256?", _D, optional=True),
     "parity.mismatches[].max_ulp": F("int?", _D, lo=0, hi=2**64, optional=True),
     "parity.note": F("str?", _D, size=1024),
-    "parity.divergence": F("list", "derived: re-derived from the stored arrays by harness verify", size=MAX_LISTED),
-    "parity.divergence[]": F("dict", "derived: re-derived from the stored arrays by harness verify"),
-    "parity.divergence[].**": F("any", "derived: re-derived from the stored arrays by harness verify"),
+    "parity.divergence": F("list", "decoded: re-derived from the stored arrays' values by harness verify",
+                           size=MAX_LISTED),
+    "parity.divergence[]": F("dict", "decoded: re-derived from the stored arrays' values by harness verify"),
+    "parity.divergence[].**": F("any", "decoded: re-derived from the stored arrays' values by harness verify"),
     "stats": F("dict", _D),
     "stats.method": F("str", _D, size=256),
     "stats.threshold": F("num", _D, lo=0.0, hi=0.5),
@@ -977,7 +984,7 @@ FIELDS["comparison"] = {
     "instructions.detected": F("bool", _D),
     "instructions.direction": F("enum?", _D, values=("fewer", "more", "same")),
     "instructions.disagrees": F("bool", _D),
-    "instructions.band": F("num", _D, lo=0.0, hi=1.0),
+    "instructions.band": F("num", _D, lo=0.0, hi=2 * PCT["hi"] / 100),  # twice the spread, however large
     "instructions.verdict": F("enum", _D, values=VERDICTS),
     "instructions.verdict_reason": F("str", _D, size=1024),
 }
@@ -1051,6 +1058,16 @@ UNBOUND = {
                                          "an item raised only a re-run tells",
     ("run", "items[].error.message@other"): "another error is re-derived into parity (errors differ); which "
                                             "error an item raised only a re-run tells",
+    ("runner", "reason@set,other,swap"): "a reason the runner stopped only turns the bundle failed (re-derived "
+                                         "into comparison.json and Abba-Status): a failure claimed is never read as "
+                                         "a success",
+    ("instructions", "instructions@x7,/7,swap"): "a count within what a core retires in its process's life and in its "
+                                           "items' walls is physical: counts invented consistently pass; only "
+                                           "`harness reproduce` tests them",
+    ("runner", "started_at@shift-1h"): "an earlier start within the campaign timeout is physical: building the "
+                                        "revisions before the first run takes any time",
+    ("runner", "ended_at@shift+1h"): "a later end within the campaign timeout and the bagging date is physical: "
+                                     "sealing after the last run takes any time",
     ("cleanup", "processes[].checked_at@swap"): "every absence is checked at the campaign's end: one check "
                                                 "time for another is physical",
     ("bag-info", "Bagging-Date@shift+1h,shift-1h"): "a local date: a day either way is the time zone's",

@@ -28,9 +28,11 @@ def limit_of(rel: str) -> int:
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, at most limit; a missing one is FileNotFoundError."""
+    """A regular file's bytes, at most limit; a missing one is FileNotFoundError. The read is
+    bounded by the file's size too: a buffered read of n bytes reserves n first, and a kind's
+    limit (1 GiB for an array) must never become a reservation."""
     try:
-        return read_regular(path, limit)
+        return read_regular(path, max(0, min(limit, os.lstat(path).st_size)))
     except NotReadable as exc:
         raise BundleError(f"{path}: {exc}") from None
 

@@ -98,7 +98,11 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     code, signers = _signers((a, b), trust)
     if code:
         return code
-    x, y = read.load(a), read.load(b)
+    try:
+        x, y = read.load(a), read.load(b)
+    except MemoryError:
+        return error("compare", f"{a} and {b} together need more memory than this process may use; compare each "
+                                "alone (harness compare BUNDLE), or run it where it may use more", code=outcomes.UNUSABLE)
     apart = agreement.other_campaign(x.campaign, y.campaign)
     if apart:
         return error("compare", f"not two bundles of one campaign: {apart}", code=outcomes.UNUSABLE)

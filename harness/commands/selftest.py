@@ -1,16 +1,21 @@
-"""`harness selftest tamper [--bundle DIR]`: the tampering mutation suite (issue 6.3).
+"""`harness selftest tamper [--bundle DIR [--original DIR]] [--repo PATH] [--only TEXT]`: the
+checkers' proof. Three suites, each mutation re-sealed as a forger would and put to both
+checkers (`harness verify` and the standard-library `python -S harness/rehash.py`):
+  the hand-written forgeries (harness/selftest/tamper.py: every file flipped and deleted, links,
+  FIFOs, traps, one or more forgery per record rule), one line each;
+  the field walk (fieldwalk.py: every declared field present, every mutation its type allows);
+  the closed-world walk (closedworld.py: an undeclared key at every level, an undeclared file in
+  every folder, an extra bag-info line and manifest row, older schema ids and format).
+Then the coverage per record type (mutations / refused / free) of each suite. Without --bundle,
+a demo_instructions bundle (instruction records) and a reproduction of the demo bundle (its
+receipt walked with verify --original) are made first. Exit 0 only when every bindable mutation
+is refused by the checkers its rule names (and each untouched bundle passes both); 1
+otherwise; 2 unusable input.
 `harness selftest scale`: a demo campaign of ABBA x 8 runs, and a bundle of about 10,000
 stored arrays verified by both checkers, with their times.
 `harness selftest noise [--campaigns N] [--effect-campaigns N] [--rounds N] [--effect F] [--quiet-only | --load-only]`: A-vs-A and
 known-effect campaigns, quiet and under a load generator it starts and stops itself, with
-false claims, coverage and detections (harness/selftest/noise.py).
-
-Each mutation is applied to a fresh copy of a sealed bundle and both checkers run on it:
-`harness verify` and the standard-library `python -S harness/rehash.py`. One line per
-mutation, then `N mutations, N detected by harness verify, N detected by rehash.py`.
-Without --bundle the demo campaign is run into a temporary folder first.
-Exit 0 only if every mutation is detected by both checkers (and the untouched bundle
-passes both); 1 otherwise; 2 unusable input."""
+false claims, coverage and detections (harness/selftest/noise.py)."""
 from __future__ import annotations
 
 import re
@@ -26,9 +31,12 @@ def add_parser(sub) -> None:
     p = sub.add_parser("selftest", help="self-checks; 'tamper' runs the tampering mutation suite on a bundle")
     p.add_argument("suite", choices=["tamper", "scale", "noise"], help="which self-check to run")
     p.add_argument("--bundle", help="a sealed bundle to mutate copies of (default: run the demo campaign)")
-    p.add_argument("--only", help="run only the mutations whose name holds this text")
-    p.add_argument("--repo", help="tamper: the repository the bundle was made in, for the field walk's "
-                                  "repository-bound fields (default: the demo's own; with --bundle, skipped)")
+    p.add_argument("--only", help="tamper: run only the mutations whose name holds this text")
+    p.add_argument("--repo", help="tamper: the repository the bundle was made in, for the fields only the "
+                                  "repository binds (default: the demo's own; with --bundle, skipped)")
+    p.add_argument("--original", metavar="BUNDLE",
+                   help="tamper: with --bundle a reproduction bundle, the bundle it re-ran (its receipt's other "
+                        "side is walked with verify --original)")
     p.add_argument("--campaigns", type=int, default=3, metavar="N",
                    help="noise: campaigns per kind and condition (default 3)")
     p.add_argument("--rounds", type=int, metavar="N",
@@ -45,6 +53,7 @@ def add_parser(sub) -> None:
 
 
 DEMO = "campaigns/demo.yaml"  # in a clone: harness.clone.clone_file finds it or says why not
+DEMO_INSTRUCTIONS = "campaigns/demo_instructions.yaml"
 
 
 def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
@@ -100,21 +109,43 @@ def _scale() -> int:
     return 0 if ok else 1
 
 
-def _demo_bundle(tmp: Path) -> Path | None:
+def _campaign(tmp: Path, rel: str, name: str, **overrides) -> Path | None:
+    """A bundled campaign run into tmp/name (None, and one line, when it did not complete)."""
+    from harness.engine.runner import PreflightError, Runner
     from harness.plan import spec
-    from harness.engine.runner import Runner
 
-    campaign_path = clone_file(DEMO, "selftest")
-    out = tmp / "demo"
-    print(f"selftest: running the demo campaign ({campaign_path}) into {out}", file=sys.stderr)
+    campaign_path = clone_file(rel, "selftest")
+    out = tmp / name
+    print(f"selftest: running {campaign_path} into {out}", file=sys.stderr)
     try:
-        outcome = Runner(spec.load(campaign_path), out).run()
-    except (spec.SpecError, OSError) as exc:
-        print(f"harness selftest: error: demo campaign: {exc}", file=sys.stderr)
+        outcome = Runner(spec.load(campaign_path, overrides), out).run()
+    except (spec.SpecError, OSError, PreflightError) as exc:
+        print(f"harness selftest: error: {rel}: {exc}", file=sys.stderr)
         return None
     if outcome.comparison["status"] != "complete":
-        print(f"harness selftest: error: demo campaign {outcome.comparison['status']}: "
-              f"{outcome.comparison['reason']}", file=sys.stderr)
+        print(f"harness selftest: error: {rel} {outcome.comparison['status']}: {outcome.comparison['reason']}",
+              file=sys.stderr)
+        return None
+    return out
+
+
+def _reproduction(tmp: Path, original: Path, repo: Path | None) -> Path | None:
+    """`harness reproduce` of a bundle, into tmp (None, and one line, when it cannot be made)."""
+    from harness.bundle import read
+    from harness.judge import reproduce
+    from harness.plan import spec
+
+    if repo is None:
+        print("harness selftest: note: not in a git clone: no reproduction bundle to walk", file=sys.stderr)
+        return None
+    out = tmp / "reproduction"
+    print(f"selftest: reproducing {original} into {out}", file=sys.stderr)
+    try:
+        bundle = read.load(original)
+        campaign = reproduce.campaign_for(bundle, repo, None, None)
+        reproduce.reproduce(bundle, campaign, out)
+    except (reproduce.Refused, spec.SpecError, read.BundleError, OSError) as exc:
+        print(f"harness selftest: error: reproduce {original}: {exc}", file=sys.stderr)
         return None
     return out
 
@@ -136,6 +167,43 @@ def _line(result) -> str:
             f"{part('verify', result.verify)}; {rehash}")
 
 
+def _walk_line(suite: str):
+    """One line per walk mutation that was not refused as its rule says (the rest are counted
+    in the coverage table)."""
+    def show(m) -> None:
+        if not m.caught:
+            print(f"MISS [{suite}] {_short(m.name, 160)} (expected: {m.expect}): {_short(m.line, 160)}", flush=True)
+    return show
+
+
+def coverage_table(results, walked, closed) -> list[str]:
+    """Per record type: mutations / refused / free of the hand-written rules, the field walk and
+    the closed-world walk, and the totals."""
+    from harness.selftest import closedworld, fieldwalk
+
+    hand: dict[str, list] = {}
+    for r in results:
+        row = hand.setdefault(r.doc, [0, 0, 0])
+        row[0] += 1
+        row[1] += r.detected_by_both
+    suites = [hand,
+              {d: [c["mutations"], c["refused"], c["free"]] for d, c in fieldwalk.coverage(walked).items()},
+              {d: [c["mutations"], c["refused"], c["free"]] for d, c in closedworld.coverage(closed).items()}]
+    names = ("hand-written", "field walk", "closed world")
+    docs = sorted(set().union(*suites))
+    width = max([len("record type"), len("total")] + [len(d) for d in docs])
+    lines = ["coverage per record type (mutations / refused / free):",
+             f"  {'record type':<{width}}  " + "  ".join(f"{n:>16}" for n in names)]
+
+    def cells(rows):
+        return "  ".join(f"{'-' if r is None else f'{r[0]} / {r[1]} / {r[2]}':>16}" for r in rows)
+    for doc in docs:
+        lines.append(f"  {doc:<{width}}  " + cells([suite.get(doc) for suite in suites]))
+    totals = [[sum(r[i] for r in suite.values()) for i in range(3)] for suite in suites]
+    lines.append(f"  {'total':<{width}}  " + cells(totals))
+    return lines
+
+
 def main(args) -> int:
     if args.suite == "scale":
         return _scale()
@@ -147,42 +215,70 @@ def main(args) -> int:
             return 2
         return noise_selftest.run(clone_file(DEMO, "selftest"), args.campaigns, args.rounds, args.effect, args.work,
                                   not args.quiet_only, args.effect_campaigns, not args.load_only)
-    from harness import records
-    from harness.selftest import fieldwalk, tamper
+    return tamper_main(args)
+
+
+def tamper_main(args) -> int:
+    """The hand-written forgeries on the first bundle, then the field walk and the closed-world
+    walk on every bundle: without --bundle, a demo_instructions bundle (instruction records) and a
+    reproduction of the demo (a reproduction receipt, checked with verify --original)."""
+    from harness.selftest import closedworld, fieldwalk, tamper
 
     repo = Path(args.repo) if args.repo else None
     with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
+        tmp = Path(tmp)
         if args.bundle:
-            bundle = Path(args.bundle)
-            if not (bundle / C.TAGMANIFEST).is_file():
-                print(f"harness selftest: error: {bundle}: not a sealed bundle", file=sys.stderr)
-                return 2
+            bundles = [(Path(args.bundle), Path(args.original) if args.original else None)]
+            for path in filter(None, bundles[0]):
+                if not (path / C.TAGMANIFEST).is_file():
+                    print(f"harness selftest: error: {path}: not a sealed bundle", file=sys.stderr)
+                    return 2
         else:
-            bundle = _demo_bundle(Path(tmp))
-            if bundle is None:
-                return 2
             repo = repo or _repo_of(clone_file(DEMO, "selftest"))
-        v, r = tamper.baseline(bundle)
-        if v.exit_code != 0 or r.exit_code != 0:
-            print(f"harness selftest: error: {bundle}: the untouched bundle does not pass both checkers "
-                  f"(verify exit {v.exit_code}, rehash exit {r.exit_code}); mutations would prove nothing",
-                  file=sys.stderr)
-            for line in (v.lines + r.lines)[:10]:
-                print(f"  {line}", file=sys.stderr)
-            return 2
-        only = (lambda m: args.only in m.name) if args.only else None
-        results = tamper.run_suite(bundle, only=only, on_result=lambda res: print(_line(res), flush=True))
-        walked = [] if args.only else fieldwalk.run(bundle, repo, on_result=_walk_line)
+            counted = _campaign(tmp, DEMO_INSTRUCTIONS, "demo_instructions", rounds=5)
+            demo = _campaign(tmp, DEMO, "demo")
+            if counted is None or demo is None:
+                return 2
+            bundles = [(counted, None)]
+            again = _reproduction(tmp, demo, repo)
+            if again is not None:
+                bundles.append((again, demo))
+        for bundle, original in bundles:
+            v, r = tamper.baseline(bundle)
+            if v.exit_code != 0 or r.exit_code != 0:
+                print(f"harness selftest: error: {bundle}: the untouched bundle does not pass both checkers "
+                      f"(verify exit {v.exit_code}, rehash exit {r.exit_code}); mutations would prove nothing",
+                      file=sys.stderr)
+                for line in (v.lines + r.lines)[:10]:
+                    print(f"  {line}", file=sys.stderr)
+                return 2
+        only = args.only
+
+        def chosen(m) -> bool:
+            return only is None or only in m.name
+        results = tamper.run_suite(bundles[0][0], only=chosen, on_result=lambda res: print(_line(res), flush=True))
+        walked, closed = [], []
+        for bundle, original in bundles:
+            walked += [m for m in fieldwalk.run(bundle, repo, original=original, on_result=_walk_line("field walk"),
+                                                only=chosen)]
+            closed += closedworld.run(bundle, repo, original, on_result=_walk_line("closed world"), only=chosen)
     print(tamper.per_rule(results))
     print(tamper.summary(results))
     if walked:
-        print("field walk coverage per record type (rehash.FIELDS; free fields: rehash.UNBOUND):")
-        for line in fieldwalk.summary(walked):
-            print(f"  {line}")
-        if repo is None:
-            print("  (fields only the repository binds were not walked: give --repo)")
-    return 0 if results and all(res.detected_by_both for res in results) and \
-        all(m.caught for m in walked) else 1
+        for line in fieldwalk.summary(walked)[-1:]:
+            print(line)
+    if closed:
+        for line in closedworld.summary(closed)[-1:]:
+            print(line)
+    for line in coverage_table(results, walked, closed):
+        print(line)
+    if repo is None:
+        print("note: fields only the repository binds were not walked: give --repo")
+    if any(original is None and (bundle / C.REPRODUCTION).is_file() for bundle, original in bundles):
+        print("note: a reproduction receipt's other side was not walked: give --original")
+    ran = results or walked or closed
+    return 0 if ran and all(res.detected_by_both for res in results) and all(m.caught for m in walked) \
+        and all(m.caught for m in closed) else 1
 
 
 def _repo_of(path: Path) -> Path | None:
@@ -192,10 +288,3 @@ def _repo_of(path: Path) -> Path | None:
         return verify.repository(path.parent)
     except verify.AnchorError:
         return None
-
-
-def _walk_line(m) -> None:
-    """One line per field-walk mutation that was not refused as its rule says (the rest are
-    counted in the coverage lines)."""
-    if not m.caught:
-        print(f"MISS [field walk] {m.doc} {m.field} {m.kind}: {_short(m.line, 160)}", flush=True)

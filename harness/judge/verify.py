@@ -42,11 +42,17 @@ def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
            max_array_bytes: int | None = None, original: str | os.PathLike | None = None) -> Report:
     root = Path(root)
     try:
+        return _verify(root, repo, max_array_bytes, original)
+    except MemoryError:
+        return Report(unusable=f"{root}: checking the bundle needs more memory than this process may use; run it "
+                               "where it may use more (ulimit -v)")
+
+
+def _verify(root: Path, repo, max_array_bytes, original) -> Report:
+    try:
         check, docs = rehash.structure(str(root), max_array_bytes)
     except rehash.Unusable as exc:
         return Report(unusable=str(exc))
-    except MemoryError:
-        return Report(unusable=f"{root}: the bundle needs more memory than this process may use")
     if docs is not None:
         _check_comparison(check, docs, root)
         _check_yaml(check, docs)
@@ -93,8 +99,12 @@ def _check_original(check: rehash.Check, root: Path, original: Path, max_array_b
 
 
 def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
+    runs = []
+    for n, record in enumerate(docs["runs"]):  # each parsed record freed as its typed one is made: one copy
+        runs.append(RunRecord.from_json(record))
+        docs["runs"][n] = None
     try:
-        derived = comparison.derive(docs["campaign"], [RunRecord.from_json(r) for r in docs["runs"]],
+        derived = comparison.derive(docs["campaign"], runs,
                                     docs["runner"], docs["cleanup"], docs["golden"], root / "data" / "arrays",
                                     docs["noise_floor"], [InstructionRecord.from_json(r) for r in docs["instructions"]],
                                     docs["workload"]["digest"])
@@ -214,6 +224,11 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
         if C.GOLDEN not in check.openable or \
                 hashlib.sha256(read_anchor(golden, 16 << 20)).hexdigest() != check.sha256(C.GOLDEN):
             check.fail(C.GOLDEN, f"differs from {golden}", "anchors")
+    if campaign["noise_floor"]:
+        floor = anchor(repo, campaign["noise_floor"], "noise_floor")
+        if C.NOISE_FLOOR not in check.openable or \
+                hashlib.sha256(read_anchor(floor, 64 << 10)).hexdigest() != check.sha256(C.NOISE_FLOOR):
+            check.fail(C.NOISE_FLOOR, f"differs from {floor}", "anchors")
     try:
         spec_campaign = spec.load(source)
         target = revisions.target_repo(spec_campaign)

@@ -1,15 +1,17 @@
 """The field-walking mutation suite: coverage of the bundle's records by construction.
 
-Where harness/tamper.py lists forgeries one by one, this walks the schema that rehash.py
-declares (`rehash.FIELDS`): every leaf of every record and receipt in a bundle, every
-bag-info key and manifest line, is matched to its declared field, and each field gets every
-mutation kind its type allows (scale by 7 and 1/7, 0, negative, huge, 1e400, a value
-swapped from another run or item, timestamps shifted, strings changed, booleans flipped,
-nulls set). Each mutation is made as a forger would: the record edited, comparison.json and
-Abba-Status re-derived with the harness's own code, both manifests re-hashed. Then it must
-be refused by the checkers its rule names (both; `verify` for campaign.yaml rules; `verify
---repo` for anchors), unless `rehash.UNBOUND` lists the field, or that kind of the field,
-with the reason no checker can see it.
+Where harness/selftest/tamper.py lists forgeries one by one, this walks the closed contract
+(`contract.FIELDS`, `contract.BAG_INFO_FIELDS`): every leaf of every record and receipt in a
+bundle (run and instruction records, a reproduction receipt included), every bag-info key and
+manifest line, is matched to its declared field, and each field gets every mutation kind its
+type allows (scale by 7 and 1/7, 0, negative, huge, 1e400, a value swapped from another run or
+item, timestamps shifted, strings changed, booleans flipped, nulls set). Each mutation is made
+as a forger would: the record edited, comparison.json and Abba-Status re-derived with the
+harness's own code (and a reproduction receipt re-derived from the bundle it re-ran), both
+manifests re-hashed. Then it must be refused by the checkers its rule names (contract.RULES:
+both; `verify` for campaign.yaml rules; `verify --repo` for anchors; `verify --original` for a
+reproduction's other side), unless the rule is "free" (contract.FREE says why) or
+`contract.UNBOUND` lists that kind of the field, with the reason no checker can see it.
 
 Each field is mutated at one of its occurrences, chosen deterministically (a candidate run
 first: a swap from a base run is then the telling one), so the walk covers every declared
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import contract as C
-from harness import records, rehash
+from harness import rehash
 from harness.selftest import tamper
 
 NUM_KINDS = ("x7", "/7", "zero", "negative", "huge", "1e400", "swap")
@@ -35,47 +37,72 @@ INT_KINDS = ("x7", "zero", "negative", "huge", "swap")
 TIME_KINDS = ("shift+1h", "shift-1h", "shift+10y", "zero", "1e400", "swap")
 ISO_KINDS = ("shift+1h", "shift-1h", "shift+10y")
 STR_KINDS = ("other", "swap")
+ALL_KINDS = frozenset(NUM_KINDS + INT_KINDS + TIME_KINDS + ISO_KINDS + STR_KINDS + ("set", "flip"))
 HOUR, DECADE = 3600.0, 10 * 365.25 * 86400
 INF = "__abba_1e400__"  # written as the literal 1e400, which JSON parses to infinity
-RULES_VERIFY = ("campaign",)  # bound by campaign.yaml: only harness verify can tell
-RULES_REPO = ("anchors",)  # bound by the repository: only harness verify --repo can tell
+# Which checker must refuse a change, by the rule's checker (contract.RULES): what the walk expects.
+EXPECT = {"both": "both", "verify": "verify", "repo": "repo", "original": "original", "none": "free"}
+MANIFEST_FIELD = C.F("sha256", "layout: every file listed once in a manifest, re-hashed")
 
-# Each JSON document the walk edits: its FIELDS name and its bag-relative paths.
+# Each single JSON document the walk edits: its FIELDS name and its bag-relative path.
 DOCUMENTS = {"campaign": C.CAMPAIGN_JSON, "runner": C.RUNNER, "cleanup": C.CLEANUP,
              "environment": C.ENVIRONMENT, "revisions": C.REVISIONS, "inputs": C.INPUTS,
              "golden": C.GOLDEN, "noise_floor": C.NOISE_FLOOR, "reproduction": C.REPRODUCTION,
              "builds": C.BUILDS, "workload": C.WORKLOAD, "comparison": C.COMPARISON}
+RECORDS = {"run": "data/runs", "instructions": "data/instructions"}  # one document per run
 
 
 @dataclass
 class Mutation:
-    doc: str  # the FIELDS document
+    doc: str  # the FIELDS document (or bag-info, manifest)
     field: str  # the declared path (below a "**" path, the concrete path with [] for indices)
     kind: str
     rel: str  # the file edited
     where: str  # the concrete path edited
-    expect: str  # "both", "verify", "repo" or "free"
-    verify: bool = False  # refused by harness verify
+    expect: str  # "both", "verify", "repo", "original" or "free"
+    verify: bool = False  # refused by harness verify (with --repo or --original where expected)
     rehash: bool = False  # refused by rehash.py
     line: str = ""  # the first problem line, or why nothing was refused
 
     @property
     def caught(self) -> bool:
-        return {"both": self.verify and self.rehash, "verify": self.verify, "repo": self.verify,
-                "free": True}[self.expect]
+        if self.expect == "free":
+            return True
+        return self.verify and (self.rehash or self.expect != "both")
+
+    @property
+    def name(self) -> str:
+        return f"{self.doc} {self.field} {self.kind} ({self.rel} {self.where})"
 
 
-# --- the schema ------------------------------------------------------------------------------
-def tokens(path: str) -> list[str]:
-    """'items[].fields.*.shape[]' -> ['items', '[]', 'fields', '*', 'shape', '[]']."""
-    return [t for t in re.split(r"\.|(\[\])", path) if t]
+# --- the contract ------------------------------------------------------------------------------
+tokens = rehash.tokens
+
+
+def fields_of(doc: str) -> dict:
+    """The declared fields of a document: path -> contract.Field."""
+    if doc == "bag-info":
+        return C.BAG_INFO_FIELDS
+    if doc == "manifest":
+        return {"*": MANIFEST_FIELD}
+    return C.FIELDS[doc]
+
+
+def rule_word(field) -> str:
+    """The first rule a field names: the one that refuses any change."""
+    return field.rule.split(":", 1)[0].strip()
 
 
 def declared(doc: str, concrete: list[str]) -> str | None:
-    """The FIELDS path a concrete path falls under: the most specific match."""
+    """The declared path a concrete path falls under: the most specific match."""
+    if doc in ("bag-info", "manifest"):
+        key = concrete[0] if doc == "bag-info" else "*"
+        return key if key in fields_of(doc) else None
     best, score = None, None
-    for path in rehash.FIELDS[doc]:
+    for path, field in fields_of(doc).items():
         pattern = tokens(path)
+        if field.type == "any" and pattern[-1] != "**":  # any JSON below it: as "**" would
+            pattern = pattern + ["**"]
         if _matches(pattern, concrete):
             s = (-pattern.count("**"), len(pattern) if "**" not in pattern else 0, -pattern.count("*"))
             if score is None or s > score:
@@ -92,23 +119,33 @@ def _matches(pattern: list[str], concrete: list[str]) -> bool:
     return len(pattern) == len(concrete)
 
 
-def expectation(doc: str, field: str, kind: str) -> str:
-    """Which checkers must refuse this mutation: from the field's rule and UNBOUND."""
-    if (doc, field) in rehash.UNBOUND or any(
-            d == doc and f.partition("@")[0] == field and kind in f.partition("@")[2].split(",")
-            for d, f in rehash.UNBOUND):
-        return "free"
-    rule = rehash.FIELDS[doc][field][1].split(":", 1)[0].strip()  # the first rule binds any change
-    return "free" if rule == "free" else "verify" if rule in RULES_VERIFY else "repo" if rule in RULES_REPO else "both"
-
-
-def unbound_reason(doc: str, field: str, kind: str | None = None) -> str | None:
-    if (doc, field) in rehash.UNBOUND:
-        return rehash.UNBOUND[(doc, field)]
-    for (d, f), reason in rehash.UNBOUND.items():
-        if d == doc and f.partition("@")[0] == field and (kind is None or kind in f.partition("@")[2].split(",")):
+def unbound(doc: str, field: str, kind: str | None = None) -> str | None:
+    """Why no checker can bind this kind of mutation of the field (contract.UNBOUND), or None."""
+    for (d, entry), reason in C.UNBOUND.items():
+        path, _, only = entry.partition("@")
+        if d == doc and path == field and (not only or kind is None or kind in only.split(",")):
             return reason
     return None
+
+
+def free_reason(doc: str, field: str) -> str | None:
+    """Why a field whose rule is "free" is free (contract.FREE: its path, or a path above it, "*"
+    standing for any key)."""
+    want = tokens(field)
+    for (d, path), reason in C.FREE.items():
+        if d != doc:
+            continue
+        have = tokens(path)
+        if len(have) <= len(want) and all(h == w or h == "*" for h, w in zip(have, want)):
+            return reason
+    return None
+
+
+def expectation(doc: str, field: str, kind: str) -> str:
+    """Which checkers must refuse this mutation: from the field's rule and contract.UNBOUND."""
+    if unbound(doc, field, kind) is not None:
+        return "free"
+    return EXPECT[C.RULES[rule_word(fields_of(doc)[field])][0]]
 
 
 # --- the bundle's leaves ---------------------------------------------------------------------
@@ -128,18 +165,27 @@ def normal(path: tuple) -> list[str]:
     return ["[]" if isinstance(p, int) else p for p in path]
 
 
+def record_files(root: Path, doc: str) -> list[str]:
+    """The bundle's records of one kind (run or instructions), a candidate's first, then in
+    execution order: a swap then takes a base run's value."""
+    folder = root / RECORDS[doc]
+    if not folder.is_dir():
+        return []
+    campaign = json.loads((root / C.CAMPAIGN_JSON).read_text())
+    order = [label for label, *_ in C.schedule(campaign["order"], (campaign.get("instructions") or {})
+                                                 .get("order", ""))]
+    names = sorted(p.stem for p in folder.glob("*.json"))
+    names.sort(key=lambda s: ("B" not in s[:2], order.index(s) if s in order else 1 << 20))
+    return [f"{RECORDS[doc]}/{name}.json" for name in names]
+
+
 def occurrences(root: Path) -> list[tuple[str, str, tuple, object]]:
     """(doc, rel, concrete path, value) for every leaf of every document in the bundle;
     bag-info keys and manifest lines are leaves of their own documents."""
     out = []
-    campaign = json.loads((root / C.CAMPAIGN_JSON).read_text())
-    runs = sorted((root / "data" / "runs").glob("*.json"))
-    # a candidate run first, so that a swap takes a base run's value
-    runs.sort(key=lambda p: (not p.stem.startswith("B"), campaign["labels"].index(p.stem)
-                             if p.stem in campaign["labels"] else 1 << 20))
-    for path in runs:
-        for where, value in leaves(json.loads(path.read_text())):
-            out.append(("run", f"data/runs/{path.name}", where, value))
+    for doc in RECORDS:
+        for rel in record_files(root, doc):
+            out.extend((doc, rel, where, value) for where, value in leaves(json.loads((root / rel).read_text())))
     for doc, rel in DOCUMENTS.items():
         if (root / rel).is_file():
             obj = json.loads((root / rel).read_text())
@@ -161,12 +207,12 @@ def occurrences(root: Path) -> list[tuple[str, str, tuple, object]]:
 
 
 # --- mutation kinds ----------------------------------------------------------------------------
-def kinds(kind: str, value) -> tuple[str, ...]:
+def kinds(field, value) -> tuple[str, ...]:
     if value is None:
         return ("set",)
     if isinstance(value, bool):
         return ("flip",)
-    if kind == "time":
+    if field.type == "time":
         return TIME_KINDS
     if isinstance(value, int):
         return INT_KINDS
@@ -184,11 +230,15 @@ def _iso(text: str):
         return None
 
 
-def mutated(kind: str, declared_kind: str, value, others: list):
+SET = {"str": "forged", "iso": "2030-01-01T00:00:00.000+00:00", "name": "forged", "label": "A1", "gitsha": "1" * 40,
+       "sha256": "1" * 64, "date": "2030-01-01", "int": 1, "num": 1.0, "time": 2e9, "bool": True,
+       "list": ["forged"], "dict": {"type": "Forged", "message": "forged"}, "any": "forged", "int|str": 1}
+
+
+def mutated(kind: str, field, value, others: list):
     """The new value, or None when this kind cannot change this value."""
     if kind == "set":
-        return {"str?": "forged", "int?": 1, "num?": 1.0, "dict?": {"type": "Forged", "message": "forged"}}.get(
-            declared_kind, "forged")
+        return field.values[0] if field.type == "enum" else SET.get(field.type, "forged")
     if kind == "flip":
         return not value
     if kind == "swap":
@@ -228,12 +278,12 @@ def _set(obj, where: tuple, value) -> None:
     obj[where[-1]] = value
 
 
-def _dump(obj) -> str:
+def dump(obj) -> str:
     return (json.dumps(obj, indent=2) + "\n").replace(f'"{INF}"', "1e400")
 
 
 # --- applying and judging ------------------------------------------------------------------------
-def apply(root: Path, doc: str, rel: str, where: tuple, value) -> None:
+def apply(root: Path, doc: str, rel: str, where: tuple, value, original: Path | None = None) -> None:
     """Write the mutation into the bundle at root and re-seal it as a forger would."""
     if doc == "bag-info":
         text = (root / rel).read_text()
@@ -250,17 +300,18 @@ def apply(root: Path, doc: str, rel: str, where: tuple, value) -> None:
         return
     obj = json.loads((root / rel).read_text())
     _set(obj, where, value)
-    (root / rel).write_text(_dump(obj))
-    if doc != "comparison":
-        tamper.rederive(root)
+    (root / rel).write_text(dump(obj))
+    if doc not in ("comparison", "reproduction"):
+        tamper.rederive(root, original)
     tamper.reseal(root)
 
 
-def judge(root: Path, m: Mutation, repo: Path | None) -> None:
+def judge(root: Path, m: Mutation, repo: Path | None, original: Path | None = None) -> None:
     from harness.judge import verify
 
     try:
-        report = verify.verify(root, repo if m.expect == "repo" else None)
+        report = verify.verify(root, repo if m.expect == "repo" else None,
+                               original=original if m.expect == "original" else None)
         m.verify = report.exit_code in (1, 2)
         v_lines = report.problems or [report.unusable or ""]
     except Exception as exc:  # noqa: BLE001 - a checker that crashes refused nothing
@@ -275,30 +326,35 @@ def judge(root: Path, m: Mutation, repo: Path | None) -> None:
         m.rehash, r_lines = False, [f"rehash.py crashed: {exc.__class__.__name__}: {exc}"]
     if m.caught and m.expect != "free":
         m.line = (v_lines or r_lines or [""])[0]
+    elif m.expect == "free":
+        m.line = "free: " + (unbound(m.doc, m.field, m.kind) or free_reason(m.doc, m.field) or "")
     else:
-        m.line = "passed " + ", ".join(name for name, ok in (("harness verify", m.verify), ("rehash.py", m.rehash))
-                                       if not ok) + (f" ({v_lines[0]})" if "crashed" in (v_lines or [""])[0] else "")
+        missed = [name for name, ok in (("harness verify", m.verify), ("rehash.py", m.rehash))
+                  if not ok and (name == "harness verify" or m.expect == "both")]
+        crashed = [line for line in v_lines + r_lines if "crashed" in line]
+        m.line = "passed " + ", ".join(missed) + (f" ({crashed[0]})" if crashed else "")
 
 
 def plan(root: Path) -> list[tuple[Mutation, object]]:
     """Every (declared field present in the bundle) x (mutation kind its value allows)."""
     found = occurrences(root)
-    by_field: dict[tuple[str, str], list] = {}
+    by_field: dict[tuple[str, str, str], list] = {}
     for doc, rel, where, value in found:
         field = declared(doc, normal(where))
         if field is None:
-            raise RuntimeError(f"{rel}: {'.'.join(map(str, where))} is not declared in rehash.FIELDS")
+            raise RuntimeError(f"{rel}: {'.'.join(map(str, where))} is not declared by the contract")
         # below "**" each concrete path (indices as []) is a field of its own
-        shown = ".".join(normal(where)).replace(".[]", "[]") if field.endswith("**") else field
+        shown = ".".join(normal(where)).replace(".[]", "[]") if field.endswith("**") or \
+            fields_of(doc)[field].type == "any" else field
         by_field.setdefault((doc, field, shown), []).append((rel, where, value))
     out = []
     for (doc, field, shown), seen in by_field.items():
         rel, where, value = seen[0]
-        declared_kind = rehash.FIELDS[doc][field][0]
+        declared_field = fields_of(doc)[field]
         # swaps come from the other occurrences of the same field, another run's first
         others = [v for r, _w, v in seen[1:] if r != rel] + [v for r, _w, v in seen[1:] if r == rel]
-        for kind in kinds(declared_kind, value):
-            new = mutated(kind, declared_kind, value, others)
+        for kind in kinds(declared_field, value):
+            new = mutated(kind, declared_field, value, others)
             if new is None or (new == value and type(new) is type(value)):
                 continue
             m = Mutation(doc, shown, kind, rel, ".".join(map(str, where)), expectation(doc, field, kind))
@@ -306,34 +362,47 @@ def plan(root: Path) -> list[tuple[Mutation, object]]:
     return out
 
 
-def run(bundle: str | Path, repo: str | Path | None = None, on_result=None,
-        sample: int | None = None) -> list[Mutation]:
-    """The walk on a copy of a sealed bundle. sample: at most that many kinds per field
-    (chosen deterministically, rotating with the field), for a quicker run that still
-    touches every field."""
+def run(bundle: str | Path, repo: str | Path | None = None, on_result=None, sample: int | None = None,
+        original: str | Path | None = None, only=None) -> list[Mutation]:
+    """The walk on a copy of a sealed bundle. repo: the repository, for the fields only `verify
+    --repo` binds (without it they are not walked); original: the bundle a reproduction re-ran,
+    for the receipt's other side (`verify --original`; without it those fields are not walked).
+    sample: at most that many kinds per field (chosen deterministically, rotating with the
+    field), for a quicker run that still touches every field; only: a test of a Mutation that
+    picks the ones to run."""
     bundle = Path(bundle)
+    original = Path(original) if original is not None else None
     results = []
     with tempfile.TemporaryDirectory(prefix="abba-fieldwalk-") as tmp:
         work = Path(tmp) / "bundle"
         shutil.copytree(bundle, work, symlinks=True)
         snapshot = {rel: (work / rel).read_bytes() for rel in tamper.bundle_files(work)
                     if not rel.startswith("data/arrays/")}
-        planned = [(m, change) for m, change in plan(work) if repo is not None or m.expect != "repo"]
+        planned = [(m, change) for m, change in plan(work)
+                   if (repo is not None or m.expect != "repo") and (original is not None or m.expect != "original")]
         if sample is not None:
             planned = _sampled(planned, sample)
+        if only is not None:
+            planned = [(m, change) for m, change in planned if only(m)]
         for m, (where, new) in planned:
-            apply(work, m.doc, m.rel, where, new)
-            judge(work, m, Path(repo) if repo is not None else None)
+            apply(work, m.doc, m.rel, where, new, original)
+            judge(work, m, Path(repo) if repo is not None else None, original)
             results.append(m)
             if on_result:
                 on_result(m)
-            for rel in tamper.bundle_files(work):
-                if rel not in snapshot and not rel.startswith("data/arrays/"):
-                    (work / rel).unlink()
-            for rel, data in snapshot.items():
-                if (work / rel).read_bytes() != data:
-                    (work / rel).write_bytes(data)
+            restore(work, snapshot)
     return results
+
+
+def restore(work: Path, snapshot: dict) -> None:
+    """The bundle copy as it was (its arrays never change)."""
+    for rel in tamper.bundle_files(work):
+        if rel not in snapshot and not rel.startswith("data/arrays/"):
+            (work / rel).unlink()
+    for rel, data in snapshot.items():
+        if not (work / rel).is_file() or (work / rel).read_bytes() != data:
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_bytes(data)
 
 
 def _sampled(planned, k):
@@ -349,18 +418,19 @@ def _sampled(planned, k):
 # --- coverage ------------------------------------------------------------------------------------
 def coverage(results: list[Mutation]) -> dict[str, dict]:
     """Per document: fields walked, bindable fields, those with every bindable mutation
-    refused, mutations, and the misses."""
+    refused, mutations, refused, listed free, and the misses."""
     out: dict[str, dict] = {}
     fields: dict[tuple, list[Mutation]] = {}
     for m in results:
         fields.setdefault((m.doc, m.field), []).append(m)
     for (doc, _field), ms in fields.items():
-        row = out.setdefault(doc, {"fields": 0, "bindable": 0, "bound": 0, "mutations": 0, "free": 0,
+        row = out.setdefault(doc, {"fields": 0, "bindable": 0, "bound": 0, "mutations": 0, "refused": 0, "free": 0,
                                    "misses": []})
         row["fields"] += 1
         row["mutations"] += len(ms)
         row["free"] += sum(m.expect == "free" for m in ms)
         bindable = [m for m in ms if m.expect != "free"]
+        row["refused"] += sum(m.caught for m in bindable)
         if bindable:
             row["bindable"] += 1
             row["bound"] += all(m.caught for m in bindable)
@@ -372,34 +442,95 @@ def summary(results: list[Mutation]) -> list[str]:
     lines = []
     for doc, row in sorted(coverage(results).items()):
         pct = 100.0 * row["bound"] / row["bindable"] if row["bindable"] else 100.0
-        lines.append(f"{doc}: {row['bound']}/{row['bindable']} bindable fields bound ({pct:.0f}%), "
-                     f"{row['fields'] - row['bindable']} free, {row['mutations']} mutations "
-                     f"({row['free']} of them listed free)")
+        lines.append(f"{doc}: {row['mutations']} mutations, {row['refused']} refused, {row['free']} free; "
+                     f"{row['bound']}/{row['bindable']} bindable fields bound ({pct:.0f}%), "
+                     f"{row['fields'] - row['bindable']} fields free")
     caught = sum(m.caught for m in results if m.expect != "free")
     bindable = sum(m.expect != "free" for m in results)
     lines.append(f"field walk: {len(results)} mutations, {caught} of {bindable} bindable refused by the checkers "
-                 f"their rules name, {len(results) - bindable} listed free (rehash.UNBOUND)")
+                 f"their rules name, {len(results) - bindable} free (contract.FREE, contract.UNBOUND)")
     return lines
 
 
+# --- the docs' tables, from the contract ----------------------------------------------------------
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "bundle-format.md"
+BLOCKS = {"unbound": "what no checker can bind", "fields": "every declared field"}
+
+
+def _esc(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def unbound_markdown() -> str:
-    """The README's list of what no checker can bind, generated from rehash.UNBOUND."""
+    """What no checker can bind: every free field (contract.FREE says why) and every single
+    mutation kind of a bound field that passes (contract.UNBOUND)."""
     rows = ["| record | field | mutations | why no checker can tell |", "|---|---|---|---|"]
-    for (doc, field), reason in rehash.UNBOUND.items():
-        path, _, only = field.partition("@")
-        rows.append(f"| {doc} | `{path}` | {only.replace(',', ', ') if only else 'any'} | {reason} |")
+    for (doc, path), reason in C.FREE.items():
+        rows.append(f"| {doc} | `{path}` | any (free) | {_esc(reason)} |")
+    for (doc, entry), reason in C.UNBOUND.items():
+        path, _, only = entry.partition("@")
+        rows.append(f"| {doc} | `{path}` | {only.replace(',', ', ') if only else 'any'} | {_esc(reason)} |")
     return "\n".join(rows) + "\n"
 
 
-README_BLOCK = re.compile(r"(<!-- unbound: begin[^\n]*-->\n)(.*?)(<!-- unbound: end -->)", re.S)
+def type_text(field) -> str:
+    """A field's type and bounds as the docs' table shows them."""
+    text = field.type + ("?" if field.null else "")
+    if field.values:
+        text += " (" + ", ".join(field.values) + ")"
+    if field.lo is not None or field.hi is not None:
+        text += f" {_num(field.lo)}..{_num(field.hi)}"
+    if field.size is not None:
+        text += f", at most {field.size} " + ("entries" if field.type in ("list", "dict") else "characters")
+    if field.key is not None:
+        text += f", keys {field.key.pattern}"
+    if field.optional:
+        text += ", optional"
+    return text
 
 
-def update_readme(path: str | Path = Path(__file__).resolve().parents[2] / "README.md") -> bool:
-    """Rewrite the README's generated block from rehash.UNBOUND; True when it changed.
-    (python -c 'from harness import fieldwalk; fieldwalk.update_readme()')"""
+def _num(x) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, int) and x >= 2**20 and (x & (x - 1)) == 0:
+        return f"2**{x.bit_length() - 1}"
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def fields_markdown() -> str:
+    """Every declared field of every document, with its type, bounds and rule."""
+    rows = ["| document | path | type and bounds | rule (checker) |", "|---|---|---|---|"]
+    docs = [(doc, C.FIELDS[doc]) for doc in C.FIELDS] + [("bag-info", C.BAG_INFO_FIELDS)]
+    for doc, fields in docs:
+        for path, field in fields.items():
+            checker = C.RULES[rule_word(field)][0]
+            rows.append(f"| {doc} | `{path}` | {_esc(type_text(field))} | {_esc(field.rule)} ({checker}) |")
+    return "\n".join(rows) + "\n"
+
+
+def block_re(name: str) -> re.Pattern:
+    return re.compile(rf"(<!-- {name}: begin[^\n]*-->\n)(.*?)(<!-- {name}: end -->)", re.S)
+
+
+def generated() -> dict:
+    return {"unbound": unbound_markdown(), "fields": fields_markdown()}
+
+
+def update_docs(path: str | Path = DOCS) -> bool:
+    """Rewrite the generated blocks of the bundle-format page from the contract (a page
+    without them gains them at its end); True when it changed.
+    (python -c 'from harness.selftest import fieldwalk; fieldwalk.update_docs()')"""
     path = Path(path)
-    text = path.read_text()
-    new = README_BLOCK.sub(lambda m: m.group(1) + unbound_markdown() + m.group(3), text, count=1)
+    text = path.read_text() if path.exists() else "# The bundle format\n"
+    new = text
+    for name, body in generated().items():
+        pattern = block_re(name)
+        if pattern.search(new):
+            new = pattern.sub(lambda m, b=body: m.group(1) + b + m.group(3), new, count=1)
+        else:
+            new += (f"\n<!-- {name}: begin (generated by harness.selftest.fieldwalk from harness/contract.py: "
+                    f"{BLOCKS[name]}) -->\n{body}<!-- {name}: end -->\n")
     if new != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(new)
     return new != text

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Callable
 
 from harness import contract as C
-from harness import records
 from harness.bundle import arrays as tensors
 from harness.bundle.write import manifest_text
 from harness.contract import TAG_FILES
@@ -42,8 +41,35 @@ class Mutation:
     cause: str  # a substring that a problem line must hold: the file or path touched
     hazard: bool = False  # run the checkers in subprocesses with a timeout
     marker: bool = False  # the mutation plants a trap that creates ctx.marker if triggered
-    rule: str = "layout"  # the rule that catches it (README, "What the harness guarantees")
+    rule: str = "layout"  # the rule that catches it (contract.RULES, or layout, canonical, safety)
     verify_only: bool = False  # only campaign.yaml can tell: rehash.py has no YAML parser
+    doc: str = ""  # the record type it forges (the file kind it touches), for the coverage lines
+
+    def __post_init__(self):
+        self.doc = self.doc or record_type(self.name, self.cause)
+
+
+# What a mutation's name starts with -> the record type it forges (hand-written forgeries name it).
+NAMED = (("records:", "run"), ("instructions:", "instructions"), ("campaign.json", "campaign"),
+         ("runner.json", "runner"), ("cleanup.json", "cleanup"), ("environment.json", "environment"),
+         ("receipts/revisions.json", "revisions"), ("receipts/inputs.json", "inputs"), ("golden.json", "golden"),
+         ("workload:", "workload"), ("bag-info.txt", "bag-info"), ("comparison.json", "comparison"),
+         ("run record", "run"), ("logs:", "log"), ("arrays:", "array"), ("stored array", "array"),
+         ("manifest", "manifest"), ("tagmanifest", "tagmanifest"))
+
+
+def record_type(name: str, cause: str) -> str:
+    """The record type a mutation touches: the kind of the file it names (contract.FILE_KINDS),
+    else the one its name starts with, else "layout" (a file no bundle holds)."""
+    words = name.split()
+    for word in [cause] + words[1:2] + words[:1]:
+        kind = C.file_kind(word.rstrip(":,"))
+        if kind is not None:
+            return kind
+    for prefix, doc in NAMED:
+        if name.startswith(prefix):
+            return doc
+    return "layout"
 
 
 @dataclass
@@ -66,6 +92,7 @@ class Result:
     rehash: Check
     rule: str = "layout"
     verify_only: bool = False
+    doc: str = "layout"
 
     @property
     def detected_by_both(self) -> bool:
@@ -171,13 +198,6 @@ def symlink_outside(rel: str) -> Callable:
         target = ctx.outside / rel.replace("/", "__")
         shutil.move(root / rel, target)
         os.symlink(target, root / rel)
-    return apply
-
-
-def symlink_inside(rel: str, to: str) -> Callable:
-    def apply(root: Path, ctx: Context) -> None:
-        (root / rel).unlink()
-        os.symlink(os.path.relpath(root / to, (root / rel).parent), root / rel)
     return apply
 
 
@@ -351,10 +371,13 @@ def record_digest_swap(root: Path, ctx: Context) -> None:
     file hashes right, parity re-derived from the records contradicts comparison.json."""
     path = root / "data" / "runs" / "B1.json"
     record = json.loads(path.read_text())
-    digests = sorted({f["digest"] for item in record["items"] for f in item["fields"].values()})
     item = next(i for i in record["items"] if i["fields"])
     name = sorted(item["fields"])[0]
-    other = next(d for d in digests if d != item["fields"][name]["digest"])
+    mine = item["fields"][name]
+    like = sorted({f["digest"] for it in record["items"] for f in it["fields"].values()
+                   if (f["dtype"], f["shape"]) == (mine["dtype"], mine["shape"]) and f["digest"] != mine["digest"]})
+    other = like[0] if like else next(f["digest"] for it in record["items"] for f in it["fields"].values()
+                                      if f["digest"] != mine["digest"])
     item["fields"][name]["digest"] = other
     path.write_text(json.dumps(record, indent=2) + "\n")
     reseal(root)
@@ -388,30 +411,48 @@ def _dump(root: Path, rel: str, obj) -> None:
     (root / rel).write_text(json.dumps(obj, indent=2) + "\n")
 
 
-def rederive(root: Path) -> None:
+def rederive(root: Path, original: Path | None = None) -> None:
     """What a careful forger does after editing records: comparison.json derived again from
-    them with the harness's own code, and bag-info's status to match."""
+    them with the harness's own code (harness.comparison.derive over RunRecord.from_json), and
+    bag-info's status to match; in a reproduction bundle, with the original at hand, its
+    receipt derived again from the two bundles (harness.judge.reproduce.receipt, the measured
+    divergence kept)."""
     from harness.comparison import derive as comparison
+    from harness.records import InstructionRecord, RunRecord
 
-    campaign, runner = _load(root, C.CAMPAIGN_JSON), _load(root, C.RUNNER)
-    runs = [_load(root, C.run_path(label)) for label in campaign["labels"][:runner["runs_started"]]
-            if (root / C.run_path(label)).is_file()]
-    golden = _load(root, C.GOLDEN) if (root / C.GOLDEN).is_file() else None
-    floor = _load(root, C.NOISE_FLOOR) if (root / C.NOISE_FLOOR).is_file() else None
-    claimed = _load(root, C.COMPARISON) if (root / C.COMPARISON).is_file() else {}
-    workload = _load(root, C.WORKLOAD) if (root / C.WORKLOAD).is_file() else {}
-    instr = [_load(root, C.instructions_path(label)) for label, *_ in
-             C.schedule("", (campaign.get("instructions") or {}).get("order", ""))
-             if (root / C.instructions_path(label)).is_file()]
     try:
-        result = comparison.derive(campaign, runs, runner, _load(root, C.CLEANUP), golden,
-                                   root / "data" / "arrays", claimed.get("schema") if isinstance(claimed, dict) else None,
+        campaign, runner = _load(root, C.CAMPAIGN_JSON), _load(root, C.RUNNER)
+        runs = [RunRecord.from_json(_load(root, C.run_path(label)))
+                for label in campaign["labels"][:runner["runs_started"]] if (root / C.run_path(label)).is_file()]
+        golden = _load(root, C.GOLDEN) if (root / C.GOLDEN).is_file() else None
+        floor = _load(root, C.NOISE_FLOOR) if (root / C.NOISE_FLOOR).is_file() else None
+        workload = _load(root, C.WORKLOAD) if (root / C.WORKLOAD).is_file() else {}
+        instr = [InstructionRecord.from_json(_load(root, C.instructions_path(label))) for label, *_ in
+                 C.schedule(campaign["order"], (campaign.get("instructions") or {}).get("order", ""))
+                 if label.startswith("I") and (root / C.instructions_path(label)).is_file()]
+        result = comparison.derive(campaign, runs, runner, _load(root, C.CLEANUP), golden, root / "data" / "arrays",
                                    floor, instr, workload.get("digest") if isinstance(workload, dict) else None)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
     _dump(root, C.COMPARISON, result)
     info = root / C.BAG_INFO
     info.write_text(re.sub(r"(?m)^Abba-Status: .*$", f"Abba-Status: {result['status']}", info.read_text()))
+    if original is not None and (root / C.REPRODUCTION).is_file():
+        rederive_receipt(root, original)
+
+
+def rederive_receipt(root: Path, original: Path) -> None:
+    """A reproduction receipt derived again from this bundle and the one it re-ran."""
+    from harness.bundle import read
+    from harness.judge import reproduce
+
+    stored = _load(root, C.REPRODUCTION)
+    try:
+        receipt = reproduce.receipt(read.load(original), read.load(root))
+        receipt["outputs"]["divergence"] = stored["outputs"]["divergence"]
+    except Exception:  # noqa: BLE001 - a bundle too broken to load: leave the old receipt
+        return
+    _dump(root, C.REPRODUCTION, receipt)
 
 
 def forge(edit: Callable[[Path], None], derive: bool = True) -> Callable:
@@ -676,8 +717,11 @@ def record_rules() -> list[Mutation]:
         m("golden.json: an item's digest changed, re-derived",
           forge(edit_json(C.GOLDEN, lambda g: next(iter(g["items"].values())).update(error=None, fields={}))),
           "[identity]", rule="identity"),
-        m("campaign.json: threshold raised to 1000 (campaign.yaml keeps its own), re-derived",
-          forge(edit_json(C.CAMPAIGN_JSON, lambda c: c.update(threshold=1000.0))), "[campaign]",
+        m("campaign.json: threshold raised to 1000, re-derived",
+          forge(edit_json(C.CAMPAIGN_JSON, lambda c: c.update(threshold=1000.0))), "[parsing] threshold",
+          rule="parsing"),
+        m("campaign.json: threshold raised to 0.3, within its bounds (campaign.yaml keeps its own), re-derived",
+          forge(edit_json(C.CAMPAIGN_JSON, lambda c: c.update(threshold=0.3))), "[campaign] threshold",
           rule="campaign", verify_only=True),
         m("campaign.json: order cut to two cherry-picked runs, everything else made consistent",
           forge(cherry_pick), "[campaign]", rule="campaign", verify_only=True),
@@ -710,7 +754,7 @@ def record_rules() -> list[Mutation]:
           forge(run("B1", lambda r: [it.update(wall_s=r["wall_s"]) for it in r["items"]])), "[physics]",
           rule="physics"),
         m("records: negative item CPU, re-derived",
-          forge(run("B1", lambda r: r["items"][0].update(cpu_s=-1.0))), "[physics]", rule="physics"),
+          forge(run("B1", lambda r: r["items"][0].update(cpu_s=-1.0))), "[parsing] items[0].cpu_s", rule="parsing"),
         m("records: stage self CPU above inclusive, re-derived",
           forge(run("As1", lambda r: [s.update(self_cpu_s=s["incl_cpu_s"] + 1.0) for s in r["stages"].values()])),
           "[physics]", rule="physics"),
@@ -736,7 +780,8 @@ def record_rules() -> list[Mutation]:
           forge(run("B1", lambda r: r["machine"].update(cpu_stall_s=r["wall_s"] * 3 + 1.0))), "[physics]",
           rule="physics"),
         m("records: As1's stage wrapper cost 1 s a call, re-derived",
-          forge(run("As1", lambda r: r["machine"].update(stage_wrapper_s=1.0))), "[physics]", rule="physics"),
+          forge(run("As1", lambda r: r["machine"].update(stage_wrapper_s=1.0))), "[parsing] machine.stage_wrapper_s",
+          rule="parsing"),
         m("campaign.json: stage_rounds changed, the order kept, re-derived",
           forge(edit_json(C.CAMPAIGN_JSON, lambda c: c.update(stage_rounds=c["stage_rounds"] + 1))), "[plan]",
           rule="plan"),
@@ -751,7 +796,7 @@ def record_rules() -> list[Mutation]:
         m("records: dtype and shape that contradict the stored array, re-derived",
           forge(run("B1", wider)), "[arrays]", rule="arrays"),
         m("records: a field digest naming an absolute path outside the bundle, re-hashed",
-          forge(run("B1", outside_digest), derive=False), "[arrays]", rule="arrays"),
+          forge(run("B1", outside_digest), derive=False), "not a SHA-256", rule="parsing"),
         m("arrays: a valid array no record references, re-hashed", forge(
             lambda root: add_valid_array(root, None), derive=False), "[arrays]", rule="arrays"),
         m("logs: A1's log deleted, re-hashed", forge(lambda root: (root / C.log_path("A1")).unlink(),
@@ -760,16 +805,14 @@ def record_rules() -> list[Mutation]:
                                                            derive=False), "[files]", rule="files"),
         m("environment.json deleted, re-hashed", forge(lambda root: (root / C.ENVIRONMENT).unlink(),
                                                        derive=False), "[files]", rule="files"),
-        m("figure.png deleted, re-hashed", forge(lambda root: (root / records.FIGURE).unlink(), derive=False),
-          "[files]", rule="files"),
-        m("figure.png replaced by text, re-hashed",
-          forge(lambda root: (root / records.FIGURE).write_text("a chart\n"), derive=False), "[files]",
-          rule="files"),
+        m("data/figure.png: a picture added to the payload (bundles hold none), re-hashed",
+          forge(lambda root: (root / "data/figure.png").write_bytes(b"\x89PNG\r\n\x1a\n"), derive=False),
+          "data/figure.png: [files]", rule="files"),
         m("data/receipts/notes.json: an unknown kind of file, re-hashed",
           forge(lambda root: (root / "data/receipts/notes.json").write_text("{}\n"), derive=False), "[files]",
           rule="files"),
-        m("records: the same item id twice in B1, re-derived", forge(run("B1", double_items)), "appears twice",
-          rule="parsing"),
+        m("records: the same item id twice in B1, re-derived", forge(run("B1", double_items)),
+          "data/runs/B1.json: [plan] items", rule="plan"),
         m("comparison.json: a duplicate key (the first copy says failed), re-hashed", duplicate_key,
           "duplicate key", rule="parsing"),
         m("records: a NaN literal in B1, re-hashed", nan_literal, "[parsing]", rule="parsing"),
@@ -833,10 +876,10 @@ def mutations(files: list[str]) -> list[Mutation]:
         Mutation("stored array replaced by a changed one under its own digest, re-hashed",
                  swap_array_renamed, "is not stored"),
         Mutation("run record B1 points a field at another stored array, re-hashed", record_digest_swap,
-                 "data/comparison.json: parity."),
+                 "data/comparison.json: [derived] parity."),
         Mutation("run record B1 deleted, re-hashed", drop_run_record, C.run_path("B1")),
         Mutation("campaign.json run label '../../../forged' (a record outside), re-hashed", label_climbs_out,
-                 "[plan]", rule="plan"),
+                 "[parsing] labels[0]", rule="parsing"),
         Mutation("pickled object array (unpickling creates a marker), re-hashed", pickled_array,
                  "data/arrays/", marker=True),
         Mutation("gzipped .npy header holding code (evaluating creates a marker), re-hashed", code_in_npy_header,
@@ -847,9 +890,10 @@ def mutations(files: list[str]) -> list[Mutation]:
 
 # --- running the checkers -------------------------------------------------------------------
 def _judge(code: int | None, lines: list[str], cause: str, note: str = "") -> Check:
+    """Refused (exit 1 with problem lines, or 2: unusable, in one line) by a line naming the cause."""
     named = [line for line in lines if cause in line]
-    detected = code == 1 and bool(named)
-    if code == 1 and not named:
+    detected = code in (1, 2) and bool(named)
+    if code in (1, 2) and not named:
         note = note or f"failed, but no problem line names {cause!r}"
     elif code == 0:
         note = note or "passed the tampered bundle"
@@ -868,7 +912,8 @@ def run_verify(root: Path, cause: str, subprocess_timeout: float | None = None) 
                               text=True, timeout=subprocess_timeout)
     except subprocess.TimeoutExpired:
         return Check(False, None, [], f"hung for {subprocess_timeout:g} s (followed a link or opened a FIFO)")
-    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")]
+    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")] + \
+        [line.split(": error: ", 1)[1] for line in proc.stderr.splitlines() if ": error: " in line]
     return _judge(proc.returncode, lines, cause)
 
 
@@ -878,7 +923,8 @@ def run_rehash(root: Path, cause: str, timeout: float = 300) -> Check:
                               timeout=timeout, cwd=os.path.dirname(str(root)) or "/")
     except subprocess.TimeoutExpired:
         return Check(False, None, [], f"hung for {timeout:g} s (followed a link or opened a FIFO)")
-    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")]
+    lines = [line[5:] for line in proc.stdout.splitlines() if line.startswith("FAIL ")] + \
+        [line.split(": error: ", 1)[1] for line in proc.stderr.splitlines() if ": error: " in line]
     return _judge(proc.returncode, lines, cause)
 
 
@@ -916,7 +962,7 @@ def run_suite(bundle: str | os.PathLike, only: Callable[[Mutation], bool] | None
             timeout = HAZARD_TIMEOUT_S if mutation.hazard else None
             v = _trapped(ctx, run_verify(copy, mutation.cause, subprocess_timeout=timeout))
             r = _trapped(ctx, run_rehash(copy, mutation.cause, timeout=HAZARD_TIMEOUT_S if mutation.hazard else 300))
-            result = Result(mutation.name, mutation.cause, v, r, mutation.rule, mutation.verify_only)
+            result = Result(mutation.name, mutation.cause, v, r, mutation.rule, mutation.verify_only, mutation.doc)
             results.append(result)
             if on_result:
                 on_result(result)

@@ -43,6 +43,7 @@ def test_intact_demo_bundle_passes_with_the_standard_library_alone(demo_bundle, 
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(SCRIPT, alone / "rehash.py")
+    shutil.copy(SCRIPT.parent / "contract.py", alone / "contract.py")  # the one contract, standard library only
     for name in ("hashlib", "json", "ast", "math", "stat", "re", "statistics"):
         (alone / f"{name}.py").write_text("raise SystemExit('shadowed ' + __name__)\n")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(poison)}
@@ -51,8 +52,10 @@ def test_intact_demo_bundle_passes_with_the_standard_library_alone(demo_bundle, 
     assert result.stdout.startswith(f"OK {demo_bundle}: ")
     assert "status complete" in result.stdout
     # It says exactly what it re-derived and what it left to harness verify.
-    assert "stats: the rounds' trimmed-t interval, per-item ratios, drift, load and the verdict rule" in result.stdout
-    assert "not re-derived: needs numpy" not in result.stdout  # comparison/v3: every number re-derived
+    assert "every file and field is of the contract (abba-harness/bundle/v6)" in result.stdout
+    assert "the rounds' trimmed-t interval, per-item ratios, drift, load, the verdict rule, instruction counts" \
+        in result.stdout
+    assert "not re-derived: needs numpy" not in result.stdout
     assert "note: campaign.yaml not compared with campaign.json: needs a YAML parser" in result.stdout
     digest = hashlib.sha256((demo_bundle / "tagmanifest-sha256.txt").read_bytes()).hexdigest()
     assert f"digest {digest}\n" in result.stdout
@@ -66,11 +69,13 @@ def test_comparison_rederived_without_numpy_matches_the_harness(demo_bundle):
     campaign = load("data/campaign.json")
     runs = [load(f"data/runs/{label}.json") for label in campaign["labels"]]
     golden = load("data/golden.json") if (demo_bundle / "data" / "golden.json").exists() else None
-    derived = rehash.derive(campaign, runs, load("data/receipts/runner.json"),
-                            load("data/receipts/cleanup.json"), golden,
-                            workload=load("data/receipts/workload.json")["digest"])
-    claimed.pop("stats")
-    assert derived == claimed  # bit for bit: same formulas, math.fsum means
+    check = rehash.Check(str(demo_bundle))
+    derived = rehash.derive(check, campaign, runs, load("data/receipts/runner.json"),
+                            load("data/receipts/cleanup.json"), golden, [],
+                            load("data/receipts/workload.json")["digest"])
+    derived["stats"] = rehash.derive_stats(runs, campaign["threshold"], None)
+    derived["instructions"] = None
+    assert derived == claimed  # bit for bit: same formulas, math.fsum means, 10 significant digits
 
 
 def test_float_tolerance():
@@ -105,7 +110,7 @@ def test_failed_and_parity_mismatch_bundles_pass(tmp_path):
     (mismatch / "b" / "data" / "comparison.json").write_text(json.dumps(comp))
     tamper.reseal(mismatch / "b")
     r = run(mismatch / "b")
-    assert r.returncode == 1 and "FAIL data/comparison.json: parity.identical claims true" in r.stdout
+    assert r.returncode == 1 and "FAIL data/comparison.json: [derived] parity.identical claims true" in r.stdout
 
 
 def test_exit_codes_for_unusable_and_incomplete_input(tmp_path, demo_bundle):
@@ -196,27 +201,24 @@ def test_refusal_is_reported_with_the_file(demo_bundle):
     assert f"FAIL data/arrays/{arrays[0].name}: unreadable array (fortran_order" in r.stdout
 
 
-def test_a_committed_comparison_v2_bundle_still_verifies_and_says_what_it_left():
-    """Bundles written before rounds (comparison/v2, campaign/v2) keep verifying until re-run.
-    The fixture is the span_finding_unmappable bundle as committed before the re-run."""
+def test_a_bundle_of_an_older_harness_is_refused_in_one_line():
+    """No legacy: a bundle written before the closed contract (the span_finding_unmappable bundle
+    as committed at comparison/v2) is refused, in one line that says to re-run it, by both
+    checkers; never judged by rules of its own choosing."""
     bundle = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_v2" / "span_finding_unmappable"
+    line = ("bag-info.txt: no Abba-Format line: a bundle of an older harness (before abba-harness/bundle/v6), or of "
+            "none; this checker reads that format only; re-run the campaign to get a bundle it judges")
     result = run(bundle, cwd=bundle.parent)
-    assert result.returncode == 0, result.stdout
-    assert "note: stats.paired ci95 (the bootstrap) not re-derived: needs numpy" in result.stdout
-    assert harness("verify", bundle).returncode == 0
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"rehash: error: {line}\n")
+    result = harness("verify", bundle)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"harness verify: error: {line}\n")
 
 
-def test_rehash_spells_the_verdict_rule_as_verdict_py_does():
-    """rehash.py cannot import the harness, so the decision rule is written twice on purpose
-    (verdict.decide, rehash.verdict_rule): the two must agree everywhere, reasons included."""
-    import itertools
-
-    from harness import outcomes as verdict
-
-    edges = (0.5, 0.97, 0.979, 0.98, 0.99, 1.0, 1.01, 1.02, 1.021, 1.5)
-    for (lo, hi), run_ratio, band, claim in itertools.product(
-            ((a, b) for a, b in itertools.product(edges, edges) if a <= b), (0.5, 0.99, 1.0, 1.5), (0.0, 0.02),
-            (None, 0.02, 0.03, 0.4)):
-        claim = claim if claim is None else max(claim, band)
-        assert verdict.decide(lo, hi, band, run_ratio, "x", claim) == \
-            rehash.verdict_rule(lo, hi, run_ratio, band, "x", claim), (lo, hi, run_ratio, band, claim)
+def test_rehash_and_the_harness_decide_by_the_one_rule(demo_bundle):
+    """The verdict rule lives once, in the contract; rehash.py re-derives the stats with it and
+    gets the harness's verdict and reason."""
+    claimed = json.loads((demo_bundle / "data" / "comparison.json").read_text())["stats"]
+    campaign = json.loads((demo_bundle / "data" / "campaign.json").read_text())
+    runs = [json.loads((demo_bundle / f"data/runs/{label}.json").read_text()) for label in campaign["labels"]]
+    stats = rehash.derive_stats(runs, campaign["threshold"], None)
+    assert (stats["verdict"], stats["verdict_reason"]) == (claimed["verdict"], claimed["verdict_reason"])

@@ -1,10 +1,12 @@
-"""Issue 6.3: the tampering mutation suite on a sealed demo bundle. Every mutation must be
+"""Issue 6.3: the hand-written tampering suite on a sealed demo bundle. Every mutation must be
 caught, with its cause named, by `harness verify` and by the stdlib rehash script, and
-neither may follow a symlink out of the bundle or unpickle/execute anything."""
+neither may follow a symlink out of the bundle or unpickle/execute anything; `harness
+selftest tamper` runs it beside the field and closed-world walks and prints their coverage."""
 from __future__ import annotations
 
 import gzip
 import io
+import re
 
 import numpy as np
 
@@ -29,9 +31,13 @@ def test_every_mutation_is_detected_by_both_checkers(demo_bundle):
     rules = {r.rule for r in results}
     assert {"plan", "identity", "status", "ledger", "physics", "arrays", "files", "parsing", "bag-info",
             "campaign", "canonical", "safety"} <= rules
-    for r in results:
+    for r in results:  # a forgery's problem line names its rule in brackets
         if r.rule not in ("layout", "canonical", "safety"):
-            assert r.cause.startswith("[") or r.rule in ("parsing", "bag-info"), r.mutation
+            assert f"[{r.rule}]" in r.cause or r.rule in ("parsing", "bag-info"), r.mutation
+    # and says which record type it forges, for the coverage table
+    docs = {r.doc for r in results}
+    assert {"run", "campaign", "runner", "cleanup", "environment", "revisions", "workload", "bag-info", "comparison",
+            "golden", "log", "array", "manifest", "tagmanifest", "layout"} <= docs, docs
     # Verify-only mutations are exactly those only campaign.yaml can expose; rehash passes them.
     only = [r for r in results if r.verify_only]
     assert only and all(r.rule == "campaign" and r.rehash.exit_code == 0 for r in only)
@@ -54,7 +60,7 @@ def test_forged_speedup_is_caught_only_by_rederiving(demo_bundle, tmp_path):
     r = tamper.run_rehash(demo_bundle, "wall.speedup")
     for check in (v, r):
         assert check.detected and len(check.lines) == 1
-        forged_claim = "data/comparison.json: wall.speedup claims"
+        forged_claim = "data/comparison.json: [derived] wall.speedup claims"
         assert check.lines[0].startswith(forged_claim)
     assert not any("hash mismatch" in line for line in v.lines + r.lines)
 
@@ -87,9 +93,29 @@ def test_selftest_command(demo_bundle):
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("ok   [layout] comparison.json claims a 1.5x better speed-up")
-    assert lines[-2] == "by rule: layout 1/1"
-    assert lines[-1] == ("1 mutations, 1 detected by harness verify, 1 of 1 detected by rehash.py "
-                         "(0 verify-only: only campaign.yaml can tell)")
+    assert "by rule: layout 1/1" in lines
+    assert ("1 mutations, 1 detected by harness verify, 1 of 1 detected by rehash.py "
+            "(0 verify-only: only campaign.yaml can tell)") in lines
+    table = lines[lines.index("coverage per record type (mutations / refused / free):") + 1:]
+    assert table[0].split() == ["record", "type", "hand-written", "field", "walk", "closed", "world"]
+    assert table[1].split() == ["comparison", "1", "/", "1", "/", "0", "-", "-"]
+    assert "note: fields only the repository binds were not walked: give --repo" in lines
+
+
+def test_selftest_command_runs_the_walks_and_prints_their_coverage(demo_bundle):
+    """--only picks mutations of all three suites by name: the run record's wall in the field
+    walk, its log level in the closed-world walk."""
+    result = harness("selftest", "tamper", "--bundle", demo_bundle, "--only", "data/runs/B1.json", timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert not [line for line in lines if line.startswith("MISS")]
+    walk = next(line for line in lines if line.startswith("field walk: "))
+    closed = next(line for line in lines if line.startswith("closed-world walk: "))
+    assert re.match(r"field walk: (\d+) mutations, (\d+) of \2 bindable refused", walk), walk
+    assert re.match(r"closed-world walk: (\d+) mutations \(.*\), (\d+) of \2 refused", closed), closed
+    run = next(line for line in lines if line.split()[:1] == ["run"])
+    hand, field, world = re.findall(r"(\d+) / (\d+) / (\d+)", run)
+    assert int(field[0]) > 20 and int(world[0]) > 5 and int(hand[0]) >= 2
 
 
 def test_selftest_refuses_a_bundle_that_fails_untouched(demo_bundle):

@@ -140,7 +140,6 @@ def test_anchors_hold_for_a_bundle_of_this_repository(demo_bundle):
 def test_a_forged_tree_digest_is_caught_only_against_the_repository(demo_bundle):
     import json
 
-    from harness import records
     from harness.selftest import tamper
 
     path = demo_bundle / C.REVISIONS
@@ -169,7 +168,6 @@ def test_campaign_file_and_golden_must_match_the_repository(demo_bundle, tmp_pat
 def test_campaign_json_must_say_what_campaign_yaml_says(demo_bundle):
     import json
 
-    from harness import records
     from harness.selftest import tamper
 
     path = demo_bundle / C.CAMPAIGN_JSON
@@ -191,7 +189,6 @@ def _anchor_repo(demo_bundle, tmp_path, campaign_path):
     campaign_path (re-sealed: consistent inside)."""
     import json
 
-    from harness import records
     from harness.selftest import tamper
 
     repo = tmp_path / "repo"
@@ -241,7 +238,6 @@ def test_a_commit_missing_from_the_repository_is_one_line(demo_bundle, tmp_path)
     """A collected WORKTREE snapshot once gave a tarfile.ReadError traceback."""
     import json
 
-    from harness import records
     from harness.selftest import tamper
 
     path = demo_bundle / C.CAMPAIGN_JSON

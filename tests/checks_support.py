@@ -1,0 +1,186 @@
+"""Bundles for the checkers' tests, made on the fake launcher in about a second each: a full
+bundle (stages, a golden file, a noise floor, build commands), one with instruction runs (the
+callgrind output written by the fake worker, valgrind's probe stubbed), and a reproduction of
+either (harness.judge.reproduce.reproduce on the fake launcher); plus the forger's edit and
+both checkers' verdicts in one call."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+from fakes import TREE, Model, ModelLauncher, run_fake
+from harness import contract as C, rehash, records
+from harness.engine.launch import FakeRun
+from harness.selftest import tamper
+
+STAGES = {"core": "lib.core:VERSION"}
+
+
+class InstructionLauncher(ModelLauncher):
+    """The model worker, and for an instruction run a callgrind output file holding its count
+    (counts: {label: count}; else base 3e8 and candidate 1.5e8 per counted item set)."""
+
+    def __init__(self, model: Model, counts: dict | None = None, **kw):
+        super().__init__(model, **kw)
+        self.counts = counts or {}
+        self.out_file = None
+
+    def run(self, launch):
+        found = [a.split("=", 1)[1] for a in launch.argv if a.startswith("--callgrind-out-file=")]
+        self.out_file = Path(found[0]) if found else None
+        return super().run(launch)
+
+    def _play(self, job: dict) -> FakeRun:
+        if job["mode"] != "instructions":
+            return super()._play(job)
+        from harness import files
+        from harness.plan import workload
+
+        digest = workload.folder_digest(job["workload"]["path"], tuple(job["workload"]["exclude"]))
+        count = self.counts.get(job["label"], 300_000_000 if job["variant"] == "base" else 150_000_000)
+        self.out_file.write_text(f"events: Ir\ntotals: {count}\n")
+        return FakeRun(result={"items": C.subset(job["items"], job["instructions_items"]), "errors": 0,
+                               "harness_source_sha256": files.harness_source_digest(), "workload_sha256": digest,
+                               "python": records.to_json(records.Interpreter.current())}, wall_s=4.0)
+
+
+def no_valgrind_probe(monkeypatch) -> None:
+    """The runner's valgrind look-ups, stubbed: the fake launcher runs no valgrind."""
+    from harness.engine import instructions
+
+    monkeypatch.setattr(instructions, "problems", lambda python: [])
+    monkeypatch.setattr(instructions, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(instructions, "version", lambda path: "valgrind-3.22.0")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class ErringModel(Model):
+    """The model worker whose listed items raise (an error, no fields) in every variant."""
+
+    def __init__(self, *args, raising=("item-3",), **kw):
+        super().__init__(*args, **kw)
+        self.raising = set(raising)
+
+    def __call__(self, job: dict) -> FakeRun:
+        run = super().__call__(job)
+        for item in (run.result or {}).get("items", []) if job["mode"] == "run" else []:
+            if item["id"] in self.raising:
+                item.update(fields={}, error={"type": "ValueError", "message": f"{item['id']}: no such series"})
+        return run
+
+
+def full_bundle(where: Path, **fields) -> Path:
+    """A fake bundle holding every part a campaign can give it: stage runs (one stage optional,
+    one counted per variant), a golden file and a noise floor, a build command, an input and a
+    fence, workload params and sys_path, campaign env, an override, an item that raises."""
+    from harness.bundle import read
+
+    model = dict(items=5, item_s=0.1)  # item walls that differ by more than the checkers' tolerances
+    workload = {"entry": "model_workload:setup", "path": "workloads", "sys_path": ["lib"],
+                "params": {"n": 3, "nested": {"a": [1, 2.5], "b": None}}}
+    first, _ = run_fake(where / "first", ErringModel(**model), rounds=3, workload=workload)
+    b = read.load(first.out)
+    golden = where / "golden.json"
+    golden.write_text(json.dumps(records.golden(b.runs[0], campaign="model", machine=b.machine,
+                                                bundle_digest=b.digest), indent=2))
+    floor = where / "floor.json"
+    floor.write_text(json.dumps(records.noise_floor(campaign="model", bundle_digest=b.digest, machine=b.machine,
+                                                    started_at=b.runner["started_at"], rounds=3, ratio=1.0,
+                                                    ci95=[0.99, 1.01], floor=0.01), indent=2))
+    corpus = where / "corpus.txt"
+    corpus.write_text("an input the workload reads\n")
+    body = dict(stages={"core": "lib.core:VERSION", "counted": {"path": "lib.core:VERSION", "calls": "per_variant"},
+                        "maybe": {"path": "lib.core:NEW", "optional": True}},
+                stage_rounds=2, golden={"path": str(golden), "sha256": sha256(golden)},
+                noise_floor={"path": str(floor), "sha256": sha256(floor)}, build=[["true"]],
+                inputs={"CORPUS": {"path": str(corpus), "sha256": sha256(corpus)}}, env={"MODEL_FLAG": "1"},
+                base={"rev": "HEAD~1", "fence": {"lib/core.py": hashlib.sha256(TREE["lib/core.py"].encode())
+                                                 .hexdigest()}}, workload=workload)
+    body.update(fields)
+    outcome, _ = run_fake(where / "full", ErringModel(**model), rounds=3, overrides={"params": {"n": 3}}, **body)
+    assert outcome.comparison["status"] == "complete", outcome.comparison["reason"]
+    return outcome.out
+
+
+def ulp_bundle(where: Path) -> Path:
+    """A fake bundle whose candidate outputs are one ulp off, within a declared max_ulp."""
+    outcome, _ = run_fake(where, Model(items=4, item_s=0.1, differ=True), rounds=3, parity={"max_ulp": 4})
+    assert outcome.comparison["parity"]["agree"], outcome.comparison["parity"]
+    return outcome.out
+
+
+def failed_bundle(where: Path) -> Path:
+    """A fake bundle whose fourth run failed (a record of nulls, the campaign stopped)."""
+    outcome, _ = run_fake(where, Model(items=4, item_s=0.1, fail={"B2"}), rounds=3)
+    assert outcome.comparison["status"] == "failed"
+    return outcome.out
+
+
+def instruction_bundle(where: Path, monkeypatch, counts: dict | None = None, **fields) -> Path:
+    no_valgrind_probe(monkeypatch)
+    body = dict(metrics=["wall", "instructions"], instructions={"items": 2, "runs": 2})
+    body.update(fields)
+    outcome, _ = run_fake(where, launcher=InstructionLauncher(Model(items=4, item_s=0.1), counts), rounds=4, **body)
+    assert outcome.comparison["status"] == "complete", outcome.comparison["reason"]
+    return outcome.out
+
+
+def reproduction(original: Path, out: Path, launcher=None) -> Path:
+    """A reproduction of a fake bundle, made the way `harness reproduce` makes one."""
+    from harness.bundle import read
+    from harness.judge import reproduce
+    from harness.plan import spec
+
+    campaign_file = original.parent / "model.yaml"
+    bundle = read.load(original)
+    campaign = spec.load(campaign_file, dict(bundle.campaign["overrides"]))
+    result = reproduce.reproduce(bundle, campaign, out, launcher=launcher or ModelLauncher(Model(items=4, item_s=0.1, seed=1)))
+    return result.out
+
+
+# --- the forger and the checkers ----------------------------------------------------------------
+def forge(bundle: Path, edits: dict, rederive: bool = True, original: Path | None = None) -> None:
+    """{rel: edit(obj)} applied to the bundle's JSON (an edit may return a new object), then
+    comparison.json and Abba-Status re-derived with the harness's code, both manifests re-hashed."""
+    for rel, edit in edits.items():
+        obj = json.loads((bundle / rel).read_text())
+        new = edit(obj)
+        (bundle / rel).write_text(json.dumps(obj if new is None else new, indent=2) + "\n")
+    if rederive:
+        tamper.rederive(bundle, original)
+    tamper.reseal(bundle)
+
+
+def bag_info(bundle: Path, change) -> None:
+    info = bundle / C.BAG_INFO
+    info.write_text(change(info.read_text()))
+    tamper.reseal_tags(bundle)
+
+
+def problems(bundle: Path, **verify_kw) -> tuple[list, list]:
+    """(rehash.py's problem lines or its one unusable line, harness verify's)."""
+    from harness.judge.verify import verify
+
+    try:
+        r = rehash.rehash(str(bundle)).problems
+    except rehash.Unusable as exc:
+        r = [f"unusable: {exc}"]
+    report = verify(bundle, **verify_kw)
+    return r, report.problems or ([f"unusable: {report.unusable}"] if report.unusable else [])
+
+
+def refused(lines: list, *needles: str) -> bool:
+    return bool(lines) and any(all(n in line for n in needles) for line in lines)
+
+
+def set_bag(key: str, value: str):
+    return lambda text: re.sub(rf"(?m)^{re.escape(key)}: .*$", f"{key}: {value}", text)
+
+
+sys.modules.setdefault("checks_support", sys.modules[__name__])
