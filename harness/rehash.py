@@ -542,10 +542,10 @@ def parse_bag_info(check):
             check.fail(C.BAG_INFO, f"no {key} line (required)", "bag-info")
     if "Abba-Format" not in fields and intact:  # every bundle before v6: one line, not one per file it holds
         raise Unusable(f"{C.BAG_INFO}: no Abba-Format line: a bundle of an older harness (before {C.FORMAT}), or of "
-                       "none; this checker reads that format only; re-run the campaign to get a bundle it judges")
+                       "none; this checker reads that format only; re-run its campaign with this harness to get a bundle it judges")
     if fields.get("Abba-Format") not in (None, C.FORMAT) and intact:
         raise Unusable(f"{C.BAG_INFO}: Abba-Format {short(fields['Abba-Format'])}: this checker reads {C.FORMAT} "
-                       "only; re-run the campaign to get a bundle it judges")
+                       "only; re-run its campaign with this harness to get a bundle it judges")
     return fields
 
 

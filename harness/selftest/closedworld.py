@@ -265,7 +265,7 @@ def _format(root: Path) -> None:
 
 
 def older(schema: str) -> str:
-    """The previous version of a schema id: abba-harness/run/v4 -> abba-harness/run/v3."""
+    """The previous version of a schema id: .../run/v4 -> .../run/v3."""
     stem, version = schema.rsplit("/v", 1)
     return f"{stem}/v{int(version) - 1}"
 

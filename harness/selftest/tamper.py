@@ -817,7 +817,7 @@ def record_rules() -> list[Mutation]:
           "duplicate key", rule="parsing"),
         m("records: a NaN literal in B1, re-hashed", nan_literal, "[parsing]", rule="parsing"),
         m("records: another schema version, re-derived",
-          forge(run("A1", lambda r: r.update(schema="abba-harness/run/v1"))), "[parsing]", rule="parsing"),
+          forge(run("A1", lambda r: r.update(schema=C.SCHEMAS["run"].rsplit("/v", 1)[0] + "/v1"))), "[parsing]", rule="parsing"),
         m("receipts/inputs.json: JSON nested 100,000 deep, re-hashed", deep_json, "[parsing]", hazard=True,
           rule="parsing"),
         m("manifest rows out of order, tag manifest re-hashed", unsorted_manifest, "not sorted", rule="canonical"),

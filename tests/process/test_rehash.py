@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, harness
-from harness import rehash
+from harness import contract as C, rehash
 from harness.selftest import tamper
 from harness.bundle import arrays as tensors
 
@@ -52,7 +52,7 @@ def test_intact_demo_bundle_passes_with_the_standard_library_alone(demo_bundle, 
     assert result.stdout.startswith(f"OK {demo_bundle}: ")
     assert "status complete" in result.stdout
     # It says exactly what it re-derived and what it left to harness verify.
-    assert "every file and field is of the contract (abba-harness/bundle/v6)" in result.stdout
+    assert f"every file and field is of the contract ({C.FORMAT})" in result.stdout
     assert "the rounds' trimmed-t interval, per-item ratios, drift, load, the verdict rule, instruction counts" \
         in result.stdout
     assert "not re-derived: needs numpy" not in result.stdout
@@ -206,8 +206,8 @@ def test_a_bundle_of_an_older_harness_is_refused_in_one_line():
     as committed at comparison/v2) is refused, in one line that says to re-run it, by both
     checkers; never judged by rules of its own choosing."""
     bundle = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_v2" / "span_finding_unmappable"
-    line = ("bag-info.txt: no Abba-Format line: a bundle of an older harness (before abba-harness/bundle/v6), or of "
-            "none; this checker reads that format only; re-run the campaign to get a bundle it judges")
+    line = (f"bag-info.txt: no Abba-Format line: a bundle of an older harness (before {C.FORMAT}), or of "
+            "none; this checker reads that format only; re-run its campaign with this harness to get a bundle it judges")
     result = run(bundle, cwd=bundle.parent)
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"rehash: error: {line}\n")
     result = harness("verify", bundle)

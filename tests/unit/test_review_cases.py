@@ -16,7 +16,7 @@ from harness import contract as C
 from harness.cli import main as cli
 from harness.selftest import tamper
 
-RE_RUN = "re-run the campaign"
+RE_RUN = "re-run its campaign with this harness"
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +57,11 @@ def test_every_older_schema_id_and_the_older_bag_format_are_refused(bundle):
         forge(copy, {rel: lambda d, k=kind: d.update(schema=C.SCHEMAS[k][:-1] + str(int(C.SCHEMAS[k][-1]) - 1))})
         for lines in problems(copy):
             assert refused(lines, rel, "[parsing] schema", RE_RUN), (kind, lines)
-    bag_info(bundle, set_bag("Abba-Format", "abba-harness/bundle/v5"))
+    older = C.FORMAT.rsplit("/v", 1)[0] + "/v5"
+    bag_info(bundle, set_bag("Abba-Format", older))
     for lines in problems(bundle):
-        assert lines == [f"unusable: {C.BAG_INFO}: Abba-Format \"abba-harness/bundle/v5\": this checker reads "
-                         f"{C.FORMAT} only; re-run the campaign to get a bundle it judges"], lines
+        assert lines == [f"unusable: {C.BAG_INFO}: Abba-Format \"{older}\": this checker reads "
+                         f"{C.FORMAT} only; re-run its campaign with this harness to get a bundle it judges"], lines
 
 
 # --- bag-info: exactly the contract's keys ----------------------------------------------------------
