@@ -475,10 +475,13 @@ class Runner:
 
         notes, spreads, medians = [], [], {}
         for variant, result in seen.items():
-            walls = (result.get("repeats") or [])[1:]
+            repeats = result.get("repeats") or []
+            if repeats:  # a long item repeats once or not at all in the budget: its wall still says how far apart
+                medians[variant] = statistics.median(repeats)
+            walls = repeats[1:]
             if len(walls) < 3:
                 continue
-            median = medians[variant] = statistics.median(walls)
+            median = statistics.median(walls)
             if median < MIN_ITEM_S:
                 if variant == "base":
                     notes.append(
