@@ -63,6 +63,8 @@ def main(args) -> int:
             e.figure = f"{report.FIGURES}/{e.path.name}.png" if (figure.is_file() or args.check) else None
     sources = ("the bundles named on the command line: " + ", ".join(f"`{p.name}`" for p in paths) if named
                else "every bundle under `evidence/`")
+    if args.trust:  # the reader should know whose keys made a "signed by" hold
+        sources += f", signatures checked against `{args.trust}`"
     text = report.render(entries, root, sources)
     failing = [e for e in entries if e.problems]
     for e in failing:
