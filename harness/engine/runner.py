@@ -62,6 +62,45 @@ class PreflightError(SpecError):
         self.problems = problems
 
 
+def timing_notes(seen: dict, band: float, counts_instructions: bool) -> list[str]:
+    """Notes from each revision's pre-flight item repeated in one process (the first repeat
+    left out: a fresh process warms up): a base item too short to time; and, for items long
+    enough to time, repeats that moved by more than the verdict's band, where instruction
+    counts can decide what wall time here cannot. The spread leaves out the slowest repeat
+    too: other work only ever adds time, and one interruption must not speak for the machine."""
+    import statistics
+
+    notes, spreads, medians = [], [], {}
+    for variant, result in seen.items():
+        repeats = result.get("repeats") or []
+        if repeats:  # a long item repeats once or not at all in the budget: its wall still says how far apart
+            medians[variant] = statistics.median(repeats)
+        walls = sorted(repeats[1:])
+        if len(walls) < 3:
+            continue
+        median = statistics.median(walls)
+        if median < MIN_ITEM_S:
+            if variant == "base":
+                notes.append(
+                    f"pre-flight: item {result['item']} takes {1e3 * median:.3g} ms in the base: too short to "
+                    "time against a process's own jitter; have run() repeat its work about "
+                    f"{math.ceil(TIMED_ITEM_S / max(median, 1e-9))} times, so that an item takes "
+                    f"{1e3 * TIMED_ITEM_S:.0f} ms or more")
+            continue
+        kept = walls[:-1] if len(walls) >= 4 else walls
+        spreads.append((kept[-1] - kept[0]) / statistics.median(kept))
+    # A change far larger than the noise (the item's two revisions apart by more than twice
+    # what its repeats moved) is resolved by wall time whatever the band.
+    apart = abs(math.log(medians["candidate"] / medians["base"])) \
+        if len(medians) == 2 and min(medians.values()) > 0 else 0.0
+    if spreads and max(spreads) > 2 * band and apart <= 2 * max(spreads) and not counts_instructions:
+        notes.append(f"pre-flight: the item's wall moved by {100 * max(spreads):.0f}% over a few repeats in one "
+                     f"process, against an equal band of +-{100 * band:.0f}%: wall time on this machine may not "
+                     "resolve a change that small; `metrics: [wall, instructions]` adds instruction counts, which "
+                     "noise does not move")
+    return notes
+
+
 def worker_env(campaign: Campaign, code: Path | None = None) -> dict[str, str]:
     """The workers' environment: the basics passed through, the fixed settings, the campaign's
     env, and the harness's own code (a copy of it, so that a worker under the campaign's own
@@ -454,7 +493,7 @@ class Runner:
                                 f"{_first_difference(base['items'], cand['items'])}): both revisions must run the same "
                                 "items")
             self.items_all = list(base["items"])
-            self.warnings += self._timing_notes(seen)
+            self.warnings += timing_notes(seen, self.campaign.threshold, self.campaign.instructions is not None)
             if base["item"] == cand["item"] and base["fields"] != cand["fields"]:
                 differ = sorted(n for n in set(base["fields"]) | set(cand["fields"])
                                 if base["fields"].get(n) != cand["fields"].get(n))
@@ -465,43 +504,6 @@ class Runner:
                        "; if the change moves floats in their last bits by design, declare `parity: {max_ulp: N}`"))
         return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
                                                 {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
-
-    def _timing_notes(self, seen: dict) -> list[str]:
-        """Notes from the pre-flight item's repeats in one process (the first left out: a fresh
-        process warms up): a base item too short to time, and, for items long enough to time,
-        repeats that moved by more than the verdict's band, where instruction counts can decide
-        what wall time here cannot."""
-        import statistics
-
-        notes, spreads, medians = [], [], {}
-        for variant, result in seen.items():
-            repeats = result.get("repeats") or []
-            if repeats:  # a long item repeats once or not at all in the budget: its wall still says how far apart
-                medians[variant] = statistics.median(repeats)
-            walls = repeats[1:]
-            if len(walls) < 3:
-                continue
-            median = statistics.median(walls)
-            if median < MIN_ITEM_S:
-                if variant == "base":
-                    notes.append(
-                        f"pre-flight: item {result['item']} takes {1e3 * median:.3g} ms in the base: too short to "
-                        "time against a process's own jitter; have run() repeat its work about "
-                        f"{math.ceil(TIMED_ITEM_S / max(median, 1e-9))} times, so that an item takes "
-                        f"{1e3 * TIMED_ITEM_S:.0f} ms or more")
-                continue
-            spreads.append((max(walls) - min(walls)) / median)
-        band = self.campaign.threshold
-        # A change far larger than the noise (the item's two revisions apart by more than twice
-        # what its repeats moved) is resolved by wall time whatever the band.
-        apart = abs(math.log(medians["candidate"] / medians["base"])) \
-            if len(medians) == 2 and min(medians.values()) > 0 else 0.0
-        if spreads and max(spreads) > 2 * band and apart <= 2 * max(spreads) and self.campaign.instructions is None:
-            notes.append(f"pre-flight: the item's wall moved by {100 * max(spreads):.0f}% over a few repeats in one "
-                         f"process, against an equal band of +-{100 * band:.0f}%: wall time on this machine may not "
-                         "resolve a change that small; `metrics: [wall, instructions]` adds instruction counts, which "
-                         "noise does not move")
-        return notes
 
     def _uncalled_stages(self, calls: dict[str, dict], homes: dict | None = None) -> list[str]:
         """Stages that neither revision called in its pre-flight item: a setup mistake (each

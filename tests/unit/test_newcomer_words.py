@@ -265,3 +265,24 @@ def test_a_report_of_named_bundles_says_so_and_names_its_overloaded_runs_once(tm
     assert "every bundle under `evidence/`" not in text
     assert text.count(", ".join(overloaded)) == 1, text
     assert "- Load: more runnable work than cores during 12 of the 12 timed runs" in text
+
+
+# --- the pre-flight's noise note: one interruption does not call the machine noisy ------------------
+def test_one_slow_repeat_does_not_make_the_pre_flight_call_the_machine_noisy():
+    """`make demo` once warned that span finding's item "moved by 55%" because another process
+    interrupted one of its five repeats (0.19 s among 0.12-0.14 s), while the campaign's interval
+    was +-5%. Other work only ever adds time: the slowest repeat is left out of the spread, and
+    a change far larger than the rest needs no note. Repeats that truly wander still get it."""
+    from harness.engine.runner import timing_notes
+
+    def seen(base, candidate):
+        return {"base": {"item": "one", "repeats": base}, "candidate": {"item": "one", "repeats": candidate}}
+
+    interrupted = seen([0.131, 0.132, 0.138, 0.191, 0.123, 0.118], [0.102, 0.085, 0.084, 0.086, 0.084, 0.086])
+    assert timing_notes(interrupted, 0.02, False) == []
+    erratic = seen([0.05, 0.01, 0.05, 0.01, 0.05, 0.01], [0.05, 0.01, 0.05, 0.01, 0.05, 0.01])
+    [note] = timing_notes(erratic, 0.02, False)
+    assert note.startswith("pre-flight: the item's wall moved by ") and "+-2%" in note
+    assert timing_notes(erratic, 0.02, True) == []  # instruction counts already decide
+    quiet = seen([0.113, 0.116, 0.109, 0.111, 0.110, 0.112], [0.084, 0.082, 0.083, 0.081, 0.084, 0.086])
+    assert timing_notes(quiet, 0.02, False) == []
