@@ -67,7 +67,9 @@ def timing_notes(seen: dict, band: float, counts_instructions: bool) -> list[str
     left out: a fresh process warms up): a base item too short to time; and, for items long
     enough to time, repeats that moved by more than the verdict's band, where instruction
     counts can decide what wall time here cannot. The spread leaves out the slowest repeat
-    too: other work only ever adds time, and one interruption must not speak for the machine."""
+    too (other work only ever adds time, and one interruption must not speak for the machine),
+    and is the smaller of the two revisions': the machine's noise moves both, while a rhythm of
+    one revision's own (a collector every other call) averages out over a run's items."""
     import statistics
 
     notes, spreads, medians = [], [], {}
@@ -93,8 +95,9 @@ def timing_notes(seen: dict, band: float, counts_instructions: bool) -> list[str
     # what its repeats moved) is resolved by wall time whatever the band.
     apart = abs(math.log(medians["candidate"] / medians["base"])) \
         if len(medians) == 2 and min(medians.values()) > 0 else 0.0
-    if spreads and max(spreads) > 2 * band and apart <= 2 * max(spreads) and not counts_instructions:
-        notes.append(f"pre-flight: the item's wall moved by {100 * max(spreads):.0f}% over a few repeats in one "
+    spread = min(spreads, default=0.0)
+    if spread > 2 * band and apart <= 2 * spread and not counts_instructions:
+        notes.append(f"pre-flight: the item's wall moved by {100 * spread:.0f}% over a few repeats in one "
                      f"process, against an equal band of +-{100 * band:.0f}%: wall time on this machine may not "
                      "resolve a change that small; `metrics: [wall, instructions]` adds instruction counts, which "
                      "noise does not move")

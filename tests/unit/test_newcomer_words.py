@@ -284,5 +284,7 @@ def test_one_slow_repeat_does_not_make_the_pre_flight_call_the_machine_noisy():
     [note] = timing_notes(erratic, 0.02, False)
     assert note.startswith("pre-flight: the item's wall moved by ") and "+-2%" in note
     assert timing_notes(erratic, 0.02, True) == []  # instruction counts already decide
+    rhythm = seen([0.138, 0.118, 0.162, 0.114, 0.170, 0.111], [0.092, 0.086, 0.104, 0.097, 0.094, 0.090])
+    assert timing_notes(rhythm, 0.02, False) == []  # the base's own every-other-call rhythm (measured in make demo)
     quiet = seen([0.113, 0.116, 0.109, 0.111, 0.110, 0.112], [0.084, 0.082, 0.083, 0.081, 0.084, 0.086])
     assert timing_notes(quiet, 0.02, False) == []
