@@ -68,14 +68,6 @@ class Group:
     next_check: float = 0.0
 
 
-class Interrupt(Exception):
-    pass
-
-
-def _on_term(signum, frame):
-    raise KeyboardInterrupt
-
-
 def run(groups: list[Group], conn: cluster.Connection, out: Path, repo: Path, timeout_s: float | None,
         harness_digest: str, echo=print, grace_s: float = jobs.GRACE_S) -> tuple[int, list[Job]]:
     """Every group's replicas to the end (or an interrupt). Returns (exit code, jobs)."""
@@ -88,7 +80,12 @@ def run(groups: list[Group], conn: cluster.Connection, out: Path, repo: Path, ti
                  "grace_s": grace_s, "cluster": conn.address, "cluster_id": conn.cluster_id}
     all_jobs = [job for g in groups for job in g.jobs]
     interrupted = False
-    old_term = signal.signal(signal.SIGTERM, _on_term)
+    # SIGINT and SIGTERM are noted, not raised: a KeyboardInterrupt raised inside Ray's own
+    # calls can be lost there (once in CI the run went on to the end), so the loop checks at
+    # each turn, and ray.wait returns at least every second.
+    received: list[int] = []
+    old_handlers = {s: signal.signal(s, lambda signum, frame: received.append(signum))
+                    for s in (signal.SIGINT, signal.SIGTERM)}
 
     def finish(job: Job, ok: bool, cause: str | None = None, code: int = outcomes.FAILED, quiet: bool = False) -> None:
         """ok: landed, and code is the node's own exit code; else code is what the failure adds."""
@@ -125,6 +122,8 @@ def run(groups: list[Group], conn: cluster.Connection, out: Path, repo: Path, ti
             group.ready_ref = group.pg.ready()
             group.created_mono = time.monotonic()
         while any(j.state != "done" for j in all_jobs):
+            if received:
+                raise KeyboardInterrupt
             waiting = {g.ready_ref: g for g in groups if g.pg is not None and not g.placed}
             running = {j.ref: j for j in all_jobs if j.state == "running"}
             refs = list(waiting) + list(running)
@@ -166,7 +165,8 @@ def run(groups: list[Group], conn: cluster.Connection, out: Path, repo: Path, ti
             finish(job, False, "cancelled: interrupted before it finished" if job.ref is not None
                    else "not started: interrupted")
     finally:
-        signal.signal(signal.SIGTERM, old_term)
+        for s, handler in old_handlers.items():
+            signal.signal(s, handler)
         for group in groups:
             if group.pg is not None:
                 try:
