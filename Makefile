@@ -36,7 +36,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 report: $(STAMP)
-	$(BIN)/harness report --trust docs/keys/allowed_signers
+	$(BIN)/harness report
 
 clean:
 	rm -rf out .cache
