@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,16 @@ def cache_env(cache: Path) -> dict[str, str]:
 
 def no_traceback(result: subprocess.CompletedProcess) -> bool:
     return "Traceback" not in result.stderr and "Traceback" not in result.stdout
+
+
+def wait_until(condition, what: str, within_s: float = 60.0, poll_s: float = 0.1) -> None:
+    """Poll condition() until it holds; a hang guard, not a timing: past within_s the test
+    fails saying what never happened."""
+    give_up = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > give_up:
+            pytest.fail(f"{what} (waited {within_s:g} s)")
+        time.sleep(poll_s)
 
 
 PROBE_CORE = '''

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, no_traceback
+from conftest import ROOT, no_traceback, wait_until
 
 pytestmark = [pytest.mark.fleet]
 
@@ -200,11 +200,8 @@ def harness_runs(node_id: str) -> list[int]:
     return pids
 
 
-def wait_for_runs(nodes: list[str], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not all(harness_runs(n) for n in nodes):
-        assert time.monotonic() < deadline, f"no harness run started on {nodes}"
-        time.sleep(0.3)
+def wait_for_runs(nodes: list[str]) -> None:
+    wait_until(lambda: all(harness_runs(n) for n in nodes), f"no harness run started on {nodes}", 120, 0.3)
 
 
 def start_cluster(where: Path, workers: int = 2) -> LocalCluster:
@@ -356,10 +353,9 @@ def test_interrupt_cancels_the_jobs_and_says_what_finished(cluster, tmp_path):
     assert sum("failed: cancelled" in line for line in stdout.splitlines()) == 2, stdout
     assert "interrupted: 0 of 2 replicas had finished" in stdout
     assert not out.exists()
-    deadline = time.monotonic() + 60  # the node's harness run ends with its Ray worker
-    while any(harness_runs(n) for n in nodes):
-        assert time.monotonic() < deadline, "a node's harness run outlived its cancelled job"
-        time.sleep(0.5)
+    # the node's harness run ends with its Ray worker
+    wait_until(lambda: not any(harness_runs(n) for n in nodes), "a node's harness run outlived its cancelled job",
+               poll_s=0.5)
 
 
 def test_a_node_killed_mid_run(tmp_path):
@@ -384,10 +380,7 @@ def test_a_node_killed_mid_run(tmp_path):
         assert len(failed) == 1 and "node lost" in failed[0] and victim["node_id"][:12] in failed[0], stdout
         assert [p.name for p in (out / "demo").iterdir()] == [survivor["node_id"][:12]]
         assert "fleet run: 1 of 2 replicas landed verified" in stdout
-        deadline = time.monotonic() + 60
-        while harness_runs(victim["node_id"]):
-            assert time.monotonic() < deadline, "the lost node's harness run went on"
-            time.sleep(0.5)
+        wait_until(lambda: not harness_runs(victim["node_id"]), "the lost node's harness run went on", poll_s=0.5)
     finally:
         assert_torn_down(c)
 

@@ -6,11 +6,10 @@ import hashlib
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
-from conftest import ROOT, cache_env, harness, make_target, no_traceback, write_campaign
+from conftest import ROOT, cache_env, harness, make_target, no_traceback, wait_until, write_campaign
 from harness.files import read_json
 
 NAP_WORKLOAD = '''
@@ -62,11 +61,11 @@ def test_second_run_on_the_same_out_is_refused(tmp_path, nap):
     first = subprocess.Popen([sys.executable, "-m", "harness", "run", str(campaign(3.0)), "--out", str(out)],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not list(out.parent.glob("bundle.partial-*")):  # the first run holds the lock
+        def holds_the_lock() -> bool:
             assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+            return bool(list(out.parent.glob("bundle.partial-*")))
+
+        wait_until(holds_the_lock, "the first run never took the lock", poll_s=0.05)
         for extra in ([], ["--force"]):
             second = harness("run", campaign(0.0), "--out", out, *extra, env=env, timeout=60)
             assert second.returncode == 2, second.stdout + second.stderr
