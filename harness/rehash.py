@@ -1277,6 +1277,13 @@ def machine_class(env):
             "torch_threads": env["torch_threads"], "cores": env["cores"]}
 
 
+# Said when a reproduction's receipt is checked without its original; `harness verify
+# --original` checks the other side and replaces it.
+NEEDS_ORIGINAL = ("the reproduction receipt's other side (the original's claim, scope, outputs, timing, verdict) is "
+                  "re-derived only with the original bundle: `harness verify BUNDLE --original ORIGINAL`, or "
+                  "`harness report` with both under evidence/")
+
+
 def check_reproduction(check, receipt, docs):
     """A reproduction's own side: this bundle's start, machine class, ratio, interval, verdict
     and items. The other side needs the original (`harness verify --original`, `harness report`)."""
@@ -1291,9 +1298,7 @@ def check_reproduction(check, receipt, docs):
     if receipt["campaign"] != docs["campaign"]["name"]:
         check.fail(C.REPRODUCTION, f"campaign {short(receipt['campaign'])}, this bundle runs "
                                    f"{short(docs['campaign']['name'])}", "identity")
-    check.notes.append("the reproduction receipt's other side (the original's claim, scope, outputs, timing, "
-                       "verdict) is re-derived only with the original bundle: `harness verify BUNDLE --original "
-                       "ORIGINAL`, or `harness report` with both under evidence/")
+    check.notes.append(NEEDS_ORIGINAL)
 
 
 def check_records(check, stored):

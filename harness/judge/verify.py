@@ -94,8 +94,8 @@ def _check_original(check: rehash.Check, root: Path, original: Path, max_array_b
     for path, expected, got in rehash.diff(want, stored):
         check.fail(C.REPRODUCTION, f"{path} claims {rehash.short(got)}, the two bundles give "
                                    f"{rehash.short(expected)}", "original")
-    # the stdlib checker's "only with the original" note is answered here: replace it, not beside it
-    check.notes[:] = [n for n in check.notes if "re-derived only with the original" not in n]
+    if rehash.NEEDS_ORIGINAL in check.notes:  # answered here
+        check.notes.remove(rehash.NEEDS_ORIGINAL)
     check.notes.append(f"reproduction receipt re-derived from this bundle and the original {original}")
     return None
 
