@@ -13,12 +13,13 @@ pattern, when it has one, is the field's `key`), "**" any JSON below (only where
 the user's own, bounded by the file's size). A rule is "<rule>: what binds it"; the first rule
 named is the one that refuses any change (see RULES for which checker applies it).
 """
+import functools
 import hashlib
 import math
 import re
 from collections import namedtuple
 
-FORMAT = "abba-harness/bundle/v6"  # the bundle format this contract describes (bag-info Abba-Format)
+FORMAT = "abba-harness/bundle/v7"  # the bundle format this contract describes (bag-info Abba-Format)
 
 # --- schema ids: one current set; a file of any other id is refused ------------------------
 SCHEMAS = {
@@ -27,8 +28,8 @@ SCHEMAS = {
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "run": "abba-harness/run/v4",
     "instructions": "abba-harness/instructions/v3",
-    "campaign": "abba-harness/campaign/v6",
-    "comparison": "abba-harness/comparison/v5",
+    "campaign": "abba-harness/campaign/v7",
+    "comparison": "abba-harness/comparison/v6",
     "environment": "abba-harness/environment/v3",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
@@ -221,7 +222,8 @@ INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "OMP_NUM_THR
                    "OPENBLAS_NUM_THREADS": "1"}
 
 # --- the campaign's defaults (harness/plan/spec.py) -------------------------------------------
-DEFAULT_ROUNDS = 20  # the minimum of `rounds: auto`, and what `harness init` writes
+DEFAULT_ROUNDS = 20  # what `harness init` writes for a fixed count
+DEFAULT_FIRST_LOOK = 4  # `rounds: auto`: the first round after which the sequential interval may stop
 DEFAULT_BUDGET_S = 60.0
 DEFAULT_STAGE_ROUNDS = 2
 DEFAULT_SLOTS = 1
@@ -306,12 +308,15 @@ def coin(domain, seed, index):
     return hashlib.sha256(f"{domain}:{seed}:{index}".encode()).digest()[0] & 1 == 0
 
 
-def round_order(rounds, seed, stage_rounds=0):
+def round_order(rounds, seed, stage_rounds=0, first=None):
     """Each round one A and one B, A first when coin("abba-rounds-v1", seed, round) (always,
     before a seed is drawn). Stage round j (one a and one b, a first when
-    coin("abba-stage-rounds-v1", seed, j)) follows timed round ceil((j + 1) rounds /
-    (stage_rounds + 1)), spread through the campaign."""
-    after = {-(-(j + 1) * rounds // (stage_rounds + 1)): j for j in range(stage_rounds)}
+    coin("abba-stage-rounds-v1", seed, j)) follows timed round ceil((j + 1) m /
+    (stage_rounds + 1)), spread through the first m rounds: m = rounds, or with `first` (a
+    sequential campaign, `rounds: auto`) m = first, so that the order of a longer campaign
+    begins with the order of a shorter one and where it stops cannot move a run."""
+    span = rounds if first is None else min(first, rounds)
+    after = {-(-(j + 1) * span // (stage_rounds + 1)): j for j in range(stage_rounds)}
     out = []
     for i in range(rounds):
         out.append("AB" if seed is None or coin("abba-rounds-v1", seed, i) else "BA")
@@ -321,12 +326,101 @@ def round_order(rounds, seed, stage_rounds=0):
 
 
 def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds=MAX_ROUNDS):
-    """`rounds: auto`: as many rounds as fit budget_s when the first round's two runs took
-    first_round_s (their process walls, start-up included), within [min_rounds, max_rounds].
-    Time alone decides, never a ratio."""
+    """`rounds: auto`: the cap of a sequential campaign, as many rounds as fit budget_s when the
+    first round's two runs took first_round_s (their process walls, start-up included), within
+    [min_rounds, max_rounds]. Time alone sets the cap, never a ratio."""
     if not first_round_s > 0:
         return max_rounds
     return max(min_rounds, min(max_rounds, math.ceil(budget_s / first_round_s)))
+
+
+# --- sequential rounds: an interval valid at every look decides when a campaign stops ----------
+# After each round from the first look, the interval of the mean per-round log ratio is the
+# confidence sequence of a mixture of one-sample t-test Bayes factors (Lai 1976; Perez-Ortiz,
+# Lardy, de Heide & Grunwald 2024: the Bayes factor of the scale-invariant data is a
+# nonnegative martingale under the null, so by Ville's inequality it exceeds 1/alpha at ANY
+# look with probability at most alpha). The runs' scale is unknown and handled exactly by
+# that invariance, not plugged in. SEQ_ALPHA is spent over all looks; the last look at the
+# budget's cap, which time alone sets, spends the rest on the fixed-count trimmed-t interval
+# at SEQ_LAST_LEVEL: a false claim needs one of the two to miss, so at most 2.5% + 2.5%.
+SEQ_ALPHA = 0.025
+SEQ_LAST_LEVEL = 0.975
+SEQ_GRID = (0.1, 1.0, 10.0, 100.0)  # prior variances of the standardized effect, equal weights
+SEQ_METHOD = ("sequential: after each round from the first look, a t-mixture confidence sequence (97.5% at every "
+              "look) of the mean per-round log ratio; stops when it decides; at the budget's cap the 97.5% trimmed-t "
+              "interval")
+
+
+def _log_mixture(t2, n):
+    """log of the mean over SEQ_GRID of the one-sample t-test Bayes factor with a normal prior
+    of variance g on the standardized effect (Rouder et al. 2009, eq. 1 at fixed g), at n
+    values whose t statistic is sqrt(t2)."""
+    nu = n - 1
+    terms = []
+    for g in SEQ_GRID:
+        c = 1.0 + n * g
+        terms.append(-0.5 * math.log(c) + 0.5 * n * (math.log1p(t2 / nu) - math.log1p(t2 / (nu * c))))
+    top = max(terms)
+    return top + math.log(math.fsum(math.exp(v - top) for v in terms) / len(terms))
+
+
+@functools.lru_cache(maxsize=None)
+def _t2_bound(n):
+    """The squared t statistic at which the mixture reaches 1/SEQ_ALPHA after n values (None:
+    it never does, every mean is still possible). It depends on n alone."""
+    target = math.log(1.0 / SEQ_ALPHA)
+    # As t2 grows the mixture tends to the mean of c^((n-1)/2): below 1/alpha no mean is ruled out.
+    limit = [0.5 * (n - 1) * math.log(1.0 + n * g) for g in SEQ_GRID]
+    top = max(limit)
+    if top + math.log(math.fsum(math.exp(v - top) for v in limit) / len(limit)) <= target:
+        return None
+    lo, hi = 0.0, 1.0
+    while _log_mixture(hi, n) < target:  # the mixture grows with t2: bracket, then bisect
+        lo, hi = hi, 2.0 * hi
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _log_mixture(mid, n) < target else (lo, mid)
+    return hi
+
+
+def confidence_sequence(values):
+    """[lo, hi] of the mean of `values` (per-round log ratios), valid at every look at level
+    1 - SEQ_ALPHA, or None while it is unbounded (too few rounds, or no spread to scale by)."""
+    n = len(values)
+    if n < 3:
+        return None
+    m = math.fsum(values) / n
+    s = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
+    bound = _t2_bound(n)
+    if bound is None or s == 0.0:
+        return None
+    half = math.sqrt(bound) * s / math.sqrt(n)
+    return [m - half, m + half]
+
+
+def sequential_plan(campaign, first_runs):
+    """{first, cap} of a `rounds: auto` campaign (campaign.json) or None for a fixed count: its
+    first look is min_rounds, its cap as many rounds as fit budget_s at the first round's pace.
+    first_runs: (label, status, process wall) of its first two runs; a campaign that ended
+    before its first round did keeps the minimum."""
+    if campaign.get("budget_s") is None:
+        return None
+    walls = {label: wall for label, status, wall in first_runs if status == "ok"}
+    if set(walls) == {"A1", "B1"}:
+        cap = auto_rounds(campaign["budget_s"], walls["A1"] + walls["B1"], campaign["min_rounds"])
+    else:
+        cap = campaign["min_rounds"]
+    return {"first": campaign["min_rounds"], "cap": cap}
+
+
+def stopped(looks, rounds, cap):
+    """Why a sequential campaign of `rounds` rounds ended, from its looks [(round, verdict)]:
+    "decided" at its first look whose verdict is not inconclusive, "cap" at the budget's cap
+    without one, else None (it should have gone on, or stopped earlier)."""
+    decided = [k for k, verdict in looks if verdict != "inconclusive"]
+    if decided:
+        return "decided" if decided[0] == rounds else None
+    return "cap" if rounds == cap else None
 
 
 def labels(order):
@@ -354,18 +448,28 @@ def instruction_order(runs):
     return "".join("AB" if k % 2 == 0 else "BA" for k in range(runs))
 
 
-def schedule(order, instr_order=""):
+def schedule(order, instr_order="", spread=None):
     """Every run in execution order as (label, variant, index, after): the wall runs of order
-    (after None) with the instruction runs spread evenly between them, the j-th of m after wall
-    run floor((j + 1) n / (m + 1)) - 1 (None: before the first). index counts within its kind."""
+    (after None) with the instruction runs spread evenly between the first `spread` of them
+    (all by default; a sequential campaign's first look), the j-th of m after wall run
+    floor((j + 1) n / (m + 1)) - 1 (None: before the first). index counts within its kind."""
     walls, instr = labels(order), labels(instr_order)
+    n = len(walls) if spread is None else min(spread, len(walls))
     out = []
     for j, (label, variant) in enumerate(instr):
-        at = (j + 1) * len(walls) // (len(instr) + 1) - 1
+        at = (j + 1) * n // (len(instr) + 1) - 1
         out.append((at, 1, j, "I" + label, variant, walls[at][0] if at >= 0 else None))
     out += [(i, 0, i, label, variant, None) for i, (label, variant) in enumerate(walls)]
     return [(label, variant, index, after) for _, _, index, label, variant, after in
             sorted(out, key=lambda row: (row[0] + row[1] * 0.5, row[2]))]
+
+
+def spread_of(campaign):
+    """The wall runs a campaign.json's instruction runs are spread between: a sequential
+    campaign's first look (its min_rounds and stage rounds), else all."""
+    if campaign.get("budget_s") is None or campaign.get("min_rounds") is None:
+        return None
+    return 2 * (campaign["min_rounds"] + (campaign.get("stage_rounds") or 0))
 
 
 def subset(items, n):
@@ -566,11 +670,12 @@ FIELDS = {
         "notes": F("str", "campaign: campaign.yaml", size=MAX_STR),
         "campaign_path": F("str?", "anchors: the repository's campaign file (verify --repo)", size=4096),
         "order": F("str", "plan: the shuffle of rounds by seed, or campaign.yaml's order; the labels", size=MAX_RUNS),
-        "rounds": F("int?", "plan: with seed, gives the order; with budget_s, the first round's process walls give "
-                            "it", lo=1, hi=MAX_ROUNDS),
-        "budget_s": F("num?", "plan: with min_rounds and the first round's process walls, gives the rounds; "
-                              "campaign: campaign.yaml", lo=1.0, hi=MAX_TIMEOUT_S),
-        "min_rounds": F("int?", "plan: at most the rounds; campaign: campaign.yaml", lo=2, hi=MAX_ROUNDS),
+        "rounds": F("int?", "plan: with seed, gives the order; with budget_s, the round whose look decided, or the "
+                            "cap the first round's process walls give", lo=1, hi=MAX_ROUNDS),
+        "budget_s": F("num?", "plan: with min_rounds and the first round's process walls, gives the cap on the "
+                              "rounds; campaign: campaign.yaml", lo=1.0, hi=MAX_TIMEOUT_S),
+        "min_rounds": F("int?", "plan: the first look, at most the rounds; campaign: campaign.yaml", lo=3,
+                        hi=MAX_ROUNDS),
         "stage_rounds": F("int?", "plan: with rounds and seed, gives the order; at least 1 exactly with stages",
                           lo=0, hi=MAX_ROUNDS),
         "seed": F("int?", "plan: with rounds, gives the order", lo=0, hi=MAX_SEED),
@@ -894,7 +999,7 @@ FIELDS["comparison"] = {
     "parity.divergence[]": F("dict", "decoded: re-derived from the stored arrays' values by harness verify"),
     "parity.divergence[].**": F("any", "decoded: re-derived from the stored arrays' values by harness verify"),
     "stats": F("dict", _D),
-    "stats.method": F("str", _D, size=256),
+    "stats.method": F("str", _D, size=1024),
     "stats.threshold": F("num", _D, lo=0.0, hi=0.5),
     "stats.floor": F("num?", _D, lo=0.0, hi=0.5),
     "stats.band": F("num", _D, lo=0.0, hi=0.5),
@@ -912,6 +1017,17 @@ FIELDS["comparison"] = {
     "stats.rounds.sd_log": F("num?", _D, lo=0.0, hi=1e3),
     "stats.rounds.t_quantile": F("num?", _D, lo=0.0, hi=1e6),
     "stats.rounds.typical_deviation": F("num?", _D, lo=0.0, hi=1.0),
+    "stats.sequential": F("dict?", _D),
+    "stats.sequential.method": F("str", _D, size=512),
+    "stats.sequential.first": F("int", _D, lo=3, hi=MAX_ROUNDS),
+    "stats.sequential.cap": F("int", _D, lo=3, hi=MAX_ROUNDS),
+    "stats.sequential.looks": F("list", _D, size=MAX_ROUNDS),
+    "stats.sequential.looks[]": F("dict", _D),
+    "stats.sequential.looks[].round": F("int", _D, lo=3, hi=MAX_ROUNDS),
+    "stats.sequential.looks[].ci95": F("list?", _D, size=2),
+    "stats.sequential.looks[].ci95[]": F("num", _D, **RATIO),
+    "stats.sequential.looks[].verdict": F("enum", _D, values=VERDICTS),
+    "stats.sequential.stopped": F("enum", _D, values=("decided", "cap", "ended")),
     "stats.paired": F("dict", _D),
     "stats.paired.metric": F("enum", _D, values=("item wall_s", "run wall_s")),
     "stats.paired.items": F("int", _D, **COUNT),

@@ -1010,17 +1010,29 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
 
 
 def check_auto_rounds(check, campaign, runs):
-    """`rounds: auto`: the runner chose the count after the first round (A1 and B1) from their
-    process walls alone; a campaign ended before that keeps the minimum."""
-    first = {r["label"]: r for r in runs[:2]}
-    if set(first) == {"A1", "B1"} and all(r["status"] == "ok" for r in first.values()):
-        pace = first["A1"]["process"]["wall_s"] + first["B1"]["process"]["wall_s"]
-        want = C.auto_rounds(campaign["budget_s"], pace, campaign["min_rounds"])
-        why = f"the first round took {pace:.3f} s of a {campaign['budget_s']:g} s budget"
-    else:
-        want, why = campaign["min_rounds"], "the campaign ended before its first round did"
-    if campaign["rounds"] != want:
-        check.fail(C.CAMPAIGN_JSON, f"rounds {campaign['rounds']}, but {why}: rounds: auto gives {want}", "plan")
+    """`rounds: auto`: the runner set the cap after the first round (A1 and B1) from their
+    process walls alone; the campaign may stop before it only where a look decided
+    (check_stop, with the looks re-derived)."""
+    plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in runs[:2]])
+    if campaign["rounds"] > plan["cap"]:
+        check.fail(C.CAMPAIGN_JSON, f"rounds {campaign['rounds']}, but the first round's process walls give a cap of "
+                                    f"{plan['cap']} rounds within the {campaign['budget_s']:g} s budget", "plan")
+
+
+def check_stop(check, campaign, stats):
+    """A sequential campaign stops at its first look that decides, or at its cap: a bundle
+    cannot claim a stop it did not make (stats: the re-derived comparison stats)."""
+    seq = stats.get("sequential")
+    if campaign["budget_s"] is None or seq is None:
+        return
+    rounds, ran = campaign["rounds"], stats["rounds"]["n"]
+    early = [row["round"] for row in seq["looks"] if row["verdict"] != "inconclusive" and row["round"] < ran]
+    if early:
+        check.fail(C.CAMPAIGN_JSON, f"the look after round {early[0]} decided, but the campaign went on to round "
+                                    f"{ran}", "plan")
+    elif rounds < seq["cap"] and not (ran == rounds and seq["stopped"] == "decided"):
+        check.fail(C.CAMPAIGN_JSON, f"rounds {rounds}, below the cap of {seq['cap']}, but no look decided at round "
+                                    f"{rounds}", "plan")
 
 
 def check_plan(check, campaign, runner):
@@ -1043,8 +1055,9 @@ def check_plan(check, campaign, runner):
                                     f"{short(seed)}: all null (an explicit order), or a count, its stage rounds (at "
                                     "least 1 exactly with stages, at most the rounds) and its seed", "plan")
         return None
+    first = campaign["min_rounds"] if campaign["budget_s"] is not None else None
     if rounds is not None and (len(order) != 2 * (rounds + stage_rounds)
-                               or order != C.round_order(rounds, seed, stage_rounds)):
+                               or order != C.round_order(rounds, seed, stage_rounds, first)):
         check.fail(C.CAMPAIGN_JSON, f"order {short(order)} is not the shuffle of {rounds} rounds and {stage_rounds} "
                                     f"stage rounds by seed {seed}", "plan")
         return None
@@ -1099,7 +1112,8 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
     failed_wall = next((n for n, r in enumerate(runs) if r["status"] != "ok"), None)
     by_label = {r["label"]: r for r in runs}
     walls = C.labels(campaign["order"])
-    instr = [row for row in C.schedule(campaign["order"], instr_order) if row[0].startswith("I")]
+    instr = [row for row in C.schedule(campaign["order"], instr_order, C.spread_of(campaign))
+             if row[0].startswith("I")]
     slowest = {}  # (variant, item) -> the longest wall the item took in an ok wall run of its variant
     for r in runs:
         if r["status"] == "ok":
@@ -1699,7 +1713,7 @@ def t_quantile(p, df):
 
 
 # --- stats, re-derived without numpy (harness/comparison/analysis.py is the harness's own) ------
-def t_ratio(logs):
+def t_ratio(logs, level=C.LEVEL):
     """(ratio, [lo, hi] or None, sd, q) of per-round log ratios: the 20%-trimmed mean and its
     Tukey-McLaughlin 95% interval (winsorized variance, t with kept - 1 degrees of freedom)."""
     x = sorted(logs)
@@ -1712,7 +1726,7 @@ def t_ratio(logs):
     w = [x[cut]] * cut + kept + [x[n - cut - 1]] * cut
     wm = math.fsum(w) / n
     var_w = math.fsum((v - wm) ** 2 for v in w) / (n - 1)
-    q = t_quantile(0.5 + C.LEVEL / 2.0, len(kept) - 1)
+    q = t_quantile(0.5 + level / 2.0, len(kept) - 1)
     half = q * math.sqrt((n - 1) * var_w / (len(kept) * (len(kept) - 1)))
     return (sig10(math.exp(m)), [sig10(math.exp(m - half)), sig10(math.exp(m + half))], sig10(math.sqrt(var_w)),
             sig10(q))
@@ -1734,9 +1748,103 @@ def overloaded_runs(ok):
     return out
 
 
-def derive_stats(runs, threshold, floor):
+def claim_band_of(pairs, d, overloaded, threshold, band):
+    """(drift, claim band, cautions) of rounds `pairs` with per-round log ratios d: a flagged
+    drift of the ratio or an overloaded run makes a claim clear the rounds' typical deviation
+    and the drift (log space)."""
+    x = sorted(d)
+    cut = int(C.TRIM * len(x))
+    center = math.log(sig10(math.exp(math.fsum(x[cut:len(x) - cut]) / (len(x) - 2 * cut))))
+    deviation = sig10(1.0 - math.exp(-statistics.median([abs(v - center) for v in d])))
+    effect = math.exp(center) - 1.0
+    drift = {"base": None, "candidate": None, "ratio": None, "effect_pct": sig10(100.0 * effect),
+             "max_abs_drift_pct": None, "flagged": False, "rule": C.DRIFT_RULE}
+    for variant, group in (("base", [a for a, _ in pairs]), ("candidate", [b for _, b in pairs])):
+        if len(group) >= 2:
+            half = len(group) // 2
+            first, last = (statistics.median([r["wall_s"] for r in part]) for part in (group[:half], group[-half:]))
+            drift[variant] = {"first": [r["label"] for r in group[:half]], "last": [r["label"] for r in group[-half:]],
+                              "first_s": sig10(first), "last_s": sig10(last),
+                              "change_pct": sig10(100.0 * (last - first) / first)}
+    if len(d) >= 4:
+        half = len(d) // 2
+        early, late = statistics.median(d[:half]), statistics.median(d[-half:])
+        spread = [abs(v - early) for v in d[:half]] + [abs(v - late) for v in d[-half:]]
+        noise = C.DRIFT_SE * 1.2533 * 1.4826 * statistics.median(spread) * math.sqrt(2.0 / half)
+        drift["ratio"] = {"first_rounds": [1, half], "last_rounds": [len(d) - half + 1, len(d)],
+                          "first": sig10(math.exp(early)), "last": sig10(math.exp(late)),
+                          "change_pct": sig10(100.0 * (math.exp(late - early) - 1.0)),
+                          "noise_pct": sig10(100.0 * (math.exp(noise) - 1.0))}
+        drift["max_abs_drift_pct"] = sig10(100.0 * abs(math.exp(late - early) - 1.0))
+        drift["flagged"] = (abs(late - early) > noise
+                            and 100.0 * abs(math.exp(late - early) - 1.0) >= max(50.0 * abs(effect),
+                                                                                 100.0 * float(threshold)))
+    cautions = []
+    if drift["flagged"]:
+        cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
+                        f"{drift['max_abs_drift_pct']:.2f}%")
+    if overloaded:
+        cautions.append(f"more runnable work than cores during {', '.join(overloaded)}")
+    claim = band
+    if cautions:
+        moved = abs(math.log(drift["ratio"]["last"] / drift["ratio"]["first"])) if drift["flagged"] else 0.0
+        claim = sig10(max(band, deviation, 1.0 - math.exp(-moved)))
+        if claim > band:
+            cautions[-1] += f"; a claim must clear +-{100 * claim:.2f}%"
+    return drift, claim, cautions
+
+
+def interval_name(items, rounds):
+    """What the verdict's interval is of, in words."""
+    if items:
+        return f"the geometric-mean item wall ratio over {items} items and {rounds} rounds"
+    return f"the run wall ratio over {rounds} rounds (items carry no usable timings)"
+
+
+def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
+    """The looks of a sequential campaign and its verdict: at each round from the first look
+    the contract's confidence sequence against the band; the first look that decides is the
+    verdict; without one, at the cap, the trimmed-t interval at C.SEQ_LAST_LEVEL."""
+    looks, last = [], None
+    for k in range(plan["first"], len(pairs) + 1):
+        cs = C.confidence_sequence(d[:k])
+        if cs is None:
+            last = (None, "inconclusive", f"the interval valid at every look is still unbounded after {k} rounds")
+        else:
+            ci = [sig10(math.exp(cs[0])), sig10(math.exp(cs[1]))]
+            labels = {r["label"] for pair in pairs[:k] for r in pair}
+            _, claim_k, _ = claim_band_of(pairs[:k], d[:k], [x for x in overloaded if x in labels], threshold, band)
+            run_ratio = sig10(mean([b["wall_s"] for _, b in pairs[:k]]) / mean([a["wall_s"] for a, _ in pairs[:k]]))
+            last = (ci, *C.decide(ci[0], ci[1], band, run_ratio, interval_name(items, k) + " (valid at every look)",
+                                  claim_k))
+        looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
+    why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
+    out["sequential"] = {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "looks": looks,
+                         "stopped": why or "ended"}
+    out["method"] = f"{C.METHOD}; {C.SEQ_METHOD}"
+    paired = out["paired"]
+    if why == "decided":
+        paired["ci95"] = last[0]
+        out["verdict"], out["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
+    elif why == "cap":
+        _, ci, _, _ = t_ratio(d, C.SEQ_LAST_LEVEL)
+        paired["ci95"] = ci
+        verdict, reason = C.decide(ci[0], ci[1], band, paired["run_ratio"],
+                                   interval_name(items, len(pairs)).replace("ratio", f"ratio ({100 * C.SEQ_LAST_LEVEL:g}%)", 1),
+                                   out["claim_band"])
+        out["verdict"] = verdict
+        out["verdict_reason"] = f"{reason}; no look decided before the budget's cap of {plan['cap']} rounds"
+    else:
+        paired["ci95"] = last[0] if last else None
+        out["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {plan['cap']} rounds before a "
+                                 "look decided")
+    return out
+
+
+def derive_stats(runs, threshold, floor, sequential=None):
     """comparison.json `stats` in full, from the run records (written apart from the harness's
-    analysis; only the policy constants and the verdict rule come from the contract)."""
+    analysis; only the policy constants and the verdict rule come from the contract).
+    sequential: {first, cap} of a `rounds: auto` campaign (sequential_plan), else None."""
     usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0]
     warnings = []
     excluded = [r["label"] for r in runs if r not in usable]
@@ -1756,7 +1864,7 @@ def derive_stats(runs, threshold, floor):
            "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
                       "run_ratio": None, "cpu": None},
            "claim_band": band, "per_item": None, "drift": None, "load": {"overloaded": overloaded},
-           "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
+           "sequential": None, "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
     costs = [r["machine"]["stage_wrapper_s"] for r in usable if r["machine"]["stage_wrapper_s"] is not None]
     cost = statistics.median(costs) if costs else C.WRAPPER_S
     for name in sorted({n for r in usable for n in r["stages"]}):
@@ -1810,35 +1918,12 @@ def derive_stats(runs, threshold, floor):
         if citems:
             cratio, cci, _, _ = t_ratio([math.fsum(row) / len(row) for row in logs_of(citems, "cpu_s")])
             paired["cpu"] = {"metric": "item cpu_s", "items": len(citems), "geomean_ratio": cratio, "ci95": cci}
-        what = f"the geometric-mean item wall ratio over {len(items)} items and {len(pairs)} rounds"
     else:
         paired["metric"] = "run wall_s"
-        what = f"the run wall ratio over {len(pairs)} rounds (items carry no usable timings)"
         warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
+    what = interval_name(len(items), len(pairs))
 
-    effect = math.exp(center) - 1.0
-    drift = {"base": None, "candidate": None, "ratio": None, "effect_pct": sig10(100.0 * effect),
-             "max_abs_drift_pct": None, "flagged": False, "rule": C.DRIFT_RULE}
-    for variant, group in (("base", [a for a, _ in pairs]), ("candidate", [b for _, b in pairs])):
-        if len(group) >= 2:
-            half = len(group) // 2
-            first, last = (statistics.median([r["wall_s"] for r in part]) for part in (group[:half], group[-half:]))
-            drift[variant] = {"first": [r["label"] for r in group[:half]], "last": [r["label"] for r in group[-half:]],
-                              "first_s": sig10(first), "last_s": sig10(last),
-                              "change_pct": sig10(100.0 * (last - first) / first)}
-    if len(d) >= 4:
-        half = len(d) // 2
-        early, late = statistics.median(d[:half]), statistics.median(d[-half:])
-        spread = [abs(v - early) for v in d[:half]] + [abs(v - late) for v in d[-half:]]
-        noise = C.DRIFT_SE * 1.2533 * 1.4826 * statistics.median(spread) * math.sqrt(2.0 / half)
-        drift["ratio"] = {"first_rounds": [1, half], "last_rounds": [len(d) - half + 1, len(d)],
-                          "first": sig10(math.exp(early)), "last": sig10(math.exp(late)),
-                          "change_pct": sig10(100.0 * (math.exp(late - early) - 1.0)),
-                          "noise_pct": sig10(100.0 * (math.exp(noise) - 1.0))}
-        drift["max_abs_drift_pct"] = sig10(100.0 * abs(math.exp(late - early) - 1.0))
-        drift["flagged"] = (abs(late - early) > noise
-                            and 100.0 * abs(math.exp(late - early) - 1.0) >= max(50.0 * abs(effect),
-                                                                                 100.0 * float(threshold)))
+    drift, claim, cautions = claim_band_of(pairs, d, overloaded, threshold, band)
     slots = {r["slots"] for r in ok}
     busy = [r["machine"]["process_cpu_s"] / r["wall_s"] for r in ok
             if r["machine"]["process_cpu_s"] is not None and r["label"] not in overloaded]
@@ -1847,19 +1932,7 @@ def derive_stats(runs, threshold, floor):
                         "(median over runs): the items likely hold the GIL (pure-Python code), so the slots contend "
                         "instead of running in parallel and the ratio measures the contention; use `slots: 1`")
     out["drift"] = drift
-    cautions = []
-    if drift["flagged"]:
-        cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
-                        f"{drift['max_abs_drift_pct']:.2f}%")
-    if overloaded:
-        cautions.append(f"more runnable work than cores during {', '.join(overloaded)}")
-    claim = band
-    if cautions:
-        moved = abs(math.log(drift["ratio"]["last"] / drift["ratio"]["first"])) if drift["flagged"] else 0.0
-        claim = sig10(max(band, deviation, 1.0 - math.exp(-moved)))
-        if claim > band:
-            cautions[-1] += f"; a claim must clear +-{100 * claim:.2f}%"
-        warnings.extend(cautions)
+    warnings.extend(cautions)
     out["claim_band"] = claim
     enough = len(pairs) >= C.MIN_ROUNDS
     if items:
@@ -1873,6 +1946,8 @@ def derive_stats(runs, threshold, floor):
             "regressed": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + claim),
             "improved": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - claim),
             "worst": rows[0], "table": rows[:C.PER_ITEM_SHOWN], "more": max(0, len(rows) - C.PER_ITEM_SHOWN)}
+    if sequential is not None:
+        return sequential_stats(out, pairs, d, len(items), overloaded, threshold, band, sequential)
     if not enough:
         out["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
                                  f"{C.MIN_ROUNDS} are needed to estimate the run-to-run variance")
@@ -1948,9 +2023,12 @@ def check_comparison(check, docs):
         derived = derive(check, campaign, docs["runs"], docs["runner"], docs["cleanup"], docs["golden"],
                          docs["instructions"], docs["workload"]["digest"])
         derived["stats"] = derive_stats(docs["runs"], campaign["threshold"],
-                                        docs["noise_floor"]["floor"] if docs["noise_floor"] else None)
+                                        docs["noise_floor"]["floor"] if docs["noise_floor"] else None,
+                                        C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"])
+                                                                  for r in docs["runs"][:2]]))
         derived["instructions"] = instructions_section(docs["instructions"], derived["stats"]["verdict"]) \
             if campaign["instructions"] is not None else None
+        check_stop(check, campaign, derived["stats"])
     except (OSError, ValueError, EOFError, zlib.error) as exc:
         check.fail(C.COMPARISON, f"cannot be re-derived from the records ({exc.__class__.__name__}: {str(exc)[:80]})",
                    "derived")

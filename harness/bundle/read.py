@@ -130,7 +130,8 @@ def load(bundle_dir: os.PathLike | str) -> Bundle:
                 except (KeyError, TypeError, AttributeError) as exc:
                     raise BundleError(f"{path}: not an instruction record ({exc})") from None
         order = [label for label, *_ in C.schedule(campaign.get("order", ""),
-                                                     (campaign.get("instructions") or {}).get("order", ""))]
+                                                     (campaign.get("instructions") or {}).get("order", ""),
+                                                     C.spread_of(campaign))]
         instructions.sort(key=lambda r: order.index(r.label) if r.label in order else len(order))
     return Bundle(
         path=bundle, digest=digest(bundle), campaign=campaign, comparison=doc(C.COMPARISON), runs=runs,

@@ -29,10 +29,11 @@ import math
 import statistics
 from typing import Any
 
-from harness.comparison.stats import mean, t_interval
+from harness.comparison.stats import mean, t_interval, trimmed_mean
 # The policy is the contract's (both checkers apply the same); the numbers are derived here.
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
-                              STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S, decide, sig10, timed)
+                              SEQ_LAST_LEVEL, SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
+                              confidence_sequence, decide, sig10, stopped, timed)
 
 
 def thin_stages(ok: list[dict]) -> list[str]:
@@ -89,9 +90,9 @@ def round_logs(pairs: list[tuple[dict, dict]], items: list[str], key: str) -> li
     return out
 
 
-def interval(logs: list[float]) -> dict:
-    """Ratio and 95% interval from per-round log ratios."""
-    t = t_interval(logs)
+def interval(logs: list[float], level: float = 0.95) -> dict:
+    """Ratio and its interval (95% unless said) from per-round log ratios."""
+    t = t_interval(logs, level)
     return {"geomean_ratio": sig10(math.exp(t["mean"])),
             "ci95": [sig10(math.exp(v)) for v in t["ci"]] if t["ci"] else None,
             "sd_log": sig10(t["sd"]), "t_quantile": sig10(t["q"])}
@@ -197,9 +198,11 @@ def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enou
             "more": max(0, len(rows) - PER_ITEM_SHOWN)}
 
 
-def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> dict:
+def analyze(runs: list[dict], threshold: float, floor: float | None = None, sequential: dict | None = None) -> dict:
     """`stats` of comparison.json from the run records in execution order (see the module
-    docstring); JSON-able, floats at 10 significant digits, a pure function of its input."""
+    docstring); JSON-able, floats at 10 significant digits, a pure function of its input.
+    sequential: {first, cap} of a `rounds: auto` campaign (contract.sequential_plan), whose
+    looks and stop are then derived too; None for a fixed count or order."""
     threshold = float(threshold)
     if not (threshold >= 0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
@@ -221,7 +224,7 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
         "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
                    "ci95": None, "run_ratio": None, "cpu": None},
         "claim_band": sig10(band), "per_item": None, "drift": None, "load": {"overloaded": overloaded(ok)},
-        "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
+        "sequential": None, "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
     }
     warnings.extend(thin_stages(usable))
     wrapped = [r.label for r in ok if any(r.stages_installed.values())]
@@ -259,32 +262,20 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
             crow = [math.fsum(row) / len(row) for row in round_logs(pairs, citems, "cpu_s")]
             paired["cpu"] = {"metric": "item cpu_s", "items": len(citems),
                              **{k: v for k, v in interval(crow).items() if k in ("geomean_ratio", "ci95")}}
-        what = f"the geometric-mean item wall ratio over {len(items)} items and {len(pairs)} rounds"
     else:
         paired["metric"] = "run wall_s"
-        what = f"the run wall ratio over {len(pairs)} rounds (items carry no usable timings)"
         warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
 
-    result["drift"] = drift(pairs, d, math.exp(center) - 1.0, threshold)
+    what = what_of(items, len(pairs))
+    result["drift"], _, claim_band, cautions = cautions_of(pairs, d, result["load"]["overloaded"], threshold, band)
     warnings.extend(gil_bound(ok, result["load"]["overloaded"]))
-    cautions = []
-    if result["drift"]["flagged"]:
-        cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
-                        f"{result['drift']['max_abs_drift_pct']:.2f}%")
-    if result["load"]["overloaded"]:
-        cautions.append(f"more runnable work than cores during {', '.join(result['load']['overloaded'])}")
-    claim_band = band
-    if cautions:  # a claim must clear the noise it was measured under; "equal" keeps the plain band
-        ratio_drift = result["drift"]["ratio"]
-        moved = abs(math.log(ratio_drift["last"] / ratio_drift["first"])) if result["drift"]["flagged"] else 0.0
-        claim_band = sig10(max(band, deviation, 1.0 - math.exp(-moved)))
-        if claim_band > band:
-            cautions[-1] += f"; a claim must clear +-{100 * claim_band:.2f}%"
-        warnings.extend(cautions)
+    warnings.extend(cautions)
     result["claim_band"] = claim_band
     enough = len(pairs) >= MIN_ROUNDS
     if items:
         result["per_item"] = per_item(pairs, items, logs, claim_band, enough)
+    if sequential is not None:
+        return _sequential(result, pairs, d, items, threshold, band, sequential)
     if not enough:
         result["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
                                     f"{MIN_ROUNDS} are needed to estimate the run-to-run variance")
@@ -292,6 +283,83 @@ def analyze(runs: list[dict], threshold: float, floor: float | None = None) -> d
                         "`--rounds N`)")
         return result
     lo, hi = paired["ci95"]
-    result["verdict"], result["verdict_reason"] = decide(lo, hi, band, paired["run_ratio"], what,
-                                                                 claim_band)
+    result["verdict"], result["verdict_reason"] = decide(lo, hi, band, paired["run_ratio"], what, claim_band)
+    return result
+
+
+def cautions_of(pairs, d: list[float], overloaded_runs: list[str], threshold: float, band: float):
+    """(drift, typical deviation, claim band, cautions) of the rounds `pairs` with per-round log
+    ratios d: under a flagged drift or overloaded runs a claim must clear the claim band, the
+    rounds' typical deviation from the ratio and the drift, in log space."""
+    center = math.log(sig10(math.exp(trimmed_mean(d))))  # the ratio as comparison.json holds it
+    deviation = sig10(1.0 - math.exp(-statistics.median(abs(v - center) for v in d)))
+    found = drift(pairs, d, math.exp(center) - 1.0, threshold)
+    cautions = []
+    if found["flagged"]:
+        cautions.append(f"drift: the ratio of the later rounds differs from the earlier rounds' by "
+                        f"{found['max_abs_drift_pct']:.2f}%")
+    if overloaded_runs:
+        cautions.append(f"more runnable work than cores during {', '.join(overloaded_runs)}")
+    claim_band = band
+    if cautions:  # a claim must clear the noise it was measured under; "equal" keeps the plain band
+        moved = abs(math.log(found["ratio"]["last"] / found["ratio"]["first"])) if found["flagged"] else 0.0
+        claim_band = sig10(max(band, deviation, 1.0 - math.exp(-moved)))
+        if claim_band > band:
+            cautions[-1] += f"; a claim must clear +-{100 * claim_band:.2f}%"
+    return found, deviation, claim_band, cautions
+
+
+def what_of(items: list[str], rounds: int) -> str:
+    """The verdict reason's name for the interval's quantity."""
+    if items:
+        return f"the geometric-mean item wall ratio over {len(items)} items and {rounds} rounds"
+    return f"the run wall ratio over {rounds} rounds (items carry no usable timings)"
+
+
+def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], threshold: float,
+         band: float) -> tuple[list[float] | None, str, str]:
+    """One look of a sequential campaign after round len(d): ([lo, hi] of the ratio, valid at
+    every look, or None while unbounded; verdict; reason) by the contract's rule."""
+    cs = confidence_sequence(d)
+    if cs is None:
+        return None, "inconclusive", f"the interval valid at every look is still unbounded after {len(d)} rounds"
+    lo, hi = sig10(math.exp(cs[0])), sig10(math.exp(cs[1]))
+    labels = {r.label for pair in pairs for r in pair}
+    _, _, claim_band, _ = cautions_of(pairs, d, [x for x in overloaded_runs if x in labels], threshold, band)
+    run_ratio = sig10(mean(b.wall_s for _, b in pairs) / mean(a.wall_s for a, _ in pairs))
+    verdict, reason = decide(lo, hi, band, run_ratio, what_of(items, len(d)) + " (valid at every look)",
+                             claim_band)
+    return [lo, hi], verdict, reason
+
+
+def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold: float, band: float,
+                plan: dict) -> dict:
+    """A sequential campaign's looks, and its verdict: the first look that decides, else at the
+    budget's cap the fixed-count trimmed-t interval at SEQ_LAST_LEVEL (contract: SEQ_*)."""
+    first, cap = plan["first"], plan["cap"]
+    overloaded_runs = result["load"]["overloaded"]
+    looks, last = [], None
+    for k in range(first, len(pairs) + 1):
+        last = look(pairs[:k], d[:k], items, overloaded_runs, threshold, band)
+        looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
+    why = stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), cap)
+    result["sequential"] = {"method": SEQ_METHOD, "first": first, "cap": cap, "looks": looks,
+                            "stopped": why or "ended"}
+    result["method"] = f"{METHOD}; {SEQ_METHOD}"
+    paired = result["paired"]
+    if why == "decided":
+        paired["ci95"] = last[0]
+        result["verdict"], result["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
+    elif why == "cap":
+        fixed = interval(d, SEQ_LAST_LEVEL)
+        paired["ci95"] = fixed["ci95"]
+        verdict, reason = decide(*fixed["ci95"], band, paired["run_ratio"],
+                                 what_of(items, len(d)).replace("ratio", f"ratio ({100 * SEQ_LAST_LEVEL:g}%)", 1),
+                                 result["claim_band"])
+        result["verdict"] = verdict
+        result["verdict_reason"] = f"{reason}; no look decided before the budget's cap of {cap} rounds"
+    else:
+        paired["ci95"] = last[0] if last else None
+        result["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {cap} rounds before a look "
+                                    "decided")
     return result

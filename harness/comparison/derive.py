@@ -49,7 +49,8 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
         wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
                     speedup=base_mean / cand_mean)
     staged = [r for r in ok if C.instrumented(r.label, campaign["order"])]
-    stats = analysis.analyze(runs, campaign["threshold"], floor and floor["floor"])
+    plan = C.sequential_plan(campaign, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
+    stats = analysis.analyze(runs, campaign["threshold"], floor and floor["floor"], plan)
     return {
         "schema": C.SCHEMAS["comparison"],
         "campaign": campaign["name"],

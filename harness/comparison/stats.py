@@ -19,6 +19,13 @@ def mean(xs: Iterable[float]) -> float:
     return math.fsum(xs) / len(xs)
 
 
+def trimmed_mean(values: list[float], trim: float = TRIM) -> float:
+    """The mean of `values` with floor(trim n) cut from each end (the centre t_interval gives)."""
+    x = sorted(values)
+    g = int(trim * len(x))
+    return math.fsum(x[g:len(x) - g]) / (len(x) - 2 * g)
+
+
 def t_interval(values: list[float], level: float = LEVEL, trim: float = TRIM) -> dict:
     """The trimmed mean of ``values`` and its two-sided Tukey-McLaughlin (Yuen) interval:
     g = floor(trim n) values cut from each end, h = n - 2g kept, standard error

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness import contract as C, outcomes, records
 from harness.bundle import write as bundle
-from harness.comparison import derive as comparison
+from harness.comparison import analysis, derive as comparison
 from harness.engine import instructions
 from harness.engine.environment import InterpreterError
 from harness.engine.launch import Launch, LocalLauncher
@@ -334,7 +334,7 @@ class Runner:
         started = self.clock.time()
         deadline = self.clock.monotonic() + campaign.campaign_timeout_s
         runs, instr_runs = [], []
-        plan = C.schedule(campaign.order, self._instruction_order())
+        plan = C.schedule(campaign.order, self._instruction_order(), self._spread())
         valgrind = self._valgrind() if campaign.instructions is not None else None
         self.progress.start(campaign.name, [label for label, *_ in plan])
         step = 0
@@ -359,8 +359,9 @@ class Runner:
             if record.status != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
             step += 1
-            if campaign.budget_s is not None and step == 2:
-                campaign, plan = self._decide_rounds(campaign, runs, plan)
+            if campaign.budget_s is not None and mode == "run" and (step == 2 or self._decides(runs, floor)):
+                campaign, plan = self._cap_rounds(campaign, runs, plan) if step == 2 else \
+                    self._stop_rounds(campaign, runs, plan, step)
                 resolved = resolved_campaign(campaign, materialized, repo_root)
                 staging.write_json(C.CAMPAIGN_JSON, resolved)
 
@@ -387,25 +388,54 @@ class Runner:
         where, note = staging.publish(claim, digest)
         return Outcome(where, digest, result, note)
 
-    def _decide_rounds(self, campaign, runs, plan):
-        """`rounds: auto`, after the first round: as many rounds as fit the budget at its pace
-        (process walls, start-up included). Only time decides, so stopping cannot shop for a
-        verdict; the first round stays where it was in the longer plan."""
+    def _spread(self) -> int | None:
+        """The wall runs the instruction runs are spread between: a sequential campaign's first look."""
+        c = self.campaign
+        return None if c.budget_s is None else 2 * (c.min_rounds + (c.stage_rounds or 0))
+
+    def _cap_rounds(self, campaign, runs, plan):
+        """`rounds: auto`, after the first round: the cap, as many rounds as fit the budget at its
+        pace (process walls, start-up included). Only time sets it; the looks decide the stop.
+        The order of a longer campaign begins with a shorter one's, so the first round stands."""
         pace = sum(r.process.wall_s for r in runs[:2])
-        fit = C.auto_rounds(campaign.budget_s, pace, 1)
         campaign = campaign.with_rounds(C.auto_rounds(campaign.budget_s, pace, campaign.min_rounds))
-        longer = C.schedule(campaign.order, self._instruction_order())
+        longer = C.schedule(campaign.order, self._instruction_order(), self._spread())
         assert longer[:2] == plan[:2], "the first round moved"  # spec: no instruction run precedes it
         self.campaign = campaign
         self.progress.replan([label for label, *_ in longer], 2)
+        fit = C.auto_rounds(campaign.budget_s, pace, 1)
         if fit >= campaign.min_rounds:
-            how = f"so {campaign.rounds} rounds fit the {campaign.budget_s:g} s budget (at most {C.MAX_ROUNDS})"
+            how = (f"; from round {campaign.min_rounds} a look after each round decides when to stop, at most "
+                   f"{campaign.rounds} rounds (the {campaign.budget_s:g} s budget)")
         else:
-            how = (f"so {fit} round(s) would fit the {campaign.budget_s:g} s budget; the minimum of {campaign.min_rounds} "
-                   f"rounds makes it about {campaign.rounds * pace / 60:.1f} minutes (`min_rounds:` lowers it, to 5 at "
-                   "the least for a verdict)")
-        self.progress.note(f"rounds: auto: the first round took {pace:.1f} s, {how}")
+            how = (f", so {fit} round(s) would fit the {campaign.budget_s:g} s budget; the first look after "
+                   f"{campaign.min_rounds} rounds makes it about {campaign.rounds * pace / 60:.1f} minutes "
+                   f"(`min_rounds:` lowers it, to 3 at the least)")
+        self.progress.note(f"rounds: auto: the first round took {pace:.1f} s{how}")
         return campaign, longer
+
+    def _decides(self, runs, floor) -> bool:
+        """After a round from the first look, before the cap: does its look decide?"""
+        last = runs[-1]
+        k = int(last.label[1:]) if C.timed(last.label) else 0
+        partner = ("B" if last.label[0] == "A" else "A") + last.label[1:]
+        if not self.campaign.min_rounds <= k < self.campaign.rounds or partner not in {r.label for r in runs}:
+            return False
+        plan = {"first": self.campaign.min_rounds, "cap": self.campaign.rounds}
+        stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan)
+        looks = (stats["sequential"] or {}).get("looks") or [{"verdict": "inconclusive"}]
+        return looks[-1]["verdict"] != "inconclusive"
+
+    def _stop_rounds(self, campaign, runs, plan, step):
+        """The look after this round decided: the campaign ends here (the runs done are the plan)."""
+        rounds = int(runs[-1].label[1:])
+        campaign = campaign.with_rounds(rounds)
+        shorter = C.schedule(campaign.order, self._instruction_order(), self._spread())
+        assert shorter == plan[:step], "a stop moved a run"
+        self.campaign = campaign
+        self.progress.replan([label for label, *_ in shorter], step)
+        self.progress.note(f"rounds: auto: the look after round {rounds} decided; stopping")
+        return campaign, shorter
 
     def _instruction_order(self) -> str:
         spec_ = self.campaign.instructions

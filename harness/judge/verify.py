@@ -114,6 +114,7 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
         check.fail(C.COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: "
                                  f"{str(exc)[:80]})", "derived")
         return
+    rehash.check_stop(check, docs["campaign"], derived["stats"])
     rehash.report_diff(check, derived, docs["claimed"])
     check.status = docs["claimed"]["status"]
 

@@ -11,15 +11,16 @@ import yaml
 
 from harness import contract as C
 from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIMEOUT_S, DEFAULT_INSTRUCTION_RUNS,
-                              DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
+                              DEFAULT_FIRST_LOOK, DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
                               DEFAULT_THRESHOLD, ENTRY_RE, ENV_KEY_RE, HEX64_RE, MAX_INSTRUCTION_RUNS, MAX_ITEMS,
                               MAX_ROUNDS, MAX_RUNS, MAX_SEED, MAX_SLOTS, MAX_TIMEOUT_S, METRICS, NAME_RE, OVERRIDES)
 
 # The campaign's limits and defaults are the contract's (harness/contract.py): the bundle a
-# campaign makes must be one the checkers accept. By default the count of rounds follows a time
-# budget (`rounds: auto`): as many rounds as the first round's two runs say fit in budget_s, at
-# least min_rounds. Only time decides the count, never the ratios, so stopping cannot shop for a
-# verdict.
+# campaign makes must be one the checkers accept. By default rounds are sequential (`rounds:
+# auto`): from round min_rounds on, after every round, an interval valid at every look decides
+# whether to stop (contract.confidence_sequence); the time budget only caps the count (as many
+# rounds as the first round's two runs say fit in budget_s), so stopping early cannot shop for
+# a verdict.
 STAGE_RE = C.STAGE_PATH_RE
 
 
@@ -99,8 +100,8 @@ class Campaign:
     notes: str = ""
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
     rounds: int | None = None  # None: the explicit `order` string; with budget_s, min_rounds until decided
-    budget_s: float | None = None  # `rounds: auto`: the count follows this budget (contract.auto_rounds)
-    min_rounds: int | None = None  # `rounds: auto`: at least this many
+    budget_s: float | None = None  # `rounds: auto`: the cap on the count follows this budget (contract.auto_rounds)
+    min_rounds: int | None = None  # `rounds: auto`: the first look, after this many rounds
     stage_rounds: int | None = None  # rounds of stage runs (a, b) among the rounds; None with an order
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
     noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
@@ -123,14 +124,15 @@ class Campaign:
             seed = self.seed
         elif seed is None:
             seed = secrets.randbelow(MAX_SEED + 1)
-        return replace(self, seed=seed, order=C.round_order(self.rounds, seed, self.stage_rounds or 0))
+        return replace(self, seed=seed, order=C.round_order(self.rounds, seed, self.stage_rounds or 0,
+                                                            self.min_rounds))
 
     def with_rounds(self, rounds: int) -> "Campaign":
         """A `rounds: auto` campaign with its count decided (after its first round): the same
         shuffle, more rounds. The first round is unchanged, so its runs stand."""
         if self.budget_s is None or self.rounds is None:
             raise ValueError("with_rounds: only for a campaign of `rounds: auto`")
-        order = C.round_order(rounds, self.seed, self.stage_rounds or 0)
+        order = C.round_order(rounds, self.seed, self.stage_rounds or 0, self.min_rounds)
         return replace(self, rounds=rounds, order=order)
 
     def revision(self, variant: str) -> Revision:
@@ -425,7 +427,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     elif top.get("rounds", "auto") == "auto":
         # The count is decided after the first round (Runner); until then the minimum.
         budget = float(r.number(top.get("budget_s", DEFAULT_BUDGET_S), "budget_s", 1, MAX_TIMEOUT_S))
-        min_rounds = int(r.number(top.get("min_rounds", DEFAULT_ROUNDS), "min_rounds", 2, MAX_ROUNDS,
+        min_rounds = int(r.number(top.get("min_rounds", DEFAULT_FIRST_LOOK), "min_rounds", 3, MAX_ROUNDS,
                                   integer=True))
         rounds = min_rounds
     else:
@@ -476,7 +478,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
             raise r.fail("stage_rounds", "at least 1 with stages (the timed runs carry no stage wrappers)",
                          stage_rounds)
         # Until a seed is drawn (Campaign.with_seed), the order shows the shape of the plan.
-        order = C.round_order(rounds, seed, stage_rounds)
+        order = C.round_order(rounds, seed, stage_rounds, min_rounds)
     else:
         stage_rounds = None
         if order != order.upper() and not stages:

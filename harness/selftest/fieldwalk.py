@@ -173,7 +173,7 @@ def record_files(root: Path, doc: str) -> list[str]:
         return []
     campaign = json.loads((root / C.CAMPAIGN_JSON).read_text())
     order = [label for label, *_ in C.schedule(campaign["order"], (campaign.get("instructions") or {})
-                                                 .get("order", ""))]
+                                                 .get("order", ""), C.spread_of(campaign))]
     names = sorted(p.stem for p in folder.glob("*.json"))
     names.sort(key=lambda s: ("B" not in s[:2], order.index(s) if s in order else 1 << 20))
     return [f"{RECORDS[doc]}/{name}.json" for name in names]

@@ -428,7 +428,8 @@ def rederive(root: Path, original: Path | None = None) -> None:
         floor = _load(root, C.NOISE_FLOOR) if (root / C.NOISE_FLOOR).is_file() else None
         workload = _load(root, C.WORKLOAD) if (root / C.WORKLOAD).is_file() else {}
         instr = [InstructionRecord.from_json(_load(root, C.instructions_path(label))) for label, *_ in
-                 C.schedule(campaign["order"], (campaign.get("instructions") or {}).get("order", ""))
+                 C.schedule(campaign["order"], (campaign.get("instructions") or {}).get("order", ""),
+                            C.spread_of(campaign))
                  if label.startswith("I") and (root / C.instructions_path(label)).is_file()]
         result = comparison.derive(campaign, runs, runner, _load(root, C.CLEANUP), golden, root / "data" / "arrays",
                                    floor, instr, workload.get("digest") if isinstance(workload, dict) else None)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import signal
 
+import json
+import shutil
+
+from checks_support import forge, problems, refused
 from fakes import Model, ModelLauncher, run_fake
 from harness import contract as C, rehash
 from harness.bundle import read
@@ -35,12 +39,33 @@ def test_order_follows_the_seed_and_every_run_measures_the_planned_items(tmp_pat
     assert all([it.id for it in r.items] == bundle.runner["items"] for r in bundle.runs)
 
 
-def test_rounds_auto_takes_what_the_first_rounds_pace_fits(tmp_path):
-    # each run ~ item_s * items + 0.4 s: a 60 s budget over a ~1 s first round
-    outcome, _ = run_fake(tmp_path, Model(items=6, item_s=0.1), rounds="auto", budget_s=60, min_rounds=5)
-    campaign = read.load(outcome.out).campaign
-    pace = sum(r.process.wall_s for r in read.load(outcome.out).runs[:2])
-    assert campaign["rounds"] == C.auto_rounds(60, pace, 5)
+def test_rounds_auto_stops_at_the_first_look_that_decides(tmp_path):
+    # a 2x change with 3% noise: the interval valid at every look clears the band after a few rounds
+    outcome, _ = run_fake(tmp_path, Model(items=6, item_s=0.1), rounds="auto", budget_s=60, min_rounds=4)
+    bundle = read.load(outcome.out)
+    seq = bundle.comparison["stats"]["sequential"]
+    pace = sum(r.process.wall_s for r in bundle.runs[:2])
+    assert seq["cap"] == C.auto_rounds(60, pace, 4) > bundle.campaign["rounds"] >= 4
+    assert seq["stopped"] == "decided" and [row["round"] for row in seq["looks"]] == \
+        list(range(4, bundle.campaign["rounds"] + 1))
+    assert [row["verdict"] for row in seq["looks"]][:-1] == ["inconclusive"] * (len(seq["looks"]) - 1)
+    assert bundle.comparison["stats"]["verdict"] == seq["looks"][-1]["verdict"] == "improved"
+    assert bundle.comparison["stats"]["paired"]["ci95"] == seq["looks"][-1]["ci95"]
+    assert bundle.campaign["order"] == C.round_order(bundle.campaign["rounds"], bundle.campaign["seed"], 0, 4)
+    assert len(bundle.runs) == len(bundle.campaign["order"])
+    assert not rehash.rehash(str(outcome.out)).problems
+
+
+def test_rounds_auto_without_a_decision_runs_to_the_cap(tmp_path):
+    # A against A with 3% noise: no look can put a +-2% band around the truth in 6 rounds
+    outcome, _ = run_fake(tmp_path, Model(items=6, item_s=1.0, ratio=1.0), rounds="auto", budget_s=30,
+                          min_rounds=4)
+    bundle = read.load(outcome.out)
+    seq = bundle.comparison["stats"]["sequential"]
+    assert bundle.campaign["rounds"] == seq["cap"] and seq["stopped"] == "cap"
+    assert all(row["verdict"] == "inconclusive" for row in seq["looks"])
+    assert bundle.comparison["stats"]["verdict"] in ("inconclusive", "equal")  # the 97.5% fixed-count interval
+    assert "no look decided before the budget's cap" in bundle.comparison["stats"]["verdict_reason"]
     assert not rehash.rehash(str(outcome.out)).problems
 
 
@@ -99,3 +124,56 @@ def test_a_slewed_wall_clock_is_not_a_forgery(tmp_path):
         check = rehash.rehash(str(outcome.out))
         assert not check.problems, (rate, check.problems)
         assert verify(outcome.out).exit_code == 0
+
+
+def _truncate_to(bundle, rounds):
+    """A forger's shorter campaign: the runs past `rounds` deleted, campaign.json, the runner's
+    and the cleanup receipts made to match, comparison.json re-derived, both manifests re-hashed."""
+    campaign = json.loads((bundle / C.CAMPAIGN_JSON).read_text())
+    order = C.round_order(rounds, campaign["seed"], campaign["stage_rounds"], campaign["min_rounds"])
+    keep = [label for label, _ in C.labels(order)]
+    for label in campaign["labels"][len(keep):]:
+        (bundle / C.run_path(label)).unlink()
+        (bundle / C.log_path(label)).unlink()
+
+    def runner(doc):
+        doc.update(runs_planned=len(keep), runs_started=len(keep))
+
+    def cleanup(doc):
+        doc["processes"] = [p for p in doc["processes"] if p["role"] != "run" or p["run"] in keep]
+        doc["count"] = len(doc["processes"])
+    forge(bundle, {C.CAMPAIGN_JSON: lambda doc: doc.update(rounds=rounds, order=order, labels=keep),
+                   C.RUNNER: runner, C.CLEANUP: cleanup})
+
+
+def test_both_checkers_refuse_a_stop_the_looks_did_not_make(tmp_path):
+    outcome, _ = run_fake(tmp_path, Model(items=4, item_s=0.5, ratio=1.0), rounds="auto", budget_s=40,
+                          min_rounds=4)
+    seq = read.load(outcome.out).comparison["stats"]["sequential"]
+    assert seq["stopped"] == "cap" and seq["cap"] > 5
+    # stopped early, as if a look had decided: the re-derived looks say none did
+    short = tmp_path / "short"
+    shutil.copytree(outcome.out, short)
+    _truncate_to(short, 5)
+    for lines in problems(short):
+        assert refused(lines, "rounds 5, below the cap", "no look decided"), lines
+    # a look edited to have decided, or the stop's reason: comparison.json is re-derived from the records
+    for field, value in (("looks", lambda s: s["looks"][0].update(verdict="improved")),
+                         ("stopped", lambda s: s.update(stopped="decided"))):
+        edited = tmp_path / field
+        shutil.copytree(outcome.out, edited)
+        forge(edited, {C.COMPARISON: lambda doc: value(doc["stats"]["sequential"])}, rederive=False)
+        for lines in problems(edited):
+            assert refused(lines, "stats.sequential"), (field, lines)
+
+
+def test_both_checkers_refuse_a_campaign_that_went_on_after_a_look_decided(tmp_path, monkeypatch):
+    from harness.engine.runner import Runner
+
+    monkeypatch.setattr(Runner, "_decides", lambda self, runs, floor: False)  # a runner that never stops early
+    outcome, _ = run_fake(tmp_path, Model(items=4, item_s=0.1), rounds="auto", budget_s=20, min_rounds=4)
+    bundle = read.load(outcome.out)
+    seq = bundle.comparison["stats"]["sequential"]
+    assert bundle.campaign["rounds"] == seq["cap"] > 5 and seq["looks"][0]["verdict"] == "improved"
+    for lines in problems(outcome.out):
+        assert refused(lines, "the look after round 4 decided, but the campaign went on"), lines

@@ -114,8 +114,8 @@ def test_rounds_auto_says_min_rounds_forced_the_count_and_how_long_it_takes(tmp_
     assert pace > 5  # one round alone overruns the budget
     said = [line for line in notes.lines if line.startswith("rounds: auto: ")]
     assert said == [f"rounds: auto: the first round took {pace:.1f} s, so 1 round(s) would fit the 5 s budget; the "
-                    f"minimum of 5 rounds makes it about {5 * pace / 60:.1f} minutes (`min_rounds:` lowers it, to 5 "
-                    "at the least for a verdict)"]
+                    f"first look after 5 rounds makes it about {5 * pace / 60:.1f} minutes (`min_rounds:` lowers it, "
+                    "to 3 at the least)"]
     assert "rounds fit the" not in said[0]
 
 

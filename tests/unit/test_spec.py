@@ -79,13 +79,15 @@ def test_rounds_and_order_overrides_replace_each_other():
 def test_rounds_auto_is_the_default_and_follows_a_budget():
     d = {k: copy.deepcopy(v) for k, v in VALID.items() if k != "order"}
     c = spec.parse(d, SOURCE)
-    assert (c.budget_s, c.min_rounds, c.rounds) == (spec.DEFAULT_BUDGET_S, spec.DEFAULT_ROUNDS, spec.DEFAULT_ROUNDS)
+    assert (c.budget_s, c.min_rounds, c.rounds) == (spec.DEFAULT_BUDGET_S, C.DEFAULT_FIRST_LOOK, C.DEFAULT_FIRST_LOOK)
     same = spec.parse({**d, "rounds": "auto", "budget_s": 30, "min_rounds": 6}, SOURCE).with_seed(5)
     assert (same.budget_s, same.min_rounds, same.rounds) == (30, 6, 6)
     longer = same.with_rounds(40)
     # only more rounds of the same shuffle: the first round (already run when the count is decided) stays
     assert longer.order.startswith(same.order[:2]) and longer.order.count("A") == 40
-    assert longer.order == C.round_order(40, 5, 2)  # VALID has stages: two stage rounds
+    assert longer.order == C.round_order(40, 5, 2, 6)  # VALID has stages: two stage rounds, in the first look
+    # where a sequential campaign stops cannot move a run: each longer order begins with the shorter
+    assert all(same.with_rounds(n + 1).order.startswith(same.with_rounds(n).order) for n in range(6, 40))
     fixed = spec.parse({**d, "rounds": 7}, SOURCE)
     assert (fixed.budget_s, fixed.min_rounds) == (None, None)
     with pytest.raises(ValueError):
@@ -93,7 +95,7 @@ def test_rounds_auto_is_the_default_and_follows_a_budget():
     for bad, message in [({"rounds": 7, "budget_s": 30}, "budget_s: expected only with `rounds: auto`"),
                          ({"order": "ABBA", "min_rounds": 4}, "min_rounds: expected no min_rounds with an explicit"),
                          ({"budget_s": 0}, "budget_s: expected a number from 1"),
-                         ({"min_rounds": 1}, "min_rounds: expected an integer from 2 to 100"),
+                         ({"min_rounds": 2}, "min_rounds: expected an integer from 3 to 100"),
                          ({"rounds": "soon"}, "rounds: expected an integer from 1 to 100, or auto")]:
         with pytest.raises(spec.SpecError, match=re.escape(message)):
             spec.parse({**d, **bad}, SOURCE)
@@ -118,7 +120,7 @@ def test_defaults():
     d = {k: copy.deepcopy(VALID[k]) for k in ("name", "target", "base", "candidate", "workload")}
     c = spec.parse(d, SOURCE)
     assert (c.rounds, c.seed, c.slots, c.run_timeout_s, c.campaign_timeout_s, c.threshold) == (
-        spec.DEFAULT_ROUNDS, None, 1, 600.0, 1200.0, 0.02)
+        C.DEFAULT_FIRST_LOOK, None, 1, 600.0, 1200.0, 0.02)
     assert c.inputs == () and c.stages == {} and c.env == {} and c.golden is None and c.description == ""
 
 
