@@ -171,6 +171,13 @@ LOG_CUT_MARK = b"\n[abba-harness: %d bytes of this worker's output left out here
 MAX_ERROR_MESSAGE = 4000  # an item's recorded error message, as the worker cuts it
 MAX_LISTED = 50  # mismatches listed in comparison.json
 MAX_PARAMS_BYTES = 256 << 10  # workload params as JSON
+# Signature checks (harness/attest, docs/signing.md): every check of an attestation is bounded
+# before any crypto runs; past a bound it is refused in one line naming the bound.
+MAX_ATTESTATION_BYTES = 1 << 20  # an attestation file: a few KiB; anything larger is refused unread
+MAX_SIGNATURES = 8  # signatures in one DSSE envelope (one is the norm; a few co-signers at most)
+MAX_KEYS_PER_SIGNATURE = 8  # trusted keys tried against one signature (those its keyid names, or any without one)
+MAX_TRUST_BYTES = 1 << 20  # an allowed_signers file
+MAX_TRUST_KEYS = 256  # keys (lines) in an allowed_signers file
 
 
 def log_limit():

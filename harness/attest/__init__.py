@@ -22,7 +22,7 @@ from harness import contract as C
 
 NAMESPACE = "abba-harness"  # the allowed_signers namespace this tool's signatures are for
 SUFFIX = C.ATTESTATION_SUFFIX
-MAX_ATTESTATION_BYTES = 1 << 20  # an attestation is a few KiB; anything larger is refused unread
+MAX_ATTESTATION_BYTES = C.MAX_ATTESTATION_BYTES  # the bounds of a signature check are the contract's
 
 
 class AttestError(Exception):

@@ -186,6 +186,9 @@ def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Out
     try:
         raw = read_regular(path, MAX_ATTESTATION_BYTES)
     except NotReadable as exc:
+        if str(exc).startswith("larger than"):
+            raise AttestError(f"{exc} (contract.MAX_ATTESTATION_BYTES; an attestation is a few KiB): refused "
+                              "unread; sign the bundle again (`harness sign BUNDLE --key KEY --force`)") from None
         raise AttestError(str(exc)) from None
     except OSError as exc:
         raise AttestError(f"cannot be read ({exc.strerror or exc})") from None
@@ -195,7 +198,8 @@ def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Out
         raise AttestError(f"not a DSSE envelope: invalid JSON ({exc})") from None
     message = dsse.pae(envelope.payload_type, envelope.payload)
     usable = [s for s in trusted.signers if s.refusal() is None]
-    signer = next((s for s in usable for _, sig in envelope.signatures if s.key.verify(sig, message)), None)
+    signer = next((s for keyid, sig in envelope.signatures for s in candidates(usable, keyid)
+                   if s.key.verify(sig, message)), None)
     if signer is None:
         return Outcome(FAILED, _who_failed(envelope, trusted, message), path, notes=notes)
     who, key = signer.principals, str(signer.key)
@@ -241,6 +245,25 @@ def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Out
                    path, who, key, notes)
 
 
+def candidates(signers: list, keyid: str | None) -> list:
+    """The trusted signers one signature is checked against, one per distinct key: those whose
+    key the signature's keyid names, or, with no keyid, every one; at most
+    contract.MAX_KEYS_PER_SIGNATURE (past it, AttestError: refused before any check)."""
+    from harness import contract as C
+
+    picked, seen = [], set()
+    for signer in signers:
+        if (keyid is None or signer.key.fingerprint == keyid) and signer.key.blob not in seen:
+            seen.add(signer.key.blob)
+            picked.append(signer)
+    if len(picked) > C.MAX_KEYS_PER_SIGNATURE:
+        raise AttestError(f"a signature without a keyid would be checked against {len(picked)} trusted keys, more "
+                          f"than the {C.MAX_KEYS_PER_SIGNATURE} a check tries (contract.MAX_KEYS_PER_SIGNATURE): "
+                          "refused unchecked; sign the bundle again with `harness sign` (it names the key's "
+                          "fingerprint as keyid)")
+    return picked
+
+
 def _who_failed(envelope, trusted, message: bytes) -> str:
     """No usable trusted key verifies a signature: say whose key the envelope names, and why
     that one does not count."""
@@ -248,9 +271,9 @@ def _who_failed(envelope, trusted, message: bytes) -> str:
         if keyid is None:
             continue
         holders = trusted.holding(keyid)
-        for signer in holders:
+        for signer in candidates([s for s in holders if s.refusal()], keyid):
             refusal = signer.refusal()
-            if refusal and signer.key.verify(sig, message):
+            if signer.key.verify(sig, message):
                 return (f"signature: made by the key of {signer.principals} (ssh-ed25519 {keyid}), but "
                         f"{trusted.path}:{signer.line} {refusal}")
         if holders:

@@ -15,6 +15,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 
+from harness import contract as C
 from harness.attest import AttestError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -66,6 +67,10 @@ def parse(doc) -> Envelope:
     sigs = doc.get("signatures")
     if not isinstance(sigs, list) or not sigs:
         raise AttestError("the envelope holds no signatures")
+    if len(sigs) > C.MAX_SIGNATURES:  # refused before any signature is decoded or checked
+        raise AttestError(f"the envelope holds {len(sigs)} signatures, more than the {C.MAX_SIGNATURES} a check "
+                          f"tries (contract.MAX_SIGNATURES): refused unchecked; sign the bundle again "
+                          "(`harness sign BUNDLE --key KEY --force` writes one signature)")
     out = []
     for n, entry in enumerate(sigs):
         if not isinstance(entry, dict) or set(entry) - {"keyid", "sig"} or "sig" not in entry:

@@ -17,18 +17,23 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import contract as C
 from harness.attest import NAMESPACE, AttestError
 
 ED25519 = "ssh-ed25519"
 MAX_KEY_BYTES = 64 << 10  # an Ed25519 private key file is ~400 bytes
-MAX_TRUST_BYTES = 1 << 20
+MAX_TRUST_BYTES = C.MAX_TRUST_BYTES
+MAX_TRUST_KEYS = C.MAX_TRUST_KEYS
 # The key types allowed_signers may name (the second or third field); only ssh-ed25519 is used.
 KEY_TYPE_PREFIXES = ("ssh-", "ecdsa-", "sk-", "rsa-sha2-")
 
 
-def read_file(path: str | os.PathLike, limit: int, what: str) -> bytes:
+def read_file(path: str | os.PathLike, limit: int, what: str, bound: str | None = None) -> bytes:
     """A user's own file (a key, a trust file): a symlink to it is followed (~/.ssh often
-    holds them), but it must be a regular file under limit bytes; never blocks on a FIFO."""
+    holds them), but it must be a regular file under limit bytes; never blocks on a FIFO.
+    bound: the contract's name of the limit, said when it is passed."""
+    too_big = (f"{what} {path}: larger than {limit} bytes" + (f" ({bound})" if bound else "")
+               + f", not a {what}" + (": keep only the keys you trust in it" if what == "trust file" else ""))
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -41,13 +46,13 @@ def read_file(path: str | os.PathLike, limit: int, what: str) -> bytes:
         raise AttestError(f"{what} {path}: not a regular file", unusable=True)
     with os.fdopen(fd, "rb") as fh:
         if st.st_size > limit:
-            raise AttestError(f"{what} {path}: larger than {limit} bytes, not a {what}", unusable=True)
+            raise AttestError(too_big, unusable=True)
         try:
             data = fh.read(limit + 1)
         except OSError as exc:
             raise AttestError(f"{what} {path}: cannot be read ({exc.strerror or exc})", unusable=True) from None
     if len(data) > limit:
-        raise AttestError(f"{what} {path}: larger than {limit} bytes, not a {what}", unusable=True)
+        raise AttestError(too_big, unusable=True)
     return data
 
 
@@ -294,7 +299,7 @@ def load_trust(path: str | os.PathLike) -> Trust:
     """The allowed_signers file at path. A malformed line is AttestError (unusable, exit 2)
     naming FILE:LINE; a line of another key type or a certificate authority is skipped with
     a note (only plain ssh-ed25519 keys are supported)."""
-    data = read_file(path, MAX_TRUST_BYTES, "trust file")
+    data = read_file(path, MAX_TRUST_BYTES, "trust file", "contract.MAX_TRUST_BYTES")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -330,6 +335,10 @@ def load_trust(path: str | os.PathLike) -> Trust:
         kind, b64 = fields[at], fields[at + 1]
         if not principals:
             raise AttestError(f"{where}: no principal", unusable=True)
+        if len(trust.signers) + len(trust.notes) >= MAX_TRUST_KEYS:
+            raise AttestError(f"{where}: the trust file holds more than {MAX_TRUST_KEYS} keys, the most a check "
+                              f"reads (contract.MAX_TRUST_KEYS): keep only the keys you trust for {NAMESPACE} in "
+                              "it (namespaces=\"abba-harness\" lines in a file of their own)", unusable=True)
         if kind != ED25519:
             trust.notes.append(f"{where}: {kind} key of {principals} skipped: only ssh-ed25519 keys are supported")
             continue

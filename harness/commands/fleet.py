@@ -10,7 +10,9 @@ several nodes (a fleet run's --out, or bundles named one by one).
 `harness reproduce BUNDLE --fleet N` (harness/commands/reproduce.py) runs `reproduce_on_fleet`.
 
 Exit codes, fleet run: 0 every replica landed verified (and its `harness run` exited 0),
-1 a bundle did not verify, 4 a job failed (node lost, timed out, no node with the
+1 a bundle did not verify or was not its job's (another campaign or campaign file, other
+SHAs, a reproduction of another original, or a node's exit code the verified bundle does
+not give: collect.hold re-derives it here), 4 a job failed (node lost, timed out, no node with the
 resource, interrupted, a campaign that failed on its node), 3 a landed bundle's outputs
 differ between its variants, 2 usage or unusable input (nothing ran).
 fleet report: 0 the verdicts agree and outputs are bit-identical, 3 outputs differ across
@@ -33,7 +35,9 @@ def add_parser(sub) -> None:
     r = fsub.add_parser("run", help="each campaign on N distinct nodes; bundles verified and written under --out",
                         description="Each campaign (each replica) runs whole on one Ray node that runs nothing else "
                                     "meanwhile (every node offers abba_node: 1, every job asks for it); replicas of "
-                                    "one campaign go to distinct nodes. Exit 0 all landed, 1 a bundle did not verify, "
+                                    "one campaign go to distinct nodes. Each bundle is verified here and held to its job (campaign, "
+                                    "SHAs; the exit code re-derived from it). Exit 0 all landed, 1 a bundle did not "
+                                    "verify or was not its job's, "
                                     "4 a job failed, 3 a landed bundle has a parity mismatch, 2 usage.")
     r.add_argument("campaigns", nargs="+", metavar="CAMPAIGN", help="campaign YAML files inside the repository")
     r.add_argument("--out", required=True, metavar="DIR",
@@ -100,7 +104,6 @@ def _repo(path: str, command: str):
 
 
 def main_run(args) -> int:
-    from harness.fleet import schedule, short
     from harness.plan import spec
 
     command = "fleet run"
@@ -124,24 +127,53 @@ def main_run(args) -> int:
     for path in args.campaigns:
         source = Path(path).resolve()
         try:
-            rel = source.relative_to(repo)
+            source.relative_to(repo)
         except ValueError:
             return error(command, f"{path}: not inside the repository {repo} (the nodes run the repository's campaign "
                                   "files; --repo names another)")
         try:
-            campaign = spec.load(source, overrides)
+            group = campaign_group(source, repo, out, args.replicas, overrides, _overrides_argv(args))
         except spec.SpecError as exc:
             return error(command, exc)
-        if campaign.name in names:
-            return error(command, f"{path}: campaign {campaign.name!r} is given twice (replicas: --replicas N)")
-        names.add(campaign.name)
-        group = schedule.Group(name=campaign.name, argv=["run", rel.as_posix(), "--out", "{out}",
-                                                         *_overrides_argv(args)],
-                               replicas=args.replicas, dest=lambda node, n=campaign.name: out / n / short(node),
-                               landing_codes=(outcomes.OK, outcomes.PARITY), code_meaning=outcomes.RUN_EXIT_MEANING)
-        group.jobs = [schedule.Job(group, i + 1) for i in range(args.replicas)]
+        except OSError as exc:
+            return error(command, f"{path}: cannot be read ({exc.strerror or exc})")
+        if group.name in names:
+            return error(command, f"{path}: campaign {group.name!r} is given twice (replicas: --replicas N)")
+        names.add(group.name)
         groups.append(group)
     return _run_groups(command, args, repo, out, groups, after=_campaign_tables)
+
+
+def campaign_group(source: Path, repo: Path, out: Path, replicas: int, overrides: dict | None = None,
+                   override_argv: list[str] = ()):
+    """One campaign's replicas (schedule.Group and its Jobs), with the terms every replica's
+    bundle is held to (collect.terms_of_run: fixed here, before anything is submitted)."""
+    from harness.fleet import collect, schedule, short
+
+    terms = collect.terms_of_run(source, repo, overrides)
+    group = schedule.Group(name=terms.campaign, argv=["run", terms.campaign_path, "--out", "{out}", *override_argv],
+                           replicas=replicas, dest=lambda node, n=terms.campaign: out / n / short(node),
+                           landing_codes=(outcomes.OK, outcomes.PARITY), code_meaning=outcomes.RUN_EXIT_MEANING,
+                           terms=terms)
+    group.jobs = [schedule.Job(group, i + 1) for i in range(replicas)]
+    return group
+
+
+def reproduction_group(bundle: Path, digest: str, repo: Path, out: Path, replicas: int, argv: list[str],
+                       campaign_file: Path | None = None):
+    """The reproductions of one (verified) original on `replicas` nodes, with the terms each
+    must meet (collect.terms_of_reproduction: of this original, its campaign, its SHAs)."""
+    from harness.fleet import collect, schedule, short
+
+    terms = collect.terms_of_reproduction(bundle.absolute(), digest, repo, campaign_file)
+    meaning = {code: word for word, code in outcomes.REPRODUCTION_CODES.items()}
+    group = schedule.Group(name=bundle.absolute().name, argv=argv, replicas=replicas,
+                           dest=lambda node: out / short(node),
+                           # every reproduction verdict seals a bundle worth landing; a failed run does not
+                           landing_codes=tuple(c for c in meaning if c != outcomes.FAILED), code_meaning=meaning,
+                           terms=terms)
+    group.jobs = [schedule.Job(group, i + 1) for i in range(replicas)]
+    return group
 
 
 def _run_groups(command: str, args, repo: Path, out: Path, groups: list, after, original: bytes | None = None) -> int:
@@ -220,7 +252,8 @@ def reproduce_on_fleet(args) -> int:
     """The reviewer's re-run on N distinct nodes at once, each judged as `harness reproduce`
     judges (on its node), each reproduction bundle verified here; one line per node and one
     summary line."""
-    from harness.fleet import jobs, schedule, short
+    from harness.bundle import read
+    from harness.fleet import jobs
     from harness.judge import reproduce
     from harness.judge.verify import verify
 
@@ -255,12 +288,11 @@ def reproduce_on_fleet(args) -> int:
     for flag in ("order", "rounds", "items"):
         if getattr(args, flag) is not None:
             argv += [f"--{flag}", str(getattr(args, flag))]
-    meaning = {code: word for word, code in outcomes.REPRODUCTION_CODES.items()}
-    group = schedule.Group(name=bundle.absolute().name, argv=argv, replicas=args.fleet,
-                           dest=lambda node: out / short(node),
-                           # every reproduction verdict seals a bundle worth landing; a failed run does not
-                           landing_codes=tuple(c for c in meaning if c != outcomes.FAILED), code_meaning=meaning)
-    group.jobs = [schedule.Job(group, i + 1) for i in range(args.fleet)]
+    try:
+        group = reproduction_group(bundle, report.digest, repo, out, args.fleet, argv,
+                                   Path(args.campaign) if args.campaign else None)
+    except (read.BundleError, OSError, ValueError) as exc:
+        return error(command, f"{bundle}: cannot fix what its reproductions must be ({exc})")
     print(f"original: {bundle} (digest {report.digest}); reproducing on {args.fleet} node(s) into {out}", flush=True)
     return _run_groups(command, args, repo, out, [group], after=_reproduction_lines, original=jobs.pack(bundle))
 

@@ -59,6 +59,7 @@ class Group:
     dest: object  # node_id -> final folder under --out
     landing_codes: tuple[int, ...]  # the node's exit codes whose bundle lands (complete campaigns)
     code_meaning: dict  # exit code -> words, for the lines
+    terms: object = None  # collect.Terms: what each replica's bundle must be (campaign, SHAs, original)
     original: object = None  # an ObjectRef of the original bundle's tar stream (reproduce)
     pg: object = None
     ready_ref: object = None
@@ -192,9 +193,9 @@ def too_few(group: Group, have: int, finish, echo) -> None:
 
 
 def exit_code(all_jobs: list[Job]) -> int:
-    """1 when a bundle did not verify, else 4 when a job failed, else the worst code the
-    landed bundles carry (the node's own exit code: 3 outputs differ, then 7 timing not
-    reproduced), else 0."""
+    """1 when a bundle did not verify or was not its job's, else 4 when a job failed, else the
+    worst code the landed bundles give (re-derived here from each verified bundle, which the
+    node's own exit code must equal: 3 outputs differ, then 7 timing not reproduced), else 0."""
     codes = {j.code for j in all_jobs}
     for code in (outcomes.PROBLEMS, outcomes.FAILED, outcomes.PARITY, outcomes.NOT_REPRODUCED):
         if code in codes:
@@ -250,7 +251,13 @@ def collect_one(job: Job, ray, out: Path, repo: Path, harness_digest: str, finis
     except rx.RayError as exc:
         line = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
         return finish(job, False, f"{type(exc).__name__}: {line[:200]}")
-    got_s = time.time() - received
+    settle(job, result, time.time() - received, out, repo, harness_digest, finish)
+
+
+def settle(job: Job, result: dict, got_s: float, out: Path, repo: Path, harness_digest: str, finish) -> None:
+    """What a node returned for a job (jobs.node_job's result): a bundle lands only when it
+    is the job's and verifies here (collect.land); the job's code is the one re-derived from
+    the landed bundle, never the node's word. No Ray here: tests give it forged results."""
     job.node_id = result["node_id"]
     job.exit_code = result["exit_code"]
     job.timings.update(_timings(job, result, got_s))
@@ -265,14 +272,15 @@ def collect_one(job: Job, ray, out: Path, repo: Path, harness_digest: str, finis
         return finish(job, False, f"harness {job.group.argv[0]} exited {result['exit_code']}"
                                   f"{f' ({words})' if words else ''}: {_cause(result['tail'])}; nothing landed")
     final = job.group.dest(job.node_id)
-    landing = collect.land(result["bundle"], out, final, repo, job.node_id, harness_digest)
+    landing = collect.land(result["bundle"], out, final, repo, job.node_id, harness_digest, job.group.terms,
+                           result["exit_code"])
     job.timings.update(unpack_s=landing.unpack_s, verify_s=landing.verify_s)
-    job.timings["total_s"] = time.monotonic() - job.submitted_mono
+    job.timings["total_s"] = time.monotonic() - (job.submitted_mono or time.monotonic())
     if not landing.ok:
-        code = outcomes.PROBLEMS if landing.cause.startswith("does not verify") else outcomes.FAILED
+        code = outcomes.PROBLEMS if landing.cause.startswith("does not ") else outcomes.FAILED
         return finish(job, False, landing.cause + "; nothing landed", code)
-    job.path = landing.path
-    finish(job, True, code=result["exit_code"])
+    job.path, job.exit_code = landing.path, landing.code
+    finish(job, True, code=landing.code)
 
 
 def _timings(job: Job, result: dict, got_s: float) -> dict:

@@ -261,6 +261,40 @@ def test_an_attestation_moved_to_another_bundle_fails(signed, model_bundles, key
                            "another bundle ('other', digest ") and "an attestation moved from another bundle" in line
 
 
+def test_a_stuffed_attestation_is_refused_by_its_bounds(signed, keyring, tmp_path):
+    """Issue 33: thousands of well-formed signatures in one attestation (under its size bound)
+    are refused by count, in one line and exit 1, by verify and report alike; past the size
+    bound too. The bounds are contract.py's, and docs/signing.md states them."""
+    path = attestation_path(signed)
+    envelope = json.loads(path.read_text())
+    one = envelope["signatures"][0]
+    envelope["signatures"] = [one] + [{"keyid": one["keyid"], "sig": base64.b64encode(os.urandom(64)).decode()}
+                                      for _ in range(4999)]
+    path.write_text(json.dumps(envelope))
+    assert path.stat().st_size < C.MAX_ATTESTATION_BYTES
+    result = verify_trust(signed, keyring["trust"])
+    assert result.returncode == outcomes.PROBLEMS and no_traceback(result)
+    (line,) = fail_lines(result)
+    assert f"holds 5000 signatures, more than the {C.MAX_SIGNATURES} a check tries (contract.MAX_SIGNATURES): " \
+           "refused unchecked; sign the bundle again" in line
+    assert "signed by" not in result.stdout
+    report = harness("report", signed, "--trust", keyring["trust"])
+    assert report.returncode == outcomes.PROBLEMS and "contract.MAX_SIGNATURES" in report.stderr
+    assert report.stderr.count("\n") == 1 and no_traceback(report)
+    path.write_text(json.dumps(envelope) + " " * C.MAX_ATTESTATION_BYTES)
+    result = verify_trust(signed, keyring["trust"])
+    assert result.returncode == outcomes.PROBLEMS and no_traceback(result)
+    (line,) = fail_lines(result)
+    assert f"larger than {C.MAX_ATTESTATION_BYTES} bytes (contract.MAX_ATTESTATION_BYTES" in line
+    # the signature as signed still verifies: the bounds cost nothing to an honest attestation
+    envelope["signatures"] = [one]
+    path.write_text(json.dumps(envelope))
+    assert verify_trust(signed, keyring["trust"]).returncode == outcomes.OK
+    for name in ("MAX_SIGNATURES", "MAX_KEYS_PER_SIGNATURE", "MAX_ATTESTATION_BYTES", "MAX_TRUST_KEYS",
+                 "MAX_TRUST_BYTES"):
+        assert f"`{name}` ({getattr(C, name)}" in SIGNING_DOC.read_text(), name
+
+
 def test_one_byte_of_the_bundle_changed_fails(signed, keyring):
     changed = change_one_byte(signed)
     result = verify_trust(signed, keyring["trust"])

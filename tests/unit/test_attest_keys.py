@@ -181,3 +181,117 @@ def test_a_claim_differs_field_by_field_but_for_its_signing_time():
     # The statement as signed is strict JSON that rehash's parser takes.
     doc = claim.statement("b", "ab" * 32, {"ratio": 0.5})
     assert rehash.parse_json(claim.encode(doc)) == doc
+
+
+# --- bounded signature checks (issue 33, item 5) ----------------------------------------------
+def _public_keys(n: int) -> list:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return [keys.PublicKey.from_raw(Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw,
+                                                                                          PublicFormat.Raw))
+            for _ in range(n)]
+
+
+def _trust_file(path: Path, publics: list) -> Path:
+    path.write_text("".join(f"k{n}@example.org {pub.openssh()}\n" for n, pub in enumerate(publics)))
+    return path
+
+
+def _stuffed(path: Path, signatures: list[dict]) -> Path:
+    """A well-formed envelope (a real statement's shape) holding these signatures."""
+    import json
+
+    payload = claim.encode(claim.statement("b", "ab" * 32, {"ratio": 0.5}))
+    path.write_text(json.dumps({"payloadType": dsse.PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
+                                "signatures": signatures}))
+    return path
+
+
+@pytest.fixture
+def counted(monkeypatch) -> list:
+    """Every Ed25519 verification a check makes, counted (never timed)."""
+    calls = []
+    real = keys.PublicKey.verify
+
+    def verify(self, signature, message):
+        calls.append(self.fingerprint)
+        return real(self, signature, message)
+
+    monkeypatch.setattr(keys.PublicKey, "verify", verify)
+    return calls
+
+
+def test_an_envelope_of_thousands_of_signatures_is_refused_by_count_before_any_crypto(tmp_path, counted):
+    from harness.attest import check
+
+    publics = _public_keys(8)
+    trust = _trust_file(tmp_path / "allowed_signers", publics)
+    sig = base64.b64encode(bytes(64)).decode()
+    attestation = _stuffed(tmp_path / "b.intoto.json",
+                           [{"keyid": publics[n % 8].fingerprint, "sig": sig} for n in range(5000)])
+    assert attestation.stat().st_size < C.MAX_ATTESTATION_BYTES  # well-formed, within the size bound: the count refuses
+    outcome = check.check(tmp_path / "b", trust, attestation=attestation)
+    assert counted == []
+    assert outcome.state == check.FAILED and outcome.exit_code == 1
+    assert f"holds 5000 signatures, more than the {C.MAX_SIGNATURES} a check tries (contract.MAX_SIGNATURES)" \
+        in outcome.line and "\n" not in outcome.line
+    with pytest.raises(AttestError, match="contract.MAX_SIGNATURES"):
+        dsse.parse({"payloadType": dsse.PAYLOAD_TYPE, "payload": "", "signatures": [{"sig": sig}] * 5000})
+
+
+def test_a_signature_is_tried_only_against_the_key_its_keyid_names(tmp_path, counted):
+    """At the bound of signatures, each naming one of 8 trusted keys: 8 checks, not 64."""
+    from harness.attest import check
+
+    publics = _public_keys(8)
+    trust = _trust_file(tmp_path / "allowed_signers", publics)
+    sig = base64.b64encode(bytes(64)).decode()
+    attestation = _stuffed(tmp_path / "b.intoto.json", [{"keyid": p.fingerprint, "sig": sig} for p in publics])
+    outcome = check.check(tmp_path / "b", trust, attestation=attestation)
+    assert outcome.state == check.FAILED and "not made by the key of k0@example.org" in outcome.line
+    assert sorted(counted) == sorted(p.fingerprint for p in publics)  # each key once, against its own signature
+    # A keyid no trusted key has: no check at all.
+    counted.clear()
+    _stuffed(attestation, [{"keyid": "SHA256:nobody", "sig": sig}] * C.MAX_SIGNATURES)
+    assert check.check(tmp_path / "b", trust, attestation=attestation).state == check.FAILED
+    assert counted == []
+
+
+def test_a_signature_without_keyid_is_tried_against_a_few_keys_at_most(tmp_path, counted):
+    from harness.attest import check
+
+    sig = base64.b64encode(bytes(64)).decode()
+    attestation = _stuffed(tmp_path / "b.intoto.json", [{"sig": sig}] * C.MAX_SIGNATURES)
+    few = _trust_file(tmp_path / "few", _public_keys(C.MAX_KEYS_PER_SIGNATURE))
+    assert check.check(tmp_path / "b", few, attestation=attestation).state == check.FAILED
+    assert len(counted) == C.MAX_SIGNATURES * C.MAX_KEYS_PER_SIGNATURE
+    counted.clear()
+    many = _trust_file(tmp_path / "many", _public_keys(C.MAX_KEYS_PER_SIGNATURE + 1))
+    outcome = check.check(tmp_path / "b", many, attestation=attestation)
+    assert counted == []
+    assert outcome.state == check.FAILED and "(contract.MAX_KEYS_PER_SIGNATURE): refused unchecked" in outcome.line
+
+
+def test_an_attestation_and_a_trust_file_past_their_bounds_are_one_line(tmp_path):
+    from harness.attest import check
+
+    trust = _trust_file(tmp_path / "allowed_signers", _public_keys(1))
+    big = tmp_path / "b.intoto.json"
+    big.write_bytes(b" " * (C.MAX_ATTESTATION_BYTES + 1))
+    outcome = check.check(tmp_path / "b", trust, attestation=big)
+    assert outcome.state == check.FAILED and "contract.MAX_ATTESTATION_BYTES" in outcome.line
+    crowded = tmp_path / "crowded"
+    line = f"x@example.org {_public_keys(1)[0].openssh()}\n"
+    crowded.write_text(line * (C.MAX_TRUST_KEYS + 1))
+    with pytest.raises(AttestError, match=re.escape(f"more than {C.MAX_TRUST_KEYS} keys")) as exc:
+        keys.load_trust(crowded)
+    assert exc.value.unusable and "contract.MAX_TRUST_KEYS" in str(exc.value)
+    assert len(keys.load_trust(_trust_file(tmp_path / "full", _public_keys(1) * C.MAX_TRUST_KEYS)).signers) \
+        == C.MAX_TRUST_KEYS
+    huge = tmp_path / "huge"
+    huge.write_text("#" * (C.MAX_TRUST_BYTES + 1))
+    with pytest.raises(AttestError, match="contract.MAX_TRUST_BYTES") as exc:
+        keys.load_trust(huge)
+    assert exc.value.unusable
+    assert check.check(tmp_path / "b", huge, attestation=big).exit_code == 2
