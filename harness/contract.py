@@ -405,6 +405,16 @@ def confidence_sequence(values):
     return [m - half, m + half]
 
 
+def sequence_ratio(values):
+    """The confidence sequence of per-round log ratios as a ratio interval [lo, hi], each end
+    at 10 significant digits and within the ratios a bundle may hold (1e-9..1e9); None while
+    it is unbounded."""
+    cs = confidence_sequence(values)
+    if cs is None:
+        return None
+    return [sig10(math.exp(max(cs[0], -20.0))), sig10(math.exp(min(cs[1], 20.0)))]
+
+
 def sequential_plan(campaign, first_runs):
     """{first, cap} of a `rounds: auto` campaign (campaign.json) or None for a fixed count: its
     first look is min_rounds, its cap as many rounds as fit budget_s at the first round's pace.

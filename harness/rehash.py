@@ -1807,11 +1807,10 @@ def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
     verdict; without one, at the cap, the trimmed-t interval at C.SEQ_LAST_LEVEL."""
     looks, last = [], None
     for k in range(plan["first"], len(pairs) + 1):
-        cs = C.confidence_sequence(d[:k])
-        if cs is None:
+        ci = C.sequence_ratio(d[:k])
+        if ci is None:
             last = (None, "inconclusive", f"the interval valid at every look is still unbounded after {k} rounds")
         else:
-            ci = [sig10(math.exp(cs[0])), sig10(math.exp(cs[1]))]
             labels = {r["label"] for pair in pairs[:k] for r in pair}
             _, claim_k, _ = claim_band_of(pairs[:k], d[:k], [x for x in overloaded if x in labels], threshold, band)
             run_ratio = sig10(mean([b["wall_s"] for _, b in pairs[:k]]) / mean([a["wall_s"] for a, _ in pairs[:k]]))

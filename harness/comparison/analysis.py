@@ -33,7 +33,7 @@ from harness.comparison.stats import mean, t_interval, trimmed_mean
 # The policy is the contract's (both checkers apply the same); the numbers are derived here.
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
                               SEQ_LAST_LEVEL, SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
-                              confidence_sequence, decide, sig10, stopped, timed)
+                              decide, sequence_ratio, sig10, stopped, timed)
 
 
 def thin_stages(ok: list[dict]) -> list[str]:
@@ -320,10 +320,10 @@ def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], th
          band: float) -> tuple[list[float] | None, str, str]:
     """One look of a sequential campaign after round len(d): ([lo, hi] of the ratio, valid at
     every look, or None while unbounded; verdict; reason) by the contract's rule."""
-    cs = confidence_sequence(d)
-    if cs is None:
+    ci = sequence_ratio(d)
+    if ci is None:
         return None, "inconclusive", f"the interval valid at every look is still unbounded after {len(d)} rounds"
-    lo, hi = sig10(math.exp(cs[0])), sig10(math.exp(cs[1]))
+    lo, hi = ci
     labels = {r.label for pair in pairs for r in pair}
     _, _, claim_band, _ = cautions_of(pairs, d, [x for x in overloaded_runs if x in labels], threshold, band)
     run_ratio = sig10(mean(b.wall_s for _, b in pairs) / mean(a.wall_s for a, _ in pairs))

@@ -292,17 +292,21 @@ def test_rounds_auto_takes_as_many_rounds_as_the_first_round_says_fit_the_budget
     assert result.returncode in (0, 6), result.stdout + result.stderr
     doc = read_json(out / "data" / "campaign.json")
     first = sum(read_json(out / "data" / "runs" / f"{label}.json")["process"]["wall_s"] for label in ("A1", "B1"))
-    want = C.auto_rounds(2.5, first, 3, 100)
-    assert (doc["rounds"], doc["budget_s"], doc["min_rounds"]) == (want, 2.5, 3)
-    assert doc["order"] == C.round_order(want, doc["seed"]) and len(doc["labels"]) == 2 * want
+    cap = C.auto_rounds(2.5, first, 3, 100)
+    seq = read_json(out / "data" / "comparison.json")["stats"]["sequential"]
+    want = doc["rounds"]  # the cap ends it, or a look that decided (a quiet A against A can read equal)
+    assert (doc["budget_s"], doc["min_rounds"], seq["cap"]) == (2.5, 3, cap)
+    assert (want, seq["stopped"]) == (cap, "cap") or (want < cap and seq["stopped"] == "decided"
+                                                       and seq["looks"][-1]["verdict"] == "equal")
+    assert doc["order"] == C.round_order(want, doc["seed"], 0, 3) and len(doc["labels"]) == 2 * want
     assert len(list((out / "data" / "runs").iterdir())) == 2 * want
     assert "rounds: auto: the first round took" in result.stderr
     assert harness("verify", out).returncode == 0 and not rehash.rehash(out).problems
 
-    # A count the first round's pace does not give is refused, even re-sealed.
+    # A budget whose cap the campaign did not reach, with no look that decided, is refused, even re-sealed.
     doc["budget_s"] = 250.0
     (out / "data" / "campaign.json").write_text(json.dumps(doc))
     reseal(out)
     problems = rehash.rehash(out).problems
-    assert any("rounds: auto gives" in str(p) for p in problems), problems
+    assert any("below the cap" in str(p) or "stats.sequential.cap" in str(p) for p in problems), problems
     assert harness("verify", out).returncode == 1
