@@ -66,6 +66,7 @@ ATTESTATION_SUFFIX = ".intoto.json"  # BUNDLE.intoto.json: a signature beside th
 
 LABEL_RE = re.compile(r"^[AB]s?[1-9][0-9]{0,2}\Z")  # A1, B1: timed runs; As1, Bs1: stage runs
 INSTRUCTION_LABEL_RE = re.compile(r"^I[AB][1-9][0-9]{0,2}\Z")  # IA1: the first base instruction run
+ZYGOTE_LABEL_RE = re.compile(r"^Z[AB][1-9][0-9]{0,2}\Z")  # ZA1: the base's first zygote (`launch: zygote`)
 ORDER_RE = re.compile(r"^[ABab]+\Z")
 HEX64_RE = re.compile(r"^[0-9a-f]{64}\Z")
 GITSHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
@@ -238,6 +239,13 @@ DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
 DEFAULT_THRESHOLD = 0.02
 DEFAULT_INSTRUCTION_RUNS = 2
+# `launch:` how a run's process is made. fresh: a new interpreter per run (exec). zygote: per
+# variant, a process that has imported the worker's own modules (never the code under test) forks
+# one child per run, and is re-made after ZYGOTE_RUNS of its variant's runs, so that what is fixed
+# at exec (the memory layout ASLR draws, a random hash seed) is drawn again every that many runs.
+LAUNCH_MODES = ("fresh", "zygote")
+DEFAULT_LAUNCH = "fresh"
+ZYGOTE_RUNS = 4
 METRICS = ("wall", "instructions")
 CALL_MODES = ("equal", "per_variant")
 OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params", "metrics")
@@ -489,6 +497,22 @@ def spread_of(campaign):
     return 2 * (campaign["min_rounds"] + (campaign.get("stage_rounds") or 0))
 
 
+def zygote_label(variant, generation):
+    """The ledger's run name for a variant's generation-th zygote: ZA1, ZB3."""
+    return f"Z{'A' if variant == 'base' else 'B'}{generation}"
+
+
+def generations(labels):
+    """`launch: zygote`: the zygote generation of each run (timed and stage runs; instruction runs
+    are always fresh), by its place among its variant's runs: runs 1-ZYGOTE_RUNS of a variant have
+    its zygote 1, the next ZYGOTE_RUNS its zygote 2, and so on."""
+    counts, out = {}, {}
+    for label in labels:
+        counts[label[0]] = counts.get(label[0], 0) + 1
+        out[label] = (counts[label[0]] - 1) // ZYGOTE_RUNS + 1
+    return out
+
+
 def subset(items, n):
     """`workload.items: N`: N items spread evenly over the workload's list, the first always
     included, the same ones on every run and machine; None: all of them."""
@@ -647,6 +671,12 @@ FIELDS = {
         "worker_ended_at": F("iso?", "physics: an ISO time inside the process's life, the timed wall within the "
                                      "span", size=64),
         "pid": F("int", "ledger: the ledger's worker for this run", lo=1, hi=2**31),
+        "launch": F("dict", "identity: how its process was made"),
+        "launch.mode": F("enum", "identity: campaign.json's launch", values=LAUNCH_MODES),
+        "launch.zygote": F("int?", "ledger: the pid of the zygote row of its variant and generation, the parent of "
+                                   "its worker; null when fresh", lo=1, hi=2**31),
+        "launch.generation": F("int?", "plan: its place among its variant's runs, by ZYGOTE_RUNS; null when fresh",
+                               lo=1, hi=MAX_RUNS),
         **PROCESS,
         **LOG,
     },
@@ -739,6 +769,7 @@ FIELDS = {
         "python": F("dict", "campaign: campaign.yaml"),
         "python.base": F("str?", "campaign: campaign.yaml (null: the harness's own interpreter)", size=4096),
         "python.candidate": F("str?", "campaign: campaign.yaml (null: the harness's own interpreter)", size=4096),
+        "launch": F("enum", "campaign: campaign.yaml; identity: every run's launch.mode", values=LAUNCH_MODES),
         "stages": F("dict", "identity: the stages of every ok stage run; campaign: campaign.yaml", size=MAX_STAGES),
         "stages.*": F("str", "campaign: campaign.yaml", size=512, key=re.compile(r"^.{1,128}\Z", re.S)),
         "optional_stages": F("list", "identity: the stages that may be uninstalled; campaign: campaign.yaml",
@@ -793,9 +824,11 @@ FIELDS = {
                                      lo=T0, hi=T1),
         "processes[].cmdline": F("list", "free", size=256),
         "processes[].cmdline[]": F("str", "free", size=8192),
-        "processes[].run": F("str", "ledger: a started run or a pre-flight", size=16),
-        "processes[].role": F("enum", "ledger: worker, descendant or preflight",
-                              values=("worker", "descendant", "preflight")),
+        "processes[].run": F("str", "ledger: a started run, a pre-flight or a zygote (ZA1) a run names", size=16),
+        "processes[].role": F("enum", "ledger: worker, descendant, preflight or zygote",
+                              values=("worker", "descendant", "preflight", "zygote")),
+        "processes[].parent": F("int?", "ledger: a forked worker's zygote (the pid its run record names); null for "
+                                        "every process the runner started itself", lo=1, hi=2**31),
         "processes[].absent": F("bool", "ledger: as verified; all_absent; comparison.json's status"),
         "processes[].verified": F("enum", "ledger: as absent says", values=("gone", "pid reused", "alive")),
         "processes[].checked_at": F("time", "ledger: after the process's start and its run's end, within the "

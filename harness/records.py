@@ -168,6 +168,15 @@ class Log:
 
 
 @dataclass(frozen=True)
+class Launched:
+    """How a run's process was made: fresh (its own interpreter) or forked by its variant's
+    zygote of that generation (contract.LAUNCH_MODES, contract.generations)."""
+    mode: str = C.DEFAULT_LAUNCH
+    zygote: Optional[int] = None  # the zygote's pid
+    generation: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """data/runs/<label>.json, for every run that started, ok or not."""
     schema: str
@@ -192,16 +201,18 @@ class RunRecord:
     worker_started_at: Optional[str]
     worker_ended_at: Optional[str]
     pid: int
+    launch: Launched
     process: Process
     log: Log
 
     NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
-              "machine": ("one", Machine), "python": ("one", Interpreter), "process": ("one", Process),
-              "log": ("one", Log)}
+              "machine": ("one", Machine), "python": ("one", Interpreter), "launch": ("one", Launched),
+              "process": ("one", Process), "log": ("one", Log)}
 
     @classmethod
     def of(cls, job: dict, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
-           process: Process, log: Log, measured: Optional[WorkerResult]) -> "RunRecord":
+           process: Process, log: Log, measured: Optional[WorkerResult],
+           launch: Optional[Launched] = None) -> "RunRecord":
         """A run record from what the runner gave the worker (job), saw of its process and log, and
         what the worker measured (None when it failed before writing it, or cannot be trusted). A run
         is 'ok' only with a measurement, exit code 0 and no reason."""
@@ -218,7 +229,7 @@ class RunRecord:
             machine=m.machine if m else Machine(), harness_source_sha256=m.harness_source_sha256 if m else None,
             workload_sha256=m.workload_sha256 if m else None, python=m.python if m else None,
             worker_started_at=m.started_at if m else None, worker_ended_at=m.ended_at if m else None,
-            pid=pid, process=process, log=log)
+            pid=pid, launch=launch or Launched(), process=process, log=log)
 
     @classmethod
     def from_json(cls, data: dict) -> "RunRecord":
@@ -363,6 +374,7 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "overrides": campaign.overrides,
         "revisions": {v: {"rev": rev, "sha": sha} for v, (rev, sha) in revisions.items()},
         "python": {v: campaign.revision(v).python for v in ("base", "candidate")},
+        "launch": campaign.launch,
         "stages": campaign.stages,
         "optional_stages": sorted(campaign.optional_stages),
         "stage_calls": campaign.stage_calls,

@@ -1194,19 +1194,28 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
     return out, sound
 
 
-def check_ledger(check, cleanup, runner, records):
-    """One worker per started run in the cleanup receipt, its pid the record's; absence as verified."""
+def check_ledger(check, cleanup, runner, records, launch=C.DEFAULT_LAUNCH):
+    """One worker per started run in the cleanup receipt, its pid the record's; absence as verified;
+    under `launch: zygote` each zygote a run names, and only those (check_launch)."""
     procs = cleanup["processes"]
     if cleanup["count"] != len(procs):
         check.fail(C.CLEANUP, f"count {cleanup['count']} but {len(procs)} processes listed", "ledger")
     started = {r["label"] for r in records}
+    zygotes = {C.zygote_label(r["variant"], r["launch"]["generation"]) for r in records
+               if launch == "zygote" and isinstance(r.get("launch"), dict) and r["launch"]["generation"] is not None}
     workers, keys = {}, set()
     for n, p in enumerate(procs):
         preflight = p["run"] in C.PREFLIGHT_RUNS and p["role"] in ("preflight", "descendant")
-        if p["run"] not in started and not preflight:
-            check.fail(C.CLEANUP, f"processes[{n}] belongs to {short(p['run'])}, not a started run", "ledger")
-        if (p["role"] == "preflight") != (p["run"] in C.PREFLIGHT_RUNS and p["role"] != "descendant"):
+        zygote = p["run"] in zygotes and p["role"] == "zygote"
+        if p["run"] not in started and not preflight and not zygote:
+            check.fail(C.CLEANUP, f"processes[{n}] belongs to {short(p['run'])}, not a started run"
+                       + (" or a zygote a run names" if p["role"] == "zygote" else ""), "ledger")
+        if (p["role"] == "preflight") != (p["run"] in C.PREFLIGHT_RUNS and p["role"] != "descendant") or \
+                (p["role"] == "zygote") != (p["run"] in zygotes):
             check.fail(C.CLEANUP, f"processes[{n}]: role {p['role']} for run {short(p['run'])}", "ledger")
+        if p["parent"] is not None and p["role"] != "worker":
+            check.fail(C.CLEANUP, f"processes[{n}]: a {p['role']} with a parent zygote ({p['parent']}): only a "
+                                  "forked worker has one", "ledger")
         if (p["pid"], p["create_time"]) in keys:
             check.fail(C.CLEANUP, f"processes[{n}]: pid {p['pid']} listed twice", "ledger")
         keys.add((p["pid"], p["create_time"]))
@@ -1228,6 +1237,9 @@ def check_ledger(check, cleanup, runner, records):
         rel = C.run_path(record["label"]) if C.LABEL_RE.match(record["label"]) else \
             C.instructions_path(record["label"])
         ws = workers.get(record["label"], [])
+        if not ws and record["status"] != "ok" and launch == "zygote" and isinstance(record.get("launch"), dict) \
+                and record["launch"]["zygote"] == record["pid"]:
+            continue  # its zygote failed to start or to fork: no worker, the run failed (check_launch)
         if len(ws) != 1:
             check.fail(C.CLEANUP, f"{len(ws)} worker processes for run {record['label']}, expected exactly 1",
                        "ledger")
@@ -1239,6 +1251,51 @@ def check_ledger(check, cleanup, runner, records):
         elif ws[0]["checked_at"] < record["process"]["ended_at"] - C.CLOCK_TOL_S:
             check.fail(C.CLEANUP, f"run {record['label']}'s worker verified absent before its process ended",
                        "ledger")
+        if len(ws) == 1 and ws[0]["parent"] != ((record.get("launch") or {}).get("zygote")):
+            check.fail(C.CLEANUP, f"run {record['label']}'s worker has parent {short(ws[0]['parent'])}, its record's "
+                                  f"zygote is {short((record.get('launch') or {}).get('zygote'))}", "ledger")
+    check_launch(check, procs, records, launch)
+
+
+def check_launch(check, procs, records, launch):
+    """Every run record's launch: a fresh campaign's runs all fresh (no zygote, no generation);
+    a zygote campaign's runs each forked by its variant's zygote of the generation its place gives
+    (contract.generations), that zygote a ledger row of that name and pid, created before its
+    worker. A failed run may name its zygote as its pid (the zygote forked nothing)."""
+    runs = [r for r in records if C.LABEL_RE.match(r["label"])]
+    generation = C.generations([r["label"] for r in runs])
+    rows = {}
+    for p in procs:
+        if p["role"] == "zygote":
+            rows.setdefault((p["run"], p["pid"]), p)
+    workers = {p["run"]: p for p in procs if p["role"] == "worker"}
+    for record in runs:
+        rel, how = C.run_path(record["label"]), record["launch"]
+        if how["mode"] != launch:
+            check.fail(rel, f"launch.mode {short(how['mode'])}, campaign.json's launch is {short(launch)}", "identity")
+            continue
+        if launch == "fresh":
+            if how["zygote"] is not None or how["generation"] is not None:
+                check.fail(rel, "a fresh run names a zygote or a generation", "ledger")
+            continue
+        if how["generation"] != generation[record["label"]]:
+            check.fail(rel, f"launch.generation {short(how['generation'])}, its place among its variant's runs gives "
+                            f"{generation[record['label']]} ({C.ZYGOTE_RUNS} runs a zygote)", "plan")
+            continue
+        name = C.zygote_label(record["variant"], how["generation"])
+        row = rows.get((name, how["zygote"]))
+        if row is None:
+            check.fail(rel, f"launch.zygote {short(how['zygote'])}: no zygote {name} of that pid in the ledger", "ledger")
+            continue
+        if record["pid"] == how["zygote"]:
+            if record["status"] == "ok":
+                check.fail(rel, "an ok run whose pid is its zygote's: a forked worker has its own", "ledger")
+            continue
+        worker = workers.get(record["label"])
+        if worker is not None and worker["create_time"] < row["create_time"] - C.CLOCK_TOL_S:
+            check.fail(C.CLEANUP, f"run {record['label']}'s worker was created before its zygote {name}", "ledger")
+    if launch == "fresh" and rows:
+        check.fail(C.CLEANUP, f"{len(rows)} zygote process(es) in a campaign of fresh launches", "ledger")
 
 
 def check_workload(check, campaign, receipt, records):
@@ -1367,7 +1424,7 @@ def check_records(check, stored):
                             "order, the schedule)", "plan")
     if not sound:
         return None
-    check_ledger(check, docs["cleanup"], runner, runs + instr)
+    check_ledger(check, docs["cleanup"], runner, runs + instr, campaign["launch"])
     # every ok run measured the same field names per item: the odd ones out against the shape most share
     ok_runs = [r for r in runs if r["status"] == "ok"]
     shapes = [tuple((it["id"], tuple(sorted(it["fields"])) if it["error"] is None else None) for it in r["items"])

@@ -30,7 +30,8 @@ class Owned:
     create_time: float
     cmdline: list[str]
     run: str
-    role: str  # "worker" | "descendant"
+    role: str  # "worker" | "descendant" | "preflight" | "zygote"
+    parent: int | None = None  # a forked worker's zygote; None: the runner started it
 
 
 @dataclass
@@ -38,7 +39,8 @@ class Ledger:
     processes: list[Owned] = field(default_factory=list)
     _keys: set = field(default_factory=set)
 
-    def add(self, proc: psutil.Process, run: str, role: str, cmdline: list[str] | None = None) -> None:
+    def add(self, proc: psutil.Process, run: str, role: str, cmdline: list[str] | None = None,
+            parent: int | None = None) -> None:
         try:
             with proc.oneshot():
                 key = (proc.pid, proc.create_time())
@@ -52,7 +54,7 @@ class Ledger:
         except psutil.NoSuchProcess:
             return
         self._keys.add(key)
-        self.processes.append(Owned(proc.pid, key[1], cmdline, run, role))
+        self.processes.append(Owned(proc.pid, key[1], cmdline, run, role, parent))
 
     def watch_descendants(self, root_pid: int, run: str) -> None:
         """Record every process below root_pid, and below us: orphans re-parented to us
@@ -90,7 +92,7 @@ class Ledger:
         for p in self.processes:
             state = _state(p)
             rows.append({"pid": p.pid, "create_time": p.create_time, "cmdline": p.cmdline, "run": p.run,
-                         "role": p.role, "absent": state != "alive", "verified": state,
+                         "role": p.role, "parent": p.parent, "absent": state != "alive", "verified": state,
                          "checked_at": time.time()})
         return records.cleanup_receipt(
             method="psutil: pid absent, or pid reused by a process with another create time", processes=rows)

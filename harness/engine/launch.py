@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness.records import Process
+from harness.records import Launched, Process
 
 POLL_S = 0.05  # how soon a worker's exit is noticed
 WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time)
@@ -52,6 +52,7 @@ class Exit:
     timed_out: bool
     leftovers: list
     process: Process
+    launch: Optional[Launched] = None  # how it was made (None: fresh, by this launcher)
 
 
 class Clock:
@@ -250,4 +251,4 @@ class FakeLauncher:
 
         checked = self.clock.time()
         return records.cleanup_receipt(method="fake launcher: no process was started", processes=[
-            {**p, "absent": True, "verified": "gone", "checked_at": checked} for p in self.processes])
+            {**p, "parent": None, "absent": True, "verified": "gone", "checked_at": checked} for p in self.processes])

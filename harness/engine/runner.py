@@ -225,7 +225,7 @@ class Runner:
         self.check_only = check_only  # `harness check`: the pre-flight only, no bundle
         self.calibration = calibration  # `harness calibrate`: base against base, one SHA allowed
         self.progress = progress or Silent()
-        self.launcher = launcher or LocalLauncher(tick=self.progress.tick)
+        self.launcher = launcher or _launcher(campaign, self.progress.tick)
         self.clock = self.launcher.clock
         self.interrupted: str | None = None
         self.workload: list[tuple[str, bytes]] = []  # the workload folder's files, read at the start
@@ -600,7 +600,8 @@ class Runner:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
         return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
-                                    process=exit_.process, log=log, measured=measured)
+                                    process=exit_.process, log=log, measured=measured,
+                                    launch=exit_.launch or records.Launched())
 
     def _trees_changed(self, label: str) -> str | None:
         """Why the run fails when it changed a revision's tree (the code under test must be the
@@ -620,6 +621,15 @@ class Runner:
 
     def _tree_of(self, variant: str) -> str:
         return self._trees[variant]
+
+
+def _launcher(campaign: Campaign, tick):
+    """The launcher `launch:` names: fresh interpreters, or runs forked by per-variant zygotes."""
+    if campaign.launch == "zygote":
+        from harness.engine.zygote_launcher import ZygoteLauncher
+
+        return ZygoteLauncher(tick=tick)
+    return LocalLauncher(tick=tick)
 
 
 def _same_revision(campaign: Campaign, repo: Path, sha: str) -> str:

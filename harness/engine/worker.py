@@ -322,7 +322,9 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
     return 0
 
 
-def main(job_path: str) -> int:
+def main(job_path: str, parent_pid: int | None = None) -> int:
+    """parent_pid: the process this worker dies with, when not the runner the job names (a child
+    of a zygote, harness/engine/zygote.py, dies with its zygote, which dies with the runner)."""
     job = json.loads(Path(job_path).read_text())
     from harness import contract
     from harness.engine.prctl import die_with_parent
@@ -330,7 +332,7 @@ def main(job_path: str) -> int:
     if job.get("schema") != contract.SCHEMAS["job"]:
         raise SystemExit(f"job file {job_path}: schema {job.get('schema')!r}, expected {contract.SCHEMAS['job']}")
 
-    die_with_parent(job["parent_pid"])
+    die_with_parent(job["parent_pid"] if parent_pid is None else parent_pid)
     started_at, before = now_iso(), machine_snapshot()
     tree = Path(job["tree"])
 

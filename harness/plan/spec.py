@@ -108,6 +108,7 @@ class Campaign:
     noise_floor_sha256: str | None = None
     instructions: Instructions | None = None  # None: `metrics: [wall]`, no instruction runs
     max_ulp: int | None = None  # `parity: {max_ulp: N}`: floats may differ by N units in the last place
+    launch: str = C.DEFAULT_LAUNCH  # `launch: zygote`: runs forked from a per-variant zygote (harness/engine/zygote.py)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -353,7 +354,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
-                 "verdict", "build", "metrics", "instructions", "python", "parity"},
+                 "verdict", "build", "metrics", "instructions", "python", "parity", "launch"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -519,6 +520,11 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         raise r.fail("build", "a list of commands, each a list of strings, e.g. [[python, setup.py, build_ext, "
                               "--inplace]]", build)
 
+    launch = top.get("launch", C.DEFAULT_LAUNCH)
+    if launch not in C.LAUNCH_MODES:
+        raise r.fail("launch", "fresh (a new interpreter per run, the default) or zygote (runs forked from a "
+                               "per-variant process that has imported the harness's worker)", launch)
+
     instructions = _instructions(r, top)
     if budget is not None and instructions is not None and rounds + stage_rounds < 2 * instructions.runs + 1:
         # the count is decided after the first round, which no instruction run may precede
@@ -530,7 +536,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
-                    max_ulp=max_ulp)
+                    max_ulp=max_ulp, launch=launch)
 
 
 def _instructions(r: _Reader, top: dict) -> Instructions | None:

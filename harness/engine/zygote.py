@@ -1,0 +1,112 @@
+"""A zygote (`launch: zygote`): `python -m harness.engine.zygote RUNNER_PID`, started by
+harness/engine/zygote_launcher.py in a variant's tree, under that variant's interpreter and
+environment. It imports what every worker imports before the code under test (the worker module
+and the harness modules it imports; never the code under test, nor numpy, whose import starts
+BLAS threads: a process that forks must have one thread) and then, for each request, forks one
+child that runs exactly what `python -m harness.engine.worker JOB.json` runs.
+
+Protocol (one JSON line each way, on the pipes the launcher gave as stdin and stdout):
+  -> {"job": JOB.json, "cwd": run folder, "log": worker.log, "env": {...}}
+  <- {"pid": PID}                  the child is forked (its own session, like a fresh worker)
+  <- {"pid": PID, "exit": CODE}    it ended (CODE negative: the signal), reaped here
+A closed stdin ends the zygote (exit 0). First of all it says {"ready": PID}.
+
+The child, before the worker's main: its own session (setsid), stdin from /dev/null and stdout
+and stderr into the run's log, the run's folder as cwd and first entry of sys.path (what `-m`
+gives a fresh worker), the run's environment exactly (os.environ, and so the C library's), and
+sys.argv as a fresh worker's. It then exits through the interpreter as a fresh worker does
+(SystemExit out of this module's main: atexit, thread joins and buffer flushes run). Standard
+library only, CPython 3.9 or newer (it runs under the campaign's own interpreter).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+# What a worker imports before it imports the code under test (worker.main's own imports,
+# lazy ones included), imported once here: the share of start-up a zygote saves.
+import harness.contract  # noqa: F401
+import harness.engine.instructions  # noqa: F401
+import harness.engine.prctl as prctl
+import harness.engine.stagetimer  # noqa: F401
+import harness.engine.worker as worker
+import harness.files  # noqa: F401
+import harness.plan.workload  # noqa: F401
+import harness.records  # noqa: F401
+
+PRELOADED = ("harness.contract", "harness.records", "harness.files", "harness.plan.workload",
+             "harness.engine.prctl", "harness.engine.stagetimer", "harness.engine.instructions",
+             "harness.engine.worker")
+
+
+def threads() -> int | None:
+    """This process's threads as Linux lists them (None elsewhere)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+def say(fd: int, message: dict) -> None:
+    data = (json.dumps(message) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def child(request: dict, reader, replies: int, zygote_pid: int) -> int:
+    """In the forked child: become what a fresh worker is, then run the worker's main."""
+    reader.close()
+    os.close(replies)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    for fd in (null, log):
+        if fd > 2:
+            os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    import tempfile
+
+    tempfile.tempdir = None  # found again from this run's TMPDIR
+    sys.path[0] = os.getcwd()  # `python -m` puts the cwd first; worker.main takes it out again
+    sys.argv = [worker.__file__, request["job"]]
+    return worker.main(request["job"], parent_pid=zygote_pid)
+
+
+def main() -> int:
+    if len(sys.argv) != 2 or not sys.argv[1].isdigit():
+        sys.exit("usage: python -m harness.engine.zygote RUNNER_PID")
+    prctl.die_with_parent(int(sys.argv[1]))
+    me = os.getpid()
+    # The pipes move off 0 and 1, so that sys.stdin and sys.stdout never touch the protocol.
+    requests, replies = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    os.close(null)
+    reader = os.fdopen(requests, "rb", buffering=0)
+    say(replies, {"ready": me, "threads": threads(), "preloaded": list(PRELOADED)})
+    while True:
+        line = reader.readline(1 << 20)
+        if not line:
+            return 0
+        request = json.loads(line)
+        if threads() not in (None, 1):
+            sys.exit(f"zygote: {threads()} threads; a process that forks must have one")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            return child(request, reader, replies, me)
+        say(replies, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        say(replies, {"pid": pid, "exit": os.waitstatus_to_exitcode(status)})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
