@@ -447,3 +447,24 @@ def test_an_all_digit_rev_gets_its_own_message(variant):
                                f'all-digit revision as a number (quote it: rev: "1234567"), got 1234567')
     quoted = raw.replace(b"rev: 1234567", b'rev: "1234567"')
     assert spec.loads(quoted, SOURCE).revision(variant).rev == "1234567"
+
+
+# --- launch: how a run's process is made (issue 35 item 3) -------------------------------
+
+def test_launch_is_fresh_unless_the_campaign_says_zygote():
+    assert spec.parse(copy.deepcopy(VALID), SOURCE).launch == "fresh"
+    assert spec.parse({**copy.deepcopy(VALID), "launch": "zygote"}, SOURCE).launch == "zygote"
+
+
+@pytest.mark.parametrize("value", ["fork", True, 1, None, ["zygote"]])
+def test_a_bad_launch_is_refused_in_one_line_naming_both_modes(value):
+    msg = error_of({**copy.deepcopy(VALID), "launch": value})
+    assert "\n" not in msg and "launch: expected fresh" in msg and "or zygote" in msg, msg
+
+
+def test_zygote_generations_count_each_variants_runs():
+    labels = [label for label, _ in C.labels("ABBAabBAABBAABBABAab")]
+    gen = C.generations(labels)
+    a_runs = [label for label in labels if label[0] == "A"]
+    assert [gen[label] for label in a_runs] == [k // C.ZYGOTE_RUNS + 1 for k in range(len(a_runs))]
+    assert C.zygote_label("base", 2) == "ZA2" and C.ZYGOTE_LABEL_RE.match("ZB13")
