@@ -127,7 +127,7 @@ def run_record(label: str, items=(), *, variant: str | None = None, wall_s: floa
         stages_installed=stages_installed if stages_installed is not None else {name: True for name in stages},
         imported_from=records.Imports(), metrics={}, machine=machine,
         harness_source_sha256="f" * 64, workload_sha256=WORKLOAD_SHA256, python=PYTHON,
-        worker_started_at=None, worker_ended_at=None, pid=0, process=records.Process(0.0, wall_s, wall_s),
+        worker_started_at=None, worker_ended_at=None, pid=0, launch=records.Launched(), process=records.Process(0.0, wall_s, wall_s),
         log=records.Log(C.log_path(label), 0, EMPTY_SHA256, 0, False))
 
 
@@ -209,4 +209,4 @@ def record(label: str, variant: str, items: list, wall_s: float = 1.0, status: s
         exit_code=0 if ok else 1, wall_s=wall_s if ok else None, slots=1, items=items if ok else [], stages={},
         stages_installed={}, imported_from=records.Imports(), metrics={}, machine=records.Machine(cores=2),
         harness_source_sha256=None, workload_sha256=None, python=None, worker_started_at=None, worker_ended_at=None,
-        pid=1, process=records.Process(0.0, wall_s, wall_s), log=records.Log("", 0, "", 0, False))
+        pid=1, launch=records.Launched(), process=records.Process(0.0, wall_s, wall_s), log=records.Log("", 0, "", 0, False))
