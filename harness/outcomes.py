@@ -102,13 +102,18 @@ def disagreement(comparison: dict) -> str | None:
 
 
 def parity_text(comparison: dict) -> str:
-    """Parity in words: identical, or equal within the declared tolerance (never "identical")."""
+    """Parity in words that scale with the tolerance: "parity identical" for byte-identical
+    outputs; under a declared `max_ulp` "within N ULP (close, not identical)", never "equal" or
+    "identical" (only 0 ULP apart, NaN payloads or zero signs, is "equal in value")."""
     p = comparison["parity"]
     if p["identical"]:
         return "parity identical"
     tol = p.get("tolerance")
     if p["agree"] and tol:
-        return (f"outputs equal within {tol['max_ulp']} ULP (max seen {tol['max_ulp_seen']}, "
+        if not tol["max_ulp_seen"]:
+            return (f"outputs equal in value, 0 ULP apart ({tol['fields_within']} field(s) differ only in NaN "
+                    "payloads or the sign of zero: not byte-identical)")
+        return (f"outputs within {tol['max_ulp']} ULP (close, not identical: max seen {tol['max_ulp_seen']} ULP, "
                 f"{tol['fields_within']} field(s) not bit-identical)")
     return "parity mismatch"
 
