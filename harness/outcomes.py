@@ -45,9 +45,11 @@ def run_code(comparison: dict) -> int:
     return OK if comparison["parity"]["agree"] else PARITY
 
 
-def exit_code(comparison: dict) -> int:
+def exit_code(comparison: dict, metric: str = "wall") -> int:
     """0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
-    2 unusable (no stats / unknown verdict)."""
+    2 unusable (no stats / unknown verdict). metric "instructions": the instruction counts'
+    own verdict gives the code (2 when the campaign counted none); a failed campaign and a
+    parity mismatch keep theirs."""
     if not isinstance(comparison, dict):
         return UNUSABLE
     if comparison.get("status") != "complete":
@@ -58,6 +60,9 @@ def exit_code(comparison: dict) -> int:
     stats = comparison.get("stats")
     if not isinstance(stats, dict):
         return UNUSABLE
+    if metric == "instructions":
+        ins = comparison.get("instructions")
+        return EXIT_CODES.get(ins.get("verdict"), UNUSABLE) if isinstance(ins, dict) else UNUSABLE
     return EXIT_CODES.get(stats.get("verdict"), UNUSABLE)
 
 
@@ -118,21 +123,26 @@ def parity_text(comparison: dict) -> str:
     return "parity mismatch"
 
 
-def line(comparison: dict, exit_word: str = "exit") -> str:
+def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
     The timing is shown whatever parity says; exit_word introduces the code (`harness run`
-    says whose code it is)."""
+    says whose code it is). metric "instructions" (`compare --metric instructions`): the code
+    and the first word are the instruction counts' verdict, the wall's named beside it, so the
+    exit the line shows is the exit the command gives."""
     from harness.comparison.parity import explain
 
-    code = exit_code(comparison)
+    code = exit_code(comparison, metric)
     if code == FAILED:
         return (f"verdict: campaign failed ({exit_word} {code}): "
                 f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
     stats = comparison.get("stats")
     if code == UNUSABLE:
-        return f"verdict: unusable ({exit_word} {code}): comparison.json has no usable stats"
+        what = "no instruction counts" if metric == "instructions" and isinstance(stats, dict) else "no usable stats"
+        return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"
     word = stats["verdict"] if code != PARITY else f"parity mismatch, timing {stats['verdict']}"
+    if metric == "instructions" and code != PARITY:
+        word = f"{comparison['instructions']['verdict']} by instruction counts, wall {stats['verdict']}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
     paired = stats.get("paired") or {}
     if paired.get("geomean_ratio") is not None and paired.get("ci95"):
