@@ -31,7 +31,8 @@ def error(command: str, *lines, code: int = UNUSABLE) -> int:
 
 
 EXIT_CODES = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
-RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed"}
+RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed",
+                    PROBLEMS: "the sealed bundle does not verify"}
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
                       "partial": PARTIAL, "outputs differ": PARITY, "run failed": FAILED}
 assert set(EXIT_CODES) == set(C.VERDICTS) and set(REPRODUCTION_CODES) == set(C.REPRODUCTION_VERDICTS)
