@@ -228,6 +228,31 @@ REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sy
 INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                    "OPENBLAS_NUM_THREADS": "1"}
 
+# --- parity: how far a declared tolerance may reach (`parity: {max_ulp: N}`) -------------------
+# One ULP near 1.0 is 2**-m of the value for a float of m stored significand bits, so N ULP is a
+# relative difference of about N * 2**-m, and 2**m ULP (all values from 1.0 to 2.0) is no
+# tolerance at all: a candidate returning one constant would pass. A tolerance may therefore
+# let at most the low half of the significand move: max_ulp <= 2**ceil(m / 2), which keeps the
+# high floor(m / 2) bits in agreement (a relative difference below 2**-floor(m / 2)):
+#   float16 (m = 10): 32 ULP, about 3%;  float32 (m = 23): 4096 ULP, about 0.05%;
+#   float64 (m = 52): 2**26 ULP, about 1.5e-8.
+# (bfloat16, m = 7, would get 16; it has no numpy dtype and is refused when stored, so no output
+# is bfloat16.) The campaign file cannot know its outputs' dtypes: it is refused above the widest
+# bound (float64's); both checkers then refuse the tolerance for a differing field whose dtype's
+# bound it exceeds (comparison.json parity.tolerance.over_bound), so it never makes them agree.
+FLOAT_NAMES = {2: "float16", 4: "float32", 8: "float64"}  # a stored float's itemsize -> its name
+SIGNIFICAND_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+MAX_ULP = {name: 2 ** -(-bits // 2) for name, bits in SIGNIFICAND_BITS.items()}
+MAX_ULP_ANY = max(MAX_ULP.values())  # what a campaign file may declare at the most
+
+
+def ulp_bound(kind, itemsize):
+    """The widest tolerance a float field of this numpy kind and itemsize admits, or None
+    (no float16/32/64: no tolerance covers it)."""
+    name = FLOAT_NAMES.get(itemsize) if kind == "f" else None
+    return None if name is None else MAX_ULP[name]
+
+
 # --- the campaign's defaults (harness/plan/spec.py) -------------------------------------------
 DEFAULT_ROUNDS = 20  # what `harness init` writes for a fixed count
 DEFAULT_FIRST_LOOK = 4  # `rounds: auto`: the first round after which the sequential interval may stop
@@ -757,7 +782,7 @@ FIELDS = {
         "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
         "parity": F("dict", "derived: parity; campaign: campaign.yaml"),
         "parity.max_ulp": F("int?", "campaign: campaign.yaml; derived: floats may differ by this many units in the "
-                                    "last place (null: bit for bit)", lo=0, hi=2**52),
+                                    "last place (null: bit for bit)", lo=0, hi=MAX_ULP_ANY),
         "metrics": F("list", "plan: instruction runs exactly with instructions; campaign: campaign.yaml", size=2),
         "metrics[]": F("enum", "campaign: campaign.yaml", values=METRICS),
         "instructions": F("dict?", "plan: the instruction runs (null: none); campaign: campaign.yaml"),
@@ -981,9 +1006,12 @@ FIELDS["comparison"] = {
     "parity.identical": F("bool", _D),
     "parity.agree": F("bool", _D + "; outputs agree under the campaign's parity rule (bit for bit, or max_ulp)"),
     "parity.tolerance": F("dict?", _D),
-    "parity.tolerance.max_ulp": F("int", _D, lo=0, hi=2**52),
+    "parity.tolerance.max_ulp": F("int", _D, lo=0, hi=MAX_ULP_ANY),
     "parity.tolerance.max_ulp_seen": F("int", _D, lo=0, hi=2**64),
     "parity.tolerance.fields_within": F("int", _D, **COUNT),
+    "parity.tolerance.over_bound": F("dict", _D + "; the dtypes of differing float fields whose bound (contract.MAX_ULP) "
+                                     "max_ulp exceeds: no tolerance for them", size=len(FLOAT_NAMES)),
+    "parity.tolerance.over_bound.*": F("int", _D, lo=0, hi=MAX_ULP_ANY, key=re.compile(r"^float(16|32|64)\Z")),
     "parity.reference": F("label?", _D),
     "parity.items": F("int", _D, **COUNT),
     "parity.fields_compared": F("int", _D, **COUNT),

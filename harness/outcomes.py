@@ -31,7 +31,8 @@ def error(command: str, *lines, code: int = UNUSABLE) -> int:
 
 
 EXIT_CODES = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
-RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed"}
+RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed",
+                    PROBLEMS: "the sealed bundle does not verify"}
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
                       "partial": PARTIAL, "outputs differ": PARITY, "run failed": FAILED}
 assert set(EXIT_CODES) == set(C.VERDICTS) and set(REPRODUCTION_CODES) == set(C.REPRODUCTION_VERDICTS)
@@ -45,9 +46,11 @@ def run_code(comparison: dict) -> int:
     return OK if comparison["parity"]["agree"] else PARITY
 
 
-def exit_code(comparison: dict) -> int:
+def exit_code(comparison: dict, metric: str = "wall") -> int:
     """0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
-    2 unusable (no stats / unknown verdict)."""
+    2 unusable (no stats / unknown verdict). metric "instructions": the instruction counts'
+    own verdict gives the code (2 when the campaign counted none); a failed campaign and a
+    parity mismatch keep theirs."""
     if not isinstance(comparison, dict):
         return UNUSABLE
     if comparison.get("status") != "complete":
@@ -58,6 +61,9 @@ def exit_code(comparison: dict) -> int:
     stats = comparison.get("stats")
     if not isinstance(stats, dict):
         return UNUSABLE
+    if metric == "instructions":
+        ins = comparison.get("instructions")
+        return EXIT_CODES.get(ins.get("verdict"), UNUSABLE) if isinstance(ins, dict) else UNUSABLE
     return EXIT_CODES.get(stats.get("verdict"), UNUSABLE)
 
 
@@ -102,32 +108,42 @@ def disagreement(comparison: dict) -> str | None:
 
 
 def parity_text(comparison: dict) -> str:
-    """Parity in words: identical, or equal within the declared tolerance (never "identical")."""
+    """Parity in words that scale with the tolerance: "parity identical" for byte-identical
+    outputs; under a declared `max_ulp` "within N ULP (close, not identical)", never "equal" or
+    "identical" (only 0 ULP apart, NaN payloads or zero signs, is "equal in value")."""
     p = comparison["parity"]
     if p["identical"]:
         return "parity identical"
     tol = p.get("tolerance")
     if p["agree"] and tol:
-        return (f"outputs equal within {tol['max_ulp']} ULP (max seen {tol['max_ulp_seen']}, "
+        if not tol["max_ulp_seen"]:
+            return (f"outputs equal in value, 0 ULP apart ({tol['fields_within']} field(s) differ only in NaN "
+                    "payloads or the sign of zero: not byte-identical)")
+        return (f"outputs within {tol['max_ulp']} ULP (close, not identical: max seen {tol['max_ulp_seen']} ULP, "
                 f"{tol['fields_within']} field(s) not bit-identical)")
     return "parity mismatch"
 
 
-def line(comparison: dict, exit_word: str = "exit") -> str:
+def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
     The timing is shown whatever parity says; exit_word introduces the code (`harness run`
-    says whose code it is)."""
+    says whose code it is). metric "instructions" (`compare --metric instructions`): the code
+    and the first word are the instruction counts' verdict, the wall's named beside it, so the
+    exit the line shows is the exit the command gives."""
     from harness.comparison.parity import explain
 
-    code = exit_code(comparison)
+    code = exit_code(comparison, metric)
     if code == FAILED:
         return (f"verdict: campaign failed ({exit_word} {code}): "
                 f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
     stats = comparison.get("stats")
     if code == UNUSABLE:
-        return f"verdict: unusable ({exit_word} {code}): comparison.json has no usable stats"
+        what = "no instruction counts" if metric == "instructions" and isinstance(stats, dict) else "no usable stats"
+        return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"
     word = stats["verdict"] if code != PARITY else f"parity mismatch, timing {stats['verdict']}"
+    if metric == "instructions" and code != PARITY:
+        word = f"{comparison['instructions']['verdict']} by instruction counts, wall {stats['verdict']}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
     paired = stats.get("paired") or {}
     if paired.get("geomean_ratio") is not None and paired.get("ci95"):

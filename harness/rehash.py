@@ -754,12 +754,18 @@ def ulp_distance(check, digest_a, digest_b):
     """The most units in the last place between two stored float arrays of one dtype and
     shape, element by element (NaN against NaN of any payload: 0; NaN against a number, or an
     infinity against a finite number: None, no tolerance covers it). None for other dtypes."""
+    return ulp_and_dtype(check, digest_a, digest_b)[0]
+
+
+def ulp_and_dtype(check, digest_a, digest_b):
+    """ulp_distance, and the name of the float dtype both arrays have (contract.FLOAT_NAMES) or None."""
     rel_a, rel_b = C.array_path(digest_a), C.array_path(digest_b)
     da, sa, ka, ia, _, ca = array_chunks(check, rel_a, check.max_array_bytes)
     db, sb, kb, ib, _, cb = array_chunks(check, rel_b, check.max_array_bytes)
     try:
         if (da, sa) != (db, sb) or (ka, ia) not in FLOAT_FORMATS:
-            return None
+            return None, None
+        name = C.FLOAT_NAMES[ia]
         _, int_code = FLOAT_FORMATS[(ka, ia)]
         bits = 8 * ia
         top = 1 << (bits - 1)
@@ -782,11 +788,11 @@ def ulp_distance(check, digest_a, digest_b):
                 inf_x = (x & exp_mask) == exp_mask and not x & frac_mask
                 inf_y = (y & exp_mask) == exp_mask and not y & frac_mask
                 if nan_x or nan_y or inf_x or inf_y:
-                    return None
+                    return None, name
                 ox = -(x & (top - 1)) if x & top else x  # monotone in the float's value; -0.0 is +0.0
                 oy = -(y & (top - 1)) if y & top else y
                 worst = max(worst, abs(ox - oy))
-        return worst
+        return worst, name
     finally:
         ca.close()
         cb.close()
@@ -1542,20 +1548,26 @@ def compare_golden(golden, runs):
 def tolerance_section(check, mismatches, max_ulp):
     """With `parity: {max_ulp: N}`: the most ULP between differing float fields, and whether
     every mismatch is such a field within N (an error, a missing field, another dtype or shape,
-    a non-float field, or a NaN against a number never is). Each listed mismatch gets its max_ulp."""
-    worst, within, fine = 0, 0, True
+    a non-float field, or a NaN against a number never is). Each listed mismatch gets its max_ulp.
+    A tolerance wider than a differing field's dtype admits (contract.MAX_ULP: it would let more
+    than the low half of the significand move) covers nothing there: the dtype goes in over_bound."""
+    worst, within, fine, over = 0, 0, True, {}
     for m in mismatches:
-        distance = None
+        distance = name = None
         if m["field"] is not None and m["reason"] == "bytes differ":
-            distance = ulp_distance(check, m["reference_digest"], m["digest"])
+            distance, name = ulp_and_dtype(check, m["reference_digest"], m["digest"])
         m["max_ulp"] = distance
-        if distance is None or distance > max_ulp:
+        if distance is not None and max_ulp > C.MAX_ULP[name]:
+            over[name] = C.MAX_ULP[name]
+            fine = False
+        elif distance is None or distance > max_ulp:
             fine = False
         else:
             within += 1
         if distance is not None:
             worst = max(worst, distance)
-    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within}, fine
+    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within,
+            "over_bound": dict(sorted(over.items()))}, fine
 
 
 def derive(check, campaign, runs, runner, cleanup, golden, instr, workload):

@@ -173,16 +173,13 @@ def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None)
             where, problem = problems[0]
             return error("compare", f"{path}: {where}: {problem} (not a comparison.json of {C.FORMAT})",
                          code=outcomes.UNUSABLE)
-    print(outcomes.line(comparison) + (" [not verified: --no-verify]" if no_verify else ""))
+    if metric == "instructions" and comparison.get("instructions") is None:
+        return error("compare", "--metric instructions: this campaign counted no instructions (metrics: [wall, "
+                     "instructions] adds them)", code=outcomes.UNUSABLE)
+    # The line shows the code this command exits with: with --metric instructions, the counts'.
+    print(outcomes.line(comparison, metric=metric) + (" [not verified: --no-verify]" if no_verify else ""))
     for text in signers:
         print(text)
     for text in stage_summary(comparison):
         print(text)
-    if metric == "instructions":
-        ins = comparison["instructions"]
-        if ins is None:
-            return error("compare", "--metric instructions: this campaign counted no instructions (metrics: [wall, "
-                         "instructions] adds them)", code=outcomes.UNUSABLE)
-        code = outcomes.exit_code(comparison)
-        return code if code in (outcomes.FAILED, outcomes.PARITY) else outcomes.EXIT_CODES[ins["verdict"]]
-    return outcomes.exit_code(comparison)
+    return outcomes.exit_code(comparison, metric)

@@ -49,8 +49,8 @@ workload:
 # golden: null                  # {{path, sha256}}: digests every run must reproduce
 # verdict: {{threshold: {threshold:g}}}   # relative band inside which the change counts as equal
 # noise_floor: null             # {{path, sha256}} of `harness calibrate`'s file: no claim smaller than the floor
-# parity: {{max_ulp: null}}       # floats may differ by N units in the last place ("equal within N ULP");
-#                               # null: bit for bit
+# parity: {{max_ulp: null}}       # floats may differ by N units in the last place ("within N ULP (close, not
+#                               # identical)"); at most float16 32, float32 4096, float64 2**26; null: bit for bit
 # metrics: [wall]               # [wall, instructions]: also count instructions under valgrind, a verdict of
 #                               # their own that a noisy machine cannot move
 # instructions: {{items: null, runs: {instruction_runs}}}   # with metrics [wall, instructions]: items per run, runs per variant

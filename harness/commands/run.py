@@ -2,8 +2,10 @@
 its bundle; with --sign, sign it right after sealing (harness/attest, BUNDLE.intoto.json).
 
 Exit codes: 0 complete, outputs agree, 3 parity mismatch, 4 a run failed or timed out (or
-the campaign was interrupted), 2 usage or input error (then no bundle is written), or a key
-that cannot sign (loaded before anything runs)."""
+the campaign was interrupted), 1 the sealed bundle does not verify (`run` verifies what it
+sealed, as `harness verify` would, before it signs or says anything of the result; such a
+bundle is not signed), 2 usage or input error (then no bundle is written), or a key that
+cannot sign (loaded before anything runs)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,7 +15,7 @@ from harness.plan import spec
 from harness.bundle.write import BundleError
 from harness.commands import error
 from harness.engine.progress import Progress
-from harness.outcomes import FAILED
+from harness.outcomes import FAILED, INTERRUPTED, PROBLEMS
 
 
 def add_overrides(p) -> None:
@@ -82,7 +84,15 @@ def main(args) -> int:
         return error("run", exc)
     except Interrupted as exc:
         return error("run", exc, code=FAILED)
-    if key is not None:  # right after sealing
+    from harness.judge.verify import verify
+
+    try:  # what it sealed, checked as a reviewer will: never "complete" for a bundle verify refuses
+        checked = verify(outcome.out)
+    except KeyboardInterrupt:
+        return error("run", f"interrupted while verifying the sealed bundle {outcome.out}; run "
+                            f"`harness verify {outcome.out}`", code=INTERRUPTED)
+    refused = checked.problems or ([checked.unusable] if checked.unusable else [])
+    if key is not None and not refused:  # right after sealing
         from harness.commands.sign import sign_sealed
 
         code, signed = sign_sealed("run", key, outcome.out, force=args.force)
@@ -94,7 +104,8 @@ def main(args) -> int:
     if outcome.note:
         print(f"note: {outcome.note}")
     print(f"bundle: {outcome.out}")
-    print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else ""))
+    print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else "")
+          + (" as its comparison.json says, but the bundle does NOT verify" if refused else ""))
     wall = result["wall"]
     if wall["speedup"] is not None:
         print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
@@ -114,12 +125,21 @@ def main(args) -> int:
         print(f"golden: {'identical' if golden['identical'] else 'DIFFERS'} on {golden['items_checked']} of "
               f"{golden['items']} golden items" + (" (this campaign runs a subset)" if subset else ""))
     # The verdict as `harness compare` gives it; this command's own exit code is below.
-    print(verdict_line(result, exit_word="harness compare would exit"))
+    if refused:
+        for problem in refused[:5]:
+            print(f"FAIL {problem}")
+        more = f", {len(refused) - 5} more" if len(refused) > 5 else ""
+        print(f"verify: the sealed bundle does not verify ({len(refused)} problem(s){more}: `harness verify "
+              f"{outcome.out}` lists them); no verdict (harness compare would exit {PROBLEMS})"
+              + ("; not signed" if key is not None else ""))
+    else:
+        print(verdict_line(result, exit_word="harness compare would exit"))
     if signed:
         print(signed)
     print(f"digest: {outcome.digest}")
-    print(f"exit: {outcome.exit_code} ({RUN_EXIT_MEANING[outcome.exit_code]})")
-    return outcome.exit_code
+    code = PROBLEMS if refused else outcome.exit_code
+    print(f"exit: {code} ({RUN_EXIT_MEANING[code]})")
+    return code
 
 
 def parity_line(result: dict, out: Path) -> str:

@@ -19,7 +19,7 @@ from harness import contract as C, outcomes, records
 from harness.bundle import write as bundle
 from harness.comparison import analysis, derive as comparison
 from harness.engine import instructions
-from harness.engine.environment import InterpreterError
+from harness.engine.environment import InterpreterError, mismatch as interpreter_mismatch
 from harness.engine.launch import Launch, LocalLauncher
 from harness.engine.progress import Silent
 from harness.files import path_digest, read_json, sha256_bytes, tree_listing
@@ -271,6 +271,7 @@ class Runner:
                                 for v in ("base", "candidate")}
             except InterpreterError as exc:
                 raise SpecError(f"{campaign.source}: {exc}") from None
+            self.interpreters = interpreters  # what each worker must report it runs (interpreter_mismatch)
             scratch = Path(tempfile.mkdtemp(prefix=f"abba-{campaign.name}-"))
             staging = None
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -516,6 +517,11 @@ class Runner:
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
             else:
                 seen[variant] = read_json(run_dir / "result.json")
+                lied = interpreter_mismatch(interpreters[variant], seen[variant].get("python"),
+                                            f"the {variant} pre-flight worker")
+                if lied:
+                    problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): python: "
+                                    f"{lied}")
         if self.campaign.instructions is not None:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
         if len(seen) == 2:
@@ -589,6 +595,9 @@ class Runner:
                     count, counted = instructions.read_count(out_file), read_json(run_dir / "result.json")
                 except instructions.InstructionsError as exc:
                     status, reason = "failed", str(exc)
+            lied = status == "ok" and self._interpreter_lied(variant, (counted or {}).get("python"), label)
+            if lied:
+                status, reason, counted, count = "failed", lied, None, None
             return records.InstructionRecord.of(
                 job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid, process=exit_.process,
                 log=log, counted=counted, count=count, after=after,
@@ -599,8 +608,16 @@ class Runner:
                 measured = records.WorkerResult.from_json(read_json(run_dir / "result.json"))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
+        lied = status == "ok" and self._interpreter_lied(variant, measured.python, label)
+        if lied:  # the record keeps no interpreter then: the reason names both
+            status, reason, measured = "failed", lied, None
         return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
                                     process=exit_.process, log=log, measured=measured)
+
+    def _interpreter_lied(self, variant: str, reported, label: str) -> str | None:
+        """Why a run fails when its worker ran another interpreter than the probe described."""
+        probed = getattr(self, "interpreters", None)
+        return interpreter_mismatch(probed[variant], reported, f"{label}'s worker") if probed else None
 
     def _trees_changed(self, label: str) -> str | None:
         """Why the run fails when it changed a revision's tree (the code under test must be the

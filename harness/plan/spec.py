@@ -506,11 +506,19 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
     threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
     # Bit for bit unless the campaign declares how far floats may move (a summation order, a
-    # fused multiply-add): then "equal within N ULP", never "identical".
+    # fused multiply-add): then "within N ULP (close, not identical)", never "identical" or "equal".
+    # The outputs' dtypes are known only when they are compared: here the widest bound (float64's)
+    # refuses a tolerance that spans every dtype's range; the comparison refuses one wider than a
+    # differing field's own dtype admits (contract.MAX_ULP).
     parity = r.mapping(top.get("parity") or {}, "parity", {"max_ulp"})
     max_ulp = parity.get("max_ulp")
     if max_ulp is not None:
-        max_ulp = int(r.number(max_ulp, "parity.max_ulp", 0, 2**52, integer=True))
+        if isinstance(max_ulp, int) and not isinstance(max_ulp, bool) and max_ulp > C.MAX_ULP_ANY:
+            bounds = ", ".join(f"{name} {C.MAX_ULP[name]}" for name in C.FLOAT_NAMES.values())
+            raise r.fail("parity.max_ulp", f"at most {C.MAX_ULP_ANY} ULP (per dtype: {bounds}; a wider tolerance "
+                                           "lets more than the low half of a float's significand move and would "
+                                           "pass a candidate returning a constant)", max_ulp)
+        max_ulp = int(r.number(max_ulp, "parity.max_ulp", 0, C.MAX_ULP_ANY, integer=True))
 
     build = top.get("build") or []
     if not isinstance(build, list) or not all(

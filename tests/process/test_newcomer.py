@@ -211,10 +211,10 @@ def test_the_pre_flight_warns_when_outputs_already_differ_and_goes_on(tmp_path):
     assert result.stdout.splitlines()[-1].startswith("OK ")
 
 
-def test_a_run_within_a_declared_ulp_says_equal_within_never_identical(tmp_path):
+def test_a_run_within_a_declared_ulp_says_within_never_identical(tmp_path):
     """With `parity: {max_ulp: 2}` declared and outputs one ULP apart, the run goes on past the
-    pre-flight's note, completes (exit 0), and its verdict line says "equal within 2 ULP (max
-    seen 1", shows the timing, and never calls the outputs identical."""
+    pre-flight's note, completes (exit 0), and its verdict line says "within 2 ULP (close, not
+    identical", shows the timing, and never calls the outputs identical or equal."""
     path = last_bit_campaign(tmp_path, parity={"max_ulp": 2})
     result = harness("run", path, "--out", tmp_path / "out", env=cache_env(tmp_path / "cache"))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -222,9 +222,10 @@ def test_a_run_within_a_declared_ulp_says_equal_within_never_identical(tmp_path)
     assert "warning: pre-flight: base and candidate outputs already differ on item p (field(s) y): parity will fail" \
         in lines
     verdict = next(x for x in lines if x.startswith("verdict: "))
-    assert "; outputs equal within 2 ULP (max seen 1, " in verdict and "parity identical" not in verdict
+    assert "; outputs within 2 ULP (close, not identical: max seen 1 ULP, " in verdict
+    assert "parity identical" not in verdict and "outputs equal" not in verdict
     assert "wall " in verdict and "->" in verdict  # the timing is on the line
-    assert next(x for x in lines if x.startswith("parity: ")).startswith("parity: equal within 2 ULP (max seen 1, ")
+    assert next(x for x in lines if x.startswith("parity: ")).startswith("parity: within 2 ULP (close, not identical: ")
     comparison = json.loads((tmp_path / "out" / C.COMPARISON).read_text())
     assert comparison["parity"]["identical"] is False and comparison["parity"]["tolerance"]["max_ulp_seen"] == 1
 
