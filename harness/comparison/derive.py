@@ -50,6 +50,8 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
                     speedup=base_mean / cand_mean)
     staged = [r for r in ok if C.instrumented(r.label, campaign["order"])]
     stats = analysis.analyze(runs, campaign["threshold"], floor and floor["floor"])
+    stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
+                                       floor and floor["floor"])
     return {
         "schema": C.SCHEMAS["comparison"],
         "campaign": campaign["name"],

@@ -570,7 +570,8 @@ class Runner:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
         return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
-                                    process=exit_.process, log=log, measured=measured)
+                                    process=exit_.process, log=log, measured=measured,
+                                    bounds=records.interference_bounds(self.campaign.interference))
 
     def _trees_changed(self, label: str) -> str | None:
         """Why the run fails when it changed a revision's tree (the code under test must be the
