@@ -1063,10 +1063,9 @@ def check_generation(check, campaign, runs):
             return
     current = not runs or ids[0] == C.SCHEMAS["run"]
     if current != ("interference" in campaign):
-        check.fail(C.CAMPAIGN_JSON, ("interference missing, but the run records are of " if current else
-                                     "interference present, but the run records are of ") + short(ids[0] if runs
-                                                                                                  else C.SCHEMAS["run"]),
-                   "identity")
+        schema = ids[0] if runs else C.SCHEMAS["run"]
+        check.fail(C.CAMPAIGN_JSON, f"interference {'missing' if current else 'present'}, but the run records are of "
+                                    f"{schema}", "identity")
     if not current:
         check.notes.append(f"interference not measured: the run records are of {ids[0]}, from a harness before it "
                            "(no steal, CPU/wall or frequency per run; no run could be marked disturbed)")

@@ -107,3 +107,11 @@ def test_committed_bundles_of_the_earlier_run_schema_still_verify(name):
     for result in (harness("verify", bundle), rehash(bundle)):
         assert result.returncode == 0, result.stdout[-2000:]
         assert "note: interference not measured: the run records are of abba-harness/run/v4" in result.stdout
+
+
+def test_bounds_stripped_from_campaign_json_are_refused(demo_bundle):
+    tamper.edit_json(C.CAMPAIGN_JSON, lambda c: c.pop("interference"))(demo_bundle)
+    tamper.rederive(demo_bundle)
+    tamper.reseal(demo_bundle)
+    both_refuse(demo_bundle, "FAIL data/campaign.json: [identity] interference missing, but the run records are of "
+                             + C.SCHEMAS["run"])
