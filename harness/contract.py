@@ -26,7 +26,7 @@ SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
     "result": "abba-harness/result/v1",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
-    "run": "abba-harness/run/v4",
+    "run": "abba-harness/run/v5",
     "instructions": "abba-harness/instructions/v3",
     "campaign": "abba-harness/campaign/v7",
     "comparison": "abba-harness/comparison/v6",
@@ -43,6 +43,16 @@ SCHEMAS = {
     "noise_floor": "abba-harness/noise-floor/v1",
 }
 SCHEMA_PREFIX = "abba-harness/"
+# Schema ids a checker still reads, of bundles an earlier harness wrote, with the top-level keys
+# their records lack. "Absent" is accepted only as a whole earlier generation: every run record of
+# the bundle has that id, none holds a key it lacks, and campaign.json and comparison.json lack
+# what came with them (INTERFERENCE_KEYS); a record of the current id must hold every key. The
+# checkers say in their output that such a bundle measured no interference.
+# None today: the sequential rounds (campaign/v7, comparison/v6) came with run/v5, so a bundle
+# of run/v4 records can only be an earlier generation relabelled, and every committed bundle was
+# re-run; an entry here re-opens exactly the generation it names.
+PREVIOUS_SCHEMAS: dict = {}
+INTERFERENCE_KEYS = {"campaign": "interference", "comparison": "stats.interference"}
 
 # --- the bundle's files --------------------------------------------------------------------
 BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST = "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"
@@ -285,6 +295,67 @@ DRIFT_RULE = ("flagged when the median per-round ratio of the later half of the 
               "within the shuffled rounds and is shown only")
 INSTRUCTION_BAND = 0.002  # instruction counts within +-0.2% read "equal" (rustc-perf: a no-op stays within it)
 SIG_DIGITS = 10  # every stats float keeps 10 significant digits
+
+# --- interference over a run's timed loop (docs/statistics.md "Interference") ------------------
+# A run is disturbed when the hypervisor took more than MAX_STEAL of its loop's wall (steal time,
+# /proc/stat, plus one USER_HZ tick: the counts are whole ticks), or, for work the campaign declares
+# single-threaded (`interference: {min_cpu_per_wall: X}`), when its process CPU over the loop was
+# below X of the loop's wall (the worker was off its core). A campaign may set either within the
+# limits below; the verdict must then hold on the rounds without a disturbed run, or it is no claim.
+MAX_STEAL = 0.02
+MAX_STEAL_LIMITS = (0.0, 0.10)  # a campaign may tighten the steal bound, or loosen it to 10% at most
+MIN_CPU_PER_WALL_LIMITS = (0.5, 1.0)  # a declared single-threaded loop: at least half its wall on a core
+DISTURBED_CAUSES = ("steal", "off_cpu")
+
+
+def disturbance(measured, wall_s, process_cpu_s, cores, max_steal, min_cpu_per_wall):
+    """(steal_share, cpu_per_wall, causes) of one ok run from what its worker measured over the
+    timed loop (measured: user_hz, steal_ticks, cpu_steal_ticks; any may be None: not shown by the
+    kernel). steal_share: the larger of its own CPU's steal over the wall and all CPUs' steal over
+    cores x the wall (None without either); cpu_per_wall: process CPU over the wall. causes: the
+    bounds crossed, in DISTURBED_CAUSES order (a tick of steal is allowed: whole ticks)."""
+    hz = measured.get("user_hz")
+    shares, over = [], False
+    if hz and wall_s and wall_s > 0:
+        tick = 1.0 / hz
+        own, every = measured.get("cpu_steal_ticks"), measured.get("steal_ticks")
+        if own is not None:
+            shares.append(own / hz / wall_s)
+            over |= own / hz > max_steal * wall_s + tick
+        if every is not None and cores:
+            shares.append(every / hz / (cores * wall_s))
+            over |= every / hz > max_steal * cores * wall_s + tick
+    cpu_per_wall = process_cpu_s / wall_s if process_cpu_s is not None and wall_s and wall_s > 0 else None
+    causes = (["steal"] if over else []) + \
+        (["off_cpu"] if min_cpu_per_wall is not None and cpu_per_wall is not None
+         and cpu_per_wall < min_cpu_per_wall else [])
+    return (sig10(max(shares)) if shares else None), sig10(cpu_per_wall), causes
+
+
+def without_disturbed(verdict, reason, disturbed_rounds, other):
+    """(verdict, reason, holds) once the rounds with a disturbed run are left out: other is the
+    verdict the same rule gives on the remaining rounds ((verdict, rounds), None: no round is
+    disturbed). A claim (improved, regressed, equal) holds only when the other rounds alone give the
+    same word; else the campaign makes no claim, and says so."""
+    if other is None or verdict == "inconclusive":
+        return verdict, reason, True
+    if other[0] == verdict:
+        return verdict, reason, True
+    return "inconclusive", (f"{reason}, but the verdict does not hold without the {len(disturbed_rounds)} disturbed "
+                            f"round(s) ({', '.join(str(k) for k in disturbed_rounds)}): the other {other[1]} round(s) "
+                            f"give {other[0]}"), False
+
+
+def interference_warning(disturbed, max_steal, min_cpu_per_wall, rounds, holds):
+    """The warning line of a campaign with disturbed runs (disturbed: (label, causes) pairs)."""
+    bounds = f"steal above {100 * max_steal:g}% of the loop's wall" + \
+        (f", or CPU/wall below {min_cpu_per_wall:g}" if min_cpu_per_wall is not None else "")
+    runs = ", ".join(f"{label} ({' and '.join(causes)})" for label, causes in disturbed)
+    if not rounds:
+        return f"interference: disturbed ({bounds}): {runs}; not in a timed round"
+    return (f"interference: disturbed ({bounds}): {runs}; the verdict "
+            + ("holds" if holds else "does not hold") + f" without the {len(rounds)} round(s) "
+            f"{', '.join(str(k) for k in rounds)}")
 
 # --- verdicts: the words (harness/outcomes.py gives their exit codes and the verdict line) ----
 VERDICTS = ("improved", "regressed", "equal", "inconclusive")
@@ -665,6 +736,30 @@ FIELDS = {
         "machine.loadavg_before[]": F("num", "free", lo=0.0, hi=1e6),
         "machine.loadavg_after": F("list?", "free", size=3),
         "machine.loadavg_after[]": F("num", "free", lo=0.0, hi=1e6),
+        "interference": F("dict?", "status: present exactly when ok (null in a failed run); a run/v4 record, of "
+                                   "a harness before it, lacks the key"),
+        "interference.user_hz": F("int?", "physics: the kernel's USER_HZ (10 to 10000), the unit of the steal "
+                                          "counts; derived: the disturbed rule", lo=10, hi=10_000),
+        "interference.steal_ticks": F("int?", "physics: all CPUs' steal over the timed loop (/proc/stat cpu line, "
+                                              "8th value), within cores x the wall and a tick; derived: the "
+                                              "disturbed rule (null: the kernel shows no steal)", lo=0, hi=2**62),
+        "interference.cpu": F("int?", "physics: below environment.json's cores: the CPU the worker ran on at the "
+                                      "loop's start and end (null: it moved, or unknown)", lo=0, hi=1 << 20),
+        "interference.cpu_steal_ticks": F("int?", "physics: that CPU's steal over the loop, within the wall and a "
+                                                  "tick and within all CPUs' steal; null when cpu or steal_ticks is; "
+                                                  "derived: the disturbed rule",
+                                          lo=0, hi=2**62),
+        "interference.freq_mhz_before": F("num?", "free", lo=0.0, hi=1e6),
+        "interference.freq_mhz_after": F("num?", "free", lo=0.0, hi=1e6),
+        "interference.steal_share": F("num?", "derived: the larger of own-CPU steal / wall and all-CPU steal / "
+                                              "(cores x wall) (contract.disturbance)", lo=0.0, hi=1e6),
+        "interference.cpu_per_wall": F("num?", "derived: machine.process_cpu_s / wall_s (contract.disturbance)",
+                                       lo=0.0, hi=1e9),
+        "interference.causes": F("list", "derived: the bounds of campaign.json's interference it crosses",
+                                 size=len(DISTURBED_CAUSES)),
+        "interference.causes[]": F("enum", "derived: the bounds of campaign.json's interference it crosses",
+                                   values=DISTURBED_CAUSES),
+        "interference.disturbed": F("bool", "derived: exactly when it crosses a bound (causes)"),
         "harness_source_sha256": F("sha256?", "identity: environment.json's harness digest"),
         "workload_sha256": F("sha256?", "identity: workload.json's digest (the folder the worker imported from)"),
         **INTERPRETER,
@@ -780,6 +875,13 @@ FIELDS = {
                                  "when noise_floor_sha256 is", size=4096),
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
         "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
+        "interference": F("dict", "campaign: campaign.yaml (its bounds, else the contract's); identity: present "
+                                  "exactly when the run records are of the current run schema", optional=True),
+        "interference.max_steal": F("num", "campaign: campaign.yaml; derived: the disturbed rule",
+                                    lo=MAX_STEAL_LIMITS[0], hi=MAX_STEAL_LIMITS[1]),
+        "interference.min_cpu_per_wall": F("num?", "campaign: campaign.yaml (null: not declared single-threaded); "
+                                                   "derived: the disturbed rule", lo=MIN_CPU_PER_WALL_LIMITS[0],
+                                           hi=MIN_CPU_PER_WALL_LIMITS[1]),
         "parity": F("dict", "derived: parity; campaign: campaign.yaml"),
         "parity.max_ulp": F("int?", "campaign: campaign.yaml; derived: floats may differ by this many units in the "
                                     "last place (null: bit for bit)", lo=0, hi=MAX_ULP_ANY),
@@ -1127,6 +1229,23 @@ FIELDS["comparison"] = {
     "stats.load": F("dict", _D),
     "stats.load.overloaded": F("list", _D, size=MAX_RUNS),
     "stats.load.overloaded[]": F("label", _D),
+    "stats.interference": F("dict", _D + " (present exactly when campaign.json's interference is)", optional=True),
+    "stats.interference.max_steal": F("num", _D, lo=MAX_STEAL_LIMITS[0], hi=MAX_STEAL_LIMITS[1]),
+    "stats.interference.min_cpu_per_wall": F("num?", _D, lo=MIN_CPU_PER_WALL_LIMITS[0],
+                                             hi=MIN_CPU_PER_WALL_LIMITS[1]),
+    "stats.interference.steal_runs": F("int", _D, **COUNT),
+    "stats.interference.freq_runs": F("int", _D, **COUNT),
+    "stats.interference.disturbed": F("list", _D, size=MAX_RUNS),
+    "stats.interference.disturbed[]": F("label", _D),
+    "stats.interference.disturbed_rounds": F("list", _D, size=MAX_RUNS),
+    "stats.interference.disturbed_rounds[]": F("int", _D, lo=1, hi=MAX_RUNS),
+    "stats.interference.without": F("dict?", _D),
+    "stats.interference.without.rounds": F("int", _D, lo=0, hi=MAX_RUNS),
+    "stats.interference.without.geomean_ratio": F("num?", _D, **RATIO),
+    "stats.interference.without.ci95": F("list?", _D, size=2),
+    "stats.interference.without.ci95[]": F("num", _D, **RATIO),
+    "stats.interference.without.verdict": F("enum", _D, values=VERDICTS),
+    "stats.interference.holds": F("bool", _D),
     "stats.verdict": F("enum", _D, values=VERDICTS),
     "stats.verdict_reason": F("str", _D, size=4096),
     "stats.warnings": F("list", _D, size=64),
@@ -1211,6 +1330,16 @@ UNBOUND = {
                                                        "is physical (other threads)",
     ("run", "machine.cpu_stall_s@x7,/7,zero,swap"): "a CPU stall within the wall is physical; it is re-derived "
                                                     "into the load rule",
+    ("run", "interference.steal_ticks@x7,zero,swap"): "steal within cores x the wall is physical: a changed "
+                                                      "count is re-derived into the disturbed mark, refused only "
+                                                      "when it crosses the bound",
+    ("run", "interference.cpu_steal_ticks@x7,zero,swap"): "steal within the wall is physical: a changed count is "
+                                                          "re-derived into the disturbed mark, refused only when "
+                                                          "it crosses the bound",
+    ("run", "interference.user_hz@x7,swap"): "another tick length within its range is physical: re-derived into "
+                                             "the disturbed mark, refused only when it crosses the bound",
+    ("run", "interference.cpu@x7,zero,swap"): "another CPU of the machine is physical: which core the kernel "
+                                              "chose no other record holds",
     ("run", "stages.*.calls@x7,zero,swap"): "the workload's own count; a changed count is re-derived into "
                                             "parity (call counts not identical), not refused",
     ("run", "items[].fields.*.digest@swap"): "another stored array of the same dtype and shape: re-derived into "
@@ -1245,6 +1374,10 @@ FREE = {
                                  "only its range is checked",
     ("run", "machine.loadavg_before"): "the load the machine reported; no other record holds it",
     ("run", "machine.loadavg_after"): "the load the machine reported; no other record holds it",
+    ("run", "interference.freq_mhz_before"): "what the kernel's cpufreq reported for the worker's CPU (null where "
+                                             "the machine has none); no other record holds it, and no rule reads it",
+    ("run", "interference.freq_mhz_after"): "what the kernel's cpufreq reported for the worker's CPU (null where "
+                                            "the machine has none); no other record holds it, and no rule reads it",
     ("cleanup", "method"): "prose naming how absence was verified",
     ("cleanup", "processes[].cmdline"): "the command line the ledger saw; only the role and run are bound",
     ("environment", "*"): "what the machine reported (CPU model, ISA, BLAS, packages, load, worker env): no record "

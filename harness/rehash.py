@@ -392,12 +392,16 @@ def load_doc(check, kind, rel, required=True):
         check.fail(rel, str(exc), "parsing")
         return None
     schema = value.get("schema") if isinstance(value, dict) else None
-    if schema != C.SCHEMAS[kind]:
+    lacks = C.PREVIOUS_SCHEMAS.get(kind, {}).get(schema)
+    if schema != C.SCHEMAS[kind] and lacks is None:
         check.fail(rel, f"schema {short(schema)}: this checker reads {C.SCHEMAS[kind]} only; a bundle of another "
                         "version of the harness is not judged by other rules: re-run its campaign with this harness "
                         "(`harness run` of the campaign file at its campaign_path)", "parsing")
         return None
-    problems = conform(kind, value)
+    # An earlier schema's record (contract.PREVIOUS_SCHEMAS) lacks some keys: they must be absent.
+    problems = [(where, problem) for where, problem in conform(kind, value)
+                if not (lacks and where in lacks and problem == "missing")]
+    problems += [(key, f"present, but a {schema} record has no such key") for key in lacks or () if key in value]
     for where, problem in problems:
         check.fail(rel, f"{where}: {problem}", "parsing")
     return None if problems else value
@@ -992,6 +996,8 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
         if value is not None and wall is not None and (value < low - C.SLOT_ABS_S or
                                                        (high is not None and value > bound(high) + C.TICK_S)):
             check.fail(rel, f"machine.{key} {short(value)} is not between {what}", "physics")
+    if "interference" in record:  # absent only in a record of an earlier schema (load_doc)
+        check_interference(check, rel, record, campaign)
     staged = C.instrumented(label, campaign["order"])
     if status == "ok" and not staged:  # a timed run of an order with stage runs: no wrappers at all
         if record["stages"] or record["stages_installed"] or record["imported_from"]["stages"]:
@@ -1013,6 +1019,62 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
                 check.fail(rel, f"stage {name} imported from {short(where)}, not a path in the revision's tree",
                            "identity")
     return all_stored
+
+
+def check_interference(check, rel, record, campaign):
+    """A run record's interference: present exactly when ok; its readings within what the loop's
+    wall allows; its marks re-derived from them and campaign.json's bounds (contract.disturbance)."""
+    section, wall, status = record["interference"], record["wall_s"], record["status"]
+    if (section is None) != (status != "ok"):
+        check.fail(rel, "interference " + ("null in an ok run" if section is None else f"in a {status} run"),
+                   "status")
+        return
+    if section is None:
+        return
+    cores = record["machine"]["cores"]
+    hz, steal, own, cpu = section["user_hz"], section["steal_ticks"], section["cpu_steal_ticks"], section["cpu"]
+    if (hz is None) != (steal is None):
+        check.fail(rel, "interference.user_hz is given exactly with steal_ticks (it is their unit)", "physics")
+    if own is not None and (cpu is None or steal is None):
+        check.fail(rel, "interference.cpu_steal_ticks without the CPU and all CPUs' steal it is part of", "physics")
+    if cpu is not None and cores and cpu >= cores:
+        check.fail(rel, f"interference.cpu {cpu}, but the machine has {cores} CPU(s)", "physics")
+    if hz and steal is not None and cores and steal / hz > cores * (wall + C.TICK_S) + 1.0 / hz:
+        check.fail(rel, f"interference.steal_ticks {steal} ({steal / hz:.6g} s) above {cores} CPU(s) x the loop's "
+                        f"wall {wall:.6g} s", "physics")
+    if hz and own is not None and steal is not None and (own / hz > wall + C.TICK_S + 1.0 / hz or own > steal + 2):
+        check.fail(rel, f"interference.cpu_steal_ticks {own} above the loop's wall {wall:.6g} s or all CPUs' "
+                        f"steal {steal}", "physics")
+    bounds = campaign.get("interference")
+    if bounds is None:  # the generations disagree: check_records says so
+        return
+    share, per_wall, causes = C.disturbance(section, wall, record["machine"]["process_cpu_s"], cores,
+                                            bounds["max_steal"], bounds["min_cpu_per_wall"])
+    for key, want in (("steal_share", share), ("cpu_per_wall", per_wall), ("causes", causes),
+                      ("disturbed", bool(causes))):
+        if list(diff(want, section[key])):
+            check.fail(rel, f"interference.{key} {short(section[key])}, but its readings and campaign.json's bounds "
+                            f"give {short(want)}", "derived")
+
+
+def check_generation(check, campaign, runs):
+    """One generation of records: every run record of one schema id; campaign.json's interference
+    present exactly when they are of the current one (contract.PREVIOUS_SCHEMAS). Absent is accepted
+    only as a whole earlier generation, and said."""
+    ids = [r["schema"] for r in runs]
+    for r in runs:
+        if r["schema"] != ids[0]:
+            check.fail(C.run_path(r["label"]), f"schema {short(r['schema'])}, but {runs[0]['label']}'s is "
+                                               f"{short(ids[0])}: one bundle, one harness", "parsing")
+            return
+    current = not runs or ids[0] == C.SCHEMAS["run"]
+    if current != ("interference" in campaign):
+        schema = ids[0] if runs else C.SCHEMAS["run"]
+        check.fail(C.CAMPAIGN_JSON, f"interference {'missing' if current else 'present'}, but the run records are of "
+                                    f"{schema}", "identity")
+    if not current:
+        check.notes.append(f"interference not measured: the run records are of {ids[0]}, from a harness before it "
+                           "(no steal, CPU/wall or frequency per run; no run could be marked disturbed)")
 
 
 def check_auto_rounds(check, campaign, runs):
@@ -1361,6 +1423,7 @@ def check_records(check, stored):
         previous_end = record["process"]["ended_at"] - clock_tol(record["process"]["wall_s"])
         check_log(check, record)
         runs.append(record)
+    check_generation(check, campaign, runs)
     if campaign["budget_s"] is not None:
         check_auto_rounds(check, campaign, runs)
     instr, sound_instr = check_instruction_runs(check, campaign, runner, env, runs, plan, started)
@@ -1969,6 +2032,37 @@ def derive_stats(runs, threshold, floor, sequential=None):
     return out
 
 
+def with_interference(stats, runs, bounds, threshold, floor):
+    """stats with `interference` when campaign.json has its bounds: the runs marked disturbed (the
+    marks are checked against their readings by check_interference), the rounds they are in, and
+    derive_stats on the other rounds; a claim those alone do not give is no claim."""
+    if bounds is None:
+        return stats
+    usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0]
+    section = [(r, r.get("interference")) for r in usable]
+    marked = [r["label"] for r, s in section if s is not None and s["disturbed"]]
+    rounds = [int(a[1:]) for a, b in stats["rounds"]["pairs"] if a in marked or b in marked]
+    other = without = None
+    if rounds:
+        gone = {f"{v}{k}" for k in rounds for v in "AB"}
+        rest = derive_stats([r for r in runs if r["label"] not in gone], threshold, floor)
+        other = (rest["verdict"], rest["rounds"]["n"])
+        without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
+                   "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
+    stats["verdict"], stats["verdict_reason"], holds = C.without_disturbed(stats["verdict"], stats["verdict_reason"],
+                                                                           rounds, other)
+    stats["interference"] = {
+        "max_steal": bounds["max_steal"], "min_cpu_per_wall": bounds["min_cpu_per_wall"],
+        "steal_runs": sum(1 for _r, s in section if s is not None and s["steal_ticks"] is not None),
+        "freq_runs": sum(1 for _r, s in section if s is not None and s["freq_mhz_before"] is not None),
+        "disturbed": marked, "disturbed_rounds": rounds, "without": without, "holds": holds}
+    if marked:
+        stats["warnings"].append(C.interference_warning([(r["label"], s["causes"]) for r, s in section
+                                                         if s is not None and s["disturbed"]],
+                                                        bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
+    return stats
+
+
 def instructions_section(instr, wall_verdict):
     """comparison.json `instructions`: per variant its ok counts, repeated exactly or their
     spread; the ratio of mean counts; a change beyond the spread is detected; a verdict of the
@@ -2033,10 +2127,10 @@ def check_comparison(check, docs):
     try:
         derived = derive(check, campaign, docs["runs"], docs["runner"], docs["cleanup"], docs["golden"],
                          docs["instructions"], docs["workload"]["digest"])
-        derived["stats"] = derive_stats(docs["runs"], campaign["threshold"],
-                                        docs["noise_floor"]["floor"] if docs["noise_floor"] else None,
-                                        C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"])
-                                                                  for r in docs["runs"][:2]]))
+        floor = docs["noise_floor"]["floor"] if docs["noise_floor"] else None
+        plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
+        derived["stats"] = with_interference(derive_stats(docs["runs"], campaign["threshold"], floor, plan),
+                                             docs["runs"], campaign.get("interference"), campaign["threshold"], floor)
         derived["instructions"] = instructions_section(docs["instructions"], derived["stats"]["verdict"]) \
             if campaign["instructions"] is not None else None
         check_stop(check, campaign, derived["stats"])

@@ -34,6 +34,7 @@ from harness.comparison.stats import mean, t_interval, trimmed_mean
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
                               SEQ_LAST_LEVEL, SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
                               decide, sequence_ratio, sig10, stopped, timed)
+from harness.contract import interference_warning, without_disturbed as decide_without
 
 
 def thin_stages(ok: list[dict]) -> list[str]:
@@ -363,3 +364,42 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
         result["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {cap} rounds before a look "
                                     "decided")
     return result
+
+
+def round_of(label: str) -> int:
+    """A timed run's round: A3 and B3 are round 3."""
+    return int(label[1:])
+
+
+def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: float,
+                      floor: float | None = None) -> dict:
+    """stats with `interference` (campaign.json's bounds given; None: a bundle of an earlier run
+    schema, whose records measured none): the ok runs the runner marked disturbed, the rounds they
+    are in, and the verdict of the same rule (analyze) on the other rounds. A claim that the other
+    rounds alone do not give is no claim (contract.without_disturbed)."""
+    if bounds is None:
+        return stats
+    usable = usable_runs(runs)
+    marked = [r for r in usable if r.disturbed]
+    pairs = stats["rounds"]["pairs"]
+    labels = {r.label for r in marked}
+    rounds = [round_of(a) for a, b in pairs if a in labels or b in labels]
+    other, without = None, None
+    if rounds:
+        gone = {f"{v}{k}" for k in rounds for v in "AB"}
+        rest = analyze([r for r in runs if r.label not in gone], threshold, floor)
+        other = (rest["verdict"], rest["rounds"]["n"])
+        without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
+                   "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
+    verdict, reason, holds = decide_without(stats["verdict"], stats["verdict_reason"], rounds, other)
+    stats["verdict"], stats["verdict_reason"] = verdict, reason
+    stats["interference"] = {
+        "max_steal": bounds["max_steal"], "min_cpu_per_wall": bounds["min_cpu_per_wall"],
+        "steal_runs": sum(1 for r in usable if r.interference is not None and r.interference.steal_ticks is not None),
+        "freq_runs": sum(1 for r in usable if r.interference is not None
+                         and r.interference.freq_mhz_before is not None),
+        "disturbed": [r.label for r in marked], "disturbed_rounds": rounds, "without": without, "holds": holds}
+    if marked:
+        stats["warnings"].append(interference_warning([(r.label, r.interference.causes) for r in marked],
+                                                      bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
+    return stats

@@ -612,7 +612,8 @@ class Runner:
         if lied:  # the record keeps no interpreter then: the reason names both
             status, reason, measured = "failed", lied, None
         return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
-                                    process=exit_.process, log=log, measured=measured)
+                                    process=exit_.process, log=log, measured=measured,
+                                    bounds=records.interference_bounds(self.campaign.interference))
 
     def _interpreter_lied(self, variant: str, reported, label: str) -> str | None:
         """Why a run fails when its worker ran another interpreter than the probe described."""

@@ -74,7 +74,10 @@ def claim_on(original: read.Bundle, ids: set) -> dict:
     runs = [dataclasses.replace(r, items=[it for it in r.items if it.id in ids]) for r in original.runs]
     if original.comparison["stats"]["floor"] is not None:
         floor = original.comparison["stats"]["floor"]
-    return claim({"stats": analysis.analyze(runs, original.campaign["threshold"], floor)})
+    threshold = original.campaign["threshold"]
+    stats = analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
+                                       original.campaign.get("interference"), threshold, floor)
+    return claim({"stats": stats})
 
 
 def ratio_text(c: dict) -> str:

@@ -108,6 +108,9 @@ class Campaign:
     noise_floor_sha256: str | None = None
     instructions: Instructions | None = None  # None: `metrics: [wall]`, no instruction runs
     max_ulp: int | None = None  # `parity: {max_ulp: N}`: floats may differ by N units in the last place
+    # `interference: {max_steal: S, min_cpu_per_wall: X}`: the bounds that mark a run disturbed, as declared
+    # (None: not declared, the contract's); campaign.json records them with the defaults filled in
+    interference: dict | None = None
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -353,7 +356,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
-                 "verdict", "build", "metrics", "instructions", "python", "parity"},
+                 "verdict", "build", "metrics", "instructions", "python", "parity", "interference"},
         required={"name", "target", "base", "candidate", "workload"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -520,6 +523,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                                            "pass a candidate returning a constant)", max_ulp)
         max_ulp = int(r.number(max_ulp, "parity.max_ulp", 0, C.MAX_ULP_ANY, integer=True))
 
+    interference = _interference(r, top)
+
     build = top.get("build") or []
     if not isinstance(build, list) or not all(
             isinstance(cmd, list) and cmd and all(isinstance(a, str) and a and "\0" not in a for a in cmd)
@@ -538,7 +543,23 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
-                    max_ulp=max_ulp)
+                    max_ulp=max_ulp, interference=interference)
+
+
+def _interference(r: _Reader, top: dict) -> dict | None:
+    """`interference:`: the steal bound (a share of the loop's wall) within the contract's limits, and
+    min_cpu_per_wall, which declares the timed loop single-threaded CPU-bound work (a run whose
+    process CPU over the loop is below that share of its wall was off its core)."""
+    if top.get("interference") is None:
+        return None
+    block = r.mapping(top["interference"], "interference", {"max_steal", "min_cpu_per_wall"})
+    out = {}
+    if "max_steal" in block:
+        out["max_steal"] = float(r.number(block["max_steal"], "interference.max_steal", *C.MAX_STEAL_LIMITS))
+    if block.get("min_cpu_per_wall") is not None:
+        out["min_cpu_per_wall"] = float(r.number(block["min_cpu_per_wall"], "interference.min_cpu_per_wall",
+                                                 *C.MIN_CPU_PER_WALL_LIMITS))
+    return out
 
 
 def _instructions(r: _Reader, top: dict) -> Instructions | None:

@@ -54,9 +54,13 @@ def test_every_older_schema_id_and_the_older_bag_format_are_refused(bundle):
                       ("environment", C.ENVIRONMENT), ("golden", C.GOLDEN), ("builds", C.BUILDS)):
         copy = bundle.parent / f"relabel-{kind}"
         shutil.copytree(bundle, copy)
-        forge(copy, {rel: lambda d, k=kind: d.update(schema=C.SCHEMAS[k][:-1] + str(int(C.SCHEMAS[k][-1]) - 1))})
+        older = C.SCHEMAS[kind][:-1] + str(int(C.SCHEMAS[kind][-1]) - 1)
+        forge(copy, {rel: lambda d, o=older: d.update(schema=o)})
         for lines in problems(copy):
-            assert refused(lines, rel, "[parsing] schema", RE_RUN), (kind, lines)
+            if older in C.PREVIOUS_SCHEMAS.get(kind, {}):  # still read, as a whole earlier generation
+                assert refused(lines, rel, "[parsing] interference: present, but a", f"{older} record"), lines
+            else:
+                assert refused(lines, rel, "[parsing] schema", RE_RUN), (kind, lines)
     older = C.FORMAT.rsplit("/v", 1)[0] + "/v5"
     bag_info(bundle, set_bag("Abba-Format", older))
     for lines in problems(bundle):
