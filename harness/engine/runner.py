@@ -22,7 +22,7 @@ from harness.engine import instructions
 from harness.engine.environment import InterpreterError
 from harness.engine.launch import Launch, LocalLauncher
 from harness.engine.progress import Silent
-from harness.files import path_digest, read_json, sha256_bytes, tree_listing
+from harness.files import WriteFailed, path_digest, read_json, sha256_bytes, tree_listing, write_failed
 from harness.plan import revisions, workload as workload_files
 from harness.plan.spec import Campaign, SpecError
 
@@ -234,6 +234,7 @@ class Runner:
         self.trees: dict[str, list] = {}  # variant -> its tree's listing before the first run
         self.items_all: list[str] = []  # the workload's items, as the pre-flight found them
         self.warnings: list[str] = []  # the pre-flight's notes (outputs that already differ, ...)
+        self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -294,6 +295,12 @@ class Runner:
                 staging = bundle.Staging(self.out)
                 return self._campaign(staging, scratch, materialized, inputs, golden, floor, interpreters, code,
                                       claim)
+            except OSError as exc:
+                if staging is None:
+                    raise
+                # A write failed (a full disk, most often while sealing): the finished runs stay
+                # in the staging folder, and the line says how to seal them once there is room.
+                raise self._kept(staging, exc) from None
             except BaseException:
                 if staging is not None:
                     staging.discard()
@@ -303,6 +310,23 @@ class Runner:
                     signal.signal(s, h)
                 self.launcher.kill_all()
                 shutil.rmtree(scratch, ignore_errors=True)
+
+    def _kept(self, staging, exc: OSError) -> WriteFailed:
+        """The failure, saying where the finished runs are and how to go on: `harness seal` once
+        every run ended and its receipts are written (then nothing is left to measure), a fresh
+        campaign otherwise. A failed publish already says where its sealed bundle is."""
+        failed = write_failed(staging.root, exc)
+        if failed.fix:
+            return failed
+        runs = staging.root / "data" / "runs"
+        n = sum(1 for p in runs.iterdir() if p.suffix == ".json") if runs.is_dir() else 0
+        if self.receipts_written:
+            return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}",
+                                   f"free space, then `harness seal {staging.root} --out {self.out}`",
+                                   staging.root, True)
+        return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}, but the campaign stopped "
+                               "before its runs ended, so they cannot be sealed", "free space and run the campaign "
+                               "again", staging.root, False)
 
     def _campaign(self, staging, scratch, materialized, inputs, golden, floor, interpreters, code,
                   claim) -> Outcome:
@@ -372,6 +396,7 @@ class Runner:
             runs_planned=len(campaign.order), runs_started=len(runs), items_all=self.items_all, items=items)
         staging.write_json(C.CLEANUP, cleanup_receipt)
         staging.write_json(C.RUNNER, runner_receipt)
+        self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
                                    workload=workload["digest"])
