@@ -28,7 +28,18 @@ from harness.plan.spec import Campaign, SpecError
 
 # Passed through from the harness's environment when set: locale-free basics, and the
 # OpenBLAS settings some CPUs need for correct results.
-PASS_THROUGH = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
+PASS_THROUGH = ("PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
+# What each run has of its own: a fresh, empty home and temporary folder (the XDG folders under
+# the home), made before the worker starts and removed with its run folder (its cwd) once the run
+# is recorded, so that nothing a run caches there is found by the next. A key the campaign's env
+# sets is left as the campaign set it: a cache it declares, shared by every run, and recorded.
+PER_RUN = {"HOME": "home", "TMPDIR": "tmp", "TMP": "tmp", "TEMP": "tmp", "XDG_CACHE_HOME": "home/.cache",
+           "XDG_CONFIG_HOME": "home/.config", "XDG_DATA_HOME": "home/.local/share",
+           "XDG_STATE_HOME": "home/.local/state"}
+# What no fresh folder isolates: recorded in environment.json beside what was (docs/guarantees.md).
+SHARED = ("the revisions' trees and the harness's scratch folder (a run that changes a tree fails)",
+          "the inputs (hash-checked before the first run)", "the operating system's page cache and the CPU caches",
+          "/dev/shm, the network, and any path outside the run's own folders that the code names itself")
 FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -113,6 +124,24 @@ def worker_env(campaign: Campaign, code: Path | None = None) -> dict[str, str]:
     env.update(campaign.env)
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), campaign.env.get("PYTHONPATH")]))
+    return env
+
+
+def isolation(campaign: Campaign) -> dict:
+    """environment.json's record of what each run had of its own and what it shared."""
+    return {"per_run": sorted(k for k in PER_RUN if k not in campaign.env),
+            "declared": sorted(k for k, v in campaign.env.items() if k in PER_RUN or "/" in v),
+            "shared": list(SHARED)}
+
+
+def own_folders(run_dir: Path, campaign_env: dict) -> dict[str, str]:
+    """The run's own home and temporary folder under its run folder, made now, empty: the
+    PER_RUN keys the campaign's env does not set, pointing at them."""
+    env = {}
+    for key, rel in PER_RUN.items():
+        if key not in campaign_env:
+            (run_dir / rel).mkdir(parents=True, exist_ok=True)
+            env[key] = str(run_dir / rel)
     return env
 
 
@@ -336,8 +365,9 @@ class Runner:
         resolved = resolved_campaign(campaign, materialized, repo_root)
         staging.write_bytes(C.CAMPAIGN_YAML, campaign.raw)
         staging.write_json(C.CAMPAIGN_JSON, resolved)
-        staging.write_json(C.ENVIRONMENT, records.environment(self.launcher.environment(
-            {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters)))
+        staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
+            {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
+            "isolation": isolation(campaign)}))
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(C.INPUTS, records.inputs_receipt(inputs))
         listed = workload_files.rows(self.workload)
@@ -373,6 +403,7 @@ class Runner:
             mode = "instructions" if label.startswith("I") else "run"
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
                                    deadline, interpreters[variant]["executable"], items, mode, after, valgrind)
+            shutil.rmtree(scratch / "runs" / label, ignore_errors=True)  # its own folders: never the next run's
             if mode == "instructions":
                 instr_runs.append(record)
                 staging.write_json(C.instructions_path(label), records.to_json(record))
@@ -473,6 +504,7 @@ class Runner:
         """One worker through the launcher; its job file beside its log."""
         (run_dir / "job.json").write_text(json.dumps(job))
         argv = [*prefix, python, "-m", WORKER, str(run_dir / "job.json")]
+        env = {**env, **own_folders(run_dir, self.campaign.env)}
         return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
 
     def _status(self, exit_, run_dir: Path, timeout: float) -> tuple[str, str | None]:
@@ -511,6 +543,7 @@ class Runner:
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
             else:
                 seen[variant] = read_json(run_dir / "result.json")
+            shutil.rmtree(run_dir, ignore_errors=True)  # its own folders: never a run's
         if self.campaign.instructions is not None:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
         if len(seen) == 2:
