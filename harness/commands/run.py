@@ -3,7 +3,8 @@ its bundle; with --sign, sign it right after sealing (harness/attest, BUNDLE.int
 
 Exit codes: 0 complete, outputs agree, 3 parity mismatch, 4 a run failed or timed out (or
 the campaign was interrupted), 2 usage or input error (then no bundle is written), or a key
-that cannot sign (loaded before anything runs)."""
+that cannot sign (loaded before anything runs), 10 a write failed (a full disk: the line names
+the staging folder that keeps the finished runs, for `harness seal`; cli.main says it)."""
 from __future__ import annotations
 
 from pathlib import Path
