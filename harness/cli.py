@@ -4,7 +4,7 @@ never pays for what `harness run` needs.
 
 The data's journey, and the commands along it:
   plan      init, check, target           a campaign file, its revisions, its pre-flight
-  engine    run, calibrate                 fresh worker processes -> run records -> a sealed bundle
+  engine    run, calibrate, seal           fresh worker processes -> run records -> a sealed bundle
   judge     verify, compare, reproduce     the bundle against the contract, its verdict, a re-run
   render    report, summary                REPORT.md, a pull request's section
   beyond    sign, fleet, golden, microbench, selftest
@@ -12,12 +12,18 @@ The data's journey, and the commands along it:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 
-COMMANDS = ("init", "check", "target", "run", "calibrate", "verify", "compare", "reproduce", "report", "summary",
+COMMANDS = ("init", "check", "target", "run", "calibrate", "seal", "verify", "compare", "reproduce", "report", "summary",
             "sign", "fleet", "golden", "microbench", "selftest")
+
+
+# What a write that cannot succeed until the user acts fails with: no space, over a quota, a
+# read-only file system, a file too large for it.
+WRITE_ERRNOS = tuple(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EROFS", "EFBIG") if hasattr(errno, name))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +85,17 @@ def main(argv: list[str] | None = None) -> int:
         # written past the wrapper (a raw descriptor): the reader left; end quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return outcomes.OK
+    except OSError as exc:
+        # A write that failed where no command caught it (a full disk under a figure, a scratch
+        # copy, a golden file): its one line and WRITE_FAILED, never a traceback. Any other
+        # OSError is a bug to see whole.
+        from harness.files import WriteFailed
+
+        if isinstance(exc, WriteFailed) or exc.errno in WRITE_ERRNOS:
+            failed = exc if isinstance(exc, WriteFailed) else WriteFailed(exc.filename or "a file", exc)
+            print(f"harness {args.command}: error: {failed.line()}", file=sys.stderr)
+            return outcomes.WRITE_FAILED
+        raise
     finally:
         sys.stdout = stdout
 

@@ -978,6 +978,13 @@ FIELDS = {
         "interpreters.candidate.packages": F("dict", "free", size=4096),
         "interpreters.candidate.packages.*": F("str", "free", size=128,
                                                key=re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")),
+        "isolation": F("dict", "free", optional=True),  # absent in bundles sealed before issue 33
+        "isolation.per_run": F("list", "free", size=32),
+        "isolation.per_run[]": F("str", "free", size=128),
+        "isolation.declared": F("list", "free", size=512),
+        "isolation.declared[]": F("str", "free", size=128),
+        "isolation.shared": F("list", "free", size=32),
+        "isolation.shared[]": F("str", "free", size=512),
         "fleet": F("dict?", "free"),
         "fleet.scheduler": F("enum", "free", values=("ray",)),
         "fleet.node_id": F("str", "free", size=256),

@@ -19,6 +19,7 @@ INCONCLUSIVE = 6
 NOT_REPRODUCED = 7
 NOT_CONTRADICTED = 8  # reproduce: the re-run could not tell (too wide, or no claim to test)
 PARTIAL = 9  # reproduce: the two bundles do not cover the same items
+WRITE_FAILED = 10  # a write failed (a full disk, a quota, a read-only folder): nothing half-written, the runs kept
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
 def error(command: str, *lines, code: int = UNUSABLE) -> int:

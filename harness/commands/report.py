@@ -98,7 +98,7 @@ def main(args) -> int:
 
 def _draw(entries, report_dir: Path) -> None:
     """Each verified bundle's picture, drawn from its records (never taken from the bundle)."""
-    from harness.files import atomic_write_bytes
+    from harness.files import atomic_write_bytes, write_failed
     from harness.render import figure, report
 
     folder = report_dir / report.FIGURES
@@ -107,6 +107,10 @@ def _draw(entries, report_dir: Path) -> None:
             continue
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{e.path.name}.png.tmp"
-        figure.render(e.bundle, tmp)
-        atomic_write_bytes(folder / f"{e.path.name}.png", tmp.read_bytes())
-        tmp.unlink()
+        try:
+            figure.render(e.bundle, tmp)
+            atomic_write_bytes(folder / f"{e.path.name}.png", tmp.read_bytes())
+        except OSError as exc:  # a full disk: one line (cli), no half-drawn picture left behind
+            raise write_failed(folder / f"{e.path.name}.png", exc) from None
+        finally:
+            tmp.unlink(missing_ok=True)

@@ -6,7 +6,8 @@ new bundle, whose claim names the original's digest (harness/attest).
 
 Exit codes: 0 reproduced, 8 not contradicted (the re-run could not tell), 9 partial (not the
 same items), 7 not reproduced, 3 outputs differ, 4 a run failed; 1 the original does not
-verify, 2 unusable input or refused (nothing was run; a key that cannot sign too)."""
+verify, 2 unusable input or refused (nothing was run; a key that cannot sign too), 10 a write
+failed (a full disk: the line says what was kept)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +21,7 @@ HELP = "re-run a bundle's campaign into a new bundle and judge the claim against
 def add_parser(sub) -> None:
     p = sub.add_parser("reproduce", help=HELP, description=HELP + ". Exit 0 reproduced, 8 not contradicted (too wide "
                        "to tell), 9 partial (other items), 7 not reproduced, 3 outputs differ, 4 a run failed, 1 the "
-                       "original does not verify, 2 refused (nothing run).")
+                       "original does not verify, 2 refused (nothing run), 10 a write failed.")
     p.add_argument("bundle", metavar="BUNDLE", help="the bundle whose claim to re-run")
     p.add_argument("--repo", default=".", metavar="PATH",
                    help="the repository the bundle's campaign_path is relative to (default: the current folder)")

@@ -5,7 +5,8 @@ Exit codes: 0 complete, outputs agree, 3 parity mismatch, 4 a run failed or time
 the campaign was interrupted), 1 the sealed bundle does not verify (`run` verifies what it
 sealed, as `harness verify` would, before it signs or says anything of the result; such a
 bundle is not signed), 2 usage or input error (then no bundle is written), or a key that
-cannot sign (loaded before anything runs)."""
+cannot sign (loaded before anything runs), 10 a write failed (a full disk: the line names
+the staging folder that keeps the finished runs, for `harness seal`; cli.main says it)."""
 from __future__ import annotations
 
 from pathlib import Path

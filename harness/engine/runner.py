@@ -22,13 +22,24 @@ from harness.engine import instructions
 from harness.engine.environment import InterpreterError, mismatch as interpreter_mismatch
 from harness.engine.launch import Launch, LocalLauncher
 from harness.engine.progress import Silent
-from harness.files import path_digest, read_json, sha256_bytes, tree_listing
+from harness.files import WriteFailed, path_digest, read_json, sha256_bytes, tree_listing, write_failed
 from harness.plan import revisions, workload as workload_files
 from harness.plan.spec import Campaign, SpecError
 
 # Passed through from the harness's environment when set: locale-free basics, and the
 # OpenBLAS settings some CPUs need for correct results.
-PASS_THROUGH = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
+PASS_THROUGH = ("PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
+# What each run has of its own: a fresh, empty home and temporary folder (the XDG folders under
+# the home), made before the worker starts and removed with its run folder (its cwd) once the run
+# is recorded, so that nothing a run caches there is found by the next. A key the campaign's env
+# sets is left as the campaign set it: a cache it declares, shared by every run, and recorded.
+PER_RUN = {"HOME": "home", "TMPDIR": "tmp", "TMP": "tmp", "TEMP": "tmp", "XDG_CACHE_HOME": "home/.cache",
+           "XDG_CONFIG_HOME": "home/.config", "XDG_DATA_HOME": "home/.local/share",
+           "XDG_STATE_HOME": "home/.local/state"}
+# What no fresh folder isolates: recorded in environment.json beside what was (docs/guarantees.md).
+SHARED = ("the revisions' trees and the harness's scratch folder (a run that changes a tree fails)",
+          "the inputs (hash-checked before the first run)", "the operating system's page cache and the CPU caches",
+          "/dev/shm, the network, and any path outside the run's own folders that the code names itself")
 FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -113,6 +124,24 @@ def worker_env(campaign: Campaign, code: Path | None = None) -> dict[str, str]:
     env.update(campaign.env)
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), campaign.env.get("PYTHONPATH")]))
+    return env
+
+
+def isolation(campaign: Campaign) -> dict:
+    """environment.json's record of what each run had of its own and what it shared."""
+    return {"per_run": sorted(k for k in PER_RUN if k not in campaign.env),
+            "declared": sorted(k for k, v in campaign.env.items() if k in PER_RUN or "/" in v),
+            "shared": list(SHARED)}
+
+
+def own_folders(run_dir: Path, campaign_env: dict) -> dict[str, str]:
+    """The run's own home and temporary folder under its run folder, made now, empty: the
+    PER_RUN keys the campaign's env does not set, pointing at them."""
+    env = {}
+    for key, rel in PER_RUN.items():
+        if key not in campaign_env:
+            (run_dir / rel).mkdir(parents=True, exist_ok=True)
+            env[key] = str(run_dir / rel)
     return env
 
 
@@ -234,6 +263,7 @@ class Runner:
         self.trees: dict[str, list] = {}  # variant -> its tree's listing before the first run
         self.items_all: list[str] = []  # the workload's items, as the pre-flight found them
         self.warnings: list[str] = []  # the pre-flight's notes (outputs that already differ, ...)
+        self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -295,6 +325,12 @@ class Runner:
                 staging = bundle.Staging(self.out)
                 return self._campaign(staging, scratch, materialized, inputs, golden, floor, interpreters, code,
                                       claim)
+            except OSError as exc:
+                if staging is None:
+                    raise
+                # A write failed (a full disk, most often while sealing): the finished runs stay
+                # in the staging folder, and the line says how to seal them once there is room.
+                raise self._kept(staging, exc) from None
             except BaseException:
                 if staging is not None:
                     staging.discard()
@@ -305,6 +341,23 @@ class Runner:
                 self.launcher.kill_all()
                 shutil.rmtree(scratch, ignore_errors=True)
 
+    def _kept(self, staging, exc: OSError) -> WriteFailed:
+        """The failure, saying where the finished runs are and how to go on: `harness seal` once
+        every run ended and its receipts are written (then nothing is left to measure), a fresh
+        campaign otherwise. A failed publish already says where its sealed bundle is."""
+        failed = write_failed(staging.root, exc)
+        if failed.fix:
+            return failed
+        runs = staging.root / "data" / "runs"
+        n = sum(1 for p in runs.iterdir() if p.suffix == ".json") if runs.is_dir() else 0
+        if self.receipts_written:
+            return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}",
+                                   f"free space, then `harness seal {staging.root} --out {self.out}`",
+                                   staging.root, True)
+        return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}, but the campaign stopped "
+                               "before its runs ended, so they cannot be sealed", "free space and run the campaign "
+                               "again", staging.root, False)
+
     def _campaign(self, staging, scratch, materialized, inputs, golden, floor, interpreters, code,
                   claim) -> Outcome:
         campaign = self.campaign
@@ -313,8 +366,9 @@ class Runner:
         resolved = resolved_campaign(campaign, materialized, repo_root)
         staging.write_bytes(C.CAMPAIGN_YAML, campaign.raw)
         staging.write_json(C.CAMPAIGN_JSON, resolved)
-        staging.write_json(C.ENVIRONMENT, records.environment(self.launcher.environment(
-            {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters)))
+        staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
+            {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
+            "isolation": isolation(campaign)}))
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(C.INPUTS, records.inputs_receipt(inputs))
         listed = workload_files.rows(self.workload)
@@ -350,6 +404,7 @@ class Runner:
             mode = "instructions" if label.startswith("I") else "run"
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
                                    deadline, interpreters[variant]["executable"], items, mode, after, valgrind)
+            shutil.rmtree(scratch / "runs" / label, ignore_errors=True)  # its own folders: never the next run's
             if mode == "instructions":
                 instr_runs.append(record)
                 staging.write_json(C.instructions_path(label), records.to_json(record))
@@ -374,6 +429,7 @@ class Runner:
             runs_planned=len(campaign.order), runs_started=len(runs), items_all=self.items_all, items=items)
         staging.write_json(C.CLEANUP, cleanup_receipt)
         staging.write_json(C.RUNNER, runner_receipt)
+        self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
                                    workload=workload["digest"])
@@ -479,6 +535,7 @@ class Runner:
         """One worker through the launcher; its job file beside its log."""
         (run_dir / "job.json").write_text(json.dumps(job))
         argv = [*prefix, python, "-m", WORKER, str(run_dir / "job.json")]
+        env = {**env, **own_folders(run_dir, self.campaign.env)}
         return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
 
     def _status(self, exit_, run_dir: Path, timeout: float) -> tuple[str, str | None]:
@@ -522,6 +579,7 @@ class Runner:
                 if lied:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): python: "
                                     f"{lied}")
+            shutil.rmtree(run_dir, ignore_errors=True)  # its own folders: never a run's
         if self.campaign.instructions is not None:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
         if len(seen) == 2:
