@@ -12,6 +12,7 @@ from harness import contract as C
 from harness.plan import spec
 from harness.bundle.write import BundleError
 from harness.commands import error
+from harness.render.text import term
 from harness.engine.progress import Progress
 from harness.outcomes import FAILED
 
@@ -89,12 +90,12 @@ def main(args) -> int:
         if code:
             return code
     result = outcome.comparison
-    for warning in runner.warnings:
-        print(f"warning: {warning}")
+    for warning in runner.warnings + [runner.unanchored] * bool(runner.unanchored):
+        print(f"warning: {term(warning)}")
     if outcome.note:
-        print(f"note: {outcome.note}")
-    print(f"bundle: {outcome.out}")
-    print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else ""))
+        print(f"note: {term(outcome.note)}")
+    print(f"bundle: {term(outcome.out)}")
+    print(f"status: {result['status']}" + (f" ({term(result['reason'])})" if result["reason"] else ""))
     wall = result["wall"]
     if wall["speedup"] is not None:
         print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
@@ -105,18 +106,18 @@ def main(args) -> int:
     print(f"items: {items['planned']} of the {items['of']} the workload gives"
           + (" (workload.items picks them)" if items["planned"] < items["of"] else ""))
     p = result["parity"]
-    print(parity_line(result, outcome.out))
+    print(term(parity_line(result, outcome.out)))
     for line in divergence_lines(result):
-        print(line)
+        print(term(line))
     golden = p.get("golden")
     if golden:
         subset = golden["items_checked"] < golden["items"]
         print(f"golden: {'identical' if golden['identical'] else 'DIFFERS'} on {golden['items_checked']} of "
               f"{golden['items']} golden items" + (" (this campaign runs a subset)" if subset else ""))
     # The verdict as `harness compare` gives it; this command's own exit code is below.
-    print(verdict_line(result, exit_word="harness compare would exit"))
+    print(term(verdict_line(result, exit_word="harness compare would exit")))
     if signed:
-        print(signed)
+        print(term(signed))
     print(f"digest: {outcome.digest}")
     print(f"exit: {outcome.exit_code} ({RUN_EXIT_MEANING[outcome.exit_code]})")
     return outcome.exit_code

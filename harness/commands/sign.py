@@ -34,8 +34,11 @@ def main(args) -> int:
         signed = sign(args.bundle, key, verify(args.bundle), out=args.out, force=args.force)
     except AttestError as exc:
         return error("sign", exc, code=outcomes.UNUSABLE if exc.unusable else outcomes.PROBLEMS)
-    print(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, digest {signed.digest}")
-    print(f"claim: {claim.summary(signed.statement['predicate'])}")
+    from harness.render.text import term
+
+    print(term(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, "
+               f"digest {signed.digest}"))
+    print(f"claim: {term(claim.summary(signed.statement['predicate']))}")
     return outcomes.OK
 
 
