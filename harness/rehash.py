@@ -2025,7 +2025,8 @@ def main(argv):
     if check.problems:
         print(f"{_shown(root)}: {len(check.problems)} problem(s); do not trust this bundle")
         return 1
-    print(f"OK {_shown(root)}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard library; "
+    print(f"OK {_shown(root)}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard "
+          "library; "
           f"every file and field is of the contract ({C.FORMAT}); record rules hold; comparison re-derived (runs, "
           f"wall, stages, parity, status, the rounds' trimmed-t interval, per-item ratios, drift, load, the verdict "
           f"rule, instruction counts); status {check.status}; digest {check.digest}")

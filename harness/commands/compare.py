@@ -115,7 +115,8 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
         rows.append({"#": str(n), "bundle": tcell(d.path),
                      "started (UTC)": dt.datetime.fromtimestamp(d.runner["started_at"], dt.timezone.utc)
                      .strftime("%Y-%m-%d %H:%M"),
-                     "machine": tcell(d.machine.text()), "rounds": str(d.campaign["rounds"] or len(d.campaign["order"])),
+                     "machine": tcell(d.machine.text()),
+                     "rounds": str(d.campaign["rounds"] or len(d.campaign["order"])),
                      "items": str(len(d.runner["items"])),
                      "speed-up": f"{c['wall']['speedup']:.3f}x" if c["wall"]["speedup"] else "n/a",
                      "candidate/base [95% CI]": ratio_text(c["stats"]["paired"]["geomean_ratio"],

@@ -56,7 +56,8 @@ def main(args) -> int:
                  "was edited since): check out the commit the bundle was made at, or re-run the campaign"
                  if anchors_only else "do not trust this bundle"))
         return outcomes.PROBLEMS
-    print(f"OK {term(args.bundle)}: {report.files} payload files and {report.arrays} arrays re-hashed, every file and field "
+    print(f"OK {term(args.bundle)}: {report.files} payload files and {report.arrays} arrays re-hashed, every file and "
+          "field "
           f"of the contract, record rules hold, campaign.yaml agrees, comparison re-derived; status {report.status}; "
           f"digest {report.digest}")
     for note in report.notes + list(signed.notes):
@@ -65,7 +66,8 @@ def main(args) -> int:
         return error("verify", signed.line, code=outcomes.UNUSABLE)
     if signed.state == FAILED:
         print(f"FAIL {term(signed.line)}")
-        print(f"{term(args.bundle)}: the bundle is intact, but its attestation does not hold; do not trust its signature")
+        print(f"{term(args.bundle)}: the bundle is intact, but its attestation does not hold; do not trust its "
+              "signature")
         return outcomes.PROBLEMS
     if signed.line:
         print(term(signed.line))

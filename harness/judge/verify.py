@@ -196,7 +196,8 @@ def anchor(repo: Path, rel, key: str) -> Path:
     where = f"campaign.json {key} {rel!r}"
     if key == "campaign_path" and isinstance(rel, str) and rel.startswith("/"):
         raise AnchorError(f"{where}: not a relative path inside the repository but an absolute one (the campaign "
-                          "file lay outside any git repository when it ran): the bundle has no anchors in any repository, so neither `verify --repo` nor "
+                          "file lay outside any git repository when it ran): the bundle has no anchors in any "
+                          "repository, so neither `verify --repo` nor "
                           "`reproduce` can work for it; `harness verify BUNDLE` checks everything else")
     if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel \
             or any(part in ("", ".", "..") for part in rel.split("/")):

@@ -100,7 +100,8 @@ def section(e, root: Path) -> str:
     if e.problems or b is None:
         why = e.problems[0] if e.problems else "it could not be read"
         return "\n".join([head, "", f"Bundle {code(shown)}: **does not verify ({len(e.problems)} problem(s); the "
-                          f"first: {cell(why)}). Nothing of it is shown; {code(f'harness verify {shell_word(shown)}')} lists why.**", ""])
+                          f"first: {cell(why)}). Nothing of it is shown; "
+                          f"{code(f'harness verify {shell_word(shown)}')} lists why.**", ""])
     c, campaign = b.comparison, b.campaign
     lines = [head, ""]
     if campaign["description"]:

@@ -65,7 +65,8 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
     golden = parity["golden"]
     if parity["identical"]:
         sentence = (f"Outputs: all {parity['fields_identical']} fields of {parity['items']} items byte-identical in "
-                    f"every run (fields {', '.join(cell(f) for f in sorted(fields))}; dtypes {', '.join(map(cell, dtypes))}; "
+                    f"every run (fields {', '.join(cell(f) for f in sorted(fields))}; "
+                    f"dtypes {', '.join(map(cell, dtypes))}; "
                     "dtype, shape and raw bytes, NaN payloads included)")
     elif parity["agree"]:
         sentence = f"Outputs: {cell(outcomes.parity_text(c))}"
