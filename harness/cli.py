@@ -70,10 +70,13 @@ class _Stdout:
 
 def main(argv: list[str] | None = None) -> int:
     from harness import outcomes
+    from harness.render.text import Terminal
 
     args = build_parser().parse_args(argv)
-    stdout = sys.stdout
-    sys.stdout = _Stdout(stdout)
+    stdout, stderr = sys.stdout, sys.stderr
+    # Whatever a command prints reaches the terminal as characters: a bundle's text can neither
+    # erase nor rewrite the verdict line (harness/render/text.py owns the escaping).
+    sys.stdout, sys.stderr = _Stdout(Terminal(stdout)), Terminal(stderr)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()
@@ -97,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             return outcomes.WRITE_FAILED
         raise
     finally:
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 if __name__ == "__main__":

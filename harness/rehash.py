@@ -2177,6 +2177,13 @@ def attestation_note(root):
     return None
 
 
+def _shown(text) -> str:
+    """A line for the terminal: every non-printable character (ESC, CSI, CR, bidi overrides...)
+    shown as its escape. The harness's own rule is harness/render/text.term; this checker
+    imports nothing of the harness, so it holds the same rule in these two lines."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+
+
 def main(argv):
     args = argv[1:]
     cap = None
@@ -2190,23 +2197,24 @@ def main(argv):
     try:
         check = rehash(root, cap)
     except Unusable as exc:
-        print(f"rehash: error: {exc}", file=sys.stderr)
+        print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
         return 2
     except MemoryError:
-        print(f"rehash: error: {root}: checking the bundle needs more memory than this process may use; run it "
+        print(f"rehash: error: {_shown(root)}: checking the bundle needs more memory than this process may use; run it "
               "where it may use more (ulimit -v)", file=sys.stderr)
         return 2
     for problem in check.problems:
-        print(f"FAIL {problem}")
+        print(f"FAIL {_shown(problem)}")
     if check.problems:
-        print(f"{root}: {len(check.problems)} problem(s); do not trust this bundle")
+        print(f"{_shown(root)}: {len(check.problems)} problem(s); do not trust this bundle")
         return 1
-    print(f"OK {root}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard library; "
+    print(f"OK {_shown(root)}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard "
+          "library; "
           f"every file and field is of the contract ({C.FORMAT}); record rules hold; comparison re-derived (runs, "
           f"wall, stages, parity, status, the rounds' trimmed-t interval, per-item ratios, drift, load, the verdict "
           f"rule, instruction counts); status {check.status}; digest {check.digest}")
     for note in check.notes + [n for n in [attestation_note(root)] if n]:
-        print(f"note: {note}")
+        print(f"note: {_shown(note)}")
     return 0
 
 

@@ -66,8 +66,10 @@ def main(args) -> int:
         return error("calibrate", exc, code=verdict.FAILED)
     result = outcome.comparison
     floor = floor_of(result["stats"])
-    print(f"bundle: {outcome.out} (digest {outcome.digest})")
-    print(verdict.line(result))
+    from harness.render.text import term
+
+    print(term(f"bundle: {outcome.out} (digest {outcome.digest})"))
+    print(term(verdict.line(result)))
     if result["status"] != "complete" or floor is None:
         return error("calibrate", f"no noise floor: {result['reason'] or result['stats']['verdict_reason']}",
                      code=verdict.FAILED)

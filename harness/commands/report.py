@@ -61,10 +61,12 @@ def main(args) -> int:
         figure = report_dir / report.FIGURES / f"{e.path.name}.png"
         if e.bundle is not None and not e.problems:
             e.figure = f"{report.FIGURES}/{e.path.name}.png" if (figure.is_file() or args.check) else None
-    sources = ("the bundles named on the command line: " + ", ".join(f"`{p.name}`" for p in paths) if named
+    from harness.render.text import code as md_code, term
+
+    sources = ("the bundles named on the command line: " + ", ".join(md_code(p.name) for p in paths) if named
                else "every bundle under `evidence/`")
     if args.trust:  # the reader should know whose keys made a "signed by" hold
-        sources += f", signatures checked against `{args.trust}`"
+        sources += f", signatures checked against {md_code(args.trust)}"
     text = report.render(entries, root, sources)
     failing = [e for e in entries if e.problems]
     for e in failing:
@@ -89,7 +91,7 @@ def main(args) -> int:
         error("report", f"{out} differs from what its {len(entries)} bundle(s) produce; run `harness report` and "
                         "commit the result", code=outcomes.PROBLEMS)
         for line in diff[:40]:
-            print(line, file=sys.stderr)
+            print(term(line), file=sys.stderr)
         return outcomes.PROBLEMS
     atomic_write_bytes(out, text.encode("utf-8"))
     print(f"harness report: wrote {out} from {len(entries)} bundle(s)")

@@ -15,6 +15,7 @@ from harness import contract as C
 from harness.plan import spec
 from harness.bundle.write import BundleError
 from harness.commands import error
+from harness.render.text import term
 from harness.engine.progress import Progress
 from harness.outcomes import FAILED, INTERRUPTED, PROBLEMS
 
@@ -100,12 +101,12 @@ def main(args) -> int:
         if code:
             return code
     result = outcome.comparison
-    for warning in runner.warnings:
-        print(f"warning: {warning}")
+    for warning in runner.warnings + [runner.unanchored] * bool(runner.unanchored):
+        print(f"warning: {term(warning)}")
     if outcome.note:
-        print(f"note: {outcome.note}")
-    print(f"bundle: {outcome.out}")
-    print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else "")
+        print(f"note: {term(outcome.note)}")
+    print(f"bundle: {term(outcome.out)}")
+    print(f"status: {result['status']}" + (f" ({term(result['reason'])})" if result["reason"] else "")
           + (" as its comparison.json says, but the bundle does NOT verify" if refused else ""))
     wall = result["wall"]
     if wall["speedup"] is not None:
@@ -117,9 +118,9 @@ def main(args) -> int:
     print(f"items: {items['planned']} of the {items['of']} the workload gives"
           + (" (workload.items picks them)" if items["planned"] < items["of"] else ""))
     p = result["parity"]
-    print(parity_line(result, outcome.out))
+    print(term(parity_line(result, outcome.out)))
     for line in divergence_lines(result):
-        print(line)
+        print(term(line))
     golden = p.get("golden")
     if golden:
         subset = golden["items_checked"] < golden["items"]
@@ -128,15 +129,15 @@ def main(args) -> int:
     # The verdict as `harness compare` gives it; this command's own exit code is below.
     if refused:
         for problem in refused[:5]:
-            print(f"FAIL {problem}")
+            print(f"FAIL {term(problem)}")
         more = f", {len(refused) - 5} more" if len(refused) > 5 else ""
         print(f"verify: the sealed bundle does not verify ({len(refused)} problem(s){more}: `harness verify "
-              f"{outcome.out}` lists them); no verdict (harness compare would exit {PROBLEMS})"
+              f"{term(outcome.out)}` lists them); no verdict (harness compare would exit {PROBLEMS})"
               + ("; not signed" if key is not None else ""))
     else:
-        print(verdict_line(result, exit_word="harness compare would exit"))
+        print(term(verdict_line(result, exit_word="harness compare would exit")))
     if signed:
-        print(signed)
+        print(term(signed))
     print(f"digest: {outcome.digest}")
     code = PROBLEMS if refused else outcome.exit_code
     print(f"exit: {code} ({RUN_EXIT_MEANING[code]})")

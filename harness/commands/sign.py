@@ -38,8 +38,11 @@ def main(args) -> int:
         return error("sign", exc, code=outcomes.UNUSABLE if exc.unusable else outcomes.PROBLEMS)
     except WriteFailed as exc:  # a full disk: no attestation, not part of one
         return error("sign", exc.line(), code=outcomes.WRITE_FAILED)
-    print(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, digest {signed.digest}")
-    print(f"claim: {claim.summary(signed.statement['predicate'])}")
+    from harness.render.text import term
+
+    print(term(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, "
+               f"digest {signed.digest}"))
+    print(f"claim: {term(claim.summary(signed.statement['predicate']))}")
     return outcomes.OK
 
 

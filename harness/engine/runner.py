@@ -264,6 +264,7 @@ class Runner:
         self.items_all: list[str] = []  # the workload's items, as the pre-flight found them
         self.warnings: list[str] = []  # the pre-flight's notes (outputs that already differ, ...)
         self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
+        self.unanchored: str | None = None  # the campaign file lies outside any git repository: why that matters
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -291,6 +292,8 @@ class Runner:
                     if workload_path else []
             except workload_files.WorkloadError as exc:
                 raise SpecError(f"{campaign.source}: workload.path: {exc}") from None
+            if _repo_root(campaign.source) is None:  # campaign_path sealed absolute: never anchored, never re-run
+                self.unanchored = outside_repository(campaign.source)
             if self.left_out:
                 shown = ", ".join(self.left_out[:4]) + (f" and {len(self.left_out) - 4} more"
                                                         if len(self.left_out) > 4 else "")
@@ -701,7 +704,10 @@ class Runner:
 def _same_revision(campaign: Campaign, repo: Path, sha: str) -> str:
     worktree = [v for v in ("base", "candidate") if campaign.revision(v).rev == revisions.WORKTREE]
     if not worktree:
-        return (f"{campaign.source}: base.rev and candidate.rev both resolve to {sha[:12]}: nothing to compare")
+        return (f"{campaign.source}: base.rev and candidate.rev both resolve to {sha[:12]}: nothing to compare; "
+                f"to run A against A, `harness calibrate {campaign.source}` (base against base, and the noise floor "
+                "it gives), or give the candidate an empty commit (`git commit --allow-empty -m 'A vs A'`) and name "
+                "that commit as candidate.rev")
     untracked = revisions.untracked_files(repo)
     extra = (f"; {len(untracked)} untracked file(s) (e.g. {untracked[0]}) are left out: `git add` them, "
              "a WORKTREE revision takes tracked files only") if untracked else ""
@@ -748,6 +754,13 @@ def _drop_unreferenced_arrays(arrays_dir: Path, runs: list) -> None:
         for path in arrays_dir.iterdir():
             if path.name not in referenced:
                 path.unlink()
+
+
+def outside_repository(source: Path) -> str:
+    """The one line `run` and `check` give for a campaign file outside any git repository."""
+    return (f"{source} lies outside any git repository: its bundle records the absolute campaign_path, so it "
+            "verifies alone but can never be anchored (`harness verify --repo`) nor reproduced (`harness "
+            "reproduce`); keep the campaign file in a git repository (the target's) for both")
 
 
 def _repo_root(path: Path) -> Path | None:

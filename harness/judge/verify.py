@@ -61,8 +61,10 @@ def _verify(root: Path, repo, max_array_bytes, original) -> Report:
                 _check_anchors(check, docs, Path(repo))
             except AnchorError as exc:
                 return Report(unusable=str(exc))
-        else:
+        elif anchorable(docs["campaign"]):
             check.notes.append("anchors outside the bundle not checked (give --repo PATH)")
+        else:
+            check.notes.append(UNANCHORED)
         if original is not None:
             unusable = _check_original(check, root, Path(original), max_array_bytes)
             if unusable:
@@ -177,11 +179,29 @@ def repository(path: Path) -> Path:
     return Path(top.stdout.strip()).resolve()
 
 
+UNANCHORED = ("anchors outside the bundle cannot be checked: campaign.json records no campaign_path inside a "
+              "repository (the campaign file lay outside any git repository when it ran), so neither `--repo` nor "
+              "`harness reproduce` can work for this bundle")
+
+
+def anchorable(campaign: dict) -> bool:
+    """Whether campaign.json's campaign_path can be found in a repository (`verify --repo`,
+    `reproduce`): a relative path. A campaign file outside any git repository seals its
+    absolute path, and then neither can ever work."""
+    rel = campaign.get("campaign_path") if isinstance(campaign, dict) else None
+    return isinstance(rel, str) and bool(rel) and not rel.startswith("/")
+
+
 def anchor(repo: Path, rel, key: str) -> Path:
     """A file campaign.json names in the repository: a plain relative path that resolves
     inside it and outside any evidence bundle (a bundle's own campaign.yaml would make the
     check compare the bundle with itself, and `reproduce` run what the bundle wrote)."""
     where = f"campaign.json {key} {rel!r}"
+    if key == "campaign_path" and isinstance(rel, str) and rel.startswith("/"):
+        raise AnchorError(f"{where}: not a relative path inside the repository but an absolute one (the campaign "
+                          "file lay outside any git repository when it ran): the bundle has no anchors in any "
+                          "repository, so neither `verify --repo` nor "
+                          "`reproduce` can work for it; `harness verify BUNDLE` checks everything else")
     if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel \
             or any(part in ("", ".", "..") for part in rel.split("/")):
         raise AnchorError(f"{where}: not a relative path inside the repository")

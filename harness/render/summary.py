@@ -5,7 +5,7 @@ reviewer verifies and reproduces it). Every figure is read from the bundle; noth
 from __future__ import annotations
 
 from harness import outcomes
-from harness.render.text import cell, code, num, ratio_text, stage_order, table
+from harness.render.text import cell, code, fence, md_lines, num, ratio_text, shell_word, stage_order, table
 
 
 def render(bundle, shown: str, signer: str | None = None) -> str:
@@ -15,14 +15,14 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
     paired = stats["paired"]
     lines = [f"### Performance evidence: {cell(bundle.name)}", ""]
     if campaign["description"]:
-        lines += [cell(campaign["description"], 1000), ""]
+        lines += [md_lines(campaign["description"], 1000), ""]
     base, cand = (campaign["revisions"][v]["sha"] for v in ("base", "candidate"))
     rounds = f"{campaign['rounds']} shuffled rounds" if campaign["rounds"] else f"the order {code(campaign['order'])}"
     lines += [f"Base {code(base)}, candidate {code(cand)}; {rounds} of one base and one candidate run, each a fresh "
               f"process; {campaign['slots']} work slot(s); {c['items']['planned']} of the {c['items']['of']} items the "
               f"workload gives; on {cell(bundle.machine.text())}.", ""]
-    rows = [{"run": r.label, "variant": r.variant.capitalize(), "timed wall (s)": num(r.wall_s, 3),
-             "status": r.status} for r in bundle.runs]
+    rows = [{"run": cell(r.label), "variant": cell(r.variant.capitalize()), "timed wall (s)": num(r.wall_s, 3),
+             "status": cell(r.status)} for r in bundle.runs]
     lines += [table(rows, right=("timed wall (s)",)), ""]
     verdict = stats["verdict"]
     if paired["ci95"]:
@@ -52,7 +52,7 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
             s = c["stages"][name]
             calls = s["calls_per_run"]
             if isinstance(calls, dict):
-                calls = ", ".join(f"{k} {v:,}" for k, v in sorted(calls.items()))
+                calls = ", ".join(f"{cell(k)} {v:,}" for k, v in sorted(calls.items()))
             else:
                 calls = f"{calls:,}"
             stage_rows.append({"stage": cell(name), "calls/run": calls,
@@ -65,7 +65,8 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
     golden = parity["golden"]
     if parity["identical"]:
         sentence = (f"Outputs: all {parity['fields_identical']} fields of {parity['items']} items byte-identical in "
-                    f"every run (fields {', '.join(cell(f) for f in sorted(fields))}; dtypes {', '.join(dtypes)}; "
+                    f"every run (fields {', '.join(cell(f) for f in sorted(fields))}; "
+                    f"dtypes {', '.join(map(cell, dtypes))}; "
                     "dtype, shape and raw bytes, NaN payloads included)")
     elif parity["agree"]:
         sentence = f"Outputs: {cell(outcomes.parity_text(c))}"
@@ -85,7 +86,20 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
               + ("verified absent" if bundle.cleanup["all_absent"] else "NOT all verified absent") + ".",
               f"Status {c['status']}" + (f" ({cell(c['reason'])})" if c["reason"] else "") + "; bundle digest "
               f"(SHA-256 of `tagmanifest-sha256.txt`) {code(bundle.digest)}"
-              + (f"; signed by {cell(signer)}" if signer else "") + ".", "",
-              "Verify and reproduce:", "", "```sh", f"harness verify {shown} --repo .",
-              f"python -S harness/rehash.py {shown}", f"harness reproduce {shown}", "```", ""]
-    return "\n".join(lines)
+              + (f"; signed by {cell(signer)}" if signer else "") + ".", ""]
+    return "\n".join(lines + _how_to_check(bundle, shown))
+
+
+def _how_to_check(bundle, shown: str) -> list[str]:
+    """The commands a reviewer pastes, only those that work for this bundle: one whose campaign
+    file lay outside any git repository has no anchors, so no `--repo` and no `reproduce`."""
+    from harness.judge.verify import anchorable
+
+    word = shell_word(shown)
+    if anchorable(bundle.campaign):
+        return ["Verify and reproduce:", "", *fence([f"harness verify {word} --repo .",
+                                                    f"python -S harness/rehash.py {word}",
+                                                    f"harness reproduce {word}"], "sh"), ""]
+    return ["Verify (its campaign file lay outside any git repository when it ran, so the bundle has no anchors "
+            "in a repository: `verify --repo` and `reproduce` cannot work for it):", "",
+            *fence([f"harness verify {word}", f"python -S harness/rehash.py {word}"], "sh"), ""]

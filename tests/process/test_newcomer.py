@@ -304,6 +304,8 @@ def test_summary_of_the_demo_bundle_holds_the_claim_and_only_the_bundles_numbers
     Markdown: revisions, the runs in execution order, ratio and interval, the stage CPU table,
     parity in one sentence, call counts, cleanup, the digest and the commands to verify and
     reproduce; each figure checked here is the bundle's own."""
+    from harness.render.text import cell
+
     result = harness("summary", demo_bundle)
     assert result.returncode == 0, result.stderr
     text = result.stdout
@@ -328,13 +330,13 @@ def test_summary_of_the_demo_bundle_holds_the_claim_and_only_the_bundles_numbers
     # the stage CPU table: call counts and CPU as comparison.json holds them
     assert "Summed worker-thread CPU per run, each stage excluding its instrumented child stages" in text
     for name, stage in comparison["stages"].items():
-        row = next(line for line in text.splitlines() if line.startswith(f"| {name} "))
+        row = next(line for line in text.splitlines() if line.startswith(f"| {cell(name)} "))
         cells = [c.strip() for c in row.split("|")[1:-1]]
         assert cells[1] == f"{stage['calls_per_run']:,}" and cells[2] == f"{stage['base_self_cpu_s']:.3f}"
     parity = comparison["parity"]
     sentence = next(line for line in text.splitlines() if line.startswith("Outputs: "))
     assert sentence.startswith(f"Outputs: all {parity['fields_identical']} fields of {parity['items']} items "
-                               "byte-identical in every run (fields means, trend; dtypes <f8; dtype, shape and raw "
+                               "byte-identical in every run (fields means, trend; dtypes &lt;f8; dtype, shape and raw "
                                "bytes, NaN payloads included)")
     assert "stage call counts identical" in sentence
     assert f"Cleanup: {len(cleanup['processes'])} launched process(es) verified absent." in text

@@ -224,7 +224,7 @@ def test_an_integer_of_hundreds_of_digits_is_one_line(bundle, rel, digits, capsy
 # --- REPORT.md: bundle text is inert ------------------------------------------------------------------
 def test_bundle_text_renders_inert_and_never_hides_the_next_bundles_failure(tmp_path, capsys):
     """A description holding an HTML comment opener, a table break, a code span and a line break
-    (honest: campaign.yaml says so): it renders as one inert line, and the next bundle's "does
+    (honest: campaign.yaml says so): it renders as inert lines, and the next bundle's "does
     not verify" is still there to read."""
     text = "fast path <!-- | `rm -rf` \n## Verified: 5000x"
     hostile, _ = run_fake(tmp_path / "hostile", Model(items=3), rounds=3, description=text)
@@ -233,7 +233,8 @@ def test_bundle_text_renders_inert_and_never_hides_the_next_bundles_failure(tmp_
     assert cli(["report", str(hostile.out), str(broken.out), "-o", "-"]) == 1
     out = capsys.readouterr().out
     assert "<!--" not in out and "\n## Verified" not in out
-    assert "fast path &lt;!-- \\| 'rm -rf'  ## Verified: 5000x" in out
+    # each line of it escaped (a hard line break between them): the second line starts no header
+    assert "fast path &lt;!-- \\| \\`rm -rf\\`\\\n\\#\\# Verified: 5000x" in out
     # the broken bundle's own section, after the hostile one, says so in the open
     assert out.rindex("**does not verify (") > out.index("fast path &lt;!--")
 
