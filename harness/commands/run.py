@@ -106,6 +106,8 @@ def main(args) -> int:
           + (" (workload.items picks them)" if items["planned"] < items["of"] else ""))
     p = result["parity"]
     print(parity_line(result, outcome.out))
+    for line in suite_lines(outcome.out):
+        print(line)
     for line in divergence_lines(result):
         print(line)
     golden = p.get("golden")
@@ -120,6 +122,24 @@ def main(args) -> int:
     print(f"digest: {outcome.digest}")
     print(f"exit: {outcome.exit_code} ({RUN_EXIT_MEANING[outcome.exit_code]})")
     return outcome.exit_code
+
+
+def suite_lines(out: Path) -> list[str]:
+    """A `suite:` campaign: what its benchmarks gave (outputs hashed or not given, stages), read
+    from the sealed bundle's first ok run."""
+    from harness.files import read_json
+    from harness.render.text import suite_text
+
+    try:
+        campaign = read_json(out / C.CAMPAIGN_JSON)
+        for label in campaign["labels"]:
+            path = out / C.run_path(label)
+            record = read_json(path) if path.is_file() else None
+            if isinstance(record, dict) and record.get("status") == "ok":
+                return [line[0].lower() + line[1:] for line in suite_text(campaign, [record])]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return []
 
 
 def parity_line(result: dict, out: Path) -> str:

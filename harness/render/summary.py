@@ -5,7 +5,7 @@ reviewer verifies and reproduces it). Every figure is read from the bundle; noth
 from __future__ import annotations
 
 from harness import outcomes
-from harness.render.text import cell, code, num, ratio_text, stage_order, table
+from harness.render.text import cell, code, num, ratio_text, stage_order, suite_text, table
 
 
 def render(bundle, shown: str, signer: str | None = None) -> str:
@@ -80,6 +80,10 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
         sentence += (f"; golden file {'identical' if golden['identical'] else 'DIFFERS'} on "
                      f"{golden['items_checked']} of its {golden['items']} items")
     lines += [sentence + ".", ""]
+    suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
+                                   "metrics": r.metrics} for r in bundle.runs if r.ok][:1])
+    if suite:
+        lines += [line + "." for line in suite] + [""]
     procs = bundle.cleanup["processes"]
     lines += [f"Cleanup: {len(procs)} launched process(es) "
               + ("verified absent" if bundle.cleanup["all_absent"] else "NOT all verified absent") + ".",
