@@ -155,6 +155,9 @@ def parity_line(result: dict, out: Path) -> str:
     if result["status"] != "complete" and not p["fields_compared"]:
         why = p.get("note") or f"{len(ok)} ok run(s), none to compare with the reference"
         return f"parity: not compared, the campaign failed ({why})"
+    if not p["fields_compared"] and p["identical"]:  # a suite whose benchmarks gave no outputs
+        return (f"parity: no outputs to compare (0 fields, {p['items']} items); recorded errors "
+                + ("identical" if p["errors_identical"] else "differ"))
     per = fields_per_pair(result)
     errors = {}
     for run in ok:

@@ -95,18 +95,30 @@ def _modules(folder: Path, package: str):
     return out
 
 
-def discover(folder: Path, select, notes: dict) -> list:
-    """Every selected benchmark: (item id, name, function or (class, method name), module)."""
+def discover(path: Path, select, notes: dict) -> list:
+    """Every selected benchmark: (item id, name, function or (class, method name), module).
+    path: asv's benchmark folder (every module in it is imported, as asv does), or one .py file
+    of it (only that module: a suite whose modules build large data at import stays quick)."""
     import importlib
 
-    if not folder.is_dir():
-        raise SuiteError(f"suite.path: {folder} is not a folder (asv's benchmark_dir, e.g. benchmarks/benchmarks)")
-    package = folder.name
+    if path.is_file() and path.suffix == ".py":
+        folder = path.parent
+        while (folder.parent / "__init__.py").is_file():
+            folder = folder.parent
+        package = folder.name
+        inner = path.relative_to(folder).with_suffix("").parts
+        dotted_names = [".".join((package, *inner)) if inner != ("__init__",) else package]
+    elif path.is_dir():
+        folder, package = path, path.name
+        dotted_names = _modules(folder, package)
+    else:
+        raise SuiteError(f"suite.path: {path} is neither a folder nor a .py file (asv's benchmark_dir, e.g. "
+                         "benchmarks/benchmarks, or one module of it)")
     if str(folder.parent) in sys.path:
         sys.path.remove(str(folder.parent))
     sys.path.insert(0, str(folder.parent))  # asv imports the benchmark folder as a package by its name
     found, not_imported, not_run = [], {}, []
-    for dotted in _modules(folder, package):
+    for dotted in dotted_names:
         try:
             module = importlib.import_module(dotted)
         except Exception as exc:  # noqa: BLE001 - asv reports such a module and runs the others
