@@ -63,8 +63,14 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
     fields = {f for r in bundle.runs if r.ok for it in r.items for f in it.fields}
     dtypes = sorted({f.dtype for r in bundle.runs if r.ok for it in r.items for f in it.fields.values()})
     golden = parity["golden"]
-    if parity["identical"]:
-        sentence = (f"Outputs: all {parity['fields_identical']} fields of {parity['items']} items byte-identical in "
+    ok_runs = [r for r in bundle.runs if r.ok]
+    giving = sum(1 for it in ok_runs[0].items if it.fields) if ok_runs else parity["items"]
+    of_items = f"{parity['items']} items" if giving == parity["items"] else \
+        f"the {giving} items that give outputs (of {parity['items']})"
+    if parity["identical"] and not parity["fields_compared"]:
+        sentence = f"Outputs: none to compare (no item gave outputs; {parity['items']} items)"
+    elif parity["identical"]:
+        sentence = (f"Outputs: all {parity['fields_identical']} fields of {of_items} byte-identical in "
                     f"every run (fields {', '.join(cell(f) for f in sorted(fields))}; dtypes {', '.join(dtypes)}; "
                     "dtype, shape and raw bytes, NaN payloads included)")
     elif parity["agree"]:

@@ -179,3 +179,34 @@ def test_a_suite_that_cannot_run_is_one_line_and_no_bundle(target):
     assert ("suite: bench/test_missing.py imports not_installed_anywhere_xyz, which the target interpreter"
             in result.stderr), result.stderr
     assert not out.exists()
+
+
+def test_a_revision_with_committed_symlinks_exports_as_regular_files(tmp_path):
+    """networkx commits benchmarks/pyproject.toml -> "../pyproject.toml\\n" (a link to nothing): a
+    link to a file of the tree is copied in, one to nothing left out, one out of the tree refused."""
+    import os
+
+    from harness.plan import revisions
+
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "real.txt").write_text("bytes\n")
+    os.symlink("../real.txt", repo / "sub" / "link.txt")
+    os.symlink("../real.txt\n", repo / "sub" / "dangling.txt")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "links"], cwd=repo, check=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    revisions.export(repo, sha, tmp_path / "tree")
+    link = tmp_path / "tree" / "sub" / "link.txt"
+    assert not link.is_symlink() and link.read_text() == "bytes\n"
+    assert not os.path.lexists(tmp_path / "tree" / "sub" / "dangling.txt")
+    revisions.tree_digest(tmp_path / "tree")  # regular files only: the digest stands for them
+
+    os.symlink("/etc/hostname", repo / "out.txt")
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "out"], cwd=repo, check=True)
+    with pytest.raises(RuntimeError, match="out.txt"):  # tarfile's data filter, or ours: one line naming it
+        revisions.export(repo, "HEAD", tmp_path / "tree2")
