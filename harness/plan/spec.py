@@ -382,9 +382,12 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     candidate = _revision(r, top["candidate"], "candidate", python, raw)
 
     suite = None
-    if ("workload" in top) == ("suite" in top):
+    if "workload" in top and "suite" in top:
         raise r.fail("workload", "a workload (module:function) or a suite (an existing benchmark suite, "
-                                 "docs/suites.md): exactly one of them", show_got=False)
+                                 "docs/suites.md), not both", show_got=False)
+    if "workload" not in top and "suite" not in top:
+        raise r.fail("workload", "a value (required key is missing; or `suite:` for an existing benchmark suite, "
+                                 "docs/suites.md)", show_got=False)
     if "suite" in top:
         suite, workload = _suite(r, top["suite"])
     else:

@@ -166,7 +166,8 @@ def suite_text(campaign: dict, runs: list) -> list[str]:
             reasons.setdefault(str(notes.get(item, "no outputs recorded")), []).append(item)
         shown = "; ".join(f"{cell(why, 120)} ({len(ids)})" for why, ids in sorted(reasons.items())[:4])
         lines.append(f"Outputs: not given by this benchmark for {len(without)} of {len(items)} items ({shown}); "
-                     "parity covers the rest and every item's errors")
+                     + ("parity covers the items' errors only" if len(without) == len(items)
+                        else "parity covers the rest and every item's errors"))
     else:
         lines.append(f"Outputs: every one of the {len(items)} items returned data, hashed for parity")
     if not campaign.get("stages"):

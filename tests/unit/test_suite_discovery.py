@@ -283,9 +283,9 @@ BASE = b"name: s\ntarget: {repo: /tmp/r}\nbase: {rev: HEAD~1}\ncandidate: {rev: 
     (b"suite: {kind: asv, path: x, select: '(['}", "suite.select: expected a readable selection"),
     (b"suite: {kind: pytest-benchmark, path: x, select: 'a and'}", "suite.select: expected a readable selection"),
     (b"suite: {kind: asv, path: x, params: {}}", "suite.params: expected one of the known keys"),
-    (b"suite: {kind: asv, path: x}\nworkload: {entry: 'a:b'}", "workload: expected a workload (module:function) or a "
-                                                               "suite"),
-    (b"", "exactly one of them"),
+    (b"suite: {kind: asv, path: x}\nworkload: {entry: 'a:b'}", "a suite (an existing benchmark suite, docs/suites.md), "
+                                                               "not both"),
+    (b"", "workload: expected a value (required key is missing; or `suite:`"),
 ])
 def test_spec_refuses_a_bad_suite_in_one_line(extra, words):
     with pytest.raises(spec.SpecError) as exc:
