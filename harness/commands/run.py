@@ -119,6 +119,8 @@ def main(args) -> int:
           + (" (workload.items picks them)" if items["planned"] < items["of"] else ""))
     p = result["parity"]
     print(term(parity_line(result, outcome.out)))
+    for line in suite_lines(outcome.out):
+        print(term(line))
     for line in divergence_lines(result):
         print(term(line))
     golden = p.get("golden")
@@ -144,6 +146,24 @@ def main(args) -> int:
     return code
 
 
+def suite_lines(out: Path) -> list[str]:
+    """A `suite:` campaign: what its benchmarks gave (outputs hashed or not given, stages), read
+    from the sealed bundle's first ok run."""
+    from harness.files import read_json
+    from harness.render.text import suite_text
+
+    try:
+        campaign = read_json(out / C.CAMPAIGN_JSON)
+        for label in campaign["labels"]:
+            path = out / C.run_path(label)
+            record = read_json(path) if path.is_file() else None
+            if isinstance(record, dict) and record.get("status") == "ok":
+                return [line[0].lower() + line[1:] for line in suite_text(campaign, [record])]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return []
+
+
 def parity_line(result: dict, out: Path) -> str:
     """The parity summary. A failed campaign with nothing compared says so rather than
     "NOT identical (0/0 fields)"; recorded errors are counted per run when they differ,
@@ -157,6 +177,9 @@ def parity_line(result: dict, out: Path) -> str:
     if result["status"] != "complete" and not p["fields_compared"]:
         why = p.get("note") or f"{len(ok)} ok run(s), none to compare with the reference"
         return f"parity: not compared, the campaign failed ({why})"
+    if not p["fields_compared"] and p["identical"]:  # a suite whose benchmarks gave no outputs
+        return (f"parity: no outputs to compare (0 fields, {p['items']} items); recorded errors "
+                + ("identical" if p["errors_identical"] else "differ"))
     per = fields_per_pair(result)
     errors = {}
     for run in ok:

@@ -231,11 +231,14 @@ def missing_module_hint(exc: BaseException, tree: Path, sys_path: list[str]) -> 
     return ""
 
 
-def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
+def store_outputs(item_id: str, outputs, arrays_dir: Path, allow_empty: bool = False) -> dict:
     """Hash and store one item's outputs. A broken output protocol ends the run (exit 1
-    with the cause): recorded as an item error it would read as "parity identical, 0 fields"."""
+    with the cause): recorded as an item error it would read as "parity identical, 0 fields".
+    allow_empty: a suite's benchmark that gives no outputs (its metrics say why)."""
     from harness.bundle import arrays as tensors
 
+    if allow_empty and outputs == {}:
+        return {}
     if not isinstance(outputs, dict) or not outputs:
         raise SystemExit(f"run({item_id!r}) broke the output protocol: returned {type(outputs).__name__}, "
                          "expected a non-empty dict of name -> array")
@@ -282,8 +285,22 @@ def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 6) -
     return walls
 
 
+def is_suite(job: dict) -> bool:
+    """A `suite:` campaign: the workload is the harness's adapter for an existing benchmark suite."""
+    from harness import contract
+
+    return job["workload"]["entry"] in contract.SUITE_ENTRIES.values()
+
+
+def outputs_of(workload, item_id: str, returned, suite: bool):
+    """What run() returned, as the outputs to store: a suite's benchmark returns what it returns,
+    made outputs (or none) here, outside the timer."""
+    return workload.suite_outputs(item_id, returned) if suite else returned
+
+
 def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, timer=None,
-                   stages: dict | None = None, items_all: list | None = None, homes: dict | None = None) -> int:
+                   stages: dict | None = None, items_all: list | None = None, homes: dict | None = None,
+                   suite: bool = False) -> int:
     """The pre-flight: run items untimed, in order, until one returns (items may raise:
     recorded errors are allowed when alike in both revisions), check its outputs, and write
     what was seen. Only a workload whose every item raises fails here, as its runs would.
@@ -305,7 +322,7 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
                 timer.armed = False
         if hasattr(workload, "sync"):
             workload.sync()
-        fields = store_outputs(item_id, outputs, arrays_dir)
+        fields = store_outputs(item_id, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite)
         calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
         repeats = repeat_walls(workload, item_id)
         if hasattr(workload, "close"):
@@ -314,7 +331,8 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
                                         "stage_calls": calls, "stage_homes": homes or {}, "repeats": repeats,
                                         "python": to_json(Interpreter.current())})
         return 0
-    raise SystemExit(f"workload.entry: run() raised on every item ({len(raised)}); the first: {raised[0]}")
+    raise SystemExit(f"{'suite' if suite else 'workload.entry'}: run() raised on every item ({len(raised)}); the first: "
+                     f"{raised[0]}")
 
 
 # A fresh process's first ~0.1 s of work runs up to 1.7x slower on a VM whose vCPU was idle
@@ -469,10 +487,14 @@ def main(job_path: str) -> int:
                          f"{hints(exc)}") from None
     ctx = SimpleNamespace(params=job["workload"].get("params") or {}, inputs=inputs, slots=job["slots"],
                           label=job["label"], variant=job["variant"], tree=tree)
+    suite = is_suite(job)
     try:
         workload = setup(ctx)
         items = [str(i) for i in workload.items]
     except Exception as exc:  # noqa: BLE001
+        if suite:  # the adapter's refusal is its own line; anything else names where it was raised
+            text = str(exc) if type(exc).__name__ == "SuiteError" else f"{describe(exc)}{hints(exc)}"
+            raise SystemExit(f"suite: {text}") from None
         raise SystemExit(f"workload.entry: setup() failed: {describe(exc)}{hints(exc)}") from None
     if len(set(items)) != len(items):
         raise SystemExit("workload.entry: setup()'s items have duplicate ids")
@@ -485,7 +507,7 @@ def main(job_path: str) -> int:
 
     if job["mode"] == "check":
         return check_protocol(workload, contract.subset(items, job["workload"]["items"]), arrays_dir,
-                              job["result_path"], timer, job["stages"], items, homes)
+                              job["result_path"], timer, job["stages"], items, homes, suite)
     if items != job["items_all"]:
         raise SystemExit(f"workload.entry: setup() gave {len(items)} items, not the {len(job['items_all'])} the "
                          "pre-flight found (the item list must be the same in every run of a campaign)")
@@ -501,7 +523,8 @@ def main(job_path: str) -> int:
     # Everything below is outside the timer.
     item_records = []
     for item_id, (outputs, error, item_wall, item_cpu) in zip(items, results):
-        fields = {name: Output(**f) for name, f in store_outputs(item_id, outputs, arrays_dir).items()} \
+        fields = {name: Output(**f) for name, f in
+                  store_outputs(item_id, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite).items()} \
             if error is None else {}
         item_records.append(Item.measured(item_id, item_wall, item_cpu, fields, error))
     if all(r.error is not None for r in item_records):  # items is never empty (checked above)

@@ -261,12 +261,20 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
         check.fail(C.REVISIONS, f"cannot rebuild the target repository: {exc}", "anchors")
         return
     # the workload folder the repository's campaign file names, as the machine resolved it
-    workload = Path(spec_campaign.workload.path).resolve()
     recorded = campaign["workload"].get("path") if isinstance(campaign["workload"], dict) else None
-    if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
-        check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
-                                          f"names {workload}", "anchors")
-    _check_workload_files(check, docs, workload)
+    if spec_campaign.workload.path is None:  # no folder (a suite, or an entry in the target): none stored
+        if recorded is not None:
+            check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
+                                        "names none", "anchors")
+        if docs["workload"] is not None and docs["workload"]["files"]:
+            check.fail(C.WORKLOAD, "stores files, but the repository's campaign file names no workload folder",
+                       "anchors")
+    else:
+        workload = Path(spec_campaign.workload.path).resolve()
+        if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
+            check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
+                                        f"names {workload}", "anchors")
+        _check_workload_files(check, docs, workload)
     for variant in ("base", "candidate"):
         receipt = docs["revisions"].get(variant) or {}
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:

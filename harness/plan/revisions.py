@@ -207,12 +207,49 @@ def export(repo: Path, sha: str, dest: Path) -> None:
     err = proc.stderr.read().decode(errors="replace")
     if proc.wait():
         raise RuntimeError(f"git archive {sha} failed: {err.strip()}")
+    copy_links(dest, sha)
+
+
+def copy_links(dest: Path, sha: str) -> None:
+    """A committed symlink to a regular file of the same tree becomes a copy of that file (its
+    bytes and mode): the tree digest stands for bytes on disk, and the code reads what it read
+    through the link. A link to nothing is left out: reading it fails as it would through the link
+    (networkx commits benchmarks/pyproject.toml -> "../pyproject.toml\\n", a name with a newline).
+    A link out of the tree or to a folder is refused in one line (RuntimeError)."""
+    import os
+    import shutil
+
+    root = dest.resolve()
+    links = []
+    for dirpath, dirnames, filenames in os.walk(dest):
+        for name in sorted(filenames + dirnames):
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                links.append(path)
+    targets = []
+    for link in links:
+        target = link.resolve()
+        if not os.path.lexists(target):
+            targets.append(None)
+            continue
+        if not target.is_relative_to(root) or not target.is_file():
+            raise RuntimeError(f"revision {sha[:12]}: {link.relative_to(dest)} is a symlink to {os.readlink(link)!r}, "
+                               "which is not a file of the same tree; a revision tree holds regular files (a link to a "
+                               "file of the tree is copied in)")
+        targets.append(target)
+    for link, target in zip(links, targets):
+        link.unlink()
+        if target is not None:
+            shutil.copy2(target, link)
 
 
 def materialize(campaign: Campaign, repo: Path, revision: Revision, scratch: Path) -> Materialized:
     sha = resolve(campaign, repo, revision)
     tree = scratch / revision.variant
-    export(repo, sha, tree)
+    try:
+        export(repo, sha, tree)
+    except RuntimeError as exc:
+        raise SpecError(f"{campaign.source}: {revision.variant}.rev: {exc}") from None
     for rel, expected in revision.fence.items():
         path = tree / rel
         if not path.is_file():

@@ -59,6 +59,15 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Suite:
+    """`suite:` (docs/suites.md): an existing benchmark suite in the revision tree, run through the
+    harness's own workload entry for its kind (contract.SUITE_ENTRIES), in place of `workload:`."""
+    kind: str  # asv | pytest-benchmark | pytest-codspeed
+    path: str  # relative to the revision tree: asv's benchmark folder, a test file or a folder of them
+    select: str | None = None  # asv: a regex (asv run --bench); pytest: a -k expression
+
+
+@dataclass(frozen=True)
 class Instructions:
     """`metrics: [wall, instructions]`: `runs` instruction runs per variant, each counting
     `items` of the wall runs' items (None: all of them)."""
@@ -111,6 +120,7 @@ class Campaign:
     # `interference: {max_steal: S, min_cpu_per_wall: X}`: the bounds that mark a run disturbed, as declared
     # (None: not declared, the contract's); campaign.json records them with the defaults filled in
     interference: dict | None = None
+    suite: Suite | None = None  # `suite:` in place of `workload:` (the workload is then the suite's entry)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -332,7 +342,11 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
         data["metrics"] = overrides["metrics"]
         if "instructions" not in overrides["metrics"]:
             data.pop("instructions", None)  # `--metric wall` turns the YAML's instruction runs off
-    if "items" in overrides or "params" in overrides:
+    if isinstance(data.get("suite"), dict) and ("items" in overrides or "params" in overrides):
+        if "params" in overrides:
+            raise SpecError(f"{source}: --param: a suite campaign has no params (suite.select picks its benchmarks)")
+        data["suite"] = {**data["suite"], "items": overrides["items"]}
+    elif "items" in overrides or "params" in overrides:
         wl = dict(data.get("workload") or {})
         if "items" in overrides:
             wl["items"] = overrides["items"]
@@ -356,8 +370,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
-                 "verdict", "build", "metrics", "instructions", "python", "parity", "interference"},
-        required={"name", "target", "base", "candidate", "workload"},
+                 "verdict", "build", "metrics", "instructions", "python", "parity", "interference", "suite"},
+        required={"name", "target", "base", "candidate"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
     description = top.get("description", "")
@@ -372,7 +386,60 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     base = _revision(r, top["base"], "base", python, raw)
     candidate = _revision(r, top["candidate"], "candidate", python, raw)
 
-    wl = r.mapping(top["workload"], "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
+    suite = None
+    if "workload" in top and "suite" in top:
+        raise r.fail("workload", "a workload (module:function) or a suite (an existing benchmark suite, "
+                                 "docs/suites.md), not both", show_got=False)
+    if "workload" not in top and "suite" not in top:
+        raise r.fail("workload", "a value (required key is missing; or `suite:` for an existing benchmark suite, "
+                                 "docs/suites.md)", show_got=False)
+    if "suite" in top:
+        suite, workload = _suite(r, top["suite"])
+    else:
+        workload = _workload(r, top["workload"])
+    return _rest(r, top, source, raw, name, description, notes, target, base, candidate, workload, suite)
+
+
+def _sys_path(r: _Reader, value: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+            isinstance(x, str) and x and "\0" not in x and not x.startswith("/") and ".." not in Path(x).parts
+            for x in value):
+        raise r.fail(key, "a list of folders relative to the revision tree, e.g. [src]", value)
+    return tuple(value)
+
+
+def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
+    """`suite: {kind, path, select, sys_path, items}` -> the suite and the workload that runs it:
+    the harness's entry for the kind, handed kind, path and select as its params (so campaign.json
+    records them where it records any workload's)."""
+    from harness.plan.suite import SelectError, matcher
+
+    s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items"}, {"kind", "path"})
+    kind = s["kind"]
+    if not isinstance(kind, str) or kind not in C.SUITE_ENTRIES:
+        raise r.fail("suite.kind", "one of " + ", ".join(C.SUITE_ENTRIES), kind)
+    path = r.string(s["path"], "suite.path", re.compile(r"^[^\0\n]{1,1024}\Z"), "a path relative to the revision tree")
+    if path.startswith("/") or ".." in Path(path).parts:
+        raise r.fail("suite.path", "a path inside the revision tree (relative, no '..'), e.g. benchmarks/benchmarks",
+                     path)
+    select = s.get("select")
+    if select is not None:
+        select = r.string(select, "suite.select", what="a string: " + ("a -k expression, e.g. \"test_foo or test_bar\""
+                                                                        if kind != "asv" else "a regular expression"))
+        try:
+            matcher(kind, select)
+        except SelectError as exc:
+            raise r.fail("suite.select", f"a readable selection ({exc})", select) from None
+    sys_path = _sys_path(r, s.get("sys_path", []), "suite.sys_path")
+    items = s.get("items")
+    if items is not None:
+        items = int(r.number(items, "suite.items", 1, MAX_ITEMS, integer=True))
+    params = {"kind": kind, "path": path, "select": select}
+    return Suite(kind, path, select), Workload(C.SUITE_ENTRIES[kind], None, params, sys_path, items)
+
+
+def _workload(r: _Reader, value: Any) -> Workload:
+    wl = r.mapping(value, "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
     entry = r.string(wl["entry"], "workload.entry", ENTRY_RE, "'module:function'")
     params = wl.get("params", {})
     if params is None:
@@ -385,16 +452,15 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     if len(json.dumps(params)) > C.MAX_PARAMS_BYTES:
         raise r.fail("workload.params", f"params of at most {C.MAX_PARAMS_BYTES} bytes as JSON (pin large data as "
                                         "an input)", show_got=False)
-    sys_path = wl.get("sys_path", [])
-    if not isinstance(sys_path, list) or not all(
-            isinstance(x, str) and x and "\0" not in x and not x.startswith("/") and ".." not in Path(x).parts
-            for x in sys_path):
-        raise r.fail("workload.sys_path", "a list of folders relative to the revision tree, e.g. [src]", sys_path)
+    sys_path = _sys_path(r, wl.get("sys_path", []), "workload.sys_path")
     items = wl.get("items")
     if items is not None:
         items = int(r.number(items, "workload.items", 1, MAX_ITEMS, integer=True))
-    workload = Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params,
-                        tuple(sys_path), items)
+    return Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params, sys_path, items)
+
+
+def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, notes, target, base, candidate,
+          workload: Workload, suite: Suite | None) -> Campaign:
 
     inputs = []
     raw_inputs = top.get("inputs") or {}
@@ -543,7 +609,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
-                    max_ulp=max_ulp, interference=interference)
+                    max_ulp=max_ulp, interference=interference, suite=suite)
 
 
 def _interference(r: _Reader, top: dict) -> dict | None:

@@ -5,7 +5,7 @@ reviewer verifies and reproduces it). Every figure is read from the bundle; noth
 from __future__ import annotations
 
 from harness import outcomes
-from harness.render.text import cell, code, fence, md_lines, num, ratio_text, shell_word, stage_order, table
+from harness.render.text import cell, code, fence, md_lines, num, ratio_text, shell_word, stage_order, suite_text, table
 
 
 def render(bundle, shown: str, signer: str | None = None) -> str:
@@ -63,11 +63,16 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
     fields = {f for r in bundle.runs if r.ok for it in r.items for f in it.fields}
     dtypes = sorted({f.dtype for r in bundle.runs if r.ok for it in r.items for f in it.fields.values()})
     golden = parity["golden"]
-    if parity["identical"]:
-        sentence = (f"Outputs: all {parity['fields_identical']} fields of {parity['items']} items byte-identical in "
+    ok_runs = [r for r in bundle.runs if r.ok]
+    giving = sum(1 for it in ok_runs[0].items if it.fields) if ok_runs else parity["items"]
+    of_items = f"{parity['items']} items" if giving == parity["items"] else \
+        f"the {giving} items that give outputs (of {parity['items']})"
+    if parity["identical"] and not parity["fields_compared"]:
+        sentence = f"Outputs: none to compare (no item gave outputs; {parity['items']} items)"
+    elif parity["identical"]:
+        sentence = (f"Outputs: all {parity['fields_identical']} fields of {of_items} byte-identical in "
                     f"every run (fields {', '.join(cell(f) for f in sorted(fields))}; "
-                    f"dtypes {', '.join(map(cell, dtypes))}; "
-                    "dtype, shape and raw bytes, NaN payloads included)")
+                    f"dtypes {', '.join(map(cell, dtypes))}; dtype, shape and raw bytes, NaN payloads included)")
     elif parity["agree"]:
         sentence = f"Outputs: {cell(outcomes.parity_text(c))}"
     else:
@@ -81,6 +86,10 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
         sentence += (f"; golden file {'identical' if golden['identical'] else 'DIFFERS'} on "
                      f"{golden['items_checked']} of its {golden['items']} items")
     lines += [sentence + ".", ""]
+    suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
+                                   "metrics": r.metrics} for r in bundle.runs if r.ok][:1])
+    if suite:
+        lines += [line + "." for line in suite] + [""]
     procs = bundle.cleanup["processes"]
     lines += [f"Cleanup: {len(procs)} launched process(es) "
               + ("verified absent" if bundle.cleanup["all_absent"] else "NOT all verified absent") + ".",

@@ -250,3 +250,37 @@ def stage_summary(comparison: dict) -> list[str]:
     text, left = stage_table(stages, top=STAGES_SHOWN, incl=False, esc=tcell)
     head = "stage self CPU (s per run, mean over ok runs), most base CPU first"
     return [head + (f"; {left} smaller stage(s) left out (REPORT.md has all):" if left else ":"), text]
+
+
+def suite_text(campaign: dict, runs: list) -> list[str]:
+    """What a `suite:` campaign's benchmarks gave, in sentences (none for a workload): the suite,
+    how many items' outputs were hashed, and for the rest what they returned instead ("outputs:
+    not given by this benchmark"); its stages when none were declared. runs: the ok runs' records
+    as dicts (items, metrics); every value from them goes through cell."""
+    from harness import contract as C
+
+    workload = campaign.get("workload") or {}
+    if workload.get("entry") not in C.SUITE_ENTRIES.values() or not runs:
+        return []
+    params = workload.get("params") or {}
+    info = (runs[0].get("metrics") or {}).get("suite") or {}
+    notes = info.get("outputs") if isinstance(info.get("outputs"), dict) else {}
+    items = runs[0].get("items") or []
+    without = [it["id"] for it in items if it.get("error") is None and not it.get("fields")]
+    lines = [f"Suite: {cell(params.get('kind'))} benchmarks of {cell(params.get('path'))}"
+             + (f" selected by {cell(params.get('select'))}" if params.get("select") else "")
+             + f", {len(items)} items, each run calling each benchmark once (its setup before the clock)"
+             + (f"; {cell(info['pytest'], 300)}" if info.get("pytest") else "")]
+    if without:
+        reasons: dict = {}
+        for item in without:
+            reasons.setdefault(str(notes.get(item, "no outputs recorded")), []).append(item)
+        shown = "; ".join(f"{cell(why, 120)} ({len(ids)})" for why, ids in sorted(reasons.items())[:4])
+        lines.append(f"Outputs: not given by this benchmark for {len(without)} of {len(items)} items ({shown}); "
+                     + ("parity covers the items' errors only" if len(without) == len(items)
+                        else "parity covers the rest and every item's errors"))
+    else:
+        lines.append(f"Outputs: every one of the {len(items)} items returned data, hashed for parity")
+    if not campaign.get("stages"):
+        lines.append("Stages: not given by this benchmark (declare `stages:` to time functions inside it)")
+    return lines
