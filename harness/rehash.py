@@ -1902,7 +1902,7 @@ def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
     if why == "decided":
         paired["ci95"] = last[0]
         out["verdict"], out["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
+    elif why == "cap" and len(d) >= 2:
         _, ci, _, _ = t_ratio(d, C.SEQ_LAST_LEVEL)
         paired["ci95"] = ci
         verdict, reason = C.decide(ci[0], ci[1], band, paired["run_ratio"],
@@ -2047,7 +2047,9 @@ def with_interference(stats, runs, bounds, threshold, floor):
     other = without = None
     if rounds:
         gone = {f"{v}{k}" for k in rounds for v in "AB"}
-        rest = derive_stats([r for r in runs if r["label"] not in gone], threshold, floor)
+        kept = len(stats["rounds"]["pairs"]) - len(rounds)
+        plan = {"first": kept, "cap": kept} if stats["sequential"] is not None and kept else None
+        rest = derive_stats([r for r in runs if r["label"] not in gone], threshold, floor, plan)
         other = (rest["verdict"], rest["rounds"]["n"])
         without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
                    "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}

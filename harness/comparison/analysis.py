@@ -351,7 +351,7 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
     if why == "decided":
         paired["ci95"] = last[0]
         result["verdict"], result["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
+    elif why == "cap" and len(d) >= 2:
         fixed = interval(d, SEQ_LAST_LEVEL)
         paired["ci95"] = fixed["ci95"]
         verdict, reason = decide(*fixed["ci95"], band, paired["run_ratio"],
@@ -387,7 +387,10 @@ def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: f
     other, without = None, None
     if rounds:
         gone = {f"{v}{k}" for k in rounds for v in "AB"}
-        rest = analyze([r for r in runs if r.label not in gone], threshold, floor)
+        kept = len(pairs) - len(rounds)
+        # A sequential campaign's rule on the other rounds: one look over all of them (its cap).
+        plan = {"first": kept, "cap": kept} if stats["sequential"] is not None and kept else None
+        rest = analyze([r for r in runs if r.label not in gone], threshold, floor, plan)
         other = (rest["verdict"], rest["rounds"]["n"])
         without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
                    "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
