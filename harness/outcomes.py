@@ -125,6 +125,18 @@ def parity_text(comparison: dict) -> str:
     return "parity mismatch"
 
 
+def rounds_text(stats: dict) -> str:
+    """How many rounds and which interval: a sequential campaign says how it stopped."""
+    n, seq = stats["rounds"]["n"], stats.get("sequential")
+    if not seq:
+        return f"{n} rounds, 95% CI"
+    if seq["stopped"] == "decided":
+        return f"{n} rounds, decided at the look after round {n}, 95% interval valid at every look"
+    if seq["stopped"] == "cap":
+        return f"{n} rounds, no look decided by the cap of {seq['cap']}, 97.5% CI at the cap"
+    return f"{n} rounds, ended before a look decided"
+
+
 def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
@@ -153,7 +165,7 @@ def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str
         wider = stats.get("claim_band")
         wider = f", claims +-{100 * float(wider):.1f}%" if wider and wider > stats["band"] else ""
         parts.append(f"candidate/base {paired['geomean_ratio']:.4f} [{lo:.4f}, {hi:.4f}] ({paired.get('metric')}, "
-                     f"{stats['rounds']['n']} rounds, 95% CI, band +-{100 * float(stats['band']):.1f}%{wider}{floor})")
+                     f"{rounds_text(stats)}, band +-{100 * float(stats['band']):.1f}%{wider}{floor})")
     elif stats.get("verdict_reason"):
         parts.append(stats["verdict_reason"])
     wall = comparison.get("wall") or {}
