@@ -19,6 +19,8 @@ INCONCLUSIVE = 6
 NOT_REPRODUCED = 7
 NOT_CONTRADICTED = 8  # reproduce: the re-run could not tell (too wide, or no claim to test)
 PARTIAL = 9  # reproduce: the two bundles do not cover the same items
+NO_CULPRIT = 10  # bisect: cannot tell which commit (spread, inconclusive, not monotone)
+NOT_REGRESSED = 11  # bisect: bad is not slower than good, nothing to find
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
 def error(command: str, *lines, code: int = UNUSABLE) -> int:
@@ -34,7 +36,11 @@ EXIT_CODES = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive
 RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed"}
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
                       "partial": PARTIAL, "outputs differ": PARITY, "run failed": FAILED}
+# `harness bisect`, by how the search ended (contract.BISECT_ENDINGS).
+BISECT_CODES = {"culprit": OK, "not regressed": NOT_REGRESSED, "spread": NO_CULPRIT, "inconclusive": NO_CULPRIT,
+                "not monotone": NO_CULPRIT, "outputs differ": PARITY, "failed": FAILED, "stopped": FAILED}
 assert set(EXIT_CODES) == set(C.VERDICTS) and set(REPRODUCTION_CODES) == set(C.REPRODUCTION_VERDICTS)
+assert set(BISECT_CODES) == set(C.BISECT_ENDINGS)
 
 
 def run_code(comparison: dict) -> int:
