@@ -104,7 +104,10 @@ def test_bisect_cannot_tell_when_the_slow_down_is_spread_over_several_commits(tm
     assert result.returncode == outcomes.NO_CULPRIT, result.stdout + result.stderr
     assert "culprit: none" in result.stdout and "reason: cannot tell" in result.stdout, result.stdout
     receipt = __import__("json").loads((out / C.BISECT_FILE).read_text())
-    assert receipt["culprit"] is None and receipt["steps"][0]["verdict"] == "regressed"
+    # bad against good regresses (2.07x against a 32% band); the steps after it end "spread" when each
+    # decides, or "inconclusive" where a loaded machine leaves one at the band's edge: never a culprit
+    assert receipt["culprit"] is None and receipt["ending"] in ("spread", "inconclusive")
+    assert receipt["steps"][0]["verdict"] in ("regressed", "inconclusive")
     # no step against a commit's own parent ever regressed: no single commit is blamed
     assert not [s for s in receipt["steps"] if s["base"] != shas[0] and s["verdict"] == "regressed"]
     print(receipt["ending"], receipt["reason"])  # spread when every step decided, else the step that could not
