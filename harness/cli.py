@@ -5,7 +5,8 @@ never pays for what `harness run` needs.
 The data's journey, and the commands along it:
   plan      init, check, target           a campaign file, its revisions, its pre-flight
   engine    run, calibrate, seal           fresh worker processes -> run records -> a sealed bundle
-  judge     verify, compare, reproduce     the bundle against the contract, its verdict, a re-run
+  judge     verify, compare, reproduce,    the bundle against the contract, its verdict, a re-run,
+            bisect                         the first commit that regresses
   render    report, summary                REPORT.md, a pull request's section
   beyond    sign, fleet, golden, microbench, selftest
 """
@@ -17,8 +18,8 @@ import importlib
 import os
 import sys
 
-COMMANDS = ("init", "check", "target", "run", "calibrate", "seal", "verify", "compare", "reproduce", "report", "summary",
-            "sign", "fleet", "golden", "microbench", "selftest")
+COMMANDS = ("init", "check", "target", "run", "calibrate", "seal", "verify", "compare", "reproduce", "bisect",
+            "report", "summary", "sign", "fleet", "golden", "microbench", "selftest")
 
 
 # What a write that cannot succeed until the user acts fails with: no space, over a quota, a

@@ -26,6 +26,7 @@ SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
     "result": "abba-harness/result/v1",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
+    "bisect": "abba-harness/bisect/v1",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
     "run": "abba-harness/run/v5",
     "instructions": "abba-harness/instructions/v3",
     "campaign": "abba-harness/campaign/v7",
@@ -629,6 +630,8 @@ RULES = {
     "anchors": ("repo", "the repository holds the bundle's campaign file, golden and noise-floor files, workload "
                         "and trees"),
     "original": ("original", "re-derived from the reproduction bundle and the bundle it re-ran"),
+    "bisect": ("both", "a bisect folder: every step bundle verifies, the receipt holds what they give, each step is "
+                       "the one the search rule asks for, and the culprit is the rule's"),
     "free": ("none", "no checker can tell; the reason is given"),
 }
 
@@ -1407,3 +1410,190 @@ FREE = {
     ("golden", "*"): "the golden file's own description of where it came from; it is pinned by SHA-256 and its "
                      "items are re-derived",
 }
+
+
+# --- harness bisect: the first commit where a campaign regresses -------------------------------
+# OUT/bisect.json (a receipt beside its step bundles, not part of one) and OUT/steps/NN-<sha12>/,
+# one sealed bundle per step. The search rule below is the one the command follows and both
+# checkers re-apply to the steps' verified verdicts.
+BISECT_FILE = "bisect.json"
+BISECT_STEPS = "steps"
+BISECT_FOLDER_RE = re.compile(r"^([0-9]{2})-([0-9a-f]{12})\Z")  # NN-<the step's candidate SHA, 12 digits>
+MAX_BISECT_COMMITS = 10_000  # first-parent commits good..bad
+MAX_BISECT_STEPS = 2 + MAX_BISECT_COMMITS.bit_length()  # the endpoint, the halvings, the culprit's own step
+MAX_BISECT_BYTES = 2 << 20  # bisect.json
+# A step's verdict: the wall verdict of a complete campaign whose outputs agree, else what stopped it.
+BISECT_STEP_VERDICTS = VERDICTS + ("outputs differ", "failed")
+# How a search ends. culprit: one commit named; not regressed: bad is not slower than good; spread:
+# the slow-down crosses the band at a commit whose own step does not regress; inconclusive: a step
+# could not tell; not monotone: a probe is faster than good while bad is slower; outputs differ,
+# failed: a step's; stopped: the search ended before the rule did (interrupted, a pre-flight problem).
+BISECT_ENDINGS = ("culprit", "not regressed", "spread", "inconclusive", "not monotone", "outputs differ", "failed",
+                  "stopped")
+
+_B = "bisect: "
+RECEIPT_FIELDS = {  # receipts beside bundles, not part of one: read by the checkers' own modes
+    "bisect": {
+        "schema": F("str", "parsing: the bisect schema id"),
+        "campaign": F("name", _B + "every step bundle's campaign name"),
+        "campaign_sha256": F("sha256", _B + "every step bundle's data/campaign.yaml hashes to it"),
+        "good": F("gitsha", _B + "the base of every step but the culprit's own"),
+        "bad": F("gitsha", _B + "the last of commits, the first step's candidate"),
+        "good_rev": F("str", "free: the revision as the user gave it; its SHA is bound", size=256),
+        "bad_rev": F("str", "free: the revision as the user gave it; its SHA is bound", size=256),
+        "commits": F("list", _B + "the search's input, first-parent good..bad oldest first (`verify --repo` "
+                                  "reads the repository's)", size=MAX_BISECT_COMMITS),
+        "commits[]": F("gitsha", _B + "each once, good never among them"),
+        "steps": F("list", _B + "each the step the search rule asks for, in order", size=MAX_BISECT_STEPS),
+        "steps[]": F("dict", _B + "one step: a sealed bundle under steps/"),
+        "steps[].step": F("int", _B + "its position, from 1", lo=1, hi=MAX_BISECT_STEPS),
+        "steps[].folder": F("str", _B + "steps/NN-<candidate's first 12 hex digits>", size=64),
+        "steps[].base": F("gitsha", _B + "the step bundle's base SHA; the rule's"),
+        "steps[].candidate": F("gitsha", _B + "the step bundle's candidate SHA; the rule's"),
+        "steps[].digest": F("sha256", _B + "the step bundle's digest (SHA-256 of its tag manifest)"),
+        "steps[].verdict": F("enum", _B + "the step bundle's verdict (bisect_verdict)", values=BISECT_STEP_VERDICTS),
+        "steps[].ratio": F("num?", _B + "the step bundle's candidate/base ratio", **RATIO),
+        "steps[].interval": F("list?", _B + "the step bundle's interval of the ratio", size=2),
+        "steps[].interval[]": F("num", _B + "the step bundle's interval of the ratio", **RATIO),
+        "ending": F("enum", _B + "the search rule's ending (or stopped, while the rule asks for a step)",
+                    values=BISECT_ENDINGS),
+        "culprit": F("gitsha?", _B + "the search rule's culprit, null unless it names one"),
+        "reason": F("str", _B + "the search rule's reason (free text only when stopped)", size=8192),
+    },
+}
+
+
+def bisect_step(comparison):
+    """(verdict, ratio, interval) of a step from its verified comparison.json: "failed" for a
+    campaign that did not complete, "outputs differ" when parity fails, else the wall verdict,
+    with the paired geometric-mean ratio and its interval."""
+    stats = comparison.get("stats") if isinstance(comparison.get("stats"), dict) else {}
+    paired = stats.get("paired") if isinstance(stats.get("paired"), dict) else {}
+    ratio, interval = paired.get("geomean_ratio"), paired.get("ci95")
+    if comparison.get("status") != "complete":
+        verdict = "failed"
+    elif not (comparison.get("parity") or {}).get("agree"):
+        verdict = "outputs differ"
+    else:
+        verdict = stats.get("verdict") if stats.get("verdict") in VERDICTS else "failed"
+    return verdict, ratio, list(interval) if interval else None
+
+
+class BisectOff(ValueError):
+    """A recorded step is not the one the search rule asks for at its position."""
+
+    def __init__(self, index, want):
+        self.index, self.want = index, want
+        super().__init__(f"step {index + 1} should compare {want[0][:12]} -> {want[1][:12]}")
+
+
+def bisect_search(good, commits, steps):
+    """The search rule, replayed over the steps so far. commits: the first-parent commits
+    good..bad, oldest first (bad last; good is the first one's first parent); steps: dicts of
+    base, candidate, verdict, ratio, interval, in order. Every probe is compared with good (a
+    monotone history reads "equal" before the culprit and "regressed" from it on):
+
+      1. good -> bad: regressed goes on; equal or improved ends "not regressed", else it ends.
+      2. binary search: lo = good (equal), hi = bad (regressed); while a commit lies between,
+         good -> the middle one: regressed moves hi there, equal moves lo there; improved ends
+         "not monotone", inconclusive ends "inconclusive" (no neighbour is tried: the history
+         between is what the search cannot read).
+      3. hi is the first commit slower than good. Unless its parent is good (that step is its
+         own), its parent -> hi: regressed names hi the culprit; equal ends "spread" (no single
+         commit makes the slow-down); inconclusive ends "inconclusive", improved "not monotone".
+      A step that failed or whose outputs differ ends the search with that word.
+
+    Returns {"next": (base, candidate) or None, "ending", "culprit", "reason"}: next is the step
+    the rule asks for when the steps so far do not end it. BisectOff when a recorded step is not
+    the one the rule asks for; a step past the end is the caller's to refuse (len(steps) >
+    "used")."""
+    asked = []
+
+    def ask(base, candidate):
+        k = len(asked)
+        asked.append((base, candidate))
+        if k >= len(steps):
+            return None
+        s = steps[k]
+        if (s["base"], s["candidate"]) != (base, candidate):
+            raise BisectOff(k, (base, candidate))
+        return s
+
+    def done(ending, culprit, reason):
+        return {"next": None, "ending": ending, "culprit": culprit, "reason": reason, "used": len(asked)}
+
+    def need():
+        return {"next": asked[-1], "ending": None, "culprit": None, "reason": None, "used": len(asked) - 1}
+
+    def text(s):
+        ratio, iv = s.get("ratio"), s.get("interval")
+        where = f"step {asked.index((s['base'], s['candidate'])) + 1:02d} ({_name(s['base'])} -> " \
+                f"{_name(s['candidate'])})"
+        if ratio is None:
+            return f"{where} {s['verdict']}"
+        return f"{where} {s['verdict']}, candidate/base {ratio:.4f}" + (f" [{iv[0]:.4f}, {iv[1]:.4f}]" if iv else "")
+
+    def _name(sha):
+        return "good" if sha == good else ("bad" if sha == commits[-1] else sha[:12])
+
+    def stop_on(s, what):
+        """The ending of a step that does not move the search (None: it does)."""
+        v = s["verdict"]
+        if v == "failed":
+            return done("failed", None, f"cannot tell: {text(s)}: the campaign did not complete (its bundle "
+                                        "says why)")
+        if v == "outputs differ":
+            return done("outputs differ", None, f"cannot tell: {text(s)}: the outputs differ, so the timing "
+                                                "compares different work; find where the outputs change first")
+        if v == "inconclusive":
+            return done("inconclusive", None, f"cannot tell: {text(s)}: {what}; a wider band (verdict.threshold) "
+                                              "or a larger budget_s may decide")
+        if v == "improved":
+            return done("not monotone", None, f"cannot tell: {text(s)} while bad is slower than good: the history "
+                                              "is not monotone (a slow-down and a speed-up between them); bisect a "
+                                              "narrower range")
+        return None
+
+    bad = commits[-1]
+    s = ask(good, bad)
+    if s is None:
+        return need()
+    if s["verdict"] in ("equal", "improved"):
+        faster = "faster than" if s["verdict"] == "improved" else "as fast as"
+        return done("not regressed", None, f"bad is {faster} good ({text(s)}): no regression to find")
+    ended = stop_on(s, "whether bad is slower than good")
+    if ended:
+        return ended
+    lo, hi = -1, len(commits) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        s = ask(good, commits[mid])
+        if s is None:
+            return need()
+        if s["verdict"] == "regressed":
+            hi = mid
+        elif s["verdict"] == "equal":
+            lo = mid
+        else:
+            return stop_on(s, "the probe is neither equal to good nor beyond the band: the noise, or a slow-down "
+                              "spread over several commits")
+    first = [x for x in steps[:len(asked)] if x["candidate"] == commits[hi] and x["base"] == good][0]
+    if hi == 0:
+        return done("culprit", commits[0], f"{commits[0][:12]} is the first commit slower than good, and good is "
+                                           f"its parent: {text(first)}")
+    s = ask(commits[hi - 1], commits[hi])
+    if s is None:
+        return need()
+    if s["verdict"] == "equal":
+        return done("spread", None, f"cannot tell: the slow-down is spread over several commits ({text(first)}, "
+                                    f"but against its own parent {text(s)}: no single commit makes it)")
+    ended = stop_on(s, "the first commit beyond the band against its own parent: the slow-down may be spread "
+                       "over several commits")
+    if ended:
+        return ended
+    reason = f"{commits[hi][:12]} is the first commit slower than good ({text(first)}) and slower than its parent " \
+             f"({text(s)})"
+    end = steps[0].get("interval")
+    if s.get("interval") and end and s["interval"][1] < end[0]:
+        reason += "; it makes only part of bad's slow-down: later commits add to it"
+    return done("culprit", commits[hi], reason)

@@ -2,6 +2,7 @@
 """Re-check an evidence bundle with the Python standard library alone.
 
     python -S harness/rehash.py BUNDLE [--max-array-bytes N]
+    python -S harness/rehash.py BISECT_FOLDER    (what `harness bisect` wrote: every step bundle, then the culprit)
 
 A reviewer who does not trust the harness (or numpy) runs this file, with harness/contract.py
 beside it (the bundle's closed contract, also standard library only). It imports nothing else
@@ -243,7 +244,8 @@ _TREES = {}
 def tree(doc):
     """FIELDS[doc] as nested nodes {"field": Field or None, "children": {token: node}}."""
     if doc not in _TREES:
-        fields = C.FIELDS[doc] if doc != "bag-info" else C.BAG_INFO_FIELDS
+        fields = C.BAG_INFO_FIELDS if doc == "bag-info" else C.FIELDS[doc] if doc in C.FIELDS else \
+            C.RECEIPT_FIELDS[doc]
         root = {"field": C.F("dict", "parsing: the document"), "children": {}}
         for path, field in fields.items():
             node = root
@@ -2171,6 +2173,166 @@ def rehash(root, max_array_bytes=None):
     return check
 
 
+# --- a bisect folder: OUT/bisect.json and its step bundles -------------------------------------
+def is_bisect(root):
+    """A folder `harness bisect` wrote: bisect.json at its root, no bundle's tag manifest."""
+    return os.path.lexists(os.path.join(root, C.BISECT_FILE)) and \
+        not os.path.lexists(os.path.join(root, C.TAGMANIFEST))
+
+
+def rehash_step(path, max_array_bytes=None):
+    """This script's checks of one step bundle: (check, docs), docs None when its records
+    cannot be re-derived from."""
+    check, docs = structure(path, max_array_bytes)
+    if docs is not None:
+        check_comparison(check, docs)
+    return check, docs
+
+
+def _entries(check, rel, limit):
+    """The names in a folder of the bisect folder, each (name, lstat), at most limit of them;
+    None (and a problem) when it is not a plain folder."""
+    path = check.path(rel) if rel else check.root
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        check.fail(rel or ".", f"cannot be examined ({exc.__class__.__name__})", "bisect")
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        check.fail(rel or ".", "not a folder (a symlink or a file)", "bisect")
+        return None
+    out = []
+    with os.scandir(path) as it:
+        for entry in it:
+            if len(out) >= limit:
+                raise Unusable(f"{path}: more than {limit} entries; no bisect folder holds that many, and none is read")
+            out.append((entry.name, entry.stat(follow_symlinks=False)))
+    return sorted(out)
+
+
+def check_bisect(root, step_check=None, max_array_bytes=None):
+    """A bisect folder: bisect.json of its declared shape, nothing beside it but steps/, in
+    steps/ exactly the receipt's step bundles; each step bundle verified by step_check (this
+    script's own checks by default; `harness verify` passes its own) and its digest, campaign,
+    SHAs, verdict, ratio and interval the receipt's; then the search rule (contract.bisect_search)
+    replayed over the steps' verified verdicts: every step the one it asks for, none past its end,
+    and its ending, culprit and reason the receipt's. Returns (check, receipt or None)."""
+    step_check = step_check or rehash_step
+    check = Check(root, max_array_bytes)
+    if not os.path.isdir(root) or os.path.islink(root):
+        raise Unusable(f"{root}: not a directory")
+    top = _entries(check, "", 64)
+    names = {name: st for name, st in top or ()}
+    for name in sorted(set(names) - {C.BISECT_FILE, C.BISECT_STEPS}):
+        check.fail(name, "extra: a bisect folder holds bisect.json and steps/ only", "bisect")
+    st = names.get(C.BISECT_FILE)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        check.fail(C.BISECT_FILE, "not a regular file (a symlink, a folder or missing)", "bisect")
+        return check, None
+    check.openable.add(C.BISECT_FILE)
+    try:
+        check.digest = check.sha256(C.BISECT_FILE)
+        receipt = parse_json(check.read(C.BISECT_FILE, C.MAX_BISECT_BYTES))
+    except (OSError, JSONRefused) as exc:
+        check.fail(C.BISECT_FILE, str(exc)[:200], "parsing")
+        return check, None
+    schema = receipt.get("schema") if isinstance(receipt, dict) else None
+    if schema != C.SCHEMAS["bisect"]:
+        check.fail(C.BISECT_FILE, f"schema {short(schema)}: this checker reads {C.SCHEMAS['bisect']} only", "parsing")
+        return check, None
+    shape = conform("bisect", receipt)
+    for where, problem in shape:
+        check.fail(C.BISECT_FILE, f"{where}: {problem}", "parsing")
+    if shape:
+        return check, None
+    commits, good, steps = receipt["commits"], receipt["good"], receipt["steps"]
+    if not commits or commits[-1] != receipt["bad"] or len(set(commits)) != len(commits) or good in commits:
+        check.fail(C.BISECT_FILE, "commits: not the commits good..bad (bad last, each once, good not among them)",
+                   "bisect")
+        return check, receipt
+    folders = [s["folder"] for s in steps]
+    if C.BISECT_STEPS in names:
+        listed = _entries(check, C.BISECT_STEPS, C.MAX_BISECT_STEPS + 8)
+        for name, _st in listed or ():
+            if name not in folders:
+                check.fail(f"{C.BISECT_STEPS}/{name}", "extra: not a step bisect.json lists", "bisect")
+    elif steps:
+        check.fail(C.BISECT_STEPS, "missing", "bisect")
+    verified = []
+    for n, s in enumerate(steps):
+        rel = f"{C.BISECT_STEPS}/{s['folder']}"
+        want = f"{n + 1:02d}-{s['candidate'][:12]}"
+        if s["step"] != n + 1 or s["folder"] != want:
+            check.fail(C.BISECT_FILE, f"steps[{n}]: step {s['step']} in {short(s['folder'])}, its position gives "
+                                      f"{n + 1} in {want}", "bisect")
+            continue
+        path = check.path(rel)
+        if not os.path.isdir(path) or os.path.islink(path):
+            check.fail(rel, "missing (or not a folder)", "bisect")
+            continue
+        try:
+            sub, docs = step_check(path, max_array_bytes)
+        except Unusable as exc:
+            check.fail(rel, f"unusable: {exc}", "bisect")
+            continue
+        check.problems += [f"{rel}/{p}" for p in sub.problems]
+        check.files += sub.files
+        check.arrays += sub.arrays
+        if sub.problems or docs is None:
+            check.fail(rel, "the step bundle does not verify", "bisect")
+            continue
+        campaign = docs["campaign"]
+        got = {"digest": sub.digest, "base": campaign["revisions"]["base"]["sha"],
+               "candidate": campaign["revisions"]["candidate"]["sha"]}
+        got["verdict"], got["ratio"], got["interval"] = C.bisect_step(docs["claimed"])
+        for key, value in got.items():
+            if s[key] != value:
+                check.fail(C.BISECT_FILE, f"steps[{n}].{key} {short(s[key])}, its bundle gives {short(value)}",
+                           "bisect")
+        if campaign["name"] != receipt["campaign"]:
+            check.fail(rel, f"a bundle of campaign {short(campaign['name'])}, not {short(receipt['campaign'])}",
+                       "bisect")
+        if sub.sha256(C.CAMPAIGN_YAML) != receipt["campaign_sha256"]:
+            check.fail(rel, "data/campaign.yaml is not the campaign file bisect.json names (campaign_sha256)",
+                       "bisect")
+        verified.append({**s, **got})
+    if len(verified) != len(steps):
+        check.fail(C.BISECT_FILE, "culprit not re-derived: a step bundle does not verify", "bisect")
+        return check, receipt
+    try:
+        rule = C.bisect_search(good, commits, verified)
+    except C.BisectOff as off:
+        check.fail(C.BISECT_FILE, f"steps[{off.index}]: compares {verified[off.index]['base'][:12]} -> "
+                                  f"{verified[off.index]['candidate'][:12]}; the search rule asks for "
+                                  f"{off.want[0][:12]} -> {off.want[1][:12]}", "bisect")
+        return check, receipt
+    if len(steps) > rule["used"]:
+        check.fail(C.BISECT_FILE, f"steps[{rule['used']}]: a step after the search rule ended "
+                                  f"({rule['ending']})", "bisect")
+    elif rule["next"] is not None:
+        if receipt["ending"] != "stopped" or receipt["culprit"] is not None:
+            check.fail(C.BISECT_FILE, f"ending {short(receipt['ending'])}: the search rule asks for another step "
+                                      f"({rule['next'][0][:12]} -> {rule['next'][1][:12]}); a search that ended "
+                                      "there is stopped, with no culprit", "bisect")
+    else:
+        for key in ("ending", "culprit", "reason"):
+            if receipt[key] != rule[key]:
+                check.fail(C.BISECT_FILE, f"{key} {short(receipt[key])}, the search rule over the verified steps "
+                                          f"gives {short(rule[key])}", "bisect")
+    check.status = receipt["ending"]
+    return check, receipt
+
+
+def bisect_line(root, check, receipt):
+    """The OK line of a bisect folder."""
+    steps = receipt["steps"]
+    found = f"culprit {receipt['culprit']}" if receipt["culprit"] else f"no culprit ({receipt['ending']})"
+    return (f"OK {root}: bisect of {len(receipt['commits'])} commit(s) {receipt['good'][:12]}..{receipt['bad'][:12]}; "
+            f"{len(steps)} step bundle(s) verified ({check.files} payload files, {check.arrays} arrays), each the "
+            f"step the search rule asks for; {found}, re-derived from their verdicts; bisect.json sha256 "
+            f"{check.digest}")
+
+
 def attestation_note(root):
     """A signature beside the bag (BUNDLE.intoto.json) is not checked here (Ed25519 needs a
     library): say whether one is present."""
@@ -2195,9 +2357,11 @@ def main(argv):
         cap = int(args[2])
         args = args[:1]
     if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python -S rehash.py BUNDLE [--max-array-bytes N]", file=sys.stderr)
+        print("usage: python -S rehash.py BUNDLE|BISECT_FOLDER [--max-array-bytes N]", file=sys.stderr)
         return 2
     root = args[0]
+    if is_bisect(root):
+        return main_bisect(root, cap)
     try:
         check = rehash(root, cap)
     except Unusable as exc:
@@ -2219,6 +2383,27 @@ def main(argv):
           f"rule, instruction counts); status {check.status}; digest {check.digest}")
     for note in check.notes + [n for n in [attestation_note(root)] if n]:
         print(f"note: {_shown(note)}")
+    return 0
+
+
+def main_bisect(root, cap):
+    try:
+        check, receipt = check_bisect(root, max_array_bytes=cap)
+    except Unusable as exc:
+        print(f"rehash: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"rehash: error: {root}: checking the bisect folder needs more memory than this process may use",
+              file=sys.stderr)
+        return 2
+    for problem in check.problems:
+        print(f"FAIL {problem}")
+    if check.problems:
+        print(f"{root}: {len(check.problems)} problem(s); do not trust this bisect")
+        return 1
+    print(bisect_line(root, check, receipt))
+    print(f"reason: {show(receipt['reason'])}")
+    print("note: the commit list is not checked against the repository here; `harness verify OUT --repo PATH` does it")
     return 0
 
 

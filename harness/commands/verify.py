@@ -39,6 +39,8 @@ def main(args) -> int:
     report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original)
     if report.unusable:
         return error("verify", report.unusable, code=outcomes.UNUSABLE)
+    if report.bisect is not None or (report.problems and rehash_is_bisect(args.bundle)):
+        return bisect_report(args, report)
     # The signature (harness/attest): only a bundle that verifies is ever "signed by" (a
     # repository that moved on, [anchors], leaves the bundle itself intact).
     intact = not [p for p in report.problems if "[anchors]" not in p]
@@ -71,4 +73,31 @@ def main(args) -> int:
         return outcomes.PROBLEMS
     if signed.line:
         print(term(signed.line))
+    return outcomes.OK
+
+
+def rehash_is_bisect(path) -> bool:
+    from harness import rehash
+
+    return rehash.is_bisect(str(path))
+
+
+def bisect_report(args, report) -> int:
+    """A bisect folder (harness bisect's OUT): its problems, or the OK line, the culprit and
+    the rule's reason."""
+    from harness import rehash
+    if args.trust:
+        return error("verify", "--trust checks a bundle's signature; a bisect folder's step bundles are not signed "
+                               "(verify a step bundle with --trust)", code=outcomes.UNUSABLE)
+    for problem in report.problems:
+        print(f"FAIL {problem}")
+    if report.problems:
+        print(f"{args.bundle}: {len(report.problems)} problem(s); do not trust this bisect")
+        return outcomes.PROBLEMS
+    check = rehash.Check(str(args.bundle))
+    check.files, check.arrays, check.digest = report.files, report.arrays, report.digest
+    print(rehash.bisect_line(args.bundle, check, report.bisect))
+    print(f"reason: {rehash.show(report.bisect['reason'])}")
+    for note in report.notes:
+        print(f"note: {note}")
     return outcomes.OK

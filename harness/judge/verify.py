@@ -32,6 +32,7 @@ class Report:
     status: str | None = None
     files: int = 0
     arrays: int = 0
+    bisect: dict | None = None  # a bisect folder's receipt (verified when there are no problems)
 
     @property
     def exit_code(self) -> int:
@@ -49,6 +50,8 @@ def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
 
 
 def _verify(root: Path, repo, max_array_bytes, original) -> Report:
+    if rehash.is_bisect(str(root)):
+        return _verify_bisect(root, repo, max_array_bytes, original)
     try:
         check, docs = rehash.structure(str(root), max_array_bytes)
     except rehash.Unusable as exc:
@@ -70,6 +73,52 @@ def _verify(root: Path, repo, max_array_bytes, original) -> Report:
             if unusable:
                 return Report(unusable=unusable)
     return Report(check.problems, check.notes, None, check.digest, check.status, check.files, check.arrays)
+
+
+def verify_step(path, max_array_bytes=None):
+    """One step bundle of a bisect folder, checked as `harness verify` checks a bundle (no
+    anchors): (check, docs)."""
+    check, docs = rehash.structure(str(path), max_array_bytes)
+    if docs is not None:
+        _check_comparison(check, docs, Path(path))
+        _check_yaml(check, docs)
+    return check, docs
+
+
+def _verify_bisect(root: Path, repo, max_array_bytes, original) -> Report:
+    """A folder `harness bisect` wrote: every step bundle verified as a bundle is, then the
+    receipt and the search rule (rehash.check_bisect, the rule contract.bisect_search); with
+    --repo (the target repository) the commit list against its first-parent history."""
+    if original is not None:
+        return Report(unusable=f"--original {original}: a bisect folder holds no reproduction receipt")
+    try:
+        check, receipt = rehash.check_bisect(str(root), verify_step, max_array_bytes)
+    except rehash.Unusable as exc:
+        return Report(unusable=str(exc))
+    if receipt is not None and repo is not None and not check.problems:
+        from harness.plan import revisions
+
+        repo = Path(repo)
+        if not repo.is_dir() or revisions.commit_sha(repo, receipt["bad"]) is None:
+            return Report(unusable=f"--repo {repo}: not the target repository of this bisect (it has no commit "
+                                   f"{receipt['bad'][:12]}); give the campaign's target repository")
+        try:
+            line = revisions.first_parent_line(repo, receipt["good"], receipt["bad"], C.MAX_BISECT_COMMITS)
+        except ValueError as exc:
+            line = None
+            check.fail(C.BISECT_FILE, f"commits: the repository says {exc}", "anchors")
+        if line == receipt["commits"]:
+            check.notes.append(f"the commit list is the repository's first-parent line good..bad ({repo})")
+        elif line is not None:
+            check.fail(C.BISECT_FILE, f"commits: {len(receipt['commits'])} listed, the repository's first-parent "
+                                      f"line good..bad has {len(line)}"
+                       + ("" if len(line) != len(receipt["commits"]) else " (others, or in another order)"),
+                       "anchors")
+    elif receipt is not None:
+        check.notes.append("the commit list is not checked against the repository (give --repo, the target "
+                           "repository)")
+    return Report(check.problems, check.notes, None, check.digest, check.status, check.files, check.arrays,
+                  bisect=receipt)
 
 
 def _check_original(check: rehash.Check, root: Path, original: Path, max_array_bytes: int | None) -> str | None:

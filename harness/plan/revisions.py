@@ -123,6 +123,36 @@ def commits(repo: Path) -> list[tuple[str, str]]:
     return [tuple(line.split(" ", 1)) for line in out.stdout.splitlines()]
 
 
+def commit_sha(repo: Path, rev: str) -> str | None:
+    """The full SHA of a commit-ish in repo, or None when it names no commit."""
+    if rev.startswith("-") or not rev or any(c.isspace() for c in rev):
+        return None
+    result = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, text=True)
+    return None if result.returncode else result.stdout.strip()
+
+
+def first_parent_line(repo: Path, good: str, bad: str, limit: int) -> list[str]:
+    """The first-parent commits good..bad, oldest first (bad last), when good is the first
+    parent of the first of them; ValueError, one line, otherwise (or past limit commits)."""
+    out = _git(["rev-list", "--first-parent", "--reverse", f"--max-count={limit + 1}", f"{good}..{bad}"],
+               cwd=repo, text=True)
+    if out.returncode:
+        raise ValueError(f"git rev-list {good[:12]}..{bad[:12]} failed: "
+                         f"{(out.stderr.strip().splitlines() or ['git error'])[-1]}")
+    line = out.stdout.split()
+    if not line:
+        raise ValueError(f"no commits between {good[:12]} and {bad[:12]}: bad must be a descendant of good")
+    if len(line) > limit:
+        raise ValueError(f"more than {limit} first-parent commits between {good[:12]} and {bad[:12]}; "
+                         "bisect a narrower range")
+    parent = _git(["rev-parse", "--verify", "--quiet", f"{line[0]}^1"], cwd=repo, text=True).stdout.strip()
+    if parent != good:
+        raise ValueError(f"{good[:12]} is not on the first-parent line of {bad[:12]} (the first commit after it, "
+                         f"{line[0][:12]}, has the first parent {parent[:12] or 'none'}): give a good revision "
+                         "that is an ancestor along first parents, e.g. the merge base")
+    return line
+
+
 def resolve(campaign: Campaign, repo: Path, revision: Revision) -> str:
     if revision.rev == WORKTREE:
         return snapshot_worktree(campaign, repo, revision)
