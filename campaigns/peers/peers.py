@@ -301,13 +301,16 @@ def export(clone: Path, sha: str, dest: Path) -> Path:
     """The revision's tree as plain files (git archive), so nothing in the clone changes."""
     if dest.exists():
         return dest
-    dest.mkdir(parents=True)
-    tar = dest.with_suffix(".tar")
+    part = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir(parents=True)
+    tar = dest.with_name(dest.name + ".tar")
     with open(tar, "wb") as fh:
         subprocess.run(["git", "-C", str(clone), "archive", "--format=tar", sha], check=True, stdout=fh)
     with tarfile.open(tar) as tf:
-        tf.extractall(dest, filter="data")
+        tf.extractall(part, filter="data")
     tar.unlink()
+    part.rename(dest)  # whole or absent: a tree cut short by an interruption is never reused
     return dest
 
 
@@ -322,7 +325,7 @@ def aa_commit(clone: Path, base: str) -> str:
     return sha
 
 
-def timed(cmd: list, log: Path, env=None, timeout=900, cwd=None) -> tuple:
+def timed(cmd: list, log: Path, env=None, timeout=3600, cwd=None) -> tuple:
     """Run cmd, its output to log; (seconds, exit code or 'timeout')."""
     t0 = time.perf_counter()
     with open(log, "ab") as fh:
@@ -375,7 +378,7 @@ def run_pyperf(a: Path, b: Path, work: Path, args, fast: bool) -> dict:
 def run_hyperfine(a: Path, b: Path, work: Path, args) -> dict:
     script = work.parent.parent / "stmt.py"
     cmds = [f"env PYTHONPATH={tree} {args.python} {script} {args.grid}" for tree in (a, b)]
-    cmd = [args.hyperfine, "-N", "--export-json", work / "hyperfine.json", "-n", "base", cmds[0],
+    cmd = [args.hyperfine, "-N", "--style", "basic", "--export-json", work / "hyperfine.json", "-n", "base", cmds[0],
            "-n", "candidate" if a != b else "base-again", cmds[1]]
     t0 = time.perf_counter()
     dt, rc = timed(cmd, work / "log.txt", timeout=args.timeout)
@@ -434,7 +437,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "out" / "peers")
     p.add_argument("--python", default=sys.executable, help="interpreter for every tool (default this one)")
     p.add_argument("--hyperfine", default=shutil.which("hyperfine") or "hyperfine")
-    p.add_argument("--timeout", type=float, default=900, help="seconds per tool process")
+    p.add_argument("--timeout", type=float, default=3600,
+                   help="seconds per tool process (default 3600; a stop of the host counts towards it)")
     args = p.parse_args(argv)
     tools = [t for t in args.tools.split(",") if t]
     bad = [t for t in tools if t not in TOOLS]
