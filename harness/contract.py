@@ -26,6 +26,7 @@ SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
     "result": "abba-harness/result/v1",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
+    "claim": "abba-harness/claim/v1",  # harness summary --format json: the claim for dashboards, not part of a bundle
     "run": "abba-harness/run/v5",
     "instructions": "abba-harness/instructions/v3",
     "campaign": "abba-harness/campaign/v7",

@@ -199,8 +199,9 @@ def test_a_campaign_inside_a_repository_keeps_every_command(tmp_path, capsys):
     assert cli(["summary", str(outcome.out)]) == 0
     page = capsys.readouterr().out
     shown = commands(page)
-    assert len(shown) == 3 and shown[0].endswith(" --repo .") and shown[2].startswith("harness reproduce ")
-    assert "outside any git repository" not in page
+    assert len(shown) == 3 and shown[0].endswith(" --repo .") and shown[1].startswith("harness reproduce ")
+    assert shown[2].startswith("python -S harness/rehash.py ")  # its own block: run from the harness's sources
+    assert "outside any git repository" not in page and "clone of the repository" in page
 
 
 # --- item 11: one commit on both sides ------------------------------------------------------------------
