@@ -79,7 +79,7 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
         row = {"name": what, "unit": unit, "value": value}
         if ci:
             row["range"] = f"\u00b1{(ci[1] - ci[0]) / 2:.4f}"
-        extra = f"campaign verdict {verdict}" + (f"; interval [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "") + note
+        extra = f"campaign verdict {verdict}" + (f"; interval {ci[0]:.4f} to {ci[1]:.4f}" if ci else "") + note
         row["extra"] = f"{extra}; bundle digest {digest}"
         return row
 

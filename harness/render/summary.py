@@ -175,7 +175,10 @@ def _verdict(c: dict, campaign: dict) -> str:
                     if stats["claim_band"] > stats["band"] else "") + ")")
     else:
         line += f": {cell(stats['verdict_reason'])}"
-    line += f"; {_rounds(stats, campaign)}, each round one base and one candidate run in fresh processes."
+    rounds = _rounds(stats, campaign)
+    if rounds not in str(stats["verdict_reason"]):
+        line += f"; {rounds}"
+    line += ", each round one base and one candidate run in fresh processes."
     if wall["speedup"]:
         line += (f" Mean timed wall {wall['base_mean_s']:.3f} s -> {wall['candidate_mean_s']:.3f} s "
                  f"({wall['speedup']:.3f}x).")
