@@ -29,6 +29,14 @@ _IGNORED = shutil.ignore_patterns(*_CACHES)
 
 
 WORKTREE = "WORKTREE"  # a revision that is the target repository's uncommitted working tree
+# `merge-base:BRANCH` (or `merge-base`, the remote's default branch): the commit where the
+# candidate forked from BRANCH, `git merge-base CANDIDATE origin/BRANCH` (BRANCH itself when
+# there is no origin/BRANCH), as a pull request's base; the campaign records the SHA it resolved.
+MERGE_BASE = "merge-base"
+
+
+def is_merge_base(rev: str) -> bool:
+    return rev == MERGE_BASE or rev.startswith(MERGE_BASE + ":")
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,10 @@ class Materialized:
         if self.rev == WORKTREE:
             out["note"] = ("snapshot of the uncommitted working tree (git stash create: tracked files only), "
                            "a commit object no ref points to")
+        elif is_merge_base(self.rev):
+            out["note"] = (f"{self.rev}: where the candidate forked from "
+                           f"{self.rev[len(MERGE_BASE) + 1:] or 'the default branch'} when the campaign ran "
+                           "(git merge-base), pinned by its SHA")
         return out
 
 
@@ -156,11 +168,49 @@ def first_parent_line(repo: Path, good: str, bad: str, limit: int) -> list[str]:
 def resolve(campaign: Campaign, repo: Path, revision: Revision) -> str:
     if revision.rev == WORKTREE:
         return snapshot_worktree(campaign, repo, revision)
+    if is_merge_base(revision.rev):
+        return merge_base(campaign, repo, revision)
     result = _git(["rev-parse", "--verify", "--quiet", f"{revision.rev}^{{commit}}"], cwd=repo, text=True)
     if result.returncode:
         raise SpecError(f"{campaign.source}: {revision.variant}.rev: commit '{revision.rev}' "
                         f"does not exist in {repo}")
     return result.stdout.strip()
+
+
+def merge_base(campaign: Campaign, repo: Path, revision: Revision) -> str:
+    """`merge-base[:BRANCH]`: the best common ancestor of the candidate (HEAD when the candidate
+    is WORKTREE or a merge-base itself, as `harness calibrate` makes it) and origin/BRANCH, else
+    BRANCH; bare `merge-base`: origin/HEAD, the remote's default branch. SpecError, one line,
+    when the branch is not there or the history does not reach a common ancestor (a shallow
+    clone: actions/checkout fetches one commit unless `fetch-depth: 0`)."""
+    where = f"{campaign.source}: {revision.variant}.rev: {revision.rev}"
+    branch = revision.rev[len(MERGE_BASE) + 1:]
+    if revision.rev.endswith(":"):
+        raise SpecError(f"{where}: name the branch after the colon (`merge-base:main`), or drop the colon for the "
+                        "remote's default branch")
+    candidate = campaign.candidate
+    if candidate.rev == WORKTREE or is_merge_base(candidate.rev):
+        head = resolve(campaign, repo, Revision("candidate", "HEAD"))
+    else:
+        head = resolve(campaign, repo, candidate)
+    tried = [f"refs/remotes/origin/{branch}", branch] if branch else ["refs/remotes/origin/HEAD"]
+    other = next((ref for ref in tried if not _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                                                   cwd=repo).returncode), None)
+    if other is None:
+        if not branch:
+            raise SpecError(f"{where}: the repository {repo} has no origin/HEAD to find the default branch by: name "
+                            "the branch, `merge-base:main` (in a pull request's job: merge-base:$GITHUB_BASE_REF)")
+        raise SpecError(f"{where}: no branch {branch!r} (neither origin/{branch} nor {branch}) in {repo}: fetch it "
+                        f"(`git fetch origin {branch}`; actions/checkout with `fetch-depth: 0` fetches every branch)")
+    result = _git(["merge-base", head, other], cwd=repo, text=True)
+    sha = result.stdout.strip()
+    if result.returncode or not sha:
+        shallow = _git(["rev-parse", "--is-shallow-repository"], cwd=repo, text=True).stdout.strip() == "true"
+        raise SpecError(f"{where}: the candidate {head[:12]} and {other.removeprefix('refs/remotes/')} have no "
+                        "common ancestor in " + (f"this shallow clone {repo}: fetch the whole history (`git fetch "
+                                                  "--unshallow`; actions/checkout with `fetch-depth: 0`)"
+                                                  if shallow else f"{repo}: they share no history"))
+    return sha
 
 
 def snapshot_worktree(campaign: Campaign, repo: Path, revision: Revision) -> str:

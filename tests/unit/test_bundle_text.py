@@ -199,8 +199,9 @@ def test_a_campaign_inside_a_repository_keeps_every_command(tmp_path, capsys):
     assert cli(["summary", str(outcome.out)]) == 0
     page = capsys.readouterr().out
     shown = commands(page)
-    assert len(shown) == 3 and shown[0].endswith(" --repo .") and shown[2].startswith("harness reproduce ")
-    assert "outside any git repository" not in page
+    assert len(shown) == 3 and shown[0].endswith(" --repo .") and shown[1].startswith("harness reproduce ")
+    assert shown[2].startswith("python -S harness/rehash.py ")  # its own block: run from the harness's sources
+    assert "outside any git repository" not in page and "clone of the repository" in page
 
 
 # --- item 11: one commit on both sides ------------------------------------------------------------------
@@ -212,3 +213,44 @@ def test_the_same_commit_refusal_says_how_to_run_a_against_a(tmp_path):
     line = str(refused.value)
     assert "nothing to compare" in line and "\n" not in line
     assert "harness calibrate" in line and "git commit --allow-empty" in line
+
+
+# --- issue 36, item 2: every form `summary --format` gives keeps the hostile text inert ---------------------
+@pytest.mark.parametrize("form", ["markdown", "github", "comment"])
+@pytest.mark.parametrize("long", [False, True])
+def test_every_markdown_form_of_a_hostile_bundle_has_nothing_live(hostile, capsys, form, long):
+    from harness.render.summary import marker
+
+    assert cli(["summary", str(hostile), "--format", form] + (["--long"] if long else [])) == 0
+    page = capsys.readouterr().out
+    if form == "comment":  # the marker, the one raw HTML, is the first line and is the campaign's name only
+        first, page = page.split("\n", 1)
+        assert first == marker("model") == "<!-- abba-harness:model -->"
+    assert "<" not in prose(page) and "$" not in page and "https://" not in page
+    assert not re.search(r"(?<![&\w])@\w", page)
+    assert not any(raw in page for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x07"))
+    assert [ln for ln in page.splitlines() if ln.startswith("#")] == [page.splitlines()[0]]
+    fences = [i for i, ln in enumerate(page.splitlines()) if ln.startswith("```")]
+    assert len(fences) == 2 and all(page.splitlines()[i].startswith(("harness ", "python "))
+                                    for i in range(fences[0] + 1, fences[1]))
+    assert "**Regressed** (`harness compare` exit 5)" in page
+    for line in page.splitlines():  # every item id that reaches the table is one inert cell
+        if line.startswith("| ") and "VERIFIED" in line:
+            assert "&lt;h1&gt;VERIFIED&lt;/h1&gt;" in line
+
+
+@pytest.mark.parametrize("form", ["json", "benchmark-action"])
+def test_the_json_forms_of_a_hostile_bundle_are_ascii_and_hold_no_markup(hostile, capsys, form):
+    import json
+
+    assert cli(["summary", str(hostile), "--format", form]) == 0
+    out = capsys.readouterr().out
+    assert out.isascii() and not re.search(r"[<>&\x00-\x09\x0b-\x1f\x7f]", out)
+    doc = json.loads(out)
+    if form == "json":  # data: the ids as they are, for a dashboard to escape
+        assert {row["id"] for row in doc["per_item"]["worst"]} == set(ITEMS)
+        assert doc["claim"]["verdict"] == "regressed" and doc["claim"]["exit_code"] == 5
+    else:  # github-action-benchmark writes names and extras into its own Markdown: they are inert already
+        for row in doc:
+            markdown_is_inert(row["name"].replace("/", " "))
+            markdown_is_inert(row["extra"])
