@@ -214,13 +214,10 @@ def import_file(path: Path, first: bool = False):
 
 
 def origin(module, tree: Path) -> str:
-    path = getattr(module, "__file__", None)
-    if not path:
-        return "<built-in>"
-    try:
-        return "tree:" + str(Path(path).resolve().relative_to(tree.resolve()))
-    except ValueError:
-        return path
+    """Where a module was imported from: the worker's own rule (harness.engine.worker.origin)."""
+    from harness.engine.worker import origin as origin_of
+
+    return origin_of(module.__name__, tree)
 
 
 def finite_or_text(value):
