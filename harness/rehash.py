@@ -1441,20 +1441,27 @@ def check_records(check, stored):
     if not sound:
         return None
     check_ledger(check, docs["cleanup"], runner, runs + instr)
-    # every ok run measured the same field names per item: the odd ones out against the shape most share
+    # every ok run measured the same field names per item: the odd ones out against the names most
+    # runs give it (an item that recorded an error has no fields; parity reports the error itself)
     ok_runs = [r for r in runs if r["status"] == "ok"]
-    shapes = [tuple((it["id"], tuple(sorted(it["fields"])) if it["error"] is None else None) for it in r["items"])
-              for r in ok_runs]
-    if shapes:
+    names = {}
+    for r in ok_runs:
+        for it in r["items"]:
+            if it["error"] is None:
+                names.setdefault(it["id"], []).append((r["label"], tuple(sorted(it["fields"]))))
+    odd = {}
+    for seen in names.values():
         counts = {}
-        for shape in shapes:
+        for _, shape in seen:
             counts[shape] = counts.get(shape, 0) + 1
-        common = max(shapes, key=counts.get)
-        first = ok_runs[shapes.index(common)]["label"]
-        for r, shape in zip(ok_runs, shapes):
+        common = max(counts, key=counts.get)
+        first = next(label for label, shape in seen if shape == common)
+        for label, shape in seen:
             if shape != common:
-                check.fail(C.run_path(r["label"]), f"its field names differ from {first}'s and those of most runs "
-                                                   "(every run gives each item the same fields)", "plan")
+                odd.setdefault(label, first)
+    for label, first in odd.items():
+        check.fail(C.run_path(label), f"its field names differ from {first}'s and those of most runs "
+                                      "(every run gives each item the same fields)", "plan")
     referenced = {f["digest"] for r in runs for it in r["items"] for f in it["fields"].values()}
     for digest in sorted(stored - referenced):
         check.fail(C.array_path(digest), "stored but no run record references it", "arrays")
