@@ -30,6 +30,7 @@ if _HERE:
     sys.path[:] = [p for p in sys.path if _osp.abspath(p or ".") != _here_abs]
 
 import ast  # noqa: E402
+import collections  # noqa: E402
 import datetime  # noqa: E402
 import gzip  # noqa: E402
 import hashlib  # noqa: E402
@@ -1451,10 +1452,7 @@ def check_records(check, stored):
                 names.setdefault(it["id"], []).append((r["label"], tuple(sorted(it["fields"]))))
     odd = {}
     for seen in names.values():
-        counts = {}
-        for _, shape in seen:
-            counts[shape] = counts.get(shape, 0) + 1
-        common = max(counts, key=counts.get)
+        common = collections.Counter(shape for _, shape in seen).most_common(1)[0][0]
         first = next(label for label, shape in seen if shape == common)
         for label, shape in seen:
             if shape != common:

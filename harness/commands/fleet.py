@@ -232,7 +232,7 @@ def _campaign_tables(groups, code: int) -> int:
         loaded, problems = report.load(paths)
         print(f"\n## {term(group.name)}: {len(loaded)} of {group.replicas} replicas\n")
         lines, _ = report.table_lines(loaded, Path.cwd())
-        for line in "\n".join(lines).splitlines():  # the table is one string of rows: escape row by row
+        for line in lines:
             print(term(line))
     return code
 

@@ -116,7 +116,7 @@ def table_lines(docs: list[Placed], base: Path | None = None) -> tuple[list[str]
                      "parity": "identical" if c["parity"]["identical"] else "NOT identical",
                      "outputs base": doc.outputs["base"] or "n/a",
                      "outputs candidate": doc.outputs["candidate"] or "n/a"})
-    lines = [text.table(rows), ""]
+    lines = [*text.table(rows).splitlines(), ""]  # one row a line: callers escape line by line
     words = [row["verdict"] for row in rows]
     agree = len(set(words)) == 1
     lines.append(f"verdicts: {'agree' if agree else 'DISAGREE'} ("

@@ -539,16 +539,13 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         stages[key] = r.string(value, f"stages.{key}", STAGE_RE, "'module:function' or 'module:Class.method'")
 
     instructions = _instructions(r, top)
-    if budget is not None and instructions is not None and "min_rounds" not in top:
-        # The count is decided after the first look, which no instruction run may precede: an
-        # unset first look grows to hold them (an explicit one too small is refused below).
-        given = top.get("stage_rounds")
-        stage = given if isinstance(given, int) and not isinstance(given, bool) else \
-            (min(DEFAULT_STAGE_ROUNDS, rounds) if stages else 0)
-        min_rounds = rounds = max(rounds, 2 * instructions.runs + 1 - stage)
     if rounds is not None:
         default = min(DEFAULT_STAGE_ROUNDS, rounds) if stages else 0
         stage_rounds = int(r.number(top.get("stage_rounds", default), "stage_rounds", 0, rounds, integer=True))
+        if budget is not None and instructions is not None and "min_rounds" not in top:
+            # The count is decided after the first look, which no instruction run may precede: an
+            # unset first look grows to hold them (an explicit one too small is refused below).
+            min_rounds = rounds = max(rounds, 2 * instructions.runs + 1 - stage_rounds)
         if stage_rounds and not stages:
             raise r.fail("stage_rounds", "0 without stages (stage runs time the stages)", stage_rounds)
         if stages and not stage_rounds:
