@@ -74,13 +74,15 @@ def test_a_disturbed_mark_edited_is_refused_by_both(demo_bundle):
 
 def test_a_steal_count_edited_is_refused_by_both(demo_bundle):
     run = next(r for r in runs_of_order(demo_bundle) if not r["interference"]["disturbed"])
-    # steal over the whole loop on the worker's CPU: far past the bound, the mark left as it was
-    ticks = int(run["wall_s"] * run["interference"]["user_hz"])
+    # steal over the whole loop and the tick it may settle in, on the worker's CPU: the most physics
+    # allows, far past the bound however short the loop (a fast machine's loop may be under a tick)
+    hz, cores = run["interference"]["user_hz"], run["machine"]["cores"]
+    ticks = int((run["wall_s"] + C.TICK_S) * hz)
     forge(demo_bundle, run["label"], lambda s: s.update(cpu=s["cpu"] or 0, cpu_steal_ticks=ticks,
                                                      steal_ticks=max(ticks, s["steal_ticks"])))
     both_refuse(demo_bundle, f"data/runs/{run['label']}.json: [derived] interference.")
-    # past what the loop's wall allows: physics
-    forge(demo_bundle, run["label"], lambda s: s.update(steal_ticks=10 * ticks + 1000))
+    # past what the loop's wall allows on every CPU the machine has: physics
+    forge(demo_bundle, run["label"], lambda s: s.update(steal_ticks=2 * cores * ticks + hz))
     both_refuse(demo_bundle, f"data/runs/{run['label']}.json: [physics] interference.steal_ticks")
 
 
