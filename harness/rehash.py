@@ -1885,10 +1885,27 @@ def interval_name(items, rounds):
     return f"the run wall ratio over {rounds} rounds (items carry no usable timings)"
 
 
+def marked_disturbed(run):
+    """The runner's mark (check_interference holds it to the readings); an earlier generation has none."""
+    return bool((run.get("interference") or {}).get("disturbed"))
+
+
+def undisturbed_look(pairs, threshold, band):
+    """The verdict of the one look over the rounds of `pairs` without a disturbed run, derived
+    from those runs alone (a plan whose cap lies past them, so no fixed-count fallback), or None
+    when no round is disturbed."""
+    kept = [(a, b) for a, b in pairs if not (marked_disturbed(a) or marked_disturbed(b))]
+    if len(kept) == len(pairs):
+        return None
+    return derive_stats([r for pair in kept for r in pair], threshold, band,
+                        {"first": len(kept), "cap": len(kept) + 1})["verdict"]
+
+
 def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
     """The looks of a sequential campaign and its verdict: at each round from the first look
     the contract's confidence sequence against the band; the first look that decides is the
-    verdict; without one, at the cap, the trimmed-t interval at C.SEQ_LAST_LEVEL."""
+    verdict; without one, at the cap, the trimmed-t interval at C.SEQ_LAST_LEVEL. A look over
+    disturbed rounds decides only when the undisturbed rounds' look gives the same word."""
     looks, last = [], None
     for k in range(plan["first"], len(pairs) + 1):
         ci = C.sequence_ratio(d[:k])
@@ -1900,6 +1917,8 @@ def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
             run_ratio = sig10(mean([b["wall_s"] for _, b in pairs[:k]]) / mean([a["wall_s"] for a, _ in pairs[:k]]))
             last = (ci, *C.decide(ci[0], ci[1], band, run_ratio, interval_name(items, k) + " (valid at every look)",
                                   claim_k))
+            if last[1] != "inconclusive" and undisturbed_look(pairs[:k], threshold, band) not in (None, last[1]):
+                last = (ci, "inconclusive", f"{last[2]}, but not without the disturbed rounds")
         looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
     why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
     out["sequential"] = {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "looks": looks,

@@ -333,15 +333,34 @@ def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], th
     return [lo, hi], verdict, reason
 
 
+def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, band: float) -> str | None:
+    """The same look on the rounds of `pairs` without a disturbed run (items and log ratios
+    derived again from those rounds, as with_interference derives them), or None when no round
+    is disturbed: a look decides only when its claim holds on these too."""
+    kept = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)]
+    if len(kept) == len(pairs):
+        return None
+    if not kept:
+        return "inconclusive"
+    items, _ = usable_items([r for pair in kept for r in pair], "wall_s")
+    d = [math.fsum(row) / len(row) for row in round_logs(kept, items, "wall_s")]
+    return look(kept, d, items, overloaded_runs, threshold, band)[1]
+
+
 def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold: float, band: float,
                 plan: dict) -> dict:
     """A sequential campaign's looks, and its verdict: the first look that decides, else at the
-    budget's cap the fixed-count trimmed-t interval at SEQ_LAST_LEVEL (contract: SEQ_*)."""
+    budget's cap the fixed-count trimmed-t interval at SEQ_LAST_LEVEL (contract: SEQ_*). A look
+    over disturbed rounds decides only when the undisturbed rounds' look gives the same word, so
+    the campaign goes on rather than stop on a claim the disturbed rounds alone carry."""
     first, cap = plan["first"], plan["cap"]
     overloaded_runs = result["load"]["overloaded"]
     looks, last = [], None
     for k in range(first, len(pairs) + 1):
         last = look(pairs[:k], d[:k], items, overloaded_runs, threshold, band)
+        if last[1] != "inconclusive" and undisturbed_verdict(pairs[:k], overloaded_runs, threshold,
+                                                               band) not in (None, last[1]):
+            last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
         looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
     why = stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), cap)
     result["sequential"] = {"method": SEQ_METHOD, "first": first, "cap": cap, "looks": looks,

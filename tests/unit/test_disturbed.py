@@ -12,6 +12,7 @@ import pytest
 
 from fakes import Model, run_fake, run_record
 from harness import contract as C, rehash, records
+from harness.bundle import read
 from harness.comparison import analysis
 from harness.engine import worker
 from harness.judge.verify import verify
@@ -200,6 +201,30 @@ def test_a_campaign_whose_disturbed_rounds_carry_the_effect_is_sealed_inconclusi
     record = json.loads((outcome.out / C.run_path("A1")).read_text())
     assert record["interference"]["disturbed"] is True and record["interference"]["causes"] == ["steal"]
     assert json.loads((outcome.out / C.CAMPAIGN_JSON).read_text())["interference"] == records.interference_bounds(None)
+    assert not rehash.rehash(str(outcome.out)).problems
+    report = verify(outcome.out)
+    assert report.exit_code == 0, report.problems or report.unusable
+
+
+def test_a_sequential_campaign_goes_on_until_its_undisturbed_rounds_decide(tmp_path):
+    """A real 0.6x change; the hypervisor took most of rounds 1 and 2's base runs (their walls
+    unmoved). The first look (round 4) decides on all rounds, but two undisturbed rounds cannot:
+    the runner goes on, and stops at the first look whose undisturbed rounds give the same word
+    (an earlier harness stopped at round 4 and sealed it inconclusive). Both checkers replay it."""
+    disturb = {f"A{k}": (5, 1.0) for k in (1, 2)}  # 5 ticks at 100 Hz: 50 ms of a 60 ms loop
+    outcome, _ = run_fake(tmp_path, Model(ratio=0.6, noise=0.002, disturb=disturb), rounds="auto", budget_s=600,
+                          min_rounds=4, seed=7)
+    stats = outcome.comparison["stats"]
+    seq, section = stats["sequential"], stats["interference"]
+    assert section["disturbed_rounds"] == [1, 2]
+    looks = [row["verdict"] for row in seq["looks"]]
+    assert looks[0] == "inconclusive" and looks[-1] == "improved" and len(looks) > 1, looks
+    assert seq["stopped"] == "decided" and stats["verdict"] == "improved" and section["holds"] is True
+    assert section["without"]["verdict"] == "improved" and section["without"]["rounds"] == stats["rounds"]["n"] - 2
+    # the first look's rounds unmarked decide: only the disturbed rounds held the campaign back
+    runs = [dataclasses.replace(r, interference=None) for r in read.load(outcome.out).runs
+            if C.timed(r.label) and int(r.label[1:]) <= 4]
+    assert analysis.analyze(runs, 0.02, None, {"first": 4, "cap": 5})["verdict"] == "improved"
     assert not rehash.rehash(str(outcome.out)).problems
     report = verify(outcome.out)
     assert report.exit_code == 0, report.problems or report.unusable
