@@ -2068,7 +2068,7 @@ def with_interference(stats, runs, bounds, threshold, floor):
         return stats
     usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0]
     section = [(r, r.get("interference")) for r in usable]
-    marked = [r["label"] for r, s in section if s is not None and s["disturbed"]]
+    marked = [r["label"] for r, _s in section if marked_disturbed(r)]
     rounds = [int(a[1:]) for a, b in stats["rounds"]["pairs"] if a in marked or b in marked]
     other = without = None
     if rounds:
