@@ -4,20 +4,27 @@ never pays for what `harness run` needs.
 
 The data's journey, and the commands along it:
   plan      init, check, target           a campaign file, its revisions, its pre-flight
-  engine    run, calibrate                 fresh worker processes -> run records -> a sealed bundle
-  judge     verify, compare, reproduce     the bundle against the contract, its verdict, a re-run
+  engine    run, calibrate, seal           fresh worker processes -> run records -> a sealed bundle
+  judge     verify, compare, reproduce,    the bundle against the contract, its verdict, a re-run,
+            bisect                         the first commit that regresses
   render    report, summary                REPORT.md, a pull request's section
   beyond    sign, fleet, golden, microbench, selftest
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 
-COMMANDS = ("init", "check", "target", "run", "calibrate", "verify", "compare", "reproduce", "report", "summary",
-            "sign", "fleet", "golden", "microbench", "selftest")
+COMMANDS = ("init", "check", "target", "run", "calibrate", "seal", "verify", "compare", "reproduce", "bisect",
+            "report", "summary", "sign", "fleet", "golden", "microbench", "selftest")
+
+
+# What a write that cannot succeed until the user acts fails with: no space, over a quota, a
+# read-only file system, a file too large for it.
+WRITE_ERRNOS = tuple(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EROFS", "EFBIG") if hasattr(errno, name))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,10 +71,13 @@ class _Stdout:
 
 def main(argv: list[str] | None = None) -> int:
     from harness import outcomes
+    from harness.render.text import Terminal
 
     args = build_parser().parse_args(argv)
-    stdout = sys.stdout
-    sys.stdout = _Stdout(stdout)
+    stdout, stderr = sys.stdout, sys.stderr
+    # Whatever a command prints reaches the terminal as characters: a bundle's text can neither
+    # erase nor rewrite the verdict line (harness/render/text.py owns the escaping).
+    sys.stdout, sys.stderr = _Stdout(Terminal(stdout)), Terminal(stderr)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()
@@ -79,8 +89,19 @@ def main(argv: list[str] | None = None) -> int:
         # written past the wrapper (a raw descriptor): the reader left; end quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return outcomes.OK
+    except OSError as exc:
+        # A write that failed where no command caught it (a full disk under a figure, a scratch
+        # copy, a golden file): its one line and WRITE_FAILED, never a traceback. Any other
+        # OSError is a bug to see whole.
+        from harness.files import WriteFailed
+
+        if isinstance(exc, WriteFailed) or exc.errno in WRITE_ERRNOS:
+            failed = exc if isinstance(exc, WriteFailed) else WriteFailed(exc.filename or "a file", exc)
+            print(f"harness {args.command}: error: {failed.line()}", file=sys.stderr)
+            return outcomes.WRITE_FAILED
+        raise
     finally:
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 if __name__ == "__main__":

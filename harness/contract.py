@@ -26,14 +26,16 @@ SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
     "result": "abba-harness/result/v1",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
-    "run": "abba-harness/run/v4",
+    "bisect": "abba-harness/bisect/v1",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
+    "claim": "abba-harness/claim/v1",  # harness summary --format json: the claim for dashboards, not part of a bundle
+    "run": "abba-harness/run/v6",
     "instructions": "abba-harness/instructions/v3",
-    "campaign": "abba-harness/campaign/v7",
+    "campaign": "abba-harness/campaign/v8",
     "comparison": "abba-harness/comparison/v6",
     "environment": "abba-harness/environment/v3",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
-    "cleanup": "abba-harness/cleanup/v3",
+    "cleanup": "abba-harness/cleanup/v4",
     "runner": "abba-harness/runner/v3",
     "builds": "abba-harness/builds/v2",
     "workload": "abba-harness/workload/v2",
@@ -43,6 +45,16 @@ SCHEMAS = {
     "noise_floor": "abba-harness/noise-floor/v1",
 }
 SCHEMA_PREFIX = "abba-harness/"
+# Schema ids a checker still reads, of bundles an earlier harness wrote, with the top-level keys
+# their records lack. "Absent" is accepted only as a whole earlier generation: every run record of
+# the bundle has that id, none holds a key it lacks, and campaign.json and comparison.json lack
+# what came with them (INTERFERENCE_KEYS); a record of the current id must hold every key. The
+# checkers say in their output that such a bundle measured no interference.
+# None today: the launch records (run/v6, campaign/v8, cleanup/v4: how each run's process was
+# made, the zygotes in the ledger) came after the sequential rounds, and every committed bundle
+# was re-run; an entry here re-opens exactly the generation it names.
+PREVIOUS_SCHEMAS: dict = {}
+INTERFERENCE_KEYS = {"campaign": "interference", "comparison": "stats.interference"}
 
 # --- the bundle's files --------------------------------------------------------------------
 BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST = "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"
@@ -72,11 +84,20 @@ HEX64_RE = re.compile(r"^[0-9a-f]{64}\Z")
 GITSHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+MODULE_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")  # a dotted module name: transformers, torch.nn
 STAGE_PATH_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
 ENTRY_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*\Z")
 DTYPE_RE = re.compile(r"^([<>|=]?)([biufc])(\d+)$")
 OXUM_RE = re.compile(r"^[0-9]{1,19}\.[0-9]{1,9}\Z")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+# `suite:` campaigns (docs/suites.md): an existing benchmark suite run through the harness's own
+# workload entry for its kind (harness/engine/suites/). Such an item may give no outputs (a
+# benchmark that returns None, or something that is not data): its record then has neither fields
+# nor an error, and the run's metrics (suite.outputs) say why. Both checkers allow that for these
+# entries only; every other workload's item has fields or an error.
+SUITE_ENTRIES = {"asv": "harness.engine.suites.asv:setup",
+                 "pytest-benchmark": "harness.engine.suites.pytest_suite:setup",
+                 "pytest-codspeed": "harness.engine.suites.pytest_suite:setup"}
 PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")
@@ -229,6 +250,31 @@ REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sy
 INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                    "OPENBLAS_NUM_THREADS": "1"}
 
+# --- parity: how far a declared tolerance may reach (`parity: {max_ulp: N}`) -------------------
+# One ULP near 1.0 is 2**-m of the value for a float of m stored significand bits, so N ULP is a
+# relative difference of about N * 2**-m, and 2**m ULP (all values from 1.0 to 2.0) is no
+# tolerance at all: a candidate returning one constant would pass. A tolerance may therefore
+# let at most the low half of the significand move: max_ulp <= 2**ceil(m / 2), which keeps the
+# high floor(m / 2) bits in agreement (a relative difference below 2**-floor(m / 2)):
+#   float16 (m = 10): 32 ULP, about 3%;  float32 (m = 23): 4096 ULP, about 0.05%;
+#   float64 (m = 52): 2**26 ULP, about 1.5e-8.
+# (bfloat16, m = 7, would get 16; it has no numpy dtype and is refused when stored, so no output
+# is bfloat16.) The campaign file cannot know its outputs' dtypes: it is refused above the widest
+# bound (float64's); both checkers then refuse the tolerance for a differing field whose dtype's
+# bound it exceeds (comparison.json parity.tolerance.over_bound), so it never makes them agree.
+FLOAT_NAMES = {2: "float16", 4: "float32", 8: "float64"}  # a stored float's itemsize -> its name
+SIGNIFICAND_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+MAX_ULP = {name: 2 ** -(-bits // 2) for name, bits in SIGNIFICAND_BITS.items()}
+MAX_ULP_ANY = max(MAX_ULP.values())  # what a campaign file may declare at the most
+
+
+def ulp_bound(kind, itemsize):
+    """The widest tolerance a float field of this numpy kind and itemsize admits, or None
+    (no float16/32/64: no tolerance covers it)."""
+    name = FLOAT_NAMES.get(itemsize) if kind == "f" else None
+    return None if name is None else MAX_ULP[name]
+
+
 # --- the campaign's defaults (harness/plan/spec.py) -------------------------------------------
 DEFAULT_ROUNDS = 20  # what `harness init` writes for a fixed count
 DEFAULT_FIRST_LOOK = 4  # `rounds: auto`: the first round after which the sequential interval may stop
@@ -246,6 +292,7 @@ DEFAULT_INSTRUCTION_RUNS = 2
 LAUNCH_MODES = ("fresh", "zygote")
 DEFAULT_LAUNCH = "fresh"
 ZYGOTE_RUNS = 4
+MAX_PRELOAD = 32  # `launch: {mode: zygote, preload: [...]}`: the libraries a zygote imports, at most
 METRICS = ("wall", "instructions")
 CALL_MODES = ("equal", "per_variant")
 OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params", "metrics")
@@ -268,6 +315,67 @@ DRIFT_RULE = ("flagged when the median per-round ratio of the later half of the 
               "within the shuffled rounds and is shown only")
 INSTRUCTION_BAND = 0.002  # instruction counts within +-0.2% read "equal" (rustc-perf: a no-op stays within it)
 SIG_DIGITS = 10  # every stats float keeps 10 significant digits
+
+# --- interference over a run's timed loop (docs/statistics.md "Interference") ------------------
+# A run is disturbed when the hypervisor took more than MAX_STEAL of its loop's wall (steal time,
+# /proc/stat, plus one USER_HZ tick: the counts are whole ticks), or, for work the campaign declares
+# single-threaded (`interference: {min_cpu_per_wall: X}`), when its process CPU over the loop was
+# below X of the loop's wall (the worker was off its core). A campaign may set either within the
+# limits below; the verdict must then hold on the rounds without a disturbed run, or it is no claim.
+MAX_STEAL = 0.02
+MAX_STEAL_LIMITS = (0.0, 0.10)  # a campaign may tighten the steal bound, or loosen it to 10% at most
+MIN_CPU_PER_WALL_LIMITS = (0.5, 1.0)  # a declared single-threaded loop: at least half its wall on a core
+DISTURBED_CAUSES = ("steal", "off_cpu")
+
+
+def disturbance(measured, wall_s, process_cpu_s, cores, max_steal, min_cpu_per_wall):
+    """(steal_share, cpu_per_wall, causes) of one ok run from what its worker measured over the
+    timed loop (measured: user_hz, steal_ticks, cpu_steal_ticks; any may be None: not shown by the
+    kernel). steal_share: the larger of its own CPU's steal over the wall and all CPUs' steal over
+    cores x the wall (None without either); cpu_per_wall: process CPU over the wall. causes: the
+    bounds crossed, in DISTURBED_CAUSES order (a tick of steal is allowed: whole ticks)."""
+    hz = measured.get("user_hz")
+    shares, over = [], False
+    if hz and wall_s and wall_s > 0:
+        tick = 1.0 / hz
+        own, every = measured.get("cpu_steal_ticks"), measured.get("steal_ticks")
+        if own is not None:
+            shares.append(own / hz / wall_s)
+            over |= own / hz > max_steal * wall_s + tick
+        if every is not None and cores:
+            shares.append(every / hz / (cores * wall_s))
+            over |= every / hz > max_steal * cores * wall_s + tick
+    cpu_per_wall = process_cpu_s / wall_s if process_cpu_s is not None and wall_s and wall_s > 0 else None
+    causes = (["steal"] if over else []) + \
+        (["off_cpu"] if min_cpu_per_wall is not None and cpu_per_wall is not None
+         and cpu_per_wall < min_cpu_per_wall else [])
+    return (sig10(max(shares)) if shares else None), sig10(cpu_per_wall), causes
+
+
+def without_disturbed(verdict, reason, disturbed_rounds, other):
+    """(verdict, reason, holds) once the rounds with a disturbed run are left out: other is the
+    verdict the same rule gives on the remaining rounds ((verdict, rounds), None: no round is
+    disturbed). A claim (improved, regressed, equal) holds only when the other rounds alone give the
+    same word; else the campaign makes no claim, and says so."""
+    if other is None or verdict == "inconclusive":
+        return verdict, reason, True
+    if other[0] == verdict:
+        return verdict, reason, True
+    return "inconclusive", (f"{reason}, but the verdict does not hold without the {len(disturbed_rounds)} disturbed "
+                            f"round(s) ({', '.join(str(k) for k in disturbed_rounds)}): the other {other[1]} round(s) "
+                            f"give {other[0]}"), False
+
+
+def interference_warning(disturbed, max_steal, min_cpu_per_wall, rounds, holds):
+    """The warning line of a campaign with disturbed runs (disturbed: (label, causes) pairs)."""
+    bounds = f"steal above {100 * max_steal:g}% of the loop's wall" + \
+        (f", or CPU/wall below {min_cpu_per_wall:g}" if min_cpu_per_wall is not None else "")
+    runs = ", ".join(f"{label} ({' and '.join(causes)})" for label, causes in disturbed)
+    if not rounds:
+        return f"interference: disturbed ({bounds}): {runs}; not in a timed round"
+    return (f"interference: disturbed ({bounds}): {runs}; the verdict "
+            + ("holds" if holds else "does not hold") + f" without the {len(rounds)} round(s) "
+            f"{', '.join(str(k) for k in rounds)}")
 
 # --- verdicts: the words (harness/outcomes.py gives their exit codes and the verdict line) ----
 VERDICTS = ("improved", "regressed", "equal", "inconclusive")
@@ -549,6 +657,8 @@ RULES = {
     "anchors": ("repo", "the repository holds the bundle's campaign file, golden and noise-floor files, workload "
                         "and trees"),
     "original": ("original", "re-derived from the reproduction bundle and the bundle it re-ran"),
+    "bisect": ("both", "a bisect folder: every step bundle verifies, the receipt holds what they give, each step is "
+                       "the one the search rule asks for, and the culprit is the rule's"),
     "free": ("none", "no checker can tell; the reason is given"),
 }
 
@@ -664,6 +774,30 @@ FIELDS = {
         "machine.loadavg_before[]": F("num", "free", lo=0.0, hi=1e6),
         "machine.loadavg_after": F("list?", "free", size=3),
         "machine.loadavg_after[]": F("num", "free", lo=0.0, hi=1e6),
+        "interference": F("dict?", "status: present exactly when ok (null in a failed run); a run/v4 record, of "
+                                   "a harness before it, lacks the key"),
+        "interference.user_hz": F("int?", "physics: the kernel's USER_HZ (10 to 10000), the unit of the steal "
+                                          "counts; derived: the disturbed rule", lo=10, hi=10_000),
+        "interference.steal_ticks": F("int?", "physics: all CPUs' steal over the timed loop (/proc/stat cpu line, "
+                                              "8th value), within cores x the wall and a tick; derived: the "
+                                              "disturbed rule (null: the kernel shows no steal)", lo=0, hi=2**62),
+        "interference.cpu": F("int?", "physics: below environment.json's cores: the CPU the worker ran on at the "
+                                      "loop's start and end (null: it moved, or unknown)", lo=0, hi=1 << 20),
+        "interference.cpu_steal_ticks": F("int?", "physics: that CPU's steal over the loop, within the wall and a "
+                                                  "tick and within all CPUs' steal; null when cpu or steal_ticks is; "
+                                                  "derived: the disturbed rule",
+                                          lo=0, hi=2**62),
+        "interference.freq_mhz_before": F("num?", "free", lo=0.0, hi=1e6),
+        "interference.freq_mhz_after": F("num?", "free", lo=0.0, hi=1e6),
+        "interference.steal_share": F("num?", "derived: the larger of own-CPU steal / wall and all-CPU steal / "
+                                              "(cores x wall) (contract.disturbance)", lo=0.0, hi=1e6),
+        "interference.cpu_per_wall": F("num?", "derived: machine.process_cpu_s / wall_s (contract.disturbance)",
+                                       lo=0.0, hi=1e9),
+        "interference.causes": F("list", "derived: the bounds of campaign.json's interference it crosses",
+                                 size=len(DISTURBED_CAUSES)),
+        "interference.causes[]": F("enum", "derived: the bounds of campaign.json's interference it crosses",
+                                   values=DISTURBED_CAUSES),
+        "interference.disturbed": F("bool", "derived: exactly when it crosses a bound (causes)"),
         "harness_source_sha256": F("sha256?", "identity: environment.json's harness digest"),
         "workload_sha256": F("sha256?", "identity: workload.json's digest (the folder the worker imported from)"),
         **INTERPRETER,
@@ -770,6 +904,9 @@ FIELDS = {
         "python.base": F("str?", "campaign: campaign.yaml (null: the harness's own interpreter)", size=4096),
         "python.candidate": F("str?", "campaign: campaign.yaml (null: the harness's own interpreter)", size=4096),
         "launch": F("enum", "campaign: campaign.yaml; identity: every run's launch.mode", values=LAUNCH_MODES),
+        "preload": F("list", "campaign: campaign.yaml (launch.preload: what each zygote imported before it forked; "
+                             "empty under fresh launches)", size=MAX_PRELOAD),
+        "preload[]": F("str", "campaign: campaign.yaml", size=128),
         "stages": F("dict", "identity: the stages of every ok stage run; campaign: campaign.yaml", size=MAX_STAGES),
         "stages.*": F("str", "campaign: campaign.yaml", size=512, key=re.compile(r"^.{1,128}\Z", re.S)),
         "optional_stages": F("list", "identity: the stages that may be uninstalled; campaign: campaign.yaml",
@@ -786,9 +923,16 @@ FIELDS = {
                                  "when noise_floor_sha256 is", size=4096),
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
         "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
+        "interference": F("dict", "campaign: campaign.yaml (its bounds, else the contract's); identity: present "
+                                  "exactly when the run records are of the current run schema", optional=True),
+        "interference.max_steal": F("num", "campaign: campaign.yaml; derived: the disturbed rule",
+                                    lo=MAX_STEAL_LIMITS[0], hi=MAX_STEAL_LIMITS[1]),
+        "interference.min_cpu_per_wall": F("num?", "campaign: campaign.yaml (null: not declared single-threaded); "
+                                                   "derived: the disturbed rule", lo=MIN_CPU_PER_WALL_LIMITS[0],
+                                           hi=MIN_CPU_PER_WALL_LIMITS[1]),
         "parity": F("dict", "derived: parity; campaign: campaign.yaml"),
         "parity.max_ulp": F("int?", "campaign: campaign.yaml; derived: floats may differ by this many units in the "
-                                    "last place (null: bit for bit)", lo=0, hi=2**52),
+                                    "last place (null: bit for bit)", lo=0, hi=MAX_ULP_ANY),
         "metrics": F("list", "plan: instruction runs exactly with instructions; campaign: campaign.yaml", size=2),
         "metrics[]": F("enum", "campaign: campaign.yaml", values=METRICS),
         "instructions": F("dict?", "plan: the instruction runs (null: none); campaign: campaign.yaml"),
@@ -884,6 +1028,13 @@ FIELDS = {
         "interpreters.candidate.packages": F("dict", "free", size=4096),
         "interpreters.candidate.packages.*": F("str", "free", size=128,
                                                key=re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")),
+        "isolation": F("dict", "free", optional=True),  # absent in bundles sealed before issue 33
+        "isolation.per_run": F("list", "free", size=32),
+        "isolation.per_run[]": F("str", "free", size=128),
+        "isolation.declared": F("list", "free", size=512),
+        "isolation.declared[]": F("str", "free", size=128),
+        "isolation.shared": F("list", "free", size=32),
+        "isolation.shared[]": F("str", "free", size=512),
         "fleet": F("dict?", "free"),
         "fleet.scheduler": F("enum", "free", values=("ray",)),
         "fleet.node_id": F("str", "free", size=256),
@@ -1014,9 +1165,12 @@ FIELDS["comparison"] = {
     "parity.identical": F("bool", _D),
     "parity.agree": F("bool", _D + "; outputs agree under the campaign's parity rule (bit for bit, or max_ulp)"),
     "parity.tolerance": F("dict?", _D),
-    "parity.tolerance.max_ulp": F("int", _D, lo=0, hi=2**52),
+    "parity.tolerance.max_ulp": F("int", _D, lo=0, hi=MAX_ULP_ANY),
     "parity.tolerance.max_ulp_seen": F("int", _D, lo=0, hi=2**64),
     "parity.tolerance.fields_within": F("int", _D, **COUNT),
+    "parity.tolerance.over_bound": F("dict", _D + "; the dtypes of differing float fields whose bound (contract.MAX_ULP) "
+                                     "max_ulp exceeds: no tolerance for them", size=len(FLOAT_NAMES)),
+    "parity.tolerance.over_bound.*": F("int", _D, lo=0, hi=MAX_ULP_ANY, key=re.compile(r"^float(16|32|64)\Z")),
     "parity.reference": F("label?", _D),
     "parity.items": F("int", _D, **COUNT),
     "parity.fields_compared": F("int", _D, **COUNT),
@@ -1132,6 +1286,23 @@ FIELDS["comparison"] = {
     "stats.load": F("dict", _D),
     "stats.load.overloaded": F("list", _D, size=MAX_RUNS),
     "stats.load.overloaded[]": F("label", _D),
+    "stats.interference": F("dict", _D + " (present exactly when campaign.json's interference is)", optional=True),
+    "stats.interference.max_steal": F("num", _D, lo=MAX_STEAL_LIMITS[0], hi=MAX_STEAL_LIMITS[1]),
+    "stats.interference.min_cpu_per_wall": F("num?", _D, lo=MIN_CPU_PER_WALL_LIMITS[0],
+                                             hi=MIN_CPU_PER_WALL_LIMITS[1]),
+    "stats.interference.steal_runs": F("int", _D, **COUNT),
+    "stats.interference.freq_runs": F("int", _D, **COUNT),
+    "stats.interference.disturbed": F("list", _D, size=MAX_RUNS),
+    "stats.interference.disturbed[]": F("label", _D),
+    "stats.interference.disturbed_rounds": F("list", _D, size=MAX_RUNS),
+    "stats.interference.disturbed_rounds[]": F("int", _D, lo=1, hi=MAX_RUNS),
+    "stats.interference.without": F("dict?", _D),
+    "stats.interference.without.rounds": F("int", _D, lo=0, hi=MAX_RUNS),
+    "stats.interference.without.geomean_ratio": F("num?", _D, **RATIO),
+    "stats.interference.without.ci95": F("list?", _D, size=2),
+    "stats.interference.without.ci95[]": F("num", _D, **RATIO),
+    "stats.interference.without.verdict": F("enum", _D, values=VERDICTS),
+    "stats.interference.holds": F("bool", _D),
     "stats.verdict": F("enum", _D, values=VERDICTS),
     "stats.verdict_reason": F("str", _D, size=4096),
     "stats.warnings": F("list", _D, size=64),
@@ -1216,6 +1387,16 @@ UNBOUND = {
                                                        "is physical (other threads)",
     ("run", "machine.cpu_stall_s@x7,/7,zero,swap"): "a CPU stall within the wall is physical; it is re-derived "
                                                     "into the load rule",
+    ("run", "interference.steal_ticks@x7,zero,swap"): "steal within cores x the wall is physical: a changed "
+                                                      "count is re-derived into the disturbed mark, refused only "
+                                                      "when it crosses the bound",
+    ("run", "interference.cpu_steal_ticks@x7,zero,swap"): "steal within the wall is physical: a changed count is "
+                                                          "re-derived into the disturbed mark, refused only when "
+                                                          "it crosses the bound",
+    ("run", "interference.user_hz@x7,swap"): "another tick length within its range is physical: re-derived into "
+                                             "the disturbed mark, refused only when it crosses the bound",
+    ("run", "interference.cpu@x7,zero,swap"): "another CPU of the machine is physical: which core the kernel "
+                                              "chose no other record holds",
     ("run", "stages.*.calls@x7,zero,swap"): "the workload's own count; a changed count is re-derived into "
                                             "parity (call counts not identical), not refused",
     ("run", "items[].fields.*.digest@swap"): "another stored array of the same dtype and shape: re-derived into "
@@ -1250,6 +1431,10 @@ FREE = {
                                  "only its range is checked",
     ("run", "machine.loadavg_before"): "the load the machine reported; no other record holds it",
     ("run", "machine.loadavg_after"): "the load the machine reported; no other record holds it",
+    ("run", "interference.freq_mhz_before"): "what the kernel's cpufreq reported for the worker's CPU (null where "
+                                             "the machine has none); no other record holds it, and no rule reads it",
+    ("run", "interference.freq_mhz_after"): "what the kernel's cpufreq reported for the worker's CPU (null where "
+                                            "the machine has none); no other record holds it, and no rule reads it",
     ("cleanup", "method"): "prose naming how absence was verified",
     ("cleanup", "processes[].cmdline"): "the command line the ledger saw; only the role and run are bound",
     ("environment", "*"): "what the machine reported (CPU model, ISA, BLAS, packages, load, worker env): no record "
@@ -1264,3 +1449,190 @@ FREE = {
     ("golden", "*"): "the golden file's own description of where it came from; it is pinned by SHA-256 and its "
                      "items are re-derived",
 }
+
+
+# --- harness bisect: the first commit where a campaign regresses -------------------------------
+# OUT/bisect.json (a receipt beside its step bundles, not part of one) and OUT/steps/NN-<sha12>/,
+# one sealed bundle per step. The search rule below is the one the command follows and both
+# checkers re-apply to the steps' verified verdicts.
+BISECT_FILE = "bisect.json"
+BISECT_STEPS = "steps"
+BISECT_FOLDER_RE = re.compile(r"^([0-9]{2})-([0-9a-f]{12})\Z")  # NN-<the step's candidate SHA, 12 digits>
+MAX_BISECT_COMMITS = 10_000  # first-parent commits good..bad
+MAX_BISECT_STEPS = 2 + MAX_BISECT_COMMITS.bit_length()  # the endpoint, the halvings, the culprit's own step
+MAX_BISECT_BYTES = 2 << 20  # bisect.json
+# A step's verdict: the wall verdict of a complete campaign whose outputs agree, else what stopped it.
+BISECT_STEP_VERDICTS = VERDICTS + ("outputs differ", "failed")
+# How a search ends. culprit: one commit named; not regressed: bad is not slower than good; spread:
+# the slow-down crosses the band at a commit whose own step does not regress; inconclusive: a step
+# could not tell; not monotone: a probe is faster than good while bad is slower; outputs differ,
+# failed: a step's; stopped: the search ended before the rule did (interrupted, a pre-flight problem).
+BISECT_ENDINGS = ("culprit", "not regressed", "spread", "inconclusive", "not monotone", "outputs differ", "failed",
+                  "stopped")
+
+_B = "bisect: "
+RECEIPT_FIELDS = {  # receipts beside bundles, not part of one: read by the checkers' own modes
+    "bisect": {
+        "schema": F("str", "parsing: the bisect schema id"),
+        "campaign": F("name", _B + "every step bundle's campaign name"),
+        "campaign_sha256": F("sha256", _B + "every step bundle's data/campaign.yaml hashes to it"),
+        "good": F("gitsha", _B + "the base of every step but the culprit's own"),
+        "bad": F("gitsha", _B + "the last of commits, the first step's candidate"),
+        "good_rev": F("str", "free: the revision as the user gave it; its SHA is bound", size=256),
+        "bad_rev": F("str", "free: the revision as the user gave it; its SHA is bound", size=256),
+        "commits": F("list", _B + "the search's input, first-parent good..bad oldest first (`verify --repo` "
+                                  "reads the repository's)", size=MAX_BISECT_COMMITS),
+        "commits[]": F("gitsha", _B + "each once, good never among them"),
+        "steps": F("list", _B + "each the step the search rule asks for, in order", size=MAX_BISECT_STEPS),
+        "steps[]": F("dict", _B + "one step: a sealed bundle under steps/"),
+        "steps[].step": F("int", _B + "its position, from 1", lo=1, hi=MAX_BISECT_STEPS),
+        "steps[].folder": F("str", _B + "steps/NN-<candidate's first 12 hex digits>", size=64),
+        "steps[].base": F("gitsha", _B + "the step bundle's base SHA; the rule's"),
+        "steps[].candidate": F("gitsha", _B + "the step bundle's candidate SHA; the rule's"),
+        "steps[].digest": F("sha256", _B + "the step bundle's digest (SHA-256 of its tag manifest)"),
+        "steps[].verdict": F("enum", _B + "the step bundle's verdict (bisect_verdict)", values=BISECT_STEP_VERDICTS),
+        "steps[].ratio": F("num?", _B + "the step bundle's candidate/base ratio", **RATIO),
+        "steps[].interval": F("list?", _B + "the step bundle's interval of the ratio", size=2),
+        "steps[].interval[]": F("num", _B + "the step bundle's interval of the ratio", **RATIO),
+        "ending": F("enum", _B + "the search rule's ending (or stopped, while the rule asks for a step)",
+                    values=BISECT_ENDINGS),
+        "culprit": F("gitsha?", _B + "the search rule's culprit, null unless it names one"),
+        "reason": F("str", _B + "the search rule's reason (free text only when stopped)", size=8192),
+    },
+}
+
+
+def bisect_step(comparison):
+    """(verdict, ratio, interval) of a step from its verified comparison.json: "failed" for a
+    campaign that did not complete, "outputs differ" when parity fails, else the wall verdict,
+    with the paired geometric-mean ratio and its interval."""
+    stats = comparison.get("stats") if isinstance(comparison.get("stats"), dict) else {}
+    paired = stats.get("paired") if isinstance(stats.get("paired"), dict) else {}
+    ratio, interval = paired.get("geomean_ratio"), paired.get("ci95")
+    if comparison.get("status") != "complete":
+        verdict = "failed"
+    elif not (comparison.get("parity") or {}).get("agree"):
+        verdict = "outputs differ"
+    else:
+        verdict = stats.get("verdict") if stats.get("verdict") in VERDICTS else "failed"
+    return verdict, ratio, list(interval) if interval else None
+
+
+class BisectOff(ValueError):
+    """A recorded step is not the one the search rule asks for at its position."""
+
+    def __init__(self, index, want):
+        self.index, self.want = index, want
+        super().__init__(f"step {index + 1} should compare {want[0][:12]} -> {want[1][:12]}")
+
+
+def bisect_search(good, commits, steps):
+    """The search rule, replayed over the steps so far. commits: the first-parent commits
+    good..bad, oldest first (bad last; good is the first one's first parent); steps: dicts of
+    base, candidate, verdict, ratio, interval, in order. Every probe is compared with good (a
+    monotone history reads "equal" before the culprit and "regressed" from it on):
+
+      1. good -> bad: regressed goes on; equal or improved ends "not regressed", else it ends.
+      2. binary search: lo = good (equal), hi = bad (regressed); while a commit lies between,
+         good -> the middle one: regressed moves hi there, equal moves lo there; improved ends
+         "not monotone", inconclusive ends "inconclusive" (no neighbour is tried: the history
+         between is what the search cannot read).
+      3. hi is the first commit slower than good. Unless its parent is good (that step is its
+         own), its parent -> hi: regressed names hi the culprit; equal ends "spread" (no single
+         commit makes the slow-down); inconclusive ends "inconclusive", improved "not monotone".
+      A step that failed or whose outputs differ ends the search with that word.
+
+    Returns {"next": (base, candidate) or None, "ending", "culprit", "reason"}: next is the step
+    the rule asks for when the steps so far do not end it. BisectOff when a recorded step is not
+    the one the rule asks for; a step past the end is the caller's to refuse (len(steps) >
+    "used")."""
+    asked = []
+
+    def ask(base, candidate):
+        k = len(asked)
+        asked.append((base, candidate))
+        if k >= len(steps):
+            return None
+        s = steps[k]
+        if (s["base"], s["candidate"]) != (base, candidate):
+            raise BisectOff(k, (base, candidate))
+        return s
+
+    def done(ending, culprit, reason):
+        return {"next": None, "ending": ending, "culprit": culprit, "reason": reason, "used": len(asked)}
+
+    def need():
+        return {"next": asked[-1], "ending": None, "culprit": None, "reason": None, "used": len(asked) - 1}
+
+    def text(s):
+        ratio, iv = s.get("ratio"), s.get("interval")
+        where = f"step {asked.index((s['base'], s['candidate'])) + 1:02d} ({_name(s['base'])} -> " \
+                f"{_name(s['candidate'])})"
+        if ratio is None:
+            return f"{where} {s['verdict']}"
+        return f"{where} {s['verdict']}, candidate/base {ratio:.4f}" + (f" [{iv[0]:.4f}, {iv[1]:.4f}]" if iv else "")
+
+    def _name(sha):
+        return "good" if sha == good else ("bad" if sha == commits[-1] else sha[:12])
+
+    def stop_on(s, what):
+        """The ending of a step that does not move the search (None: it does)."""
+        v = s["verdict"]
+        if v == "failed":
+            return done("failed", None, f"cannot tell: {text(s)}: the campaign did not complete (its bundle "
+                                        "says why)")
+        if v == "outputs differ":
+            return done("outputs differ", None, f"cannot tell: {text(s)}: the outputs differ, so the timing "
+                                                "compares different work; find where the outputs change first")
+        if v == "inconclusive":
+            return done("inconclusive", None, f"cannot tell: {text(s)}: {what}; a wider band (verdict.threshold) "
+                                              "or a larger budget_s may decide")
+        if v == "improved":
+            return done("not monotone", None, f"cannot tell: {text(s)} while bad is slower than good: the history "
+                                              "is not monotone (a slow-down and a speed-up between them); bisect a "
+                                              "narrower range")
+        return None
+
+    bad = commits[-1]
+    s = ask(good, bad)
+    if s is None:
+        return need()
+    if s["verdict"] in ("equal", "improved"):
+        faster = "faster than" if s["verdict"] == "improved" else "as fast as"
+        return done("not regressed", None, f"bad is {faster} good ({text(s)}): no regression to find")
+    ended = stop_on(s, "whether bad is slower than good")
+    if ended:
+        return ended
+    lo, hi = -1, len(commits) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        s = ask(good, commits[mid])
+        if s is None:
+            return need()
+        if s["verdict"] == "regressed":
+            hi = mid
+        elif s["verdict"] == "equal":
+            lo = mid
+        else:
+            return stop_on(s, "the probe is neither equal to good nor beyond the band: the noise, or a slow-down "
+                              "spread over several commits")
+    first = [x for x in steps[:len(asked)] if x["candidate"] == commits[hi] and x["base"] == good][0]
+    if hi == 0:
+        return done("culprit", commits[0], f"{commits[0][:12]} is the first commit slower than good, and good is "
+                                           f"its parent: {text(first)}")
+    s = ask(commits[hi - 1], commits[hi])
+    if s is None:
+        return need()
+    if s["verdict"] == "equal":
+        return done("spread", None, f"cannot tell: the slow-down is spread over several commits ({text(first)}, "
+                                    f"but against its own parent {text(s)}: no single commit makes it)")
+    ended = stop_on(s, "the first commit beyond the band against its own parent: the slow-down may be spread "
+                       "over several commits")
+    if ended:
+        return ended
+    reason = f"{commits[hi][:12]} is the first commit slower than good ({text(first)}) and slower than its parent " \
+             f"({text(s)})"
+    end = steps[0].get("interval")
+    if s.get("interval") and end and s["interval"][1] < end[0]:
+        reason += "; it makes only part of bad's slow-down: later commits add to it"
+    return done("culprit", commits[hi], reason)

@@ -1,6 +1,7 @@
 """Hashing and atomic file writes shared by every step that reads or writes evidence."""
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import json
@@ -86,11 +87,51 @@ def path_digest(path: str | os.PathLike) -> tuple[str, str]:
     return "file", sha256_file(path)
 
 
+class WriteFailed(OSError):
+    """A write that failed (a full disk, a quota, a read-only or vanished folder), said as one
+    line: what could not be written and the OSError, what was kept, and how to go on. Raised in
+    place of the OSError (it is one: `except OSError` still catches it); every command turns it
+    into that line and outcomes.WRITE_FAILED, never a traceback (harness/cli.py)."""
+
+    def __init__(self, path, cause: OSError, kept: str | None = None, fix: str | None = None,
+                 folder: Path | None = None, sealable: bool = False):
+        super().__init__(cause.errno, cause.strerror or str(cause), None if path is None else str(path))
+        self.path, self.cause, self.kept, self.fix = path, cause, kept, fix
+        self.folder, self.sealable = folder, sealable  # the staging folder kept; whether `harness seal` can seal it
+
+    def why(self) -> str:
+        code = errno.errorcode.get(self.cause.errno) if self.cause.errno else None
+        what = self.cause.strerror or str(self.cause) or self.cause.__class__.__name__
+        return f"cannot write {self.path}: {what}" + (f" ({code})" if code else "")
+
+    def with_fix(self, kept: str | None, fix: str | None, folder: Path | None = None,
+                 sealable: bool = False) -> "WriteFailed":
+        """The same failure, saying what was kept (in folder) and how to go on."""
+        return WriteFailed(self.path, self.cause, kept, fix, folder, sealable)
+
+    def line(self) -> str:
+        return "; ".join([self.why(), *([self.kept] if self.kept else []),
+                          self.fix or "free space (or make the folder writable) and run the command again"])
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+def write_failed(path, exc: OSError) -> WriteFailed:
+    """exc as a WriteFailed naming path (an exc that already is one stays as it is)."""
+    return exc if isinstance(exc, WriteFailed) else WriteFailed(getattr(exc, "filename", None) or path, exc)
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write through a temporary file in the same folder, fsync, then rename over path."""
+    """Write through a temporary file in the same folder, fsync, then rename over path: path
+    holds its old bytes or the new ones, never part of them. A failure to write is WriteFailed
+    naming path; the temporary file is removed."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WriteFailed(path, exc) from exc
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide evidence from reviewers
         with os.fdopen(fd, "wb") as fh:
@@ -98,11 +139,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            raise WriteFailed(path, exc) from exc
         raise
 
 

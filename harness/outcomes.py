@@ -19,6 +19,9 @@ INCONCLUSIVE = 6
 NOT_REPRODUCED = 7
 NOT_CONTRADICTED = 8  # reproduce: the re-run could not tell (too wide, or no claim to test)
 PARTIAL = 9  # reproduce: the two bundles do not cover the same items
+WRITE_FAILED = 10  # a write failed (a full disk, a quota, a read-only folder): nothing half-written, the runs kept
+NO_CULPRIT = 12  # bisect: cannot tell which commit (spread, inconclusive, not monotone)
+NOT_REGRESSED = 13  # bisect: bad is not slower than good, nothing to find
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
 def error(command: str, *lines, code: int = UNUSABLE) -> int:
@@ -31,10 +34,15 @@ def error(command: str, *lines, code: int = UNUSABLE) -> int:
 
 
 EXIT_CODES = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
-RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed"}
+RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed",
+                    PROBLEMS: "the sealed bundle does not verify"}
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
                       "partial": PARTIAL, "outputs differ": PARITY, "run failed": FAILED}
+# `harness bisect`, by how the search ended (contract.BISECT_ENDINGS).
+BISECT_CODES = {"culprit": OK, "not regressed": NOT_REGRESSED, "spread": NO_CULPRIT, "inconclusive": NO_CULPRIT,
+                "not monotone": NO_CULPRIT, "outputs differ": PARITY, "failed": FAILED, "stopped": FAILED}
 assert set(EXIT_CODES) == set(C.VERDICTS) and set(REPRODUCTION_CODES) == set(C.REPRODUCTION_VERDICTS)
+assert set(BISECT_CODES) == set(C.BISECT_ENDINGS)
 
 
 def run_code(comparison: dict) -> int:
@@ -45,9 +53,11 @@ def run_code(comparison: dict) -> int:
     return OK if comparison["parity"]["agree"] else PARITY
 
 
-def exit_code(comparison: dict) -> int:
+def exit_code(comparison: dict, metric: str = "wall") -> int:
     """0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
-    2 unusable (no stats / unknown verdict)."""
+    2 unusable (no stats / unknown verdict). metric "instructions": the instruction counts'
+    own verdict gives the code (2 when the campaign counted none); a failed campaign and a
+    parity mismatch keep theirs."""
     if not isinstance(comparison, dict):
         return UNUSABLE
     if comparison.get("status") != "complete":
@@ -58,6 +68,9 @@ def exit_code(comparison: dict) -> int:
     stats = comparison.get("stats")
     if not isinstance(stats, dict):
         return UNUSABLE
+    if metric == "instructions":
+        ins = comparison.get("instructions")
+        return EXIT_CODES.get(ins.get("verdict"), UNUSABLE) if isinstance(ins, dict) else UNUSABLE
     return EXIT_CODES.get(stats.get("verdict"), UNUSABLE)
 
 
@@ -102,32 +115,54 @@ def disagreement(comparison: dict) -> str | None:
 
 
 def parity_text(comparison: dict) -> str:
-    """Parity in words: identical, or equal within the declared tolerance (never "identical")."""
+    """Parity in words that scale with the tolerance: "parity identical" for byte-identical
+    outputs; under a declared `max_ulp` "within N ULP (close, not identical)", never "equal" or
+    "identical" (only 0 ULP apart, NaN payloads or zero signs, is "equal in value")."""
     p = comparison["parity"]
     if p["identical"]:
         return "parity identical"
     tol = p.get("tolerance")
     if p["agree"] and tol:
-        return (f"outputs equal within {tol['max_ulp']} ULP (max seen {tol['max_ulp_seen']}, "
+        if not tol["max_ulp_seen"]:
+            return (f"outputs equal in value, 0 ULP apart ({tol['fields_within']} field(s) differ only in NaN "
+                    "payloads or the sign of zero: not byte-identical)")
+        return (f"outputs within {tol['max_ulp']} ULP (close, not identical: max seen {tol['max_ulp_seen']} ULP, "
                 f"{tol['fields_within']} field(s) not bit-identical)")
     return "parity mismatch"
 
 
-def line(comparison: dict, exit_word: str = "exit") -> str:
+def rounds_text(stats: dict) -> str:
+    """How many rounds and which interval: a sequential campaign says how it stopped."""
+    n, seq = stats["rounds"]["n"], stats.get("sequential")
+    if not seq:
+        return f"{n} rounds, 95% CI"
+    if seq["stopped"] == "decided":
+        return f"{n} rounds, decided at the look after round {n}, 95% interval valid at every look"
+    if seq["stopped"] == "cap":
+        return f"{n} rounds, no look decided by the cap of {seq['cap']}, 97.5% CI at the cap"
+    return f"{n} rounds, ended before a look decided"
+
+
+def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
     The timing is shown whatever parity says; exit_word introduces the code (`harness run`
-    says whose code it is)."""
+    says whose code it is). metric "instructions" (`compare --metric instructions`): the code
+    and the first word are the instruction counts' verdict, the wall's named beside it, so the
+    exit the line shows is the exit the command gives."""
     from harness.comparison.parity import explain
 
-    code = exit_code(comparison)
+    code = exit_code(comparison, metric)
     if code == FAILED:
         return (f"verdict: campaign failed ({exit_word} {code}): "
                 f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
     stats = comparison.get("stats")
     if code == UNUSABLE:
-        return f"verdict: unusable ({exit_word} {code}): comparison.json has no usable stats"
+        what = "no instruction counts" if metric == "instructions" and isinstance(stats, dict) else "no usable stats"
+        return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"
     word = stats["verdict"] if code != PARITY else f"parity mismatch, timing {stats['verdict']}"
+    if metric == "instructions" and code != PARITY:
+        word = f"{comparison['instructions']['verdict']} by instruction counts, wall {stats['verdict']}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
     paired = stats.get("paired") or {}
     if paired.get("geomean_ratio") is not None and paired.get("ci95"):
@@ -136,7 +171,7 @@ def line(comparison: dict, exit_word: str = "exit") -> str:
         wider = stats.get("claim_band")
         wider = f", claims +-{100 * float(wider):.1f}%" if wider and wider > stats["band"] else ""
         parts.append(f"candidate/base {paired['geomean_ratio']:.4f} [{lo:.4f}, {hi:.4f}] ({paired.get('metric')}, "
-                     f"{stats['rounds']['n']} rounds, 95% CI, band +-{100 * float(stats['band']):.1f}%{wider}{floor})")
+                     f"{rounds_text(stats)}, band +-{100 * float(stats['band']):.1f}%{wider}{floor})")
     elif stats.get("verdict_reason"):
         parts.append(stats["verdict_reason"])
     wall = comparison.get("wall") or {}

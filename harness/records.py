@@ -38,6 +38,8 @@ def _from(cls, data: dict):
     nested = getattr(cls, "NESTED", {})
     kwargs = {}
     for f in dataclasses.fields(cls):
+        if f.name not in data and f.default is not dataclasses.MISSING:
+            continue  # a key an earlier schema lacks (contract.PREVIOUS_SCHEMAS): its default
         value = data[f.name]
         shape, kind = nested.get(f.name, (None, None))
         if value is not None and shape == "one":
@@ -115,6 +117,34 @@ class Machine:
 
 
 @dataclass(frozen=True)
+class Interference:
+    """What a worker read of interference over its timed loop (docs/statistics.md "Interference"),
+    and the marks the runner derives from it and the campaign's bounds (contract.disturbance).
+    None: the kernel does not show it (no steal column, no cpufreq), never a guess."""
+    user_hz: Optional[int] = None  # the unit of the steal counts (os.sysconf("SC_CLK_TCK"))
+    steal_ticks: Optional[int] = None  # all CPUs' steal, /proc/stat's cpu line, 8th value, after - before
+    cpu: Optional[int] = None  # the CPU the worker ran on at the loop's start and at its end (None: it moved)
+    cpu_steal_ticks: Optional[int] = None  # that CPU's steal (its cpuN line) over the loop
+    freq_mhz_before: Optional[float] = None  # that CPU's cpufreq scaling_cur_freq before and after the loop
+    freq_mhz_after: Optional[float] = None
+    steal_share: Optional[float] = None  # derived by the runner
+    cpu_per_wall: Optional[float] = None  # derived by the runner
+    causes: list = field(default_factory=list)  # derived: contract.DISTURBED_CAUSES crossed
+    disturbed: bool = False  # derived: causes is not empty
+
+    MEASURED = ("user_hz", "steal_ticks", "cpu", "cpu_steal_ticks", "freq_mhz_before", "freq_mhz_after")
+
+    @classmethod
+    def marked(cls, measured: Optional[dict], wall_s: float, process_cpu_s: Optional[float], cores: Optional[int],
+               bounds: dict) -> "Interference":
+        """The run record's section: the worker's readings and the marks of contract.disturbance."""
+        raw = {k: (measured or {}).get(k) for k in cls.MEASURED}
+        share, per_wall, causes = C.disturbance(raw, wall_s, process_cpu_s, cores, bounds["max_steal"],
+                                                bounds["min_cpu_per_wall"])
+        return cls(**raw, steal_share=share, cpu_per_wall=per_wall, causes=causes, disturbed=bool(causes))
+
+
+@dataclass(frozen=True)
 class Imports:
     """Where the workload and each stage were imported from (tree: paths are the revision's)."""
     workload: Optional[str] = None
@@ -137,6 +167,7 @@ class WorkerResult:
     started_at: str
     ended_at: str
     schema: str = C.SCHEMAS["result"]
+    interference: Optional[dict] = None  # Interference.MEASURED over the timed loop (None: not read)
 
     NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
               "machine": ("one", Machine), "python": ("one", Interpreter)}
@@ -204,18 +235,21 @@ class RunRecord:
     launch: Launched
     process: Process
     log: Log
+    # Absent (None) only in a record of an earlier schema (contract.PREVIOUS_SCHEMAS); null in a failed run.
+    interference: Optional[Interference] = None
 
     NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
               "machine": ("one", Machine), "python": ("one", Interpreter), "launch": ("one", Launched),
-              "process": ("one", Process), "log": ("one", Log)}
+              "process": ("one", Process), "log": ("one", Log), "interference": ("one", Interference)}
 
     @classmethod
     def of(cls, job: dict, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
            process: Process, log: Log, measured: Optional[WorkerResult],
-           launch: Optional[Launched] = None) -> "RunRecord":
+           launch: Optional[Launched] = None, bounds: Optional[dict] = None) -> "RunRecord":
         """A run record from what the runner gave the worker (job), saw of its process and log, and
         what the worker measured (None when it failed before writing it, or cannot be trusted). A run
-        is 'ok' only with a measurement, exit code 0 and no reason."""
+        is 'ok' only with a measurement, exit code 0 and no reason. bounds: campaign.json's
+        interference (the contract's when None), which mark the run disturbed."""
         if status not in C.RUN_STATUSES:
             raise ValueError(f"run status {status!r}")
         if status == "ok" and (measured is None or exit_code != 0 or reason is not None):
@@ -229,7 +263,13 @@ class RunRecord:
             machine=m.machine if m else Machine(), harness_source_sha256=m.harness_source_sha256 if m else None,
             workload_sha256=m.workload_sha256 if m else None, python=m.python if m else None,
             worker_started_at=m.started_at if m else None, worker_ended_at=m.ended_at if m else None,
-            pid=pid, launch=launch or Launched(), process=process, log=log)
+            pid=pid, launch=launch or Launched(), process=process, log=log,
+            interference=Interference.marked(m.interference, m.wall_s, m.machine.process_cpu_s, m.machine.cores,
+                                             bounds or interference_bounds(None)) if m else None)
+
+    @property
+    def disturbed(self) -> bool:
+        return self.interference is not None and self.interference.disturbed
 
     @classmethod
     def from_json(cls, data: dict) -> "RunRecord":
@@ -375,6 +415,7 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "revisions": {v: {"rev": rev, "sha": sha} for v, (rev, sha) in revisions.items()},
         "python": {v: campaign.revision(v).python for v in ("base", "candidate")},
         "launch": campaign.launch,
+        "preload": list(campaign.preload),
         "stages": campaign.stages,
         "optional_stages": sorted(campaign.optional_stages),
         "stage_calls": campaign.stage_calls,
@@ -384,12 +425,20 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "noise_floor": rel(campaign.noise_floor),
         "noise_floor_sha256": campaign.noise_floor_sha256,
         "threshold": campaign.threshold,
+        "interference": interference_bounds(campaign.interference),
         "parity": {"max_ulp": campaign.max_ulp},
         "metrics": list(campaign.metrics),
         "instructions": ({"items": campaign.instructions.items, "runs": campaign.instructions.runs,
                           "order": C.instruction_order(campaign.instructions.runs)}
                          if campaign.instructions is not None else None),
     }
+
+
+def interference_bounds(declared: Optional[dict]) -> dict:
+    """campaign.json's interference: the campaign's declared bounds over the contract's defaults."""
+    out = {"max_steal": C.MAX_STEAL, "min_cpu_per_wall": None}
+    out.update(declared or {})
+    return out
 
 
 # Fields of campaign.json that come from the machine or the repository, not from the YAML.

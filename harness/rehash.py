@@ -2,6 +2,7 @@
 """Re-check an evidence bundle with the Python standard library alone.
 
     python -S harness/rehash.py BUNDLE [--max-array-bytes N]
+    python -S harness/rehash.py BISECT_FOLDER    (what `harness bisect` wrote: every step bundle, then the culprit)
 
 A reviewer who does not trust the harness (or numpy) runs this file, with harness/contract.py
 beside it (the bundle's closed contract, also standard library only). It imports nothing else
@@ -29,6 +30,7 @@ if _HERE:
     sys.path[:] = [p for p in sys.path if _osp.abspath(p or ".") != _here_abs]
 
 import ast  # noqa: E402
+import collections  # noqa: E402
 import datetime  # noqa: E402
 import gzip  # noqa: E402
 import hashlib  # noqa: E402
@@ -243,7 +245,8 @@ _TREES = {}
 def tree(doc):
     """FIELDS[doc] as nested nodes {"field": Field or None, "children": {token: node}}."""
     if doc not in _TREES:
-        fields = C.FIELDS[doc] if doc != "bag-info" else C.BAG_INFO_FIELDS
+        fields = C.BAG_INFO_FIELDS if doc == "bag-info" else C.FIELDS[doc] if doc in C.FIELDS else \
+            C.RECEIPT_FIELDS[doc]
         root = {"field": C.F("dict", "parsing: the document"), "children": {}}
         for path, field in fields.items():
             node = root
@@ -392,12 +395,16 @@ def load_doc(check, kind, rel, required=True):
         check.fail(rel, str(exc), "parsing")
         return None
     schema = value.get("schema") if isinstance(value, dict) else None
-    if schema != C.SCHEMAS[kind]:
+    lacks = C.PREVIOUS_SCHEMAS.get(kind, {}).get(schema)
+    if schema != C.SCHEMAS[kind] and lacks is None:
         check.fail(rel, f"schema {short(schema)}: this checker reads {C.SCHEMAS[kind]} only; a bundle of another "
                         "version of the harness is not judged by other rules: re-run its campaign with this harness "
                         "(`harness run` of the campaign file at its campaign_path)", "parsing")
         return None
-    problems = conform(kind, value)
+    # An earlier schema's record (contract.PREVIOUS_SCHEMAS) lacks some keys: they must be absent.
+    problems = [(where, problem) for where, problem in conform(kind, value)
+                if not (lacks and where in lacks and problem == "missing")]
+    problems += [(key, f"present, but a {schema} record has no such key") for key in lacks or () if key in value]
     for where, problem in problems:
         check.fail(rel, f"{where}: {problem}", "parsing")
     return None if problems else value
@@ -754,12 +761,18 @@ def ulp_distance(check, digest_a, digest_b):
     """The most units in the last place between two stored float arrays of one dtype and
     shape, element by element (NaN against NaN of any payload: 0; NaN against a number, or an
     infinity against a finite number: None, no tolerance covers it). None for other dtypes."""
+    return ulp_and_dtype(check, digest_a, digest_b)[0]
+
+
+def ulp_and_dtype(check, digest_a, digest_b):
+    """ulp_distance, and the name of the float dtype both arrays have (contract.FLOAT_NAMES) or None."""
     rel_a, rel_b = C.array_path(digest_a), C.array_path(digest_b)
     da, sa, ka, ia, _, ca = array_chunks(check, rel_a, check.max_array_bytes)
     db, sb, kb, ib, _, cb = array_chunks(check, rel_b, check.max_array_bytes)
     try:
         if (da, sa) != (db, sb) or (ka, ia) not in FLOAT_FORMATS:
-            return None
+            return None, None
+        name = C.FLOAT_NAMES[ia]
         _, int_code = FLOAT_FORMATS[(ka, ia)]
         bits = 8 * ia
         top = 1 << (bits - 1)
@@ -782,11 +795,11 @@ def ulp_distance(check, digest_a, digest_b):
                 inf_x = (x & exp_mask) == exp_mask and not x & frac_mask
                 inf_y = (y & exp_mask) == exp_mask and not y & frac_mask
                 if nan_x or nan_y or inf_x or inf_y:
-                    return None
+                    return None, name
                 ox = -(x & (top - 1)) if x & top else x  # monotone in the float's value; -0.0 is +0.0
                 oy = -(y & (top - 1)) if y & top else y
                 worst = max(worst, abs(ox - oy))
-        return worst
+        return worst, name
     finally:
         ca.close()
         cb.close()
@@ -928,6 +941,8 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
         check.fail(rel, f"items {short(got)} are not the {len(runner['items'])} planned (runner.json items"
                         + (f"; missing {short(missing[:3])}" if missing else "") + ")", "plan")
     total, all_stored = 0.0, True
+    workload = campaign.get("workload") if isinstance(campaign, dict) else None
+    suite = isinstance(workload, dict) and workload.get("entry") in C.SUITE_ENTRIES.values()
     for item in record["items"]:
         name = short(item["id"])
         if item["wall_s"] <= 0:  # a timed item takes some time, even one that fails
@@ -941,7 +956,7 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
         total += item["wall_s"]
         if item["error"] is not None and item["fields"]:
             check.fail(rel, f"item {name}: an error and fields", "status")
-        if item["error"] is None and not item["fields"]:
+        if item["error"] is None and not item["fields"] and not suite:  # a suite's benchmark may give none
             check.fail(rel, f"item {name}: neither fields nor an error", "status")
         for fname, f in item["fields"].items():
             header = check.array_headers.get(f["digest"])
@@ -986,6 +1001,8 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
         if value is not None and wall is not None and (value < low - C.SLOT_ABS_S or
                                                        (high is not None and value > bound(high) + C.TICK_S)):
             check.fail(rel, f"machine.{key} {short(value)} is not between {what}", "physics")
+    if "interference" in record:  # absent only in a record of an earlier schema (load_doc)
+        check_interference(check, rel, record, campaign)
     staged = C.instrumented(label, campaign["order"])
     if status == "ok" and not staged:  # a timed run of an order with stage runs: no wrappers at all
         if record["stages"] or record["stages_installed"] or record["imported_from"]["stages"]:
@@ -1007,6 +1024,62 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
                 check.fail(rel, f"stage {name} imported from {short(where)}, not a path in the revision's tree",
                            "identity")
     return all_stored
+
+
+def check_interference(check, rel, record, campaign):
+    """A run record's interference: present exactly when ok; its readings within what the loop's
+    wall allows; its marks re-derived from them and campaign.json's bounds (contract.disturbance)."""
+    section, wall, status = record["interference"], record["wall_s"], record["status"]
+    if (section is None) != (status != "ok"):
+        check.fail(rel, "interference " + ("null in an ok run" if section is None else f"in a {status} run"),
+                   "status")
+        return
+    if section is None:
+        return
+    cores = record["machine"]["cores"]
+    hz, steal, own, cpu = section["user_hz"], section["steal_ticks"], section["cpu_steal_ticks"], section["cpu"]
+    if (hz is None) != (steal is None):
+        check.fail(rel, "interference.user_hz is given exactly with steal_ticks (it is their unit)", "physics")
+    if own is not None and (cpu is None or steal is None):
+        check.fail(rel, "interference.cpu_steal_ticks without the CPU and all CPUs' steal it is part of", "physics")
+    if cpu is not None and cores and cpu >= cores:
+        check.fail(rel, f"interference.cpu {cpu}, but the machine has {cores} CPU(s)", "physics")
+    if hz and steal is not None and cores and steal / hz > cores * (wall + C.TICK_S) + 1.0 / hz:
+        check.fail(rel, f"interference.steal_ticks {steal} ({steal / hz:.6g} s) above {cores} CPU(s) x the loop's "
+                        f"wall {wall:.6g} s", "physics")
+    if hz and own is not None and steal is not None and (own / hz > wall + C.TICK_S + 1.0 / hz or own > steal + 2):
+        check.fail(rel, f"interference.cpu_steal_ticks {own} above the loop's wall {wall:.6g} s or all CPUs' "
+                        f"steal {steal}", "physics")
+    bounds = campaign.get("interference")
+    if bounds is None:  # the generations disagree: check_records says so
+        return
+    share, per_wall, causes = C.disturbance(section, wall, record["machine"]["process_cpu_s"], cores,
+                                            bounds["max_steal"], bounds["min_cpu_per_wall"])
+    for key, want in (("steal_share", share), ("cpu_per_wall", per_wall), ("causes", causes),
+                      ("disturbed", bool(causes))):
+        if list(diff(want, section[key])):
+            check.fail(rel, f"interference.{key} {short(section[key])}, but its readings and campaign.json's bounds "
+                            f"give {short(want)}", "derived")
+
+
+def check_generation(check, campaign, runs):
+    """One generation of records: every run record of one schema id; campaign.json's interference
+    present exactly when they are of the current one (contract.PREVIOUS_SCHEMAS). Absent is accepted
+    only as a whole earlier generation, and said."""
+    ids = [r["schema"] for r in runs]
+    for r in runs:
+        if r["schema"] != ids[0]:
+            check.fail(C.run_path(r["label"]), f"schema {short(r['schema'])}, but {runs[0]['label']}'s is "
+                                               f"{short(ids[0])}: one bundle, one harness", "parsing")
+            return
+    current = not runs or ids[0] == C.SCHEMAS["run"]
+    if current != ("interference" in campaign):
+        schema = ids[0] if runs else C.SCHEMAS["run"]
+        check.fail(C.CAMPAIGN_JSON, f"interference {'missing' if current else 'present'}, but the run records are of "
+                                    f"{schema}", "identity")
+    if not current:
+        check.notes.append(f"interference not measured: the run records are of {ids[0]}, from a harness before it "
+                           "(no steal, CPU/wall or frequency per run; no run could be marked disturbed)")
 
 
 def check_auto_rounds(check, campaign, runs):
@@ -1412,6 +1485,7 @@ def check_records(check, stored):
         previous_end = record["process"]["ended_at"] - clock_tol(record["process"]["wall_s"])
         check_log(check, record)
         runs.append(record)
+    check_generation(check, campaign, runs)
     if campaign["budget_s"] is not None:
         check_auto_rounds(check, campaign, runs)
     instr, sound_instr = check_instruction_runs(check, campaign, runner, env, runs, plan, started)
@@ -1425,20 +1499,24 @@ def check_records(check, stored):
     if not sound:
         return None
     check_ledger(check, docs["cleanup"], runner, runs + instr, campaign["launch"])
-    # every ok run measured the same field names per item: the odd ones out against the shape most share
+    # every ok run measured the same field names per item: the odd ones out against the names most
+    # runs give it (an item that recorded an error has no fields; parity reports the error itself)
     ok_runs = [r for r in runs if r["status"] == "ok"]
-    shapes = [tuple((it["id"], tuple(sorted(it["fields"])) if it["error"] is None else None) for it in r["items"])
-              for r in ok_runs]
-    if shapes:
-        counts = {}
-        for shape in shapes:
-            counts[shape] = counts.get(shape, 0) + 1
-        common = max(shapes, key=counts.get)
-        first = ok_runs[shapes.index(common)]["label"]
-        for r, shape in zip(ok_runs, shapes):
+    names = {}
+    for r in ok_runs:
+        for it in r["items"]:
+            if it["error"] is None:
+                names.setdefault(it["id"], []).append((r["label"], tuple(sorted(it["fields"]))))
+    odd = {}
+    for seen in names.values():
+        common = collections.Counter(shape for _, shape in seen).most_common(1)[0][0]
+        first = next(label for label, shape in seen if shape == common)
+        for label, shape in seen:
             if shape != common:
-                check.fail(C.run_path(r["label"]), f"its field names differ from {first}'s and those of most runs "
-                                                   "(every run gives each item the same fields)", "plan")
+                odd.setdefault(label, first)
+    for label, first in odd.items():
+        check.fail(C.run_path(label), f"its field names differ from {first}'s and those of most runs "
+                                      "(every run gives each item the same fields)", "plan")
     referenced = {f["digest"] for r in runs for it in r["items"] for f in it["fields"].values()}
     for digest in sorted(stored - referenced):
         check.fail(C.array_path(digest), "stored but no run record references it", "arrays")
@@ -1599,20 +1677,26 @@ def compare_golden(golden, runs):
 def tolerance_section(check, mismatches, max_ulp):
     """With `parity: {max_ulp: N}`: the most ULP between differing float fields, and whether
     every mismatch is such a field within N (an error, a missing field, another dtype or shape,
-    a non-float field, or a NaN against a number never is). Each listed mismatch gets its max_ulp."""
-    worst, within, fine = 0, 0, True
+    a non-float field, or a NaN against a number never is). Each listed mismatch gets its max_ulp.
+    A tolerance wider than a differing field's dtype admits (contract.MAX_ULP: it would let more
+    than the low half of the significand move) covers nothing there: the dtype goes in over_bound."""
+    worst, within, fine, over = 0, 0, True, {}
     for m in mismatches:
-        distance = None
+        distance = name = None
         if m["field"] is not None and m["reason"] == "bytes differ":
-            distance = ulp_distance(check, m["reference_digest"], m["digest"])
+            distance, name = ulp_and_dtype(check, m["reference_digest"], m["digest"])
         m["max_ulp"] = distance
-        if distance is None or distance > max_ulp:
+        if distance is not None and max_ulp > C.MAX_ULP[name]:
+            over[name] = C.MAX_ULP[name]
+            fine = False
+        elif distance is None or distance > max_ulp:
             fine = False
         else:
             within += 1
         if distance is not None:
             worst = max(worst, distance)
-    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within}, fine
+    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within,
+            "over_bound": dict(sorted(over.items()))}, fine
 
 
 def derive(check, campaign, runs, runner, cleanup, golden, instr, workload):
@@ -1858,10 +1942,27 @@ def interval_name(items, rounds):
     return f"the run wall ratio over {rounds} rounds (items carry no usable timings)"
 
 
+def marked_disturbed(run):
+    """The runner's mark (check_interference holds it to the readings); an earlier generation has none."""
+    return bool((run.get("interference") or {}).get("disturbed"))
+
+
+def undisturbed_look(pairs, threshold, band):
+    """The verdict of the one look over the rounds of `pairs` without a disturbed run, derived
+    from those runs alone (a plan whose cap lies past them, so no fixed-count fallback), or None
+    when no round is disturbed."""
+    kept = [(a, b) for a, b in pairs if not (marked_disturbed(a) or marked_disturbed(b))]
+    if len(kept) == len(pairs):
+        return None
+    return derive_stats([r for pair in kept for r in pair], threshold, band,
+                        {"first": len(kept), "cap": len(kept) + 1})["verdict"]
+
+
 def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
     """The looks of a sequential campaign and its verdict: at each round from the first look
     the contract's confidence sequence against the band; the first look that decides is the
-    verdict; without one, at the cap, the trimmed-t interval at C.SEQ_LAST_LEVEL."""
+    verdict; without one, at the cap, the trimmed-t interval at C.SEQ_LAST_LEVEL. A look over
+    disturbed rounds decides only when the undisturbed rounds' look gives the same word."""
     looks, last = [], None
     for k in range(plan["first"], len(pairs) + 1):
         ci = C.sequence_ratio(d[:k])
@@ -1873,6 +1974,8 @@ def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
             run_ratio = sig10(mean([b["wall_s"] for _, b in pairs[:k]]) / mean([a["wall_s"] for a, _ in pairs[:k]]))
             last = (ci, *C.decide(ci[0], ci[1], band, run_ratio, interval_name(items, k) + " (valid at every look)",
                                   claim_k))
+            if last[1] != "inconclusive" and undisturbed_look(pairs[:k], threshold, band) not in (None, last[1]):
+                last = (ci, "inconclusive", f"{last[2]}, but not without the disturbed rounds")
         looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
     why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
     out["sequential"] = {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "looks": looks,
@@ -1882,7 +1985,7 @@ def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
     if why == "decided":
         paired["ci95"] = last[0]
         out["verdict"], out["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
+    elif why == "cap" and len(d) >= 2:
         _, ci, _, _ = t_ratio(d, C.SEQ_LAST_LEVEL)
         paired["ci95"] = ci
         verdict, reason = C.decide(ci[0], ci[1], band, paired["run_ratio"],
@@ -2014,6 +2117,39 @@ def derive_stats(runs, threshold, floor, sequential=None):
     return out
 
 
+def with_interference(stats, runs, bounds, threshold, floor):
+    """stats with `interference` when campaign.json has its bounds: the runs marked disturbed (the
+    marks are checked against their readings by check_interference), the rounds they are in, and
+    derive_stats on the other rounds; a claim those alone do not give is no claim."""
+    if bounds is None:
+        return stats
+    usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0]
+    section = [(r, r.get("interference")) for r in usable]
+    marked = [r["label"] for r, _s in section if marked_disturbed(r)]
+    rounds = [int(a[1:]) for a, b in stats["rounds"]["pairs"] if a in marked or b in marked]
+    other = without = None
+    if rounds:
+        gone = {f"{v}{k}" for k in rounds for v in "AB"}
+        kept = len(stats["rounds"]["pairs"]) - len(rounds)
+        plan = {"first": kept, "cap": kept} if stats["sequential"] is not None and kept else None
+        rest = derive_stats([r for r in runs if r["label"] not in gone], threshold, floor, plan)
+        other = (rest["verdict"], rest["rounds"]["n"])
+        without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
+                   "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
+    stats["verdict"], stats["verdict_reason"], holds = C.without_disturbed(stats["verdict"], stats["verdict_reason"],
+                                                                           rounds, other)
+    stats["interference"] = {
+        "max_steal": bounds["max_steal"], "min_cpu_per_wall": bounds["min_cpu_per_wall"],
+        "steal_runs": sum(1 for _r, s in section if s is not None and s["steal_ticks"] is not None),
+        "freq_runs": sum(1 for _r, s in section if s is not None and s["freq_mhz_before"] is not None),
+        "disturbed": marked, "disturbed_rounds": rounds, "without": without, "holds": holds}
+    if marked:
+        stats["warnings"].append(C.interference_warning([(r["label"], s["causes"]) for r, s in section
+                                                         if s is not None and s["disturbed"]],
+                                                        bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
+    return stats
+
+
 def instructions_section(instr, wall_verdict):
     """comparison.json `instructions`: per variant its ok counts, repeated exactly or their
     spread; the ratio of mean counts; a change beyond the spread is detected; a verdict of the
@@ -2078,10 +2214,10 @@ def check_comparison(check, docs):
     try:
         derived = derive(check, campaign, docs["runs"], docs["runner"], docs["cleanup"], docs["golden"],
                          docs["instructions"], docs["workload"]["digest"])
-        derived["stats"] = derive_stats(docs["runs"], campaign["threshold"],
-                                        docs["noise_floor"]["floor"] if docs["noise_floor"] else None,
-                                        C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"])
-                                                                  for r in docs["runs"][:2]]))
+        floor = docs["noise_floor"]["floor"] if docs["noise_floor"] else None
+        plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
+        derived["stats"] = with_interference(derive_stats(docs["runs"], campaign["threshold"], floor, plan),
+                                             docs["runs"], campaign.get("interference"), campaign["threshold"], floor)
         derived["instructions"] = instructions_section(docs["instructions"], derived["stats"]["verdict"]) \
             if campaign["instructions"] is not None else None
         check_stop(check, campaign, derived["stats"])
@@ -2118,6 +2254,166 @@ def rehash(root, max_array_bytes=None):
     return check
 
 
+# --- a bisect folder: OUT/bisect.json and its step bundles -------------------------------------
+def is_bisect(root):
+    """A folder `harness bisect` wrote: bisect.json at its root, no bundle's tag manifest."""
+    return os.path.lexists(os.path.join(root, C.BISECT_FILE)) and \
+        not os.path.lexists(os.path.join(root, C.TAGMANIFEST))
+
+
+def rehash_step(path, max_array_bytes=None):
+    """This script's checks of one step bundle: (check, docs), docs None when its records
+    cannot be re-derived from."""
+    check, docs = structure(path, max_array_bytes)
+    if docs is not None:
+        check_comparison(check, docs)
+    return check, docs
+
+
+def _entries(check, rel, limit):
+    """The names in a folder of the bisect folder, each (name, lstat), at most limit of them;
+    None (and a problem) when it is not a plain folder."""
+    path = check.path(rel) if rel else check.root
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        check.fail(rel or ".", f"cannot be examined ({exc.__class__.__name__})", "bisect")
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        check.fail(rel or ".", "not a folder (a symlink or a file)", "bisect")
+        return None
+    out = []
+    with os.scandir(path) as it:
+        for entry in it:
+            if len(out) >= limit:
+                raise Unusable(f"{path}: more than {limit} entries; no bisect folder holds that many, and none is read")
+            out.append((entry.name, entry.stat(follow_symlinks=False)))
+    return sorted(out)
+
+
+def check_bisect(root, step_check=None, max_array_bytes=None):
+    """A bisect folder: bisect.json of its declared shape, nothing beside it but steps/, in
+    steps/ exactly the receipt's step bundles; each step bundle verified by step_check (this
+    script's own checks by default; `harness verify` passes its own) and its digest, campaign,
+    SHAs, verdict, ratio and interval the receipt's; then the search rule (contract.bisect_search)
+    replayed over the steps' verified verdicts: every step the one it asks for, none past its end,
+    and its ending, culprit and reason the receipt's. Returns (check, receipt or None)."""
+    step_check = step_check or rehash_step
+    check = Check(root, max_array_bytes)
+    if not os.path.isdir(root) or os.path.islink(root):
+        raise Unusable(f"{root}: not a directory")
+    top = _entries(check, "", 64)
+    names = {name: st for name, st in top or ()}
+    for name in sorted(set(names) - {C.BISECT_FILE, C.BISECT_STEPS}):
+        check.fail(name, "extra: a bisect folder holds bisect.json and steps/ only", "bisect")
+    st = names.get(C.BISECT_FILE)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        check.fail(C.BISECT_FILE, "not a regular file (a symlink, a folder or missing)", "bisect")
+        return check, None
+    check.openable.add(C.BISECT_FILE)
+    try:
+        check.digest = check.sha256(C.BISECT_FILE)
+        receipt = parse_json(check.read(C.BISECT_FILE, C.MAX_BISECT_BYTES))
+    except (OSError, JSONRefused) as exc:
+        check.fail(C.BISECT_FILE, str(exc)[:200], "parsing")
+        return check, None
+    schema = receipt.get("schema") if isinstance(receipt, dict) else None
+    if schema != C.SCHEMAS["bisect"]:
+        check.fail(C.BISECT_FILE, f"schema {short(schema)}: this checker reads {C.SCHEMAS['bisect']} only", "parsing")
+        return check, None
+    shape = conform("bisect", receipt)
+    for where, problem in shape:
+        check.fail(C.BISECT_FILE, f"{where}: {problem}", "parsing")
+    if shape:
+        return check, None
+    commits, good, steps = receipt["commits"], receipt["good"], receipt["steps"]
+    if not commits or commits[-1] != receipt["bad"] or len(set(commits)) != len(commits) or good in commits:
+        check.fail(C.BISECT_FILE, "commits: not the commits good..bad (bad last, each once, good not among them)",
+                   "bisect")
+        return check, receipt
+    folders = [s["folder"] for s in steps]
+    if C.BISECT_STEPS in names:
+        listed = _entries(check, C.BISECT_STEPS, C.MAX_BISECT_STEPS + 8)
+        for name, _st in listed or ():
+            if name not in folders:
+                check.fail(f"{C.BISECT_STEPS}/{name}", "extra: not a step bisect.json lists", "bisect")
+    elif steps:
+        check.fail(C.BISECT_STEPS, "missing", "bisect")
+    verified = []
+    for n, s in enumerate(steps):
+        rel = f"{C.BISECT_STEPS}/{s['folder']}"
+        want = f"{n + 1:02d}-{s['candidate'][:12]}"
+        if s["step"] != n + 1 or s["folder"] != want:
+            check.fail(C.BISECT_FILE, f"steps[{n}]: step {s['step']} in {short(s['folder'])}, its position gives "
+                                      f"{n + 1} in {want}", "bisect")
+            continue
+        path = check.path(rel)
+        if not os.path.isdir(path) or os.path.islink(path):
+            check.fail(rel, "missing (or not a folder)", "bisect")
+            continue
+        try:
+            sub, docs = step_check(path, max_array_bytes)
+        except Unusable as exc:
+            check.fail(rel, f"unusable: {exc}", "bisect")
+            continue
+        check.problems += [f"{rel}/{p}" for p in sub.problems]
+        check.files += sub.files
+        check.arrays += sub.arrays
+        if sub.problems or docs is None:
+            check.fail(rel, "the step bundle does not verify", "bisect")
+            continue
+        campaign = docs["campaign"]
+        got = {"digest": sub.digest, "base": campaign["revisions"]["base"]["sha"],
+               "candidate": campaign["revisions"]["candidate"]["sha"]}
+        got["verdict"], got["ratio"], got["interval"] = C.bisect_step(docs["claimed"])
+        for key, value in got.items():
+            if s[key] != value:
+                check.fail(C.BISECT_FILE, f"steps[{n}].{key} {short(s[key])}, its bundle gives {short(value)}",
+                           "bisect")
+        if campaign["name"] != receipt["campaign"]:
+            check.fail(rel, f"a bundle of campaign {short(campaign['name'])}, not {short(receipt['campaign'])}",
+                       "bisect")
+        if sub.sha256(C.CAMPAIGN_YAML) != receipt["campaign_sha256"]:
+            check.fail(rel, "data/campaign.yaml is not the campaign file bisect.json names (campaign_sha256)",
+                       "bisect")
+        verified.append({**s, **got})
+    if len(verified) != len(steps):
+        check.fail(C.BISECT_FILE, "culprit not re-derived: a step bundle does not verify", "bisect")
+        return check, receipt
+    try:
+        rule = C.bisect_search(good, commits, verified)
+    except C.BisectOff as off:
+        check.fail(C.BISECT_FILE, f"steps[{off.index}]: compares {verified[off.index]['base'][:12]} -> "
+                                  f"{verified[off.index]['candidate'][:12]}; the search rule asks for "
+                                  f"{off.want[0][:12]} -> {off.want[1][:12]}", "bisect")
+        return check, receipt
+    if len(steps) > rule["used"]:
+        check.fail(C.BISECT_FILE, f"steps[{rule['used']}]: a step after the search rule ended "
+                                  f"({rule['ending']})", "bisect")
+    elif rule["next"] is not None:
+        if receipt["ending"] != "stopped" or receipt["culprit"] is not None:
+            check.fail(C.BISECT_FILE, f"ending {short(receipt['ending'])}: the search rule asks for another step "
+                                      f"({rule['next'][0][:12]} -> {rule['next'][1][:12]}); a search that ended "
+                                      "there is stopped, with no culprit", "bisect")
+    else:
+        for key in ("ending", "culprit", "reason"):
+            if receipt[key] != rule[key]:
+                check.fail(C.BISECT_FILE, f"{key} {short(receipt[key])}, the search rule over the verified steps "
+                                          f"gives {short(rule[key])}", "bisect")
+    check.status = receipt["ending"]
+    return check, receipt
+
+
+def bisect_line(root, check, receipt):
+    """The OK line of a bisect folder."""
+    steps = receipt["steps"]
+    found = f"culprit {receipt['culprit']}" if receipt["culprit"] else f"no culprit ({receipt['ending']})"
+    return (f"OK {root}: bisect of {len(receipt['commits'])} commit(s) {receipt['good'][:12]}..{receipt['bad'][:12]}; "
+            f"{len(steps)} step bundle(s) verified ({check.files} payload files, {check.arrays} arrays), each the "
+            f"step the search rule asks for; {found}, re-derived from their verdicts; bisect.json sha256 "
+            f"{check.digest}")
+
+
 def attestation_note(root):
     """A signature beside the bag (BUNDLE.intoto.json) is not checked here (Ed25519 needs a
     library): say whether one is present."""
@@ -2128,6 +2424,13 @@ def attestation_note(root):
     return None
 
 
+def _shown(text) -> str:
+    """A line for the terminal: every non-printable character (ESC, CSI, CR, bidi overrides...)
+    shown as its escape. The harness's own rule is harness/render/text.term; this checker
+    imports nothing of the harness, so it holds the same rule in these two lines."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+
+
 def main(argv):
     args = argv[1:]
     cap = None
@@ -2135,29 +2438,53 @@ def main(argv):
         cap = int(args[2])
         args = args[:1]
     if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python -S rehash.py BUNDLE [--max-array-bytes N]", file=sys.stderr)
+        print("usage: python -S rehash.py BUNDLE|BISECT_FOLDER [--max-array-bytes N]", file=sys.stderr)
         return 2
     root = args[0]
+    if is_bisect(root):
+        return main_bisect(root, cap)
     try:
         check = rehash(root, cap)
     except Unusable as exc:
-        print(f"rehash: error: {exc}", file=sys.stderr)
+        print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
         return 2
     except MemoryError:
-        print(f"rehash: error: {root}: checking the bundle needs more memory than this process may use; run it "
+        print(f"rehash: error: {_shown(root)}: checking the bundle needs more memory than this process may use; run it "
               "where it may use more (ulimit -v)", file=sys.stderr)
         return 2
     for problem in check.problems:
-        print(f"FAIL {problem}")
+        print(f"FAIL {_shown(problem)}")
     if check.problems:
-        print(f"{root}: {len(check.problems)} problem(s); do not trust this bundle")
+        print(f"{_shown(root)}: {len(check.problems)} problem(s); do not trust this bundle")
         return 1
-    print(f"OK {root}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard library; "
+    print(f"OK {_shown(root)}: {check.files} payload files and {check.arrays} arrays re-hashed with the standard "
+          "library; "
           f"every file and field is of the contract ({C.FORMAT}); record rules hold; comparison re-derived (runs, "
           f"wall, stages, parity, status, the rounds' trimmed-t interval, per-item ratios, drift, load, the verdict "
           f"rule, instruction counts); status {check.status}; digest {check.digest}")
     for note in check.notes + [n for n in [attestation_note(root)] if n]:
-        print(f"note: {note}")
+        print(f"note: {_shown(note)}")
+    return 0
+
+
+def main_bisect(root, cap):
+    try:
+        check, receipt = check_bisect(root, max_array_bytes=cap)
+    except Unusable as exc:
+        print(f"rehash: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"rehash: error: {root}: checking the bisect folder needs more memory than this process may use",
+              file=sys.stderr)
+        return 2
+    for problem in check.problems:
+        print(f"FAIL {problem}")
+    if check.problems:
+        print(f"{root}: {len(check.problems)} problem(s); do not trust this bisect")
+        return 1
+    print(bisect_line(root, check, receipt))
+    print(f"reason: {show(receipt['reason'])}")
+    print("note: the commit list is not checked against the repository here; `harness verify OUT --repo PATH` does it")
     return 0
 
 

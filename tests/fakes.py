@@ -36,6 +36,8 @@ class Model:
     hang: set = field(default_factory=set)  # labels whose worker never ends (the timeout kills it)
     output: bytes = b"model worker\n"
     item_ids: list = None  # what setup() gives (default: item-0 ...)
+    # label -> (steal ticks over the loop at 100 Hz, the factor its walls take): a run the hypervisor slowed
+    disturb: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -57,6 +59,8 @@ class Model:
                                    "stage_calls": {name: 1 for name in job["stages"]},
                                    "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
         factor = math.exp(self.rng.gauss(0.0, self.noise)) * (self.ratio if variant == "candidate" else 1.0)
+        steal, slowed = self.disturb.get(label, (0, 1.0))
+        factor *= slowed
         items = []
         for item in job["items"]:
             wall = self.item_s * factor * math.exp(self.rng.gauss(0.0, self.noise / 4))
@@ -73,7 +77,9 @@ class Model:
                                                 loadavg_after=[0.1, 0.1, 0.1]),
             harness_source_sha256=__import__("harness.files", fromlist=["x"]).harness_source_digest(),
             workload_sha256=job["workload_digest"], python=records.Interpreter.current(),
-            started_at=_iso(0.0), ended_at=_iso(0.0))
+            started_at=_iso(0.0), ended_at=_iso(0.0),
+            interference={"user_hz": 100, "steal_ticks": steal, "cpu": 0, "cpu_steal_ticks": steal,
+                          "freq_mhz_before": None, "freq_mhz_after": None})
         return FakeRun(result=records.to_json(result), wall_s=wall + 0.4, output=self.output)
 
     def _output(self, item: str, variant: str):

@@ -3,6 +3,8 @@ writes them) from a known true ratio and run-level noise, with no process and no
 (seeded numpy)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from fakes import run_record
@@ -17,7 +19,7 @@ ITEM_IDS = tuple(f"item{j}" for j in range(len(BASE_ITEMS)))
 def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, run_sd: float = 0.03,
              item_sd: float = 0.02, tails: bool = False, drift: float = 0.0, burst: float = 1.0,
              per_item: dict[int, float] | None = None, load: float = 0.0, spells: bool = False,
-             budget_s: float | None = None) -> list[records.RunRecord]:
+             budget_s: float | None = None, seen: bool = False) -> list[records.RunRecord]:
     """Run records of one campaign of `rounds` shuffled rounds.
 
     Each run's items are scaled by one run-level factor (log-normal with sd `run_sd`, or a
@@ -30,7 +32,8 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     With `spells`, the host itself slows 1.9x for spells of a few runs (about 14% of them),
     as this project's VM does, and nothing in the guest shows it (no PSI stall). With
     `budget_s`, the count is `rounds: auto`'s: rounds is the minimum, and the first round's
-    walls decide the rest (C.auto_rounds)."""
+    walls decide the rest (C.auto_rounds). With `seen`, the guest sees the spells: each run in
+    one reads the steal that slowed it, and the runner's rule marks it disturbed."""
     # The draws keep the order they were first written in (per run: its factor, its load, its
     # host spell, its items; with a budget all MAX_ROUNDS rounds are drawn), so every seed gives
     # the campaigns the rates were first measured on. Records are built only for the runs kept.
@@ -51,13 +54,22 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
             factor *= 1.9 if slow else 1.0
         walls = ((effect if variant == "candidate" else base) * factor
                  * np.exp(item_sd * rng.standard_normal(len(BASE_ITEMS)))).tolist()
-        drawn.append((label, variant, walls, sum(walls) * 1.01, slowdown))
+        drawn.append((label, variant, walls, sum(walls) * 1.01, slowdown, slow))
     if budget_s is not None:  # `rounds: auto`: the first round's two walls decide how many rounds run
         drawn = drawn[:2 * C.auto_rounds(budget_s, drawn[0][3] + drawn[1][3], rounds, MAX_ROUNDS)]
-    return [run_record(label, [records.Item(item_id, w, w, {}, None) for item_id, w in zip(ITEM_IDS, walls)],
-                       variant=variant, index=index, wall_s=wall, loadavg_before=[0.5], loadavg_after=[0.5],
-                       cpu_stall_s=wall * (1 - 1 / slowdown))
-            for index, (label, variant, walls, wall, slowdown) in enumerate(drawn)]
+    return [dataclasses.replace(run, interference=stolen(run, slow and seen))
+            for run, slow in ((run_record(label, [records.Item(item_id, w, w, {}, None)
+                                                  for item_id, w in zip(ITEM_IDS, walls)],
+                                          variant=variant, index=index, wall_s=wall, loadavg_before=[0.5],
+                                          loadavg_after=[0.5], cpu_stall_s=wall * (1 - 1 / slowdown)), slow)
+                              for index, (label, variant, walls, wall, slowdown, slow) in enumerate(drawn))]
+
+
+def stolen(run: records.RunRecord, slow: bool) -> records.Interference:
+    """The run's readings at 100 Hz: in a host spell (1.9x) the hypervisor took 0.9/1.9 of its wall."""
+    ticks = int(100 * run.wall_s * 0.9 / 1.9) if slow else 0
+    return records.Interference.marked({"user_hz": 100, "steal_ticks": ticks, "cpu": 0, "cpu_steal_ticks": ticks},
+                                       run.wall_s, run.wall_s, 2, records.interference_bounds(None))
 
 
 SCENARIOS = {
@@ -68,4 +80,5 @@ SCENARIOS = {
     "all of them, noisy (8%)": {"run_sd": 0.08, "tails": True, "drift": 0.20, "burst": 1.6},
     "host slow spells (1.9x, ~14% of runs)": {"run_sd": 0.03, "spells": True},
     "rounds: auto (8%, spells)": {"run_sd": 0.08, "tails": True, "spells": True, "budget_s": 12.0},
+    "host slow spells the guest sees (steal)": {"run_sd": 0.03, "spells": True, "seen": True},
 }

@@ -76,11 +76,21 @@ def _write(path: Path, data: bytes, replace: bool) -> None:
     to it (not replace: fails when path appeared meanwhile), so nothing is half-written."""
     import tempfile
 
-    from harness.files import _UMASK
+    from harness.files import _UMASK, WriteFailed
 
+    try:
+        _write_through(path, data, replace, tempfile, _UMASK)
+    except WriteFailed:
+        raise
+    except OSError as exc:  # a full disk, a read-only folder: one line, nothing half-written
+        raise WriteFailed(path, exc, fix=f"free space (or make {path.parent} writable) and sign again "
+                                         "(`harness sign`); the bundle is untouched") from None
+
+
+def _write_through(path: Path, data: bytes, replace: bool, tempfile, umask: int) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the attestation from reviewers
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would hide the attestation from reviewers
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

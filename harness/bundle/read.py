@@ -91,8 +91,10 @@ class Bundle:
         return self.campaign["name"]
 
 
-def load(bundle_dir: os.PathLike | str) -> Bundle:
-    """The bundle's records (BundleError when one cannot be read as its kind)."""
+def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
+    """The bundle's records (BundleError when one cannot be read as its kind). unsealed: a
+    staging folder a failed write left (`harness seal`), whose comparison.json may be missing
+    (comparison then None: it is re-derived from the records)."""
     bundle = Path(bundle_dir)
     if not bundle.is_dir():
         raise BundleError(f"{bundle}: not a directory")
@@ -134,7 +136,8 @@ def load(bundle_dir: os.PathLike | str) -> Bundle:
                                                      C.spread_of(campaign))]
         instructions.sort(key=lambda r: order.index(r.label) if r.label in order else len(order))
     return Bundle(
-        path=bundle, digest=digest(bundle), campaign=campaign, comparison=doc(C.COMPARISON), runs=runs,
+        path=bundle, digest=digest(bundle), campaign=campaign, comparison=doc(C.COMPARISON, required=not unsealed),
+        runs=runs,
         instructions=instructions, runner=runner, environment=doc(C.ENVIRONMENT), cleanup=doc(C.CLEANUP),
         inputs=doc(C.INPUTS), workload=doc(C.WORKLOAD), golden=doc(C.GOLDEN, required=False),
         reproduction=doc(C.REPRODUCTION, required=False))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from harness import __version__
 from harness.contract import BAG_INFO, BAGIT, BAGIT_TXT, CAMPAIGN_JSON, FORMAT, MANIFEST, TAG_FILES, TAGMANIFEST
-from harness.files import atomic_write_bytes, atomic_write_json, sha256_file
+from harness.files import WriteFailed, atomic_write_bytes, atomic_write_json, sha256_file, write_failed
 
 FORBIDDEN_IN_NAMES = ("\r", "\n", "%", "\\")
 
@@ -44,7 +44,11 @@ class OutputLock:
             os.close(self.fd)
             raise BundleError(f"{self.path.parent / self.path.name[1:-5]}: another harness run is writing "
                               "this bundle (locked)") from None
-        os.write(self.fd, f"{os.getpid()}\n".encode())
+        try:
+            os.write(self.fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:  # a full disk before anything ran: say so now, not after the runs
+            self.__exit__()
+            raise WriteFailed(self.path, exc, fix="free space and run the command again (nothing ran)") from None
         return self
 
     def __exit__(self, *exc):
@@ -121,7 +125,16 @@ class Staging:
         try:
             (self.root / "data").mkdir(parents=True)
         except OSError as exc:
-            raise BundleError(f"{out.parent}: cannot write the bundle there ({exc.strerror or exc})") from None
+            raise WriteFailed(self.root, exc, fix="free space (or make the folder writable) and run the campaign "
+                                                  "again (nothing was timed)") from None
+
+    @classmethod
+    def adopt(cls, root: Path, out: Path) -> "Staging":
+        """A staging folder a campaign left when a write failed, to be sealed into out
+        (`harness seal`)."""
+        staging = cls.__new__(cls)
+        staging.out, staging.root = out, root
+        return staging
 
     @property
     def arrays_dir(self) -> Path:
@@ -159,6 +172,14 @@ class Staging:
         that is still a bundle of this harness; anything else that appeared at --out meanwhile
         is left untouched and the sealed bundle goes beside it under another name, said in the
         note: a sealed bundle is never thrown away, and nothing not ours is ever deleted."""
+        try:
+            return self._publish(claim, digest)
+        except OSError as exc:
+            raise write_failed(self.out, exc).with_fix(
+                f"the sealed bundle is kept in {self.root}",
+                f"free space, then `harness seal {self.root} --out {self.out}`", self.root, True) from None
+
+    def _publish(self, claim: Claim, digest: str) -> tuple[Path, str | None]:
         now = _identity(self.out)
         if now is None:
             os.rename(self.root, self.out)
@@ -166,8 +187,12 @@ class Staging:
         if claim.force and now == claim.found and is_harness_bundle(self.out):
             old = self.out.parent / f"{self.out.name}.replaced-{os.getpid()}"
             os.rename(self.out, old)
-            os.rename(self.root, self.out)
-            shutil.rmtree(old)
+            try:
+                os.rename(self.root, self.out)
+            except OSError:
+                os.rename(old, self.out)  # the bundle it was to replace goes back where it was
+                raise
+            shutil.rmtree(old, ignore_errors=True)
             return self.out, None
         other = self.out.parent / f"{self.out.name}-{digest[:12]}"
         n = 1

@@ -5,7 +5,8 @@ no-change ratio allowed, max(1 - lo, hi - 1). A campaign pins the file
 (`noise_floor: {path, sha256}`); its runs then copy it into the bundle and no claim smaller
 than the floor is "improved" or "regressed" (both checkers re-derive it).
 
-Exit codes: 0 written, 4 the calibration campaign failed, 2 usage, input or pre-flight."""
+Exit codes: 0 written, 4 the calibration campaign failed, 2 usage, input or pre-flight, 10 a
+write failed (a full disk; the line says what was kept)."""
 from __future__ import annotations
 
 import json
@@ -41,7 +42,7 @@ def floor_of(stats: dict) -> float | None:
 def main(args) -> int:
     from harness import records
     from harness.bundle.write import BundleError
-    from harness.files import read_json, sha256_bytes
+    from harness.files import atomic_write_bytes, read_json, sha256_bytes
     from harness.engine.progress import Progress
     from harness.engine.runner import Interrupted, PreflightError, Runner
 
@@ -65,8 +66,10 @@ def main(args) -> int:
         return error("calibrate", exc, code=verdict.FAILED)
     result = outcome.comparison
     floor = floor_of(result["stats"])
-    print(f"bundle: {outcome.out} (digest {outcome.digest})")
-    print(verdict.line(result))
+    from harness.render.text import term
+
+    print(term(f"bundle: {outcome.out} (digest {outcome.digest})"))
+    print(term(verdict.line(result)))
     if result["status"] != "complete" or floor is None:
         return error("calibrate", f"no noise floor: {result['reason'] or result['stats']['verdict_reason']}",
                      code=verdict.FAILED)
@@ -78,7 +81,7 @@ def main(args) -> int:
                               rounds=result["stats"]["rounds"]["n"], ratio=paired["geomean_ratio"],
                               ci95=paired["ci95"], floor=floor)
     raw = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
-    target.write_bytes(raw)
+    atomic_write_bytes(target, raw)  # a full disk: WriteFailed, one line (cli), no half-written floor
     print(f"noise floor: {100 * floor:.2f}% (A-vs-A {paired['geomean_ratio']:.4f} "
           f"[{paired['ci95'][0]:.4f}, {paired['ci95'][1]:.4f}] over {doc['rounds']} rounds) -> {target}")
     print(f"pin it in {campaign.source.name}:\nnoise_floor: {{path: {target.name}, sha256: {sha256_bytes(raw)}}}")

@@ -30,8 +30,10 @@ def main(args) -> int:
         return error("check", *exc.problems)
     except (spec.SpecError, Interrupted) as exc:
         return error("check", exc)
-    for warning in runner.warnings:
-        print(f"warning: {warning}")
+    from harness.render.text import term
+
+    for warning in runner.warnings + [runner.unanchored] * bool(runner.unanchored):
+        print(f"warning: {term(warning)}")
     print(f"OK {campaign.source}: base and candidate import the entry point and every stage, set up, give the same "
           f"{len(runner.items_all)} items, and return a mapping of arrays for an item")
     return 0

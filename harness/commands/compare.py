@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harness import contract as C, outcomes
 from harness.commands import error
+from harness.render.text import term
 
 HELP = "print a bundle's verdict (or compare two); exit 0 improved/equal, 5 regressed, 6 inconclusive"
 
@@ -80,7 +81,7 @@ def _unverified(path: Path, consequence: str) -> int:
     report = verify(path)
     if report.exit_code:
         for line in report.problems[:5]:
-            print(f"FAIL {line}")
+            print(f"FAIL {term(line)}")
         error("compare", f"{report.unusable or f'{path} does not verify'}; {consequence}")
     return report.exit_code
 
@@ -89,7 +90,7 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     """Two bundles of one campaign: one table, stage CPU per variant, outputs agreement."""
     from harness.bundle import read
     from harness.judge import agreement
-    from harness.render.text import cell, ratio_text, stage_cells, stage_order, table, verdict_word
+    from harness.render.text import ratio_text, stage_cells, stage_order, table, tcell, verdict_word
 
     for path in (a, b):
         code = _unverified(path, "no comparison")
@@ -111,10 +112,11 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     rows, stages = [], {}
     for n, d in enumerate((x, y), 1):
         c = d.comparison
-        rows.append({"#": str(n), "bundle": cell(d.path),
+        rows.append({"#": str(n), "bundle": tcell(d.path),
                      "started (UTC)": dt.datetime.fromtimestamp(d.runner["started_at"], dt.timezone.utc)
                      .strftime("%Y-%m-%d %H:%M"),
-                     "machine": cell(d.machine.text()), "rounds": str(d.campaign["rounds"] or len(d.campaign["order"])),
+                     "machine": tcell(d.machine.text()),
+                     "rounds": str(d.campaign["rounds"] or len(d.campaign["order"])),
                      "items": str(len(d.runner["items"])),
                      "speed-up": f"{c['wall']['speedup']:.3f}x" if c["wall"]["speedup"] else "n/a",
                      "candidate/base [95% CI]": ratio_text(c["stats"]["paired"]["geomean_ratio"],
@@ -122,22 +124,23 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
                      "verdict": verdict_word(c)})
         found = c["stages"]
         for name in stage_order(found):  # the reference's order first: where its base time went
-            stages.setdefault(name, {"stage": cell(name)}).update(stage_cells(found[name], prefix=f"{n} "))
+            stages.setdefault(name, {"stage": tcell(name)}).update(stage_cells(found[name], prefix=f"{n} "))
     print(table(rows))
     if stages:
         print("\nStage self CPU (s per run, mean over the stage runs; bundle 1's most base CPU first):\n")
         print(table(list(stages.values())))
-    print(f"\nmachines: {why}")
+    print(f"\nmachines: {term(why)}")
     for text in signers:
-        print(text)
+        print(term(text))
     print(f"items: {'the same' if x.runner['items'] == y.runner['items'] else 'NOT the same'} "
           f"({len(x.runner['items'])} and {len(y.runner['items'])})")
     from harness.judge.reproduce import divergence_lines, outputs_text
 
-    print(f"outputs: {outputs_text(outputs)}")
+    print(f"outputs: {term(outputs_text(outputs))}")
     if outputs["mismatches"]:
         rows = agreement.divergence_across(outputs["mismatches"][:5], x.arrays, y.arrays)
-        print("\n".join(divergence_lines(rows)))
+        for line in divergence_lines(rows):
+            print(term(line))
     # The order given decides which bundle is judged; the bundles' clocks are theirs to set.
     code = outcomes.PARITY if not outputs["agree"] else outcomes.exit_code(y.comparison)
     why_code = "outputs differ" if not outputs["agree"] else "the verdict of bundle 2, the one judged (A B: B)"
@@ -173,16 +176,13 @@ def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None)
             where, problem = problems[0]
             return error("compare", f"{path}: {where}: {problem} (not a comparison.json of {C.FORMAT})",
                          code=outcomes.UNUSABLE)
-    print(outcomes.line(comparison) + (" [not verified: --no-verify]" if no_verify else ""))
+    if metric == "instructions" and comparison.get("instructions") is None:
+        return error("compare", "--metric instructions: this campaign counted no instructions (metrics: [wall, "
+                     "instructions] adds them)", code=outcomes.UNUSABLE)
+    # The line shows the code this command exits with: with --metric instructions, the counts'.
+    print(term(outcomes.line(comparison, metric=metric)) + (" [not verified: --no-verify]" if no_verify else ""))
     for text in signers:
-        print(text)
+        print(term(text))
     for text in stage_summary(comparison):
         print(text)
-    if metric == "instructions":
-        ins = comparison["instructions"]
-        if ins is None:
-            return error("compare", "--metric instructions: this campaign counted no instructions (metrics: [wall, "
-                         "instructions] adds them)", code=outcomes.UNUSABLE)
-        code = outcomes.exit_code(comparison)
-        return code if code in (outcomes.FAILED, outcomes.PARITY) else outcomes.EXIT_CODES[ins["verdict"]]
-    return outcomes.exit_code(comparison)
+    return outcomes.exit_code(comparison, metric)

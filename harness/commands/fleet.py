@@ -25,6 +25,7 @@ from pathlib import Path
 
 from harness import outcomes
 from harness.commands import error
+from harness.render.text import term
 
 HELP = "run campaigns, or reproduce a bundle, on a Ray cluster: one job per node, bundles verified here"
 
@@ -229,10 +230,10 @@ def _campaign_tables(groups, code: int) -> int:
         if not paths:
             continue
         loaded, problems = report.load(paths)
-        print(f"\n## {group.name}: {len(loaded)} of {group.replicas} replicas\n")
+        print(f"\n## {term(group.name)}: {len(loaded)} of {group.replicas} replicas\n")
         lines, _ = report.table_lines(loaded, Path.cwd())
         for line in lines:
-            print(line)
+            print(term(line))
     return code
 
 
@@ -270,7 +271,7 @@ def reproduce_on_fleet(args) -> int:
     anchors = [p for p in report.problems if "[anchors]" in p]
     inside = [p for p in report.problems if p not in anchors]
     for line in inside:
-        print(f"FAIL {line}")
+        print(f"FAIL {term(line)}")
     if inside:
         return error(command, f"{bundle} does not verify; nothing to reproduce", code=outcomes.PROBLEMS)
     if anchors:
@@ -316,13 +317,13 @@ def _reproduction_lines(groups, code: int) -> int:
             receipt, why = None, str(exc)
         if not receipt:
             words.append("failed")
-            print(f"node {job.path.name}: no reproduction receipt ({why})")
+            print(term(f"node {job.path.name}: no reproduction receipt ({why})"))
             continue
         word = receipt["verdict"]
         words.append(word)
-        print(f"node {job.path.name}: {word} (exit {outcomes.REPRODUCTION_CODES[word]}) on "
-              f"{MachineClass(**receipt['reproduction']['machine']).text()}; outputs: "
-              f"{rep.outputs_text(receipt['outputs'])}; re-run {rep.ratio_text(receipt['timing']['measured'])}")
+        print(term(f"node {job.path.name}: {word} (exit {outcomes.REPRODUCTION_CODES[word]}) on "
+                   f"{MachineClass(**receipt['reproduction']['machine']).text()}; outputs: "
+                   f"{rep.outputs_text(receipt['outputs'])}; re-run {rep.ratio_text(receipt['timing']['measured'])}"))
     summary = ", ".join(f"{words.count(w)} {w}" for w in sorted(set(words)))
     print(f"reproduce --fleet: {words.count('reproduced')} of {len(words)} nodes reproduced the claim ({summary})")
     return code

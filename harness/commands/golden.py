@@ -39,7 +39,9 @@ def main(args) -> int:
     reference = next(r for r in loaded.runs if r.label == result["parity"]["reference"])
     golden = records.golden(reference, campaign=loaded.name, machine=loaded.machine, bundle_digest=report.digest)
     atomic_write_json(args.output, golden)
-    print(f"golden: {len(golden['items'])} items from run {reference.label} ({reference.sha[:12]}) on "
-          f"{loaded.machine.text()} -> {args.output}")
+    from harness.render.text import term
+
+    print(term(f"golden: {len(golden['items'])} items from run {reference.label} ({reference.sha[:12]}) on "
+               f"{loaded.machine.text()} -> {args.output}"))
     print(f"pin it in the campaign: golden: {{path: {args.output}, sha256: {sha256_file(args.output)}}}")
     return 0

@@ -37,10 +37,11 @@ workload:
 # build: []                     # commands run in each revision's tree first, e.g. [[python, setup.py, build_ext, --inplace]]
 # inputs: {{}}                  # name: {{path, sha256, build}}: files pinned by hash
 # rounds: auto                  # each round one base (A) and one candidate (B) run, shuffled; one fresh
-#                               # process per run. auto: as many as the first round says fit budget_s, at
-#                               # least min_rounds (or rounds: N; order: ABBA, explicit; seed: N pins the shuffle)
-# budget_s: {budget_s:g}                # rounds: auto: the time the rounds may take
-# min_rounds: {rounds}              # rounds: auto: at least this many
+#                               # process per run. auto: from min_rounds on, stop when the anytime-valid
+#                               # interval decides, at most what budget_s holds (or rounds: N; order: ABBA;
+#                               # seed: N pins the shuffle)
+# budget_s: {budget_s:g}                # rounds: auto: the most time the rounds may take
+# min_rounds: {first_look}               # rounds: auto: the first look, after this many rounds
 # slots: {slots}                      # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
 # timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
 # stages: {{}}                  # name: module:function, timed as per-stage thread CPU
@@ -49,8 +50,8 @@ workload:
 # golden: null                  # {{path, sha256}}: digests every run must reproduce
 # verdict: {{threshold: {threshold:g}}}   # relative band inside which the change counts as equal
 # noise_floor: null             # {{path, sha256}} of `harness calibrate`'s file: no claim smaller than the floor
-# parity: {{max_ulp: null}}       # floats may differ by N units in the last place ("equal within N ULP");
-#                               # null: bit for bit
+# parity: {{max_ulp: null}}       # floats may differ by N units in the last place ("within N ULP (close, not
+#                               # identical)"); at most float16 32, float32 4096, float64 2**26; null: bit for bit
 # metrics: [wall]               # [wall, instructions]: also count instructions under valgrind, a verdict of
 #                               # their own that a noisy machine cannot move
 # instructions: {{items: null, runs: {instruction_runs}}}   # with metrics [wall, instructions]: items per run, runs per variant
@@ -103,7 +104,7 @@ def main(args) -> int:
     text = _aligned(TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=json.dumps(args.base),
                            candidate=json.dumps(args.candidate), entry=args.entry,
                            workload_path=rel(args.workload_path), instruction_runs=spec.DEFAULT_INSTRUCTION_RUNS,
-                           rounds=spec.DEFAULT_ROUNDS, budget_s=spec.DEFAULT_BUDGET_S, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
+                           first_look=spec.DEFAULT_FIRST_LOOK, budget_s=spec.DEFAULT_BUDGET_S, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
                            slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
                            campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD))
     try:

@@ -61,10 +61,12 @@ def main(args) -> int:
         figure = report_dir / report.FIGURES / f"{e.path.name}.png"
         if e.bundle is not None and not e.problems:
             e.figure = f"{report.FIGURES}/{e.path.name}.png" if (figure.is_file() or args.check) else None
-    sources = ("the bundles named on the command line: " + ", ".join(f"`{p.name}`" for p in paths) if named
+    from harness.render.text import code as md_code, term
+
+    sources = ("the bundles named on the command line: " + ", ".join(md_code(p.name) for p in paths) if named
                else "every bundle under `evidence/`")
     if args.trust:  # the reader should know whose keys made a "signed by" hold
-        sources += f", signatures checked against `{args.trust}`"
+        sources += f", signatures checked against {md_code(args.trust)}"
     text = report.render(entries, root, sources)
     failing = [e for e in entries if e.problems]
     for e in failing:
@@ -89,7 +91,7 @@ def main(args) -> int:
         error("report", f"{out} differs from what its {len(entries)} bundle(s) produce; run `harness report` and "
                         "commit the result", code=outcomes.PROBLEMS)
         for line in diff[:40]:
-            print(line, file=sys.stderr)
+            print(term(line), file=sys.stderr)
         return outcomes.PROBLEMS
     atomic_write_bytes(out, text.encode("utf-8"))
     print(f"harness report: wrote {out} from {len(entries)} bundle(s)")
@@ -98,7 +100,7 @@ def main(args) -> int:
 
 def _draw(entries, report_dir: Path) -> None:
     """Each verified bundle's picture, drawn from its records (never taken from the bundle)."""
-    from harness.files import atomic_write_bytes
+    from harness.files import atomic_write_bytes, write_failed
     from harness.render import figure, report
 
     folder = report_dir / report.FIGURES
@@ -107,6 +109,10 @@ def _draw(entries, report_dir: Path) -> None:
             continue
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{e.path.name}.png.tmp"
-        figure.render(e.bundle, tmp)
-        atomic_write_bytes(folder / f"{e.path.name}.png", tmp.read_bytes())
-        tmp.unlink()
+        try:
+            figure.render(e.bundle, tmp)
+            atomic_write_bytes(folder / f"{e.path.name}.png", tmp.read_bytes())
+        except OSError as exc:  # a full disk: one line (cli), no half-drawn picture left behind
+            raise write_failed(folder / f"{e.path.name}.png", exc) from None
+        finally:
+            tmp.unlink(missing_ok=True)

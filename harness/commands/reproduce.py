@@ -6,13 +6,15 @@ new bundle, whose claim names the original's digest (harness/attest).
 
 Exit codes: 0 reproduced, 8 not contradicted (the re-run could not tell), 9 partial (not the
 same items), 7 not reproduced, 3 outputs differ, 4 a run failed; 1 the original does not
-verify, 2 unusable input or refused (nothing was run; a key that cannot sign too)."""
+verify, 2 unusable input or refused (nothing was run; a key that cannot sign too), 10 a write
+failed (a full disk: the line says what was kept)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness import outcomes
 from harness.commands import error
+from harness.render.text import term
 
 HELP = "re-run a bundle's campaign into a new bundle and judge the claim against it"
 
@@ -20,7 +22,7 @@ HELP = "re-run a bundle's campaign into a new bundle and judge the claim against
 def add_parser(sub) -> None:
     p = sub.add_parser("reproduce", help=HELP, description=HELP + ". Exit 0 reproduced, 8 not contradicted (too wide "
                        "to tell), 9 partial (other items), 7 not reproduced, 3 outputs differ, 4 a run failed, 1 the "
-                       "original does not verify, 2 refused (nothing run).")
+                       "original does not verify, 2 refused (nothing run), 10 a write failed.")
     p.add_argument("bundle", metavar="BUNDLE", help="the bundle whose claim to re-run")
     p.add_argument("--repo", default=".", metavar="PATH",
                    help="the repository the bundle's campaign_path is relative to (default: the current folder)")
@@ -81,7 +83,7 @@ def main(args) -> int:
     anchors = [p for p in report.problems if "[anchors]" in p]
     inside = [p for p in report.problems if p not in anchors]
     for line in inside:
-        print(f"FAIL {line}")
+        print(f"FAIL {term(line)}")
     if inside:
         return error("reproduce", f"{bundle} does not verify; nothing to reproduce", code=outcomes.PROBLEMS)
     if anchors:
@@ -93,7 +95,7 @@ def main(args) -> int:
             campaign = reproduce.campaign_for(original, repo, args.order, args.items, args.rounds,
                                               Path(args.campaign) if args.campaign else None)
             for line in reproduce.plan_lines(campaign):
-                print(f"will run: {line}", flush=True)
+                print(f"will run: {term(line)}", flush=True)
             out = Path(args.out) if args.out else reproduce.fresh_out(bundle)
             blocked = in_the_way("reproduce", out, args.force) if key is not None else 0
             if blocked:
@@ -114,20 +116,20 @@ def main(args) -> int:
             return code
     r = result.receipt
     if result.note:
-        print(f"note: {result.note}")
-    print(f"original: {bundle} (digest {original.digest}) on {original.machine.text()}")
+        print(f"note: {term(result.note)}")
+    print(term(f"original: {bundle} (digest {original.digest}) on {original.machine.text()}"))
     new = bundlereader.load(result.out)
-    print(f"reproduction: {result.out} (digest {result.digest}) on {new.machine.text()}")
+    print(term(f"reproduction: {result.out} (digest {result.digest}) on {new.machine.text()}"))
     if signed:
-        print(signed)
-    print(f"machines: {r['machines']['why']}")
-    print(f"scope: {r['scope']['note']}")
-    print(f"outputs: {reproduce.outputs_text(r['outputs'])}")
+        print(term(signed))
+    print(f"machines: {term(r['machines']['why'])}")
+    print(f"scope: {term(r['scope']['note'])}")
+    print(f"outputs: {term(reproduce.outputs_text(r['outputs']))}")
     for line in reproduce.divergence_lines(r["outputs"]["divergence"]):
-        print(line)
-    print(f"timing: {reproduce.timing_text(r['timing'])}")
+        print(term(line))
+    print(f"timing: {term(reproduce.timing_text(r['timing']))}")
     if result.comparison["status"] != "complete":
-        print(f"run: {result.comparison['reason']}")
+        print(f"run: {term(result.comparison['reason'])}")
     code = outcomes.REPRODUCTION_CODES[r["verdict"]]
-    print(f"verdict: {r['verdict']} (exit {code}): {r['reason']}")
+    print(f"verdict: {r['verdict']} (exit {code}): {term(r['reason'])}")
     return code

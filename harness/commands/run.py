@@ -2,8 +2,11 @@
 its bundle; with --sign, sign it right after sealing (harness/attest, BUNDLE.intoto.json).
 
 Exit codes: 0 complete, outputs agree, 3 parity mismatch, 4 a run failed or timed out (or
-the campaign was interrupted), 2 usage or input error (then no bundle is written), or a key
-that cannot sign (loaded before anything runs)."""
+the campaign was interrupted), 1 the sealed bundle does not verify (`run` verifies what it
+sealed, as `harness verify` would, before it signs or says anything of the result; such a
+bundle is not signed), 2 usage or input error (then no bundle is written), or a key that
+cannot sign (loaded before anything runs), 10 a write failed (a full disk: the line names
+the staging folder that keeps the finished runs, for `harness seal`; cli.main says it)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +15,9 @@ from harness import contract as C
 from harness.plan import spec
 from harness.bundle.write import BundleError
 from harness.commands import error
+from harness.render.text import term
 from harness.engine.progress import Progress
-from harness.outcomes import FAILED
+from harness.outcomes import FAILED, INTERRUPTED, PROBLEMS
 
 
 def add_overrides(p) -> None:
@@ -82,19 +86,28 @@ def main(args) -> int:
         return error("run", exc)
     except Interrupted as exc:
         return error("run", exc, code=FAILED)
-    if key is not None:  # right after sealing
+    from harness.judge.verify import verify
+
+    try:  # what it sealed, checked as a reviewer will: never "complete" for a bundle verify refuses
+        checked = verify(outcome.out)
+    except KeyboardInterrupt:
+        return error("run", f"interrupted while verifying the sealed bundle {outcome.out}; run "
+                            f"`harness verify {outcome.out}`", code=INTERRUPTED)
+    refused = checked.problems or ([checked.unusable] if checked.unusable else [])
+    if key is not None and not refused:  # right after sealing
         from harness.commands.sign import sign_sealed
 
         code, signed = sign_sealed("run", key, outcome.out, force=args.force)
         if code:
             return code
     result = outcome.comparison
-    for warning in runner.warnings:
-        print(f"warning: {warning}")
+    for warning in runner.warnings + [runner.unanchored] * bool(runner.unanchored):
+        print(f"warning: {term(warning)}")
     if outcome.note:
-        print(f"note: {outcome.note}")
-    print(f"bundle: {outcome.out}")
-    print(f"status: {result['status']}" + (f" ({result['reason']})" if result["reason"] else ""))
+        print(f"note: {term(outcome.note)}")
+    print(f"bundle: {term(outcome.out)}")
+    print(f"status: {result['status']}" + (f" ({term(result['reason'])})" if result["reason"] else "")
+          + (" as its comparison.json says, but the bundle does NOT verify" if refused else ""))
     wall = result["wall"]
     if wall["speedup"] is not None:
         print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
@@ -105,21 +118,50 @@ def main(args) -> int:
     print(f"items: {items['planned']} of the {items['of']} the workload gives"
           + (" (workload.items picks them)" if items["planned"] < items["of"] else ""))
     p = result["parity"]
-    print(parity_line(result, outcome.out))
+    print(term(parity_line(result, outcome.out)))
+    for line in suite_lines(outcome.out):
+        print(term(line))
     for line in divergence_lines(result):
-        print(line)
+        print(term(line))
     golden = p.get("golden")
     if golden:
         subset = golden["items_checked"] < golden["items"]
         print(f"golden: {'identical' if golden['identical'] else 'DIFFERS'} on {golden['items_checked']} of "
               f"{golden['items']} golden items" + (" (this campaign runs a subset)" if subset else ""))
     # The verdict as `harness compare` gives it; this command's own exit code is below.
-    print(verdict_line(result, exit_word="harness compare would exit"))
+    if refused:
+        for problem in refused[:5]:
+            print(f"FAIL {term(problem)}")
+        more = f", {len(refused) - 5} more" if len(refused) > 5 else ""
+        print(f"verify: the sealed bundle does not verify ({len(refused)} problem(s){more}: `harness verify "
+              f"{term(outcome.out)}` lists them); no verdict (harness compare would exit {PROBLEMS})"
+              + ("; not signed" if key is not None else ""))
+    else:
+        print(term(verdict_line(result, exit_word="harness compare would exit")))
     if signed:
-        print(signed)
+        print(term(signed))
     print(f"digest: {outcome.digest}")
-    print(f"exit: {outcome.exit_code} ({RUN_EXIT_MEANING[outcome.exit_code]})")
-    return outcome.exit_code
+    code = PROBLEMS if refused else outcome.exit_code
+    print(f"exit: {code} ({RUN_EXIT_MEANING[code]})")
+    return code
+
+
+def suite_lines(out: Path) -> list[str]:
+    """A `suite:` campaign: what its benchmarks gave (outputs hashed or not given, stages), read
+    from the sealed bundle's first ok run."""
+    from harness.files import read_json
+    from harness.render.text import suite_text
+
+    try:
+        campaign = read_json(out / C.CAMPAIGN_JSON)
+        for label in campaign["labels"]:
+            path = out / C.run_path(label)
+            record = read_json(path) if path.is_file() else None
+            if isinstance(record, dict) and record.get("status") == "ok":
+                return [line[0].lower() + line[1:] for line in suite_text(campaign, [record])]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return []
 
 
 def parity_line(result: dict, out: Path) -> str:
@@ -135,6 +177,9 @@ def parity_line(result: dict, out: Path) -> str:
     if result["status"] != "complete" and not p["fields_compared"]:
         why = p.get("note") or f"{len(ok)} ok run(s), none to compare with the reference"
         return f"parity: not compared, the campaign failed ({why})"
+    if not p["fields_compared"] and p["identical"]:  # a suite whose benchmarks gave no outputs
+        return (f"parity: no outputs to compare (0 fields, {p['items']} items); recorded errors "
+                + ("identical" if p["errors_identical"] else "differ"))
     per = fields_per_pair(result)
     errors = {}
     for run in ok:

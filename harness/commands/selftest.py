@@ -151,7 +151,10 @@ def _reproduction(tmp: Path, original: Path, repo: Path | None) -> Path | None:
 
 
 def _short(text: str, width: int = 80) -> str:
-    text = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1...", text)  # long digests
+    """A checker's line (it may quote a bundle) as one bounded terminal line."""
+    from harness.render.text import term
+
+    text = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1...", term(text))  # long digests
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
@@ -250,7 +253,7 @@ def tamper_main(args) -> int:
                       f"(verify exit {v.exit_code}, rehash exit {r.exit_code}); mutations would prove nothing",
                       file=sys.stderr)
                 for line in (v.lines + r.lines)[:10]:
-                    print(f"  {line}", file=sys.stderr)
+                    print(f"  {_short(line, 400)}", file=sys.stderr)
                 return 2
         only = args.only
 

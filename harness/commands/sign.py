@@ -4,7 +4,8 @@ beside the bundle, never inside it.
 
 Exit codes: 0 signed, 1 the bundle does not verify (nothing signed), 2 unusable input (a
 missing, unreadable or passphrase-protected key, an attestation that exists without
---force). The helpers below serve `run --sign` and `reproduce --sign`."""
+--force), 10 the attestation could not be written (a full disk: nothing half-written). The
+helpers below serve `run --sign` and `reproduce --sign`."""
 from __future__ import annotations
 
 from harness import outcomes
@@ -15,7 +16,7 @@ HELP = "sign a verified bundle's claim with an OpenSSH Ed25519 key (BUNDLE.intot
 
 def add_parser(sub) -> None:
     p = sub.add_parser("sign", help=HELP, description=HELP + ". Exit 0 signed, 1 the bundle does not verify, "
-                       "2 unusable key or input.")
+                       "2 unusable key or input, 10 the attestation could not be written (a full disk).")
     p.add_argument("bundle", metavar="BUNDLE", help="a sealed bundle folder")
     p.add_argument("--key", required=True, metavar="KEY",
                    help="an OpenSSH Ed25519 private key file without a passphrase (`ssh-keygen -t ed25519`)")
@@ -27,6 +28,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from harness.attest import AttestError, claim, keys
     from harness.attest.check import sign
+    from harness.files import WriteFailed
     from harness.judge.verify import verify
 
     try:
@@ -34,8 +36,13 @@ def main(args) -> int:
         signed = sign(args.bundle, key, verify(args.bundle), out=args.out, force=args.force)
     except AttestError as exc:
         return error("sign", exc, code=outcomes.UNUSABLE if exc.unusable else outcomes.PROBLEMS)
-    print(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, digest {signed.digest}")
-    print(f"claim: {claim.summary(signed.statement['predicate'])}")
+    except WriteFailed as exc:  # a full disk: no attestation, not part of one
+        return error("sign", exc.line(), code=outcomes.WRITE_FAILED)
+    from harness.render.text import term
+
+    print(term(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, "
+               f"digest {signed.digest}"))
+    print(f"claim: {term(claim.summary(signed.statement['predicate']))}")
     return outcomes.OK
 
 
@@ -83,10 +90,14 @@ def sign_sealed(command: str, key, bundle, force: bool) -> tuple[int, str]:
     one error line: the bundle stays, unsigned."""
     from harness.attest import AttestError
     from harness.attest.check import sign
+    from harness.files import WriteFailed
     from harness.judge.verify import verify
 
     try:
         signed = sign(bundle, key, verify(bundle), force=force)
     except AttestError as exc:
         return error(command, f"{bundle} is sealed but not signed: {exc}", code=outcomes.UNUSABLE), ""
+    except WriteFailed as exc:
+        return error(command, f"{bundle} is sealed but not signed: {exc.why()}; free space, then `harness sign "
+                              f"{bundle} --key KEY`" + (" --force" if force else ""), code=outcomes.WRITE_FAILED), ""
     return outcomes.OK, f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint})"

@@ -1,7 +1,11 @@
-"""`harness summary BUNDLE [--trust FILE]`: the Markdown section a pull request quotes, from a
-bundle that verifies (harness/render/summary.py says what it holds). Exit 0, 1 the bundle does
-not verify, or with --trust its signature does not hold (nothing printed to paste), 2 unusable
-input (a trust file that cannot be used too)."""
+"""`harness summary BUNDLE [--long] [--format FORM] [--trust FILE]`: the claim a pull request
+quotes, from a bundle that verifies (harness/render/summary.py says what each form holds):
+short Markdown by default, `--long` adding the run and stage tables and every warning; FORM
+`github` for $GITHUB_STEP_SUMMARY (within 1 MiB), `comment` for a pull-request comment updated
+in place (within 65,536 characters, behind an HTML marker naming the campaign), `json` and
+`benchmark-action` for dashboards. Exit 0, 1 the bundle does not verify, or with --trust its
+signature does not hold (nothing printed to paste), 2 unusable input (a trust file that cannot
+be used too)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,13 +13,20 @@ from pathlib import Path
 from harness import outcomes
 from harness.commands import error
 
-HELP = "print a verified bundle's claim as a Markdown section for a pull request"
+FORMS = ("markdown", "github", "comment", "json", "benchmark-action")  # harness/render/summary.py FORMS
+HELP = "print a verified bundle's claim for a pull request: Markdown, a job summary, a PR comment or JSON"
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("summary", help=HELP, description=HELP + ".")
     p.add_argument("bundle", metavar="BUNDLE")
     p.add_argument("--trust", metavar="FILE", help="an allowed_signers file: name who signed the bundle")
+    p.add_argument("--long", action="store_true",
+                   help="add the runs in execution order, the stage CPU table, every warning in full and cleanup")
+    p.add_argument("--format", default="markdown", choices=FORMS, metavar="FORM",
+                   help="markdown (default), github ($GITHUB_STEP_SUMMARY, at most 1 MiB), comment (a pull-request "
+                        "comment, at most 65,536 characters, with a marker to update it in place), json, "
+                        "benchmark-action (github-action-benchmark's customSmallerIsBetter)")
     p.set_defaults(func=main)
 
 
@@ -36,7 +47,7 @@ def main(args) -> int:
     if entry.attestation_code:  # with --trust: a signature that does not hold is no claim to post either
         return error("summary", f"{bundle}: {entry.attestation}", code=entry.attestation_code)
     try:
-        print(summary.render(entry.bundle, args.bundle, entry.signer), end="")
+        print(summary.form(args.format, entry.bundle, args.bundle, entry.signer, args.long), end="")
     except read.BundleError as exc:
         return error("summary", exc, code=outcomes.UNUSABLE)
     return outcomes.OK

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness import outcomes
 from harness.commands import error
+from harness.render.text import term
 
 
 def add_parser(sub) -> None:
@@ -38,34 +39,65 @@ def main(args) -> int:
     report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original)
     if report.unusable:
         return error("verify", report.unusable, code=outcomes.UNUSABLE)
+    if report.bisect is not None or (report.problems and rehash_is_bisect(args.bundle)):
+        return bisect_report(args, report)
     # The signature (harness/attest): only a bundle that verifies is ever "signed by" (a
     # repository that moved on, [anchors], leaves the bundle itself intact).
     intact = not [p for p in report.problems if "[anchors]" not in p]
     signed = check(args.bundle, args.trust, args.attestation, intact=intact)
     for problem in report.problems:
-        print(f"FAIL {problem}")
+        print(f"FAIL {term(problem)}")
     if report.problems:
         if signed.exit_code == outcomes.UNUSABLE:
             error("verify", signed.line)
         elif signed.line:
-            print(f"FAIL {signed.line}" if signed.state == FAILED else signed.line)
+            print(f"FAIL {term(signed.line)}" if signed.state == FAILED else term(signed.line))
         anchors_only = all("[anchors]" in p for p in report.problems)
-        print(f"{args.bundle}: {len(report.problems)} problem(s); "
+        print(f"{term(args.bundle)}: {len(report.problems)} problem(s); "
               + ("the bundle itself is intact, but the repository no longer holds what it ran (a file named above "
                  "was edited since): check out the commit the bundle was made at, or re-run the campaign"
                  if anchors_only else "do not trust this bundle"))
         return outcomes.PROBLEMS
-    print(f"OK {args.bundle}: {report.files} payload files and {report.arrays} arrays re-hashed, every file and field "
+    print(f"OK {term(args.bundle)}: {report.files} payload files and {report.arrays} arrays re-hashed, every file and "
+          "field "
           f"of the contract, record rules hold, campaign.yaml agrees, comparison re-derived; status {report.status}; "
           f"digest {report.digest}")
     for note in report.notes + list(signed.notes):
-        print(f"note: {note}")
+        print(f"note: {term(note)}")
     if signed.exit_code == outcomes.UNUSABLE:
         return error("verify", signed.line, code=outcomes.UNUSABLE)
     if signed.state == FAILED:
-        print(f"FAIL {signed.line}")
-        print(f"{args.bundle}: the bundle is intact, but its attestation does not hold; do not trust its signature")
+        print(f"FAIL {term(signed.line)}")
+        print(f"{term(args.bundle)}: the bundle is intact, but its attestation does not hold; do not trust its "
+              "signature")
         return outcomes.PROBLEMS
     if signed.line:
-        print(signed.line)
+        print(term(signed.line))
+    return outcomes.OK
+
+
+def rehash_is_bisect(path) -> bool:
+    from harness import rehash
+
+    return rehash.is_bisect(str(path))
+
+
+def bisect_report(args, report) -> int:
+    """A bisect folder (harness bisect's OUT): its problems, or the OK line, the culprit and
+    the rule's reason."""
+    from harness import rehash
+    if args.trust:
+        return error("verify", "--trust checks a bundle's signature; a bisect folder's step bundles are not signed "
+                               "(verify a step bundle with --trust)", code=outcomes.UNUSABLE)
+    for problem in report.problems:
+        print(f"FAIL {problem}")
+    if report.problems:
+        print(f"{args.bundle}: {len(report.problems)} problem(s); do not trust this bisect")
+        return outcomes.PROBLEMS
+    check = rehash.Check(str(args.bundle))
+    check.files, check.arrays, check.digest = report.files, report.arrays, report.digest
+    print(rehash.bisect_line(args.bundle, check, report.bisect))
+    print(f"reason: {rehash.show(report.bisect['reason'])}")
+    for note in report.notes:
+        print(f"note: {note}")
     return outcomes.OK

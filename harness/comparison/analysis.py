@@ -34,6 +34,7 @@ from harness.comparison.stats import mean, t_interval, trimmed_mean
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
                               SEQ_LAST_LEVEL, SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
                               decide, sequence_ratio, sig10, stopped, timed)
+from harness.contract import interference_warning, without_disturbed as decide_without
 
 
 def thin_stages(ok: list[dict]) -> list[str]:
@@ -332,15 +333,34 @@ def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], th
     return [lo, hi], verdict, reason
 
 
+def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, band: float) -> str | None:
+    """The same look on the rounds of `pairs` without a disturbed run (items and log ratios
+    derived again from those rounds, as with_interference derives them), or None when no round
+    is disturbed: a look decides only when its claim holds on these too."""
+    kept = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)]
+    if len(kept) == len(pairs):
+        return None
+    if not kept:
+        return "inconclusive"
+    items, _ = usable_items([r for pair in kept for r in pair], "wall_s")
+    d = [math.fsum(row) / len(row) for row in round_logs(kept, items, "wall_s")]
+    return look(kept, d, items, overloaded_runs, threshold, band)[1]
+
+
 def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold: float, band: float,
                 plan: dict) -> dict:
     """A sequential campaign's looks, and its verdict: the first look that decides, else at the
-    budget's cap the fixed-count trimmed-t interval at SEQ_LAST_LEVEL (contract: SEQ_*)."""
+    budget's cap the fixed-count trimmed-t interval at SEQ_LAST_LEVEL (contract: SEQ_*). A look
+    over disturbed rounds decides only when the undisturbed rounds' look gives the same word, so
+    the campaign goes on rather than stop on a claim the disturbed rounds alone carry."""
     first, cap = plan["first"], plan["cap"]
     overloaded_runs = result["load"]["overloaded"]
     looks, last = [], None
     for k in range(first, len(pairs) + 1):
         last = look(pairs[:k], d[:k], items, overloaded_runs, threshold, band)
+        if last[1] != "inconclusive" and undisturbed_verdict(pairs[:k], overloaded_runs, threshold,
+                                                               band) not in (None, last[1]):
+            last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
         looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
     why = stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), cap)
     result["sequential"] = {"method": SEQ_METHOD, "first": first, "cap": cap, "looks": looks,
@@ -350,7 +370,7 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
     if why == "decided":
         paired["ci95"] = last[0]
         result["verdict"], result["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
+    elif why == "cap" and len(d) >= 2:
         fixed = interval(d, SEQ_LAST_LEVEL)
         paired["ci95"] = fixed["ci95"]
         verdict, reason = decide(*fixed["ci95"], band, paired["run_ratio"],
@@ -363,3 +383,45 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
         result["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {cap} rounds before a look "
                                     "decided")
     return result
+
+
+def round_of(label: str) -> int:
+    """A timed run's round: A3 and B3 are round 3."""
+    return int(label[1:])
+
+
+def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: float,
+                      floor: float | None = None) -> dict:
+    """stats with `interference` (campaign.json's bounds given; None: a bundle of an earlier run
+    schema, whose records measured none): the ok runs the runner marked disturbed, the rounds they
+    are in, and the verdict of the same rule (analyze) on the other rounds. A claim that the other
+    rounds alone do not give is no claim (contract.without_disturbed)."""
+    if bounds is None:
+        return stats
+    usable = usable_runs(runs)
+    marked = [r for r in usable if r.disturbed]
+    pairs = stats["rounds"]["pairs"]
+    labels = {r.label for r in marked}
+    rounds = [round_of(a) for a, b in pairs if a in labels or b in labels]
+    other, without = None, None
+    if rounds:
+        gone = {f"{v}{k}" for k in rounds for v in "AB"}
+        kept = len(pairs) - len(rounds)
+        # A sequential campaign's rule on the other rounds: one look over all of them (its cap).
+        plan = {"first": kept, "cap": kept} if stats["sequential"] is not None and kept else None
+        rest = analyze([r for r in runs if r.label not in gone], threshold, floor, plan)
+        other = (rest["verdict"], rest["rounds"]["n"])
+        without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
+                   "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
+    verdict, reason, holds = decide_without(stats["verdict"], stats["verdict_reason"], rounds, other)
+    stats["verdict"], stats["verdict_reason"] = verdict, reason
+    stats["interference"] = {
+        "max_steal": bounds["max_steal"], "min_cpu_per_wall": bounds["min_cpu_per_wall"],
+        "steal_runs": sum(1 for r in usable if r.interference is not None and r.interference.steal_ticks is not None),
+        "freq_runs": sum(1 for r in usable if r.interference is not None
+                         and r.interference.freq_mhz_before is not None),
+        "disturbed": [r.label for r in marked], "disturbed_rounds": rounds, "without": without, "holds": holds}
+    if marked:
+        stats["warnings"].append(interference_warning([(r.label, r.interference.causes) for r in marked],
+                                                      bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
+    return stats

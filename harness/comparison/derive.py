@@ -51,6 +51,8 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
     staged = [r for r in ok if C.instrumented(r.label, campaign["order"])]
     plan = C.sequential_plan(campaign, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
     stats = analysis.analyze(runs, campaign["threshold"], floor and floor["floor"], plan)
+    stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
+                                       floor and floor["floor"])
     return {
         "schema": C.SCHEMAS["comparison"],
         "campaign": campaign["name"],

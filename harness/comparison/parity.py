@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from harness import contract as C
 
 
 def compare_runs(reference, others: list) -> tuple[dict, list[dict]]:
@@ -82,6 +83,11 @@ def ulp_distance(arrays_dir: Path, digest_a: str, digest_b: str) -> int | None:
     (NaN against NaN of any payload: 0; -0.0 against 0.0: 0); None when no tolerance covers the
     difference: another dtype or shape, integers or bools, a NaN against a number, an infinity
     against anything else. harness/rehash.py derives the same with the standard library."""
+    return _ulp(arrays_dir, digest_a, digest_b)[0]
+
+
+def _ulp(arrays_dir: Path, digest_a: str, digest_b: str) -> tuple[int | None, str | None]:
+    """ulp_distance, and the name of the float dtype both arrays have (contract.FLOAT_NAMES), or None."""
     import numpy as np
 
     from harness.bundle import arrays as tensors
@@ -89,8 +95,10 @@ def ulp_distance(arrays_dir: Path, digest_a: str, digest_b: str) -> int | None:
     worst = 0
     with tensors.stream(tensors.array_path(arrays_dir, digest_a)) as (dt_a, shape_a, chunks_a), \
             tensors.stream(tensors.array_path(arrays_dir, digest_b)) as (dt_b, shape_b, chunks_b):
-        if dt_a != dt_b or tuple(shape_a) != tuple(shape_b) or dt_a.kind != "f":
-            return None
+        if dt_a != dt_b or tuple(shape_a) != tuple(shape_b) or dt_a.kind != "f" \
+                or dt_a.itemsize not in C.FLOAT_NAMES:
+            return None, None
+        name = C.FLOAT_NAMES[dt_a.itemsize]
         for a, b in zip(chunks_a, chunks_b):
             ia, ib = _as_bits(a), _as_bits(b)
             differ = ia != ib
@@ -100,29 +108,35 @@ def ulp_distance(arrays_dir: Path, digest_a: str, digest_b: str) -> int | None:
             nan_a, nan_b = np.isnan(a), np.isnan(b)
             both = nan_a & nan_b
             if (nan_a ^ nan_b).any() or (np.isinf(a) | np.isinf(b))[~both].any():
-                return None
+                return None, name
             keep = ~both
             if keep.any():
                 worst = max(worst, _max_ulp(ia[keep], ib[keep]))
-    return worst
+    return worst, name
 
 
 def tolerance(arrays_dir: Path, mismatches: list[dict], max_ulp: int) -> tuple[dict, bool]:
     """comparison.json parity.tolerance, and whether every mismatch is a float field within
-    max_ulp (each mismatch gets its max_ulp: None where no tolerance covers it)."""
-    worst, within, fine = 0, 0, True
+    max_ulp (each mismatch gets its max_ulp: None where no tolerance covers it). A tolerance
+    wider than the bound of a differing field's dtype (contract.MAX_ULP) covers nothing there:
+    that dtype is listed in over_bound and the outputs do not agree."""
+    worst, within, fine, over = 0, 0, True, {}
     for m in mismatches:
-        distance = None
+        distance = name = None
         if m["field"] is not None and m["reason"] == "bytes differ":
-            distance = ulp_distance(arrays_dir, m["reference_digest"], m["digest"])
+            distance, name = _ulp(arrays_dir, m["reference_digest"], m["digest"])
         m["max_ulp"] = distance
-        if distance is None or distance > max_ulp:
+        if distance is not None and max_ulp > C.MAX_ULP[name]:
+            over[name] = C.MAX_ULP[name]
+            fine = False
+        elif distance is None or distance > max_ulp:
             fine = False
         else:
             within += 1
         if distance is not None:
             worst = max(worst, distance)
-    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within}, fine
+    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within,
+            "over_bound": dict(sorted(over.items()))}, fine
 
 
 def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
@@ -214,6 +228,12 @@ def explain(comparison: dict) -> str:
     if p.get("note"):
         return p["note"]
     reasons = []
+    over = (p.get("tolerance") or {}).get("over_bound") or {}
+    if over:
+        dtypes = ", ".join(f"{name}: at most {bound} ULP" for name, bound in over.items())
+        reasons.append(f"parity.max_ulp {p['tolerance'].get('max_ulp')} is over the bound of the differing fields' "
+                       f"dtype ({dtypes}; a wider tolerance lets more than the low half of the significand move), "
+                       "so it covers none of them; declare a max_ulp within the bound")
     mismatches = p.get("mismatches") or []
     unstable = _nondeterministic(comparison)
     if unstable:

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 
@@ -167,14 +168,16 @@ class InterpreterError(Exception):
 
 
 INTERPRETER_PROBE = r"""
-import json, platform, sys
+import json, platform, re, sys
 packages = {}
 try:
     from importlib import metadata
     for d in metadata.distributions():
-        name = d.metadata["Name"]
-        if name:
-            packages[name] = d.version
+        name, version = d.metadata["Name"], d.version
+        # what the bundle may hold of a package: a distribution name and a printable version
+        if isinstance(name, str) and re.match(r"^[A-Za-z0-9_.-]{1,128}\Z", name) and isinstance(version, str) \
+                and version.isprintable():
+            packages[name] = version
 except Exception:
     pass
 try:
@@ -225,13 +228,71 @@ def interpreter(python: str | None, base: Path) -> dict:
     except (IndexError, ValueError):
         tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         raise InterpreterError(f"python: {path} is not a Python 3 the workers can run ({tail[:200]})") from None
-    version = tuple(int(x) for x in info["version"].split(".")[:2] if x.isdigit())
-    if info["implementation"] != "CPython" or version < MIN_PYTHON:
-        raise InterpreterError(f"python: {path} is {info['implementation']} {info['version']}; workers need "
+    return probed(path, info)
+
+
+VERSION_RE = re.compile(r"^([0-9]{1,4})\.([0-9]{1,4})\.[0-9]{1,4}(?:(?:a|b|rc)[0-9]{1,4})?\+?\Z")  # 3.13.0rc1, 3.14.0a1+
+PACKAGE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")  # the contract's key of interpreters.*.packages
+MAX_PACKAGES = 4096
+
+
+def probed(path: str, info) -> dict:
+    """The probe's answer held field by field (type, bounds, what a CPython says of itself):
+    {executable, version, implementation, packages}, or InterpreterError naming the field and the
+    interpreter. What it claims is held again to what each worker reports (runner.py)."""
+    def bad(name: str, why: str) -> InterpreterError:
+        return InterpreterError(f"python: {path}: its probe's {name} {why}; the workers need an interpreter that "
+                                "says what it is (a wrapper script must run the real python with every argument)")
+
+    if not isinstance(info, dict):
+        raise bad("answer", f"is {type(info).__name__}, not a JSON object")
+    for name, kinds in (("executable", str), ("version", str), ("implementation", str), ("numpy", (str, type(None))),
+                        ("packages", dict)):
+        if name not in info:
+            raise bad(name, "is missing")
+        if not isinstance(info[name], kinds):
+            raise bad(name, f"is {type(info[name]).__name__} {_short(info[name])}, not "
+                            f"{'a string' if kinds is str else 'a string or null' if name == 'numpy' else 'a mapping'}")
+    executable, version, implementation = info["executable"], info["version"], info["implementation"]
+    if not (0 < len(executable) <= 4096) or not executable.isprintable() or not executable.startswith("/"):
+        raise bad("executable", f"{_short(executable)} is not an absolute path of at most 4096 printable characters")
+    if not os.path.isfile(executable) or not os.access(executable, os.X_OK):
+        raise bad("executable", f"{_short(executable)} is no executable file (the workers would run it)")
+    found = VERSION_RE.match(version)
+    if not found:
+        raise bad("version", f"{_short(version)} is not a Python version (e.g. 3.11.4)")
+    if not (0 < len(implementation) <= 64) or not implementation.isprintable():
+        raise bad("implementation", f"{_short(implementation)} is not a name of at most 64 printable characters")
+    if implementation != "CPython" or (int(found.group(1)), int(found.group(2))) < MIN_PYTHON:
+        raise InterpreterError(f"python: {path} is {implementation} {version}; workers need "
                                f"CPython {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer")
     if info["numpy"] is None:
-        raise InterpreterError(f"python: {path} ({info['version']}) has no numpy, which every worker needs: "
+        raise InterpreterError(f"python: {path} ({version}) has no numpy, which every worker needs: "
                                f"install it with `{path} -m pip install numpy`")
-    packages = dict(sorted((str(k)[:128], str(v)[:128]) for k, v in info["packages"].items())[:4096])
-    return {"executable": info["executable"], "version": info["version"], "implementation": info["implementation"],
-            "packages": packages}
+    packages = {}
+    for name, value in sorted(info["packages"].items())[:MAX_PACKAGES]:
+        if not PACKAGE_RE.match(name) or not isinstance(value, str) or not value.isprintable():
+            raise bad("packages", f"entry {_short(name)}: {_short(value)} is not a distribution name (letters, "
+                                  "digits, '_', '.', '-') with a printable version")
+        packages[name] = value[:128]
+    return {"executable": executable, "version": version, "implementation": implementation, "packages": packages}
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def mismatch(probed_: dict, reported, who: str) -> str | None:
+    """Why a worker's own report of its interpreter (records.Interpreter or its JSON) is not the
+    one its probe described (the bundle binds every record to environment.json's), or None."""
+    if reported is None:
+        return None
+    get = reported.get if isinstance(reported, dict) else lambda key: getattr(reported, key, None)
+    differ = [key for key in ("executable", "version", "implementation") if get(key) != probed_[key]]
+    if not differ:
+        return None
+    return (f"{who} ran {str(get('implementation'))[:64]} {str(get('version'))[:64]} ({str(get('executable'))[:300]}), "
+            f"but the interpreter's probe said {probed_['implementation']} {probed_['version']} "
+            f"({probed_['executable'][:300]}): the interpreter does "
+            f"not run what it says it is ({', '.join(differ)} differ); name the real interpreter in `python:`")

@@ -17,6 +17,11 @@ def _fmt(seconds: float) -> str:
 class Progress:
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
+        # Under the cli, stderr is a guard (harness/render/text.py Terminal) that shows every control
+        # character escaped. The bar itself moves the cursor, so it draws on the stream below the
+        # guard, and what it writes between its redraws (notes, a run's status) is escaped first.
+        self.raw = getattr(self.stream, "unguarded", self.stream)
+        self.clean = getattr(self.stream, "escape", str)
         self.tty = self.stream.isatty()
         self.bar = None
         self.durations: list[tuple[str, float]] = []  # (label, seconds) of each finished run
@@ -24,7 +29,7 @@ class Progress:
 
     def note(self, msg: str) -> None:
         if self.bar is not None:
-            self.bar.write(f"harness: {msg}", file=self.stream)
+            self.bar.write(self.clean(f"harness: {msg}"), file=self.raw)
         else:
             print(f"harness: {msg}", file=self.stream, flush=True)
 
@@ -34,7 +39,7 @@ class Progress:
         if self.tty:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=len(labels), desc=name, unit="run", file=self.stream,
+            self.bar = tqdm(total=len(labels), desc=self.clean(name), unit="run", file=self.raw,
                             bar_format="{desc} {n_fmt}/{total_fmt} runs |{bar}| {elapsed} {postfix}")
         else:
             self.note(f"campaign '{name}': {len(labels)} runs in order {' '.join(labels)}")
@@ -83,7 +88,7 @@ class Progress:
                   else record.reason or "")
         if self.bar is not None:
             self.bar.update(1)
-            self.bar.write(f"  {label}: {record.status} {detail}", file=self.stream)
+            self.bar.write(self.clean(f"  {label}: {record.status} {detail}"), file=self.raw)
         else:
             self.note(f"{label}: {record.status} {detail}")
 

@@ -19,16 +19,27 @@ from harness import contract as C, outcomes, records
 from harness.bundle import write as bundle
 from harness.comparison import analysis, derive as comparison
 from harness.engine import instructions
-from harness.engine.environment import InterpreterError
+from harness.engine.environment import InterpreterError, mismatch as interpreter_mismatch
 from harness.engine.launch import Launch, LocalLauncher
 from harness.engine.progress import Silent
-from harness.files import path_digest, read_json, sha256_bytes, tree_listing
+from harness.files import WriteFailed, path_digest, read_json, sha256_bytes, tree_listing, write_failed
 from harness.plan import revisions, workload as workload_files
 from harness.plan.spec import Campaign, SpecError
 
 # Passed through from the harness's environment when set: locale-free basics, and the
 # OpenBLAS settings some CPUs need for correct results.
-PASS_THROUGH = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
+PASS_THROUGH = ("PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES")
+# What each run has of its own: a fresh, empty home and temporary folder (the XDG folders under
+# the home), made before the worker starts and removed with its run folder (its cwd) once the run
+# is recorded, so that nothing a run caches there is found by the next. A key the campaign's env
+# sets is left as the campaign set it: a cache it declares, shared by every run, and recorded.
+PER_RUN = {"HOME": "home", "TMPDIR": "tmp", "TMP": "tmp", "TEMP": "tmp", "XDG_CACHE_HOME": "home/.cache",
+           "XDG_CONFIG_HOME": "home/.config", "XDG_DATA_HOME": "home/.local/share",
+           "XDG_STATE_HOME": "home/.local/state"}
+# What no fresh folder isolates: recorded in environment.json beside what was (docs/guarantees.md).
+SHARED = ("the revisions' trees and the harness's scratch folder (a run that changes a tree fails)",
+          "the inputs (hash-checked before the first run)", "the operating system's page cache and the CPU caches",
+          "/dev/shm, the network, and any path outside the run's own folders that the code names itself")
 FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -113,6 +124,24 @@ def worker_env(campaign: Campaign, code: Path | None = None) -> dict[str, str]:
     env.update(campaign.env)
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), campaign.env.get("PYTHONPATH")]))
+    return env
+
+
+def isolation(campaign: Campaign) -> dict:
+    """environment.json's record of what each run had of its own and what it shared."""
+    return {"per_run": sorted(k for k in PER_RUN if k not in campaign.env),
+            "declared": sorted(k for k, v in campaign.env.items() if k in PER_RUN or "/" in v),
+            "shared": list(SHARED)}
+
+
+def own_folders(run_dir: Path, campaign_env: dict) -> dict[str, str]:
+    """The run's own home and temporary folder under its run folder, made now, empty: the
+    PER_RUN keys the campaign's env does not set, pointing at them."""
+    env = {}
+    for key, rel in PER_RUN.items():
+        if key not in campaign_env:
+            (run_dir / rel).mkdir(parents=True, exist_ok=True)
+            env[key] = str(run_dir / rel)
     return env
 
 
@@ -234,6 +263,8 @@ class Runner:
         self.trees: dict[str, list] = {}  # variant -> its tree's listing before the first run
         self.items_all: list[str] = []  # the workload's items, as the pre-flight found them
         self.warnings: list[str] = []  # the pre-flight's notes (outputs that already differ, ...)
+        self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
+        self.unanchored: str | None = None  # the campaign file lies outside any git repository: why that matters
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -261,6 +292,8 @@ class Runner:
                     if workload_path else []
             except workload_files.WorkloadError as exc:
                 raise SpecError(f"{campaign.source}: workload.path: {exc}") from None
+            if _repo_root(campaign.source) is None:  # campaign_path sealed absolute: never anchored, never re-run
+                self.unanchored = outside_repository(campaign.source)
             if self.left_out:
                 shown = ", ".join(self.left_out[:4]) + (f" and {len(self.left_out) - 4} more"
                                                         if len(self.left_out) > 4 else "")
@@ -271,6 +304,7 @@ class Runner:
                                 for v in ("base", "candidate")}
             except InterpreterError as exc:
                 raise SpecError(f"{campaign.source}: {exc}") from None
+            self.interpreters = interpreters  # what each worker must report it runs (interpreter_mismatch)
             scratch = Path(tempfile.mkdtemp(prefix=f"abba-{campaign.name}-"))
             staging = None
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -294,6 +328,12 @@ class Runner:
                 staging = bundle.Staging(self.out)
                 return self._campaign(staging, scratch, materialized, inputs, golden, floor, interpreters, code,
                                       claim)
+            except OSError as exc:
+                if staging is None:
+                    raise
+                # A write failed (a full disk, most often while sealing): the finished runs stay
+                # in the staging folder, and the line says how to seal them once there is room.
+                raise self._kept(staging, exc) from None
             except BaseException:
                 if staging is not None:
                     staging.discard()
@@ -304,6 +344,23 @@ class Runner:
                 self.launcher.kill_all()
                 shutil.rmtree(scratch, ignore_errors=True)
 
+    def _kept(self, staging, exc: OSError) -> WriteFailed:
+        """The failure, saying where the finished runs are and how to go on: `harness seal` once
+        every run ended and its receipts are written (then nothing is left to measure), a fresh
+        campaign otherwise. A failed publish already says where its sealed bundle is."""
+        failed = write_failed(staging.root, exc)
+        if failed.fix:
+            return failed
+        runs = staging.root / "data" / "runs"
+        n = sum(1 for p in runs.iterdir() if p.suffix == ".json") if runs.is_dir() else 0
+        if self.receipts_written:
+            return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}",
+                                   f"free space, then `harness seal {staging.root} --out {self.out}`",
+                                   staging.root, True)
+        return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}, but the campaign stopped "
+                               "before its runs ended, so they cannot be sealed", "free space and run the campaign "
+                               "again", staging.root, False)
+
     def _campaign(self, staging, scratch, materialized, inputs, golden, floor, interpreters, code,
                   claim) -> Outcome:
         campaign = self.campaign
@@ -312,8 +369,9 @@ class Runner:
         resolved = resolved_campaign(campaign, materialized, repo_root)
         staging.write_bytes(C.CAMPAIGN_YAML, campaign.raw)
         staging.write_json(C.CAMPAIGN_JSON, resolved)
-        staging.write_json(C.ENVIRONMENT, records.environment(self.launcher.environment(
-            {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters)))
+        staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
+            {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
+            "isolation": isolation(campaign)}))
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(C.INPUTS, records.inputs_receipt(inputs))
         listed = workload_files.rows(self.workload)
@@ -349,6 +407,7 @@ class Runner:
             mode = "instructions" if label.startswith("I") else "run"
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
                                    deadline, interpreters[variant]["executable"], items, mode, after, valgrind)
+            shutil.rmtree(scratch / "runs" / label, ignore_errors=True)  # its own folders: never the next run's
             if mode == "instructions":
                 instr_runs.append(record)
                 staging.write_json(C.instructions_path(label), records.to_json(record))
@@ -373,6 +432,7 @@ class Runner:
             runs_planned=len(campaign.order), runs_started=len(runs), items_all=self.items_all, items=items)
         staging.write_json(C.CLEANUP, cleanup_receipt)
         staging.write_json(C.RUNNER, runner_receipt)
+        self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
                                    workload=workload["digest"])
@@ -478,6 +538,7 @@ class Runner:
         """One worker through the launcher; its job file beside its log."""
         (run_dir / "job.json").write_text(json.dumps(job))
         argv = [*prefix, python, "-m", WORKER, str(run_dir / "job.json")]
+        env = {**env, **own_folders(run_dir, self.campaign.env)}
         return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
 
     def _status(self, exit_, run_dir: Path, timeout: float) -> tuple[str, str | None]:
@@ -516,6 +577,12 @@ class Runner:
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
             else:
                 seen[variant] = read_json(run_dir / "result.json")
+                lied = interpreter_mismatch(interpreters[variant], seen[variant].get("python"),
+                                            f"the {variant} pre-flight worker")
+                if lied:
+                    problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): python: "
+                                    f"{lied}")
+            shutil.rmtree(run_dir, ignore_errors=True)  # its own folders: never a run's
         if self.campaign.instructions is not None:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
         if len(seen) == 2:
@@ -589,6 +656,9 @@ class Runner:
                     count, counted = instructions.read_count(out_file), read_json(run_dir / "result.json")
                 except instructions.InstructionsError as exc:
                     status, reason = "failed", str(exc)
+            lied = status == "ok" and self._interpreter_lied(variant, (counted or {}).get("python"), label)
+            if lied:
+                status, reason, counted, count = "failed", lied, None, None
             return records.InstructionRecord.of(
                 job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid, process=exit_.process,
                 log=log, counted=counted, count=count, after=after,
@@ -599,9 +669,18 @@ class Runner:
                 measured = records.WorkerResult.from_json(read_json(run_dir / "result.json"))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
+        lied = status == "ok" and self._interpreter_lied(variant, measured.python, label)
+        if lied:  # the record keeps no interpreter then: the reason names both
+            status, reason, measured = "failed", lied, None
         return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
                                     process=exit_.process, log=log, measured=measured,
-                                    launch=exit_.launch or records.Launched())
+                                    launch=exit_.launch or records.Launched(),
+                                    bounds=records.interference_bounds(self.campaign.interference))
+
+    def _interpreter_lied(self, variant: str, reported, label: str) -> str | None:
+        """Why a run fails when its worker ran another interpreter than the probe described."""
+        probed = getattr(self, "interpreters", None)
+        return interpreter_mismatch(probed[variant], reported, f"{label}'s worker") if probed else None
 
     def _trees_changed(self, label: str) -> str | None:
         """Why the run fails when it changed a revision's tree (the code under test must be the
@@ -628,14 +707,17 @@ def _launcher(campaign: Campaign, tick):
     if campaign.launch == "zygote":
         from harness.engine.zygote_launcher import ZygoteLauncher
 
-        return ZygoteLauncher(tick=tick)
+        return ZygoteLauncher(tick=tick, preload=campaign.preload)
     return LocalLauncher(tick=tick)
 
 
 def _same_revision(campaign: Campaign, repo: Path, sha: str) -> str:
     worktree = [v for v in ("base", "candidate") if campaign.revision(v).rev == revisions.WORKTREE]
     if not worktree:
-        return (f"{campaign.source}: base.rev and candidate.rev both resolve to {sha[:12]}: nothing to compare")
+        return (f"{campaign.source}: base.rev and candidate.rev both resolve to {sha[:12]}: nothing to compare; "
+                f"to run A against A, `harness calibrate {campaign.source}` (base against base, and the noise floor "
+                "it gives), or give the candidate an empty commit (`git commit --allow-empty -m 'A vs A'`) and name "
+                "that commit as candidate.rev")
     untracked = revisions.untracked_files(repo)
     extra = (f"; {len(untracked)} untracked file(s) (e.g. {untracked[0]}) are left out: `git add` them, "
              "a WORKTREE revision takes tracked files only") if untracked else ""
@@ -682,6 +764,13 @@ def _drop_unreferenced_arrays(arrays_dir: Path, runs: list) -> None:
         for path in arrays_dir.iterdir():
             if path.name not in referenced:
                 path.unlink()
+
+
+def outside_repository(source: Path) -> str:
+    """The one line `run` and `check` give for a campaign file outside any git repository."""
+    return (f"{source} lies outside any git repository: its bundle records the absolute campaign_path, so it "
+            "verifies alone but can never be anchored (`harness verify --repo`) nor reproduced (`harness "
+            "reproduce`); keep the campaign file in a git repository (the target's) for both")
 
 
 def _repo_root(path: Path) -> Path | None:

@@ -57,11 +57,94 @@ def cpu_stall_us() -> int | None:
     loop it says whether the machine had more runnable work than cores, our own or not."""
     try:
         with open("/proc/pressure/cpu", "rb") as fh:
-            first = fh.read(256).split(b"\n", 1)[0].decode("ascii", "replace")
+            return parse_psi(fh.read(256).decode("ascii", "replace"))
     except OSError:
         return None
+
+
+def parse_psi(text: str) -> int | None:
+    """The "some" line's total= (microseconds) of a PSI file's text; None when it has none."""
+    first = text.split("\n", 1)[0]
     fields = dict(part.split("=", 1) for part in first.split()[1:] if "=" in part)
     return int(fields["total"]) if first.startswith("some ") and fields.get("total", "").isdigit() else None
+
+
+def parse_steal(text: str) -> dict:
+    """Steal per line of /proc/stat's text: {"cpu": all CPUs, "cpu0": ..., ...} in USER_HZ ticks, the
+    8th value after the name (user nice system idle iowait irq softirq steal); a line with fewer
+    values (a kernel before 2.6.11) or one that is not a count is left out."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        name = parts[0] if parts else ""
+        if len(parts) >= 9 and name.startswith("cpu") and (name == "cpu" or name[3:].isdigit()) \
+                and parts[8].isdigit():
+            out[parts[0]] = int(parts[8])
+    return out
+
+
+def read_steal() -> dict:
+    try:
+        with open("/proc/stat", "rb") as fh:
+            return parse_steal(fh.read(1 << 20).decode("ascii", "replace"))
+    except OSError:
+        return {}
+
+
+def parse_processor(text: str) -> int | None:
+    """The CPU a task last ran on: field 39 of /proc/<pid>/stat ("processor"), counted after the
+    command name's closing parenthesis (the name may hold spaces and parentheses)."""
+    rest = text.rpartition(")")[2].split()
+    return int(rest[36]) if len(rest) > 36 and rest[36].isdigit() else None
+
+
+def current_cpu() -> int | None:
+    for path in ("/proc/thread-self/stat", "/proc/self/stat"):
+        try:
+            with open(path, "rb") as fh:
+                return parse_processor(fh.read(4096).decode("ascii", "replace"))
+        except OSError:
+            continue
+    return None
+
+
+def cpu_freq_of(cpu: int | None) -> float | None:
+    """The kernel's current frequency of one CPU (cpufreq scaling_cur_freq, kHz), in MHz; None where
+    the machine has no cpufreq (most VMs): absent, never a nominal figure."""
+    if cpu is None:
+        return None
+    try:
+        with open(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq", "rb") as fh:
+            return round(int(fh.read(32).strip()) / 1000.0, 3)
+    except (OSError, ValueError):
+        return None
+
+
+def user_hz() -> int | None:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def interference_reading() -> dict:
+    """Read at each end of the timed loop, outside it: steal, the CPU this thread is on, its frequency."""
+    cpu = current_cpu()
+    return {"steal": read_steal(), "cpu": cpu, "freq": cpu_freq_of(cpu)}
+
+
+def interference_over(before: dict, after: dict) -> dict:
+    """records.Interference.MEASURED over the loop from the readings at its two ends: a count the
+    kernel does not show at both ends is None, and so is the CPU when the worker moved."""
+    s0, s1 = before["steal"], after["steal"]
+    steal = s1["cpu"] - s0["cpu"] if "cpu" in s0 and "cpu" in s1 and s1["cpu"] >= s0["cpu"] else None
+    cpu = before["cpu"] if before["cpu"] is not None and before["cpu"] == after["cpu"] else None
+    name = f"cpu{cpu}"
+    own = s1[name] - s0[name] if cpu is not None and steal is not None and name in s0 and name in s1 \
+        and s1[name] >= s0[name] else None
+    return {"user_hz": user_hz() if steal is not None else None, "steal_ticks": steal, "cpu": cpu,
+            "cpu_steal_ticks": own, "freq_mhz_before": before["freq"] if cpu is not None else None,
+            "freq_mhz_after": after["freq"] if cpu is not None else None}
 
 
 def now_iso() -> str:
@@ -148,11 +231,14 @@ def missing_module_hint(exc: BaseException, tree: Path, sys_path: list[str]) -> 
     return ""
 
 
-def store_outputs(item_id: str, outputs, arrays_dir: Path) -> dict:
+def store_outputs(item_id: str, outputs, arrays_dir: Path, allow_empty: bool = False) -> dict:
     """Hash and store one item's outputs. A broken output protocol ends the run (exit 1
-    with the cause): recorded as an item error it would read as "parity identical, 0 fields"."""
+    with the cause): recorded as an item error it would read as "parity identical, 0 fields".
+    allow_empty: a suite's benchmark that gives no outputs (its metrics say why)."""
     from harness.bundle import arrays as tensors
 
+    if allow_empty and outputs == {}:
+        return {}
     if not isinstance(outputs, dict) or not outputs:
         raise SystemExit(f"run({item_id!r}) broke the output protocol: returned {type(outputs).__name__}, "
                          "expected a non-empty dict of name -> array")
@@ -199,8 +285,22 @@ def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 6) -
     return walls
 
 
+def is_suite(job: dict) -> bool:
+    """A `suite:` campaign: the workload is the harness's adapter for an existing benchmark suite."""
+    from harness import contract
+
+    return job["workload"]["entry"] in contract.SUITE_ENTRIES.values()
+
+
+def outputs_of(workload, item_id: str, returned, suite: bool):
+    """What run() returned, as the outputs to store: a suite's benchmark returns what it returns,
+    made outputs (or none) here, outside the timer."""
+    return workload.suite_outputs(item_id, returned) if suite else returned
+
+
 def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, timer=None,
-                   stages: dict | None = None, items_all: list | None = None, homes: dict | None = None) -> int:
+                   stages: dict | None = None, items_all: list | None = None, homes: dict | None = None,
+                   suite: bool = False) -> int:
     """The pre-flight: run items untimed, in order, until one returns (items may raise:
     recorded errors are allowed when alike in both revisions), check its outputs, and write
     what was seen. Only a workload whose every item raises fails here, as its runs would.
@@ -222,7 +322,7 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
                 timer.armed = False
         if hasattr(workload, "sync"):
             workload.sync()
-        fields = store_outputs(item_id, outputs, arrays_dir)
+        fields = store_outputs(item_id, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite)
         calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
         repeats = repeat_walls(workload, item_id)
         if hasattr(workload, "close"):
@@ -231,7 +331,8 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
                                         "stage_calls": calls, "stage_homes": homes or {}, "repeats": repeats,
                                         "python": to_json(Interpreter.current())})
         return 0
-    raise SystemExit(f"workload.entry: run() raised on every item ({len(raised)}); the first: {raised[0]}")
+    raise SystemExit(f"{'suite' if suite else 'workload.entry'}: run() raised on every item ({len(raised)}); the first: "
+                     f"{raised[0]}")
 
 
 # A fresh process's first ~0.1 s of work runs up to 1.7x slower on a VM whose vCPU was idle
@@ -272,6 +373,7 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
         gc.collect()
         timer.armed = True
         sync()
+        near = interference_reading()
         stall0, cpu0 = cpu_stall_us(), time.process_time()
         start = time.perf_counter()
         if pool is None:
@@ -281,6 +383,7 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
         sync()
         wall = time.perf_counter() - start
         cpu, stall1 = time.process_time() - cpu0, cpu_stall_us()
+        far = interference_reading()
         timer.armed = False
     finally:
         if pool is not None:
@@ -288,7 +391,8 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
     # Over the timed loop: every thread's CPU (slots, and any the workload's libraries start),
     # and the time runnable work waited for a core (None without PSI).
     region = {"process_cpu_s": cpu,
-              "cpu_stall_s": (stall1 - stall0) / 1e6 if stall0 is not None and stall1 is not None else None}
+              "cpu_stall_s": (stall1 - stall0) / 1e6 if stall0 is not None and stall1 is not None else None,
+              "interference": interference_over(near, far)}
     return wall, results, region
 
 
@@ -385,10 +489,14 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
                          f"{hints(exc)}") from None
     ctx = SimpleNamespace(params=job["workload"].get("params") or {}, inputs=inputs, slots=job["slots"],
                           label=job["label"], variant=job["variant"], tree=tree)
+    suite = is_suite(job)
     try:
         workload = setup(ctx)
         items = [str(i) for i in workload.items]
     except Exception as exc:  # noqa: BLE001
+        if suite:  # the adapter's refusal is its own line; anything else names where it was raised
+            text = str(exc) if type(exc).__name__ == "SuiteError" else f"{describe(exc)}{hints(exc)}"
+            raise SystemExit(f"suite: {text}") from None
         raise SystemExit(f"workload.entry: setup() failed: {describe(exc)}{hints(exc)}") from None
     if len(set(items)) != len(items):
         raise SystemExit("workload.entry: setup()'s items have duplicate ids")
@@ -401,7 +509,7 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
 
     if job["mode"] == "check":
         return check_protocol(workload, contract.subset(items, job["workload"]["items"]), arrays_dir,
-                              job["result_path"], timer, job["stages"], items, homes)
+                              job["result_path"], timer, job["stages"], items, homes, suite)
     if items != job["items_all"]:
         raise SystemExit(f"workload.entry: setup() gave {len(items)} items, not the {len(job['items_all'])} the "
                          "pre-flight found (the item list must be the same in every run of a campaign)")
@@ -417,7 +525,8 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
     # Everything below is outside the timer.
     item_records = []
     for item_id, (outputs, error, item_wall, item_cpu) in zip(items, results):
-        fields = {name: Output(**f) for name, f in store_outputs(item_id, outputs, arrays_dir).items()} \
+        fields = {name: Output(**f) for name, f in
+                  store_outputs(item_id, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite).items()} \
             if error is None else {}
         item_records.append(Item.measured(item_id, item_wall, item_cpu, fields, error))
     if all(r.error is not None for r in item_records):  # items is never empty (checked above)
@@ -443,7 +552,8 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
                         cpu_freq_mhz=before["cpu_freq_mhz"], warmup_s=WARMUP_S, loadavg_before=before["loadavg"],
                         loadavg_after=after["loadavg"]),
         harness_source_sha256=harness_source_digest(), workload_sha256=workload_digest,
-        python=Interpreter.current(), started_at=started_at, ended_at=now_iso())
+        python=Interpreter.current(), started_at=started_at, ended_at=now_iso(),
+        interference=region["interference"])
     atomic_write_json(job["result_path"], to_json(measured))
     return 0
 

@@ -1,9 +1,15 @@
-"""A zygote (`launch: zygote`): `python -m harness.engine.zygote RUNNER_PID`, started by
-harness/engine/zygote_launcher.py in a variant's tree, under that variant's interpreter and
-environment. It imports what every worker imports before the code under test (the worker module
-and the harness modules it imports; never the code under test, nor numpy, whose import starts
-BLAS threads: a process that forks must have one thread) and then, for each request, forks one
-child that runs exactly what `python -m harness.engine.worker JOB.json` runs.
+"""A zygote (`launch: zygote`): `python -m harness.engine.zygote RUNNER_PID [MODULE ...]`,
+started by harness/engine/zygote_launcher.py in a variant's tree, under that variant's interpreter
+and environment. It imports what every worker imports before the code under test (the worker
+module and the harness modules it imports), then the campaign's `launch.preload` (the libraries
+both variants import from outside their trees: transformers, torch), and then, for each request,
+forks one child that runs exactly what `python -m harness.engine.worker JOB.json` runs.
+
+Two things it refuses, with a line naming the module: a preloaded module imported from the
+variant's tree (the code under test: each run imports that itself), and more than one thread
+once the imports are done (a library that starts threads at import, such as OpenBLAS, must be
+told to start none in the campaign's env: OPENBLAS_NUM_THREADS=1, or be left out): a process
+that forks must have one thread, or the child inherits locks no thread will release.
 
 Protocol (one JSON line each way, on the pipes the launcher gave as stdin and stdout):
   -> {"job": JOB.json, "cwd": run folder, "log": worker.log, "env": {...}}
@@ -48,6 +54,35 @@ def threads() -> int | None:
         return None
 
 
+def preload(modules: list[str]) -> str | None:
+    """Import the campaign's preloaded libraries, never from the variant's tree (the cwd, which
+    `-m` put first on sys.path, is off it meanwhile). Why the zygote cannot serve, or None."""
+    import importlib
+
+    tree = os.path.realpath(os.getcwd())
+    before = set(sys.modules)
+    first = sys.path.pop(0)
+    try:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except BaseException as exc:  # an import may raise anything, SystemExit among them
+                return f"preload {name}: {exc.__class__.__name__}: {exc}"[:800]
+            count = threads()
+            if count not in (None, 1):
+                return (f"preload {name}: {count} threads after its import; a process that forks must have one "
+                        "(set its thread count to 1 in the campaign's env, e.g. OPENBLAS_NUM_THREADS: \"1\", "
+                        "or leave it out of launch.preload)")
+    finally:
+        sys.path.insert(0, first)
+    for name in sorted(set(sys.modules) - before):
+        path = getattr(sys.modules[name], "__file__", None)
+        if isinstance(path, str) and os.path.realpath(path).startswith(tree + os.sep):
+            return (f"preload imported {name} from the variant's tree ({path}): the code under test is imported "
+                    "by each run, not by the zygote; take it out of launch.preload")
+    return None
+
+
 def say(fd: int, message: dict) -> None:
     data = (json.dumps(message) + "\n").encode()
     while data:
@@ -79,9 +114,12 @@ def child(request: dict, reader, replies: int, zygote_pid: int) -> int:
 
 
 def main() -> int:
-    if len(sys.argv) != 2 or not sys.argv[1].isdigit():
-        sys.exit("usage: python -m harness.engine.zygote RUNNER_PID")
+    if len(sys.argv) < 2 or not sys.argv[1].isdigit():
+        sys.exit("usage: python -m harness.engine.zygote RUNNER_PID [MODULE ...]")
     prctl.die_with_parent(int(sys.argv[1]))
+    refused = preload(sys.argv[2:])
+    if refused:
+        sys.exit(f"zygote: {refused}")
     me = os.getpid()
     # The pipes move off 0 and 1, so that sys.stdin and sys.stdout never touch the protocol.
     requests, replies = os.dup(0), os.dup(1)
@@ -90,7 +128,7 @@ def main() -> int:
     os.dup2(2, 1)
     os.close(null)
     reader = os.fdopen(requests, "rb", buffering=0)
-    say(replies, {"ready": me, "threads": threads(), "preloaded": list(PRELOADED)})
+    say(replies, {"ready": me, "threads": threads(), "preloaded": list(PRELOADED) + sys.argv[2:]})
     while True:
         line = reader.readline(1 << 20)
         if not line:

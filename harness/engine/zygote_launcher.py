@@ -79,8 +79,9 @@ class Zygote:
 
 
 class ZygoteLauncher(LocalLauncher):
-    def __init__(self, tick=lambda: None):
+    def __init__(self, tick=lambda: None, preload: tuple = ()):
         super().__init__(tick=tick)
+        self.preload = tuple(preload)  # campaign.json's preload: what each zygote imports before it forks
         self.zygotes: dict = {}  # variant letter -> the live Zygote
         self.counts: dict = {}  # variant letter -> runs it forked so far
         self.child: Optional[tuple] = None  # (pid, label) of the child now running
@@ -123,7 +124,7 @@ class ZygoteLauncher(LocalLauncher):
         if live is not None:
             self._stop(letter)
         log = launch.cwd.parent / f"{C.zygote_label('base' if letter == 'A' else 'candidate', generation)}.log"
-        argv = [launch.argv[0], "-m", ZYGOTE, str(os.getpid())]
+        argv = [launch.argv[0], "-m", ZYGOTE, str(os.getpid()), *self.preload]
         with open(log, "wb") as err:
             proc = subprocess.Popen(argv, cwd=tree, env=launch.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=err, start_new_session=True)

@@ -196,7 +196,7 @@ def hold(terms: Terms, bundle: Path, repo: Path, node_id: str, harness_digest: s
     where = env.get("fleet") if isinstance(env, dict) else None
     if not isinstance(where, dict) or where.get("node_id") != node_id:
         said = where.get("node_id") if isinstance(where, dict) else None
-        landing.cause = f"does not verify: the bundle says it ran on node {said}, Ray ran the job on {node_id}"
+        landing.cause = f"does not verify: the bundle says it ran on node {said!r}, Ray ran the job on {node_id}"
         return landing
     if env.get("harness_source_sha256") != harness_digest:
         landing.cause = (f"does not verify: the node ran another harness (source digest "

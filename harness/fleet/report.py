@@ -108,15 +108,15 @@ def table_lines(docs: list[Placed], base: Path | None = None) -> tuple[list[str]
     for doc in docs:
         c = doc.bundle.comparison
         speedup = c["wall"]["speedup"]
-        rows.append({"node": doc.node, "bundle": _rel(doc.bundle.path, base),
-                     "machine": doc.bundle.machine.text(),
+        rows.append({"node": text.cell(doc.node), "bundle": text.cell(_rel(doc.bundle.path, base)),
+                     "machine": text.cell(doc.bundle.machine.text()),
                      "speed-up": f"{speedup:.3f}x" if speedup else "n/a",
                      "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c)),
                      "verdict": text.verdict_word(c),
                      "parity": "identical" if c["parity"]["identical"] else "NOT identical",
                      "outputs base": doc.outputs["base"] or "n/a",
                      "outputs candidate": doc.outputs["candidate"] or "n/a"})
-    lines = [text.table(rows), ""]
+    lines = [*text.table(rows).splitlines(), ""]  # one row a line: callers escape line by line
     words = [row["verdict"] for row in rows]
     agree = len(set(words)) == 1
     lines.append(f"verdicts: {'agree' if agree else 'DISAGREE'} ("
@@ -129,7 +129,7 @@ def table_lines(docs: list[Placed], base: Path | None = None) -> tuple[list[str]
     else:
         lines.append(f"outputs: NOT bit-identical across nodes: {len(digests)} different sets of output digests"
                      + _differences(docs))
-    classes = {doc.bundle.machine.text() for doc in docs}
+    classes = {text.cell(doc.bundle.machine.text()) for doc in docs}
     lines.append(f"machines: {len(classes)} machine class{'es' if len(classes) > 1 else ''} "
                  f"({'; '.join(sorted(classes))})")
     ratios = [reproduce.claim(doc.bundle.comparison)["ratio"] for doc in docs]
@@ -150,12 +150,13 @@ def table_lines(docs: list[Placed], base: Path | None = None) -> tuple[list[str]
 def _differences(docs: list[Placed]) -> str:
     """Against the first bundle: how the others' outputs differ (the agreement's words)."""
     from harness.judge import agreement
+    from harness.render.text import cell
 
     parts = []
     for doc in docs[1:]:
         cmp = agreement.compare_outputs(docs[0].bundle.runs, doc.bundle.runs, same=True)
         if cmp["mismatch_count"]:
-            parts.append(f"node {doc.node} vs {docs[0].node}: {cmp['mismatch_count']} fields differ "
+            parts.append(f"node {cell(doc.node)} vs {cell(docs[0].node)}: {cmp['mismatch_count']} fields differ "
                          f"({', '.join(cmp['kinds'])}), {cmp['items']['identical']} of {cmp['items']['compared']} "
                          "items identical")
     return ("; " + "; ".join(parts)) if parts else ""
@@ -171,16 +172,18 @@ def _rel(path: Path, base: Path | None) -> str:
 
 def render(paths: list[Path], repo: Path | None = None, echo=print) -> int:
     """`harness fleet report`: every campaign's table; the worst exit code."""
+    from harness.render.text import cell, term
+
     bundles = find_bundles(paths)
     if not bundles:
         echo("no bundle found under " + ", ".join(map(str, paths)))
         return outcomes.UNUSABLE
     loaded, problems = load(bundles, repo)
     for line in problems:
-        echo(f"FAIL {line}")
+        echo(f"FAIL {term(line)}")
     codes = [outcomes.PROBLEMS] if problems else []
     for (name, base_sha, cand_sha), docs in groups(loaded).items():
-        echo(f"\n## {name} (base {base_sha[:12]}, candidate {cand_sha[:12]}): {len(docs)} bundle"
+        echo(f"\n## {cell(name)} (base {cell(base_sha[:12])}, candidate {cell(cand_sha[:12])}): {len(docs)} bundle"
              f"{'s' if len(docs) > 1 else ''}\n")
         lines, code = table_lines(docs, Path.cwd())
         for line in lines:

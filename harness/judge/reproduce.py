@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness import contract as C, records
 from harness.bundle import read
+from harness.files import WriteFailed, write_failed
 from harness.judge import agreement
 
 OUT = Path("out")  # where a default reproduction goes: the current folder's scratch, never evidence/
@@ -74,7 +75,10 @@ def claim_on(original: read.Bundle, ids: set) -> dict:
     runs = [dataclasses.replace(r, items=[it for it in r.items if it.id in ids]) for r in original.runs]
     if original.comparison["stats"]["floor"] is not None:
         floor = original.comparison["stats"]["floor"]
-    return claim({"stats": analysis.analyze(runs, original.campaign["threshold"], floor)})
+    threshold = original.campaign["threshold"]
+    stats = analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
+                                       original.campaign.get("interference"), threshold, floor)
+    return claim({"stats": stats})
 
 
 def ratio_text(c: dict) -> str:
@@ -296,7 +300,14 @@ def reproduce(original: read.Bundle, campaign, out: Path, force: bool = False, p
     work = out.parent / f".{out.name}.run-{os.getpid()}"
     with bundle.OutputLock(out):
         try:
-            outcome = Runner(campaign, work, force=True, progress=progress, launcher=launcher).run()
+            try:
+                outcome = Runner(campaign, work, force=True, progress=progress, launcher=launcher).run()
+            except WriteFailed as exc:
+                if not exc.sealable:
+                    raise
+                raise exc.with_fix(exc.kept, f"free space, then run `harness reproduce` again (`harness seal "
+                                             f"{exc.folder} --out {out}` seals the re-run's runs as a plain bundle, "
+                                             "without the reproduction receipt)", exc.folder, True) from None
             new = read.load(work)
             result = receipt(original, new)
             shown = result["outputs"]["mismatches"]
@@ -311,6 +322,11 @@ def reproduce(original: read.Bundle, campaign, out: Path, force: bool = False, p
                 digest = staging.seal({k: v for k, v in info.items()
                                        if k == "External-Identifier" or (k.startswith("Abba-") and k != "Abba-Format")})
                 where, note = staging.publish(claim_, digest)
+            except OSError as exc:  # a full disk: the re-run's runs (and its receipt, once written) are kept
+                failed = write_failed(staging.root, exc)
+                raise (failed if failed.fix else failed.with_fix(
+                    f"the re-run's runs are kept in {staging.root}",
+                    f"free space, then `harness seal {staging.root} --out {out}`", staging.root, True)) from None
             except BaseException:
                 staging.discard()
                 raise

@@ -32,6 +32,7 @@ class Report:
     status: str | None = None
     files: int = 0
     arrays: int = 0
+    bisect: dict | None = None  # a bisect folder's receipt (verified when there are no problems)
 
     @property
     def exit_code(self) -> int:
@@ -49,6 +50,8 @@ def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
 
 
 def _verify(root: Path, repo, max_array_bytes, original) -> Report:
+    if rehash.is_bisect(str(root)):
+        return _verify_bisect(root, repo, max_array_bytes, original)
     try:
         check, docs = rehash.structure(str(root), max_array_bytes)
     except rehash.Unusable as exc:
@@ -61,13 +64,61 @@ def _verify(root: Path, repo, max_array_bytes, original) -> Report:
                 _check_anchors(check, docs, Path(repo))
             except AnchorError as exc:
                 return Report(unusable=str(exc))
-        else:
+        elif anchorable(docs["campaign"]):
             check.notes.append("anchors outside the bundle not checked (give --repo PATH)")
+        else:
+            check.notes.append(UNANCHORED)
         if original is not None:
             unusable = _check_original(check, root, Path(original), max_array_bytes)
             if unusable:
                 return Report(unusable=unusable)
     return Report(check.problems, check.notes, None, check.digest, check.status, check.files, check.arrays)
+
+
+def verify_step(path, max_array_bytes=None):
+    """One step bundle of a bisect folder, checked as `harness verify` checks a bundle (no
+    anchors): (check, docs)."""
+    check, docs = rehash.structure(str(path), max_array_bytes)
+    if docs is not None:
+        _check_comparison(check, docs, Path(path))
+        _check_yaml(check, docs)
+    return check, docs
+
+
+def _verify_bisect(root: Path, repo, max_array_bytes, original) -> Report:
+    """A folder `harness bisect` wrote: every step bundle verified as a bundle is, then the
+    receipt and the search rule (rehash.check_bisect, the rule contract.bisect_search); with
+    --repo (the target repository) the commit list against its first-parent history."""
+    if original is not None:
+        return Report(unusable=f"--original {original}: a bisect folder holds no reproduction receipt")
+    try:
+        check, receipt = rehash.check_bisect(str(root), verify_step, max_array_bytes)
+    except rehash.Unusable as exc:
+        return Report(unusable=str(exc))
+    if receipt is not None and repo is not None and not check.problems:
+        from harness.plan import revisions
+
+        repo = Path(repo)
+        if not repo.is_dir() or revisions.commit_sha(repo, receipt["bad"]) is None:
+            return Report(unusable=f"--repo {repo}: not the target repository of this bisect (it has no commit "
+                                   f"{receipt['bad'][:12]}); give the campaign's target repository")
+        try:
+            line = revisions.first_parent_line(repo, receipt["good"], receipt["bad"], C.MAX_BISECT_COMMITS)
+        except ValueError as exc:
+            line = None
+            check.fail(C.BISECT_FILE, f"commits: the repository says {exc}", "anchors")
+        if line == receipt["commits"]:
+            check.notes.append(f"the commit list is the repository's first-parent line good..bad ({repo})")
+        elif line is not None:
+            check.fail(C.BISECT_FILE, f"commits: {len(receipt['commits'])} listed, the repository's first-parent "
+                                      f"line good..bad has {len(line)}"
+                       + ("" if len(line) != len(receipt["commits"]) else " (others, or in another order)"),
+                       "anchors")
+    elif receipt is not None:
+        check.notes.append("the commit list is not checked against the repository (give --repo, the target "
+                           "repository)")
+    return Report(check.problems, check.notes, None, check.digest, check.status, check.files, check.arrays,
+                  bisect=receipt)
 
 
 def _check_original(check: rehash.Check, root: Path, original: Path, max_array_bytes: int | None) -> str | None:
@@ -138,6 +189,8 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
         parsed = parsed.with_rounds(campaign["rounds"])  # chosen after the first round; rehash binds it
     shas = {v: (parsed.revision(v).rev, campaign["revisions"][v]["sha"]) for v in ("base", "candidate")}
     want = records.campaign(parsed, shas, rel=lambda p: None)
+    if "interference" not in campaign and parsed.interference is None:
+        del want["interference"]  # a bundle of an earlier run schema, whose YAML declares none (rehash binds it)
     for path, expected, got in rehash.diff(want, campaign):
         if path not in records.CAMPAIGN_RESOLVED:
             check.fail(C.CAMPAIGN_JSON, f"{path} is {rehash.short(got)}, campaign.yaml gives "
@@ -175,11 +228,29 @@ def repository(path: Path) -> Path:
     return Path(top.stdout.strip()).resolve()
 
 
+UNANCHORED = ("anchors outside the bundle cannot be checked: campaign.json records no campaign_path inside a "
+              "repository (the campaign file lay outside any git repository when it ran), so neither `--repo` nor "
+              "`harness reproduce` can work for this bundle")
+
+
+def anchorable(campaign: dict) -> bool:
+    """Whether campaign.json's campaign_path can be found in a repository (`verify --repo`,
+    `reproduce`): a relative path. A campaign file outside any git repository seals its
+    absolute path, and then neither can ever work."""
+    rel = campaign.get("campaign_path") if isinstance(campaign, dict) else None
+    return isinstance(rel, str) and bool(rel) and not rel.startswith("/")
+
+
 def anchor(repo: Path, rel, key: str) -> Path:
     """A file campaign.json names in the repository: a plain relative path that resolves
     inside it and outside any evidence bundle (a bundle's own campaign.yaml would make the
     check compare the bundle with itself, and `reproduce` run what the bundle wrote)."""
     where = f"campaign.json {key} {rel!r}"
+    if key == "campaign_path" and isinstance(rel, str) and rel.startswith("/"):
+        raise AnchorError(f"{where}: not a relative path inside the repository but an absolute one (the campaign "
+                          "file lay outside any git repository when it ran): the bundle has no anchors in any "
+                          "repository, so neither `verify --repo` nor "
+                          "`reproduce` can work for it; `harness verify BUNDLE` checks everything else")
     if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel \
             or any(part in ("", ".", "..") for part in rel.split("/")):
         raise AnchorError(f"{where}: not a relative path inside the repository")
@@ -239,12 +310,20 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
         check.fail(C.REVISIONS, f"cannot rebuild the target repository: {exc}", "anchors")
         return
     # the workload folder the repository's campaign file names, as the machine resolved it
-    workload = Path(spec_campaign.workload.path).resolve()
     recorded = campaign["workload"].get("path") if isinstance(campaign["workload"], dict) else None
-    if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
-        check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
-                                          f"names {workload}", "anchors")
-    _check_workload_files(check, docs, workload)
+    if spec_campaign.workload.path is None:  # no folder (a suite, or an entry in the target): none stored
+        if recorded is not None:
+            check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
+                                        "names none", "anchors")
+        if docs["workload"] is not None and docs["workload"]["files"]:
+            check.fail(C.WORKLOAD, "stores files, but the repository's campaign file names no workload folder",
+                       "anchors")
+    else:
+        workload = Path(spec_campaign.workload.path).resolve()
+        if not isinstance(recorded, str) or (repo / recorded).resolve() != workload:
+            check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
+                                        f"names {workload}", "anchors")
+        _check_workload_files(check, docs, workload)
     for variant in ("base", "candidate"):
         receipt = docs["revisions"].get(variant) or {}
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:

@@ -29,6 +29,14 @@ _IGNORED = shutil.ignore_patterns(*_CACHES)
 
 
 WORKTREE = "WORKTREE"  # a revision that is the target repository's uncommitted working tree
+# `merge-base:BRANCH` (or `merge-base`, the remote's default branch): the commit where the
+# candidate forked from BRANCH, `git merge-base CANDIDATE origin/BRANCH` (BRANCH itself when
+# there is no origin/BRANCH), as a pull request's base; the campaign records the SHA it resolved.
+MERGE_BASE = "merge-base"
+
+
+def is_merge_base(rev: str) -> bool:
+    return rev == MERGE_BASE or rev.startswith(MERGE_BASE + ":")
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,10 @@ class Materialized:
         if self.rev == WORKTREE:
             out["note"] = ("snapshot of the uncommitted working tree (git stash create: tracked files only), "
                            "a commit object no ref points to")
+        elif is_merge_base(self.rev):
+            out["note"] = (f"{self.rev}: where the candidate forked from "
+                           f"{self.rev[len(MERGE_BASE) + 1:] or 'the default branch'} when the campaign ran "
+                           "(git merge-base), pinned by its SHA")
         return out
 
 
@@ -123,14 +135,82 @@ def commits(repo: Path) -> list[tuple[str, str]]:
     return [tuple(line.split(" ", 1)) for line in out.stdout.splitlines()]
 
 
+def commit_sha(repo: Path, rev: str) -> str | None:
+    """The full SHA of a commit-ish in repo, or None when it names no commit."""
+    if rev.startswith("-") or not rev or any(c.isspace() for c in rev):
+        return None
+    result = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, text=True)
+    return None if result.returncode else result.stdout.strip()
+
+
+def first_parent_line(repo: Path, good: str, bad: str, limit: int) -> list[str]:
+    """The first-parent commits good..bad, oldest first (bad last), when good is the first
+    parent of the first of them; ValueError, one line, otherwise (or past limit commits)."""
+    out = _git(["rev-list", "--first-parent", "--reverse", f"--max-count={limit + 1}", f"{good}..{bad}"],
+               cwd=repo, text=True)
+    if out.returncode:
+        raise ValueError(f"git rev-list {good[:12]}..{bad[:12]} failed: "
+                         f"{(out.stderr.strip().splitlines() or ['git error'])[-1]}")
+    line = out.stdout.split()
+    if not line:
+        raise ValueError(f"no commits between {good[:12]} and {bad[:12]}: bad must be a descendant of good")
+    if len(line) > limit:
+        raise ValueError(f"more than {limit} first-parent commits between {good[:12]} and {bad[:12]}; "
+                         "bisect a narrower range")
+    parent = _git(["rev-parse", "--verify", "--quiet", f"{line[0]}^1"], cwd=repo, text=True).stdout.strip()
+    if parent != good:
+        raise ValueError(f"{good[:12]} is not on the first-parent line of {bad[:12]} (the first commit after it, "
+                         f"{line[0][:12]}, has the first parent {parent[:12] or 'none'}): give a good revision "
+                         "that is an ancestor along first parents, e.g. the merge base")
+    return line
+
+
 def resolve(campaign: Campaign, repo: Path, revision: Revision) -> str:
     if revision.rev == WORKTREE:
         return snapshot_worktree(campaign, repo, revision)
+    if is_merge_base(revision.rev):
+        return merge_base(campaign, repo, revision)
     result = _git(["rev-parse", "--verify", "--quiet", f"{revision.rev}^{{commit}}"], cwd=repo, text=True)
     if result.returncode:
         raise SpecError(f"{campaign.source}: {revision.variant}.rev: commit '{revision.rev}' "
                         f"does not exist in {repo}")
     return result.stdout.strip()
+
+
+def merge_base(campaign: Campaign, repo: Path, revision: Revision) -> str:
+    """`merge-base[:BRANCH]`: the best common ancestor of the candidate (HEAD when the candidate
+    is WORKTREE or a merge-base itself, as `harness calibrate` makes it) and origin/BRANCH, else
+    BRANCH; bare `merge-base`: origin/HEAD, the remote's default branch. SpecError, one line,
+    when the branch is not there or the history does not reach a common ancestor (a shallow
+    clone: actions/checkout fetches one commit unless `fetch-depth: 0`)."""
+    where = f"{campaign.source}: {revision.variant}.rev: {revision.rev}"
+    branch = revision.rev[len(MERGE_BASE) + 1:]
+    if revision.rev.endswith(":"):
+        raise SpecError(f"{where}: name the branch after the colon (`merge-base:main`), or drop the colon for the "
+                        "remote's default branch")
+    candidate = campaign.candidate
+    if candidate.rev == WORKTREE or is_merge_base(candidate.rev):
+        head = resolve(campaign, repo, Revision("candidate", "HEAD"))
+    else:
+        head = resolve(campaign, repo, candidate)
+    tried = [f"refs/remotes/origin/{branch}", branch] if branch else ["refs/remotes/origin/HEAD"]
+    other = next((ref for ref in tried if not _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                                                   cwd=repo).returncode), None)
+    if other is None:
+        if not branch:
+            raise SpecError(f"{where}: the repository {repo} has no origin/HEAD to find the default branch by: name "
+                            "the branch, `merge-base:main` (in a pull request's job: merge-base:$GITHUB_BASE_REF)")
+        raise SpecError(f"{where}: no branch {branch!r} (neither origin/{branch} nor {branch}) in {repo}: fetch it "
+                        f"(`git fetch origin {branch}`; actions/checkout with `fetch-depth: 0` fetches every branch)")
+    result = _git(["merge-base", head, other], cwd=repo, text=True)
+    sha = result.stdout.strip()
+    if result.returncode or not sha:
+        shallow = _git(["rev-parse", "--is-shallow-repository"], cwd=repo, text=True).stdout.strip() == "true"
+        raise SpecError(f"{where}: the candidate {head[:12]} and {other.removeprefix('refs/remotes/')} have no "
+                        "common ancestor in " + (f"this shallow clone {repo}: fetch the whole history (`git fetch "
+                                                  "--unshallow`; actions/checkout with `fetch-depth: 0`)"
+                                                  if shallow else f"{repo}: they share no history"))
+    return sha
 
 
 def snapshot_worktree(campaign: Campaign, repo: Path, revision: Revision) -> str:
@@ -207,12 +287,49 @@ def export(repo: Path, sha: str, dest: Path) -> None:
     err = proc.stderr.read().decode(errors="replace")
     if proc.wait():
         raise RuntimeError(f"git archive {sha} failed: {err.strip()}")
+    copy_links(dest, sha)
+
+
+def copy_links(dest: Path, sha: str) -> None:
+    """A committed symlink to a regular file of the same tree becomes a copy of that file (its
+    bytes and mode): the tree digest stands for bytes on disk, and the code reads what it read
+    through the link. A link to nothing is left out: reading it fails as it would through the link
+    (networkx commits benchmarks/pyproject.toml -> "../pyproject.toml\\n", a name with a newline).
+    A link out of the tree or to a folder is refused in one line (RuntimeError)."""
+    import os
+    import shutil
+
+    root = dest.resolve()
+    links = []
+    for dirpath, dirnames, filenames in os.walk(dest):
+        for name in sorted(filenames + dirnames):
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                links.append(path)
+    targets = []
+    for link in links:
+        target = link.resolve()
+        if not os.path.lexists(target):
+            targets.append(None)
+            continue
+        if not target.is_relative_to(root) or not target.is_file():
+            raise RuntimeError(f"revision {sha[:12]}: {link.relative_to(dest)} is a symlink to {os.readlink(link)!r}, "
+                               "which is not a file of the same tree; a revision tree holds regular files (a link to a "
+                               "file of the tree is copied in)")
+        targets.append(target)
+    for link, target in zip(links, targets):
+        link.unlink()
+        if target is not None:
+            shutil.copy2(target, link)
 
 
 def materialize(campaign: Campaign, repo: Path, revision: Revision, scratch: Path) -> Materialized:
     sha = resolve(campaign, repo, revision)
     tree = scratch / revision.variant
-    export(repo, sha, tree)
+    try:
+        export(repo, sha, tree)
+    except RuntimeError as exc:
+        raise SpecError(f"{campaign.source}: {revision.variant}.rev: {exc}") from None
     for rel, expected in revision.fence.items():
         path = tree / rel
         if not path.is_file():

@@ -59,6 +59,15 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Suite:
+    """`suite:` (docs/suites.md): an existing benchmark suite in the revision tree, run through the
+    harness's own workload entry for its kind (contract.SUITE_ENTRIES), in place of `workload:`."""
+    kind: str  # asv | pytest-benchmark | pytest-codspeed
+    path: str  # relative to the revision tree: asv's benchmark folder, a test file or a folder of them
+    select: str | None = None  # asv: a regex (asv run --bench); pytest: a -k expression
+
+
+@dataclass(frozen=True)
 class Instructions:
     """`metrics: [wall, instructions]`: `runs` instruction runs per variant, each counting
     `items` of the wall runs' items (None: all of them)."""
@@ -109,6 +118,11 @@ class Campaign:
     instructions: Instructions | None = None  # None: `metrics: [wall]`, no instruction runs
     max_ulp: int | None = None  # `parity: {max_ulp: N}`: floats may differ by N units in the last place
     launch: str = C.DEFAULT_LAUNCH  # `launch: zygote`: runs forked from a per-variant zygote (harness/engine/zygote.py)
+    preload: tuple[str, ...] = ()  # `launch: {mode: zygote, preload: [...]}`: libraries each zygote imports first
+    # `interference: {max_steal: S, min_cpu_per_wall: X}`: the bounds that mark a run disturbed, as declared
+    # (None: not declared, the contract's); campaign.json records them with the defaults filled in
+    interference: dict | None = None
+    suite: Suite | None = None  # `suite:` in place of `workload:` (the workload is then the suite's entry)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -330,7 +344,11 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
         data["metrics"] = overrides["metrics"]
         if "instructions" not in overrides["metrics"]:
             data.pop("instructions", None)  # `--metric wall` turns the YAML's instruction runs off
-    if "items" in overrides or "params" in overrides:
+    if isinstance(data.get("suite"), dict) and ("items" in overrides or "params" in overrides):
+        if "params" in overrides:
+            raise SpecError(f"{source}: --param: a suite campaign has no params (suite.select picks its benchmarks)")
+        data["suite"] = {**data["suite"], "items": overrides["items"]}
+    elif "items" in overrides or "params" in overrides:
         wl = dict(data.get("workload") or {})
         if "items" in overrides:
             wl["items"] = overrides["items"]
@@ -354,8 +372,9 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
-                 "verdict", "build", "metrics", "instructions", "python", "parity", "launch"},
-        required={"name", "target", "base", "candidate", "workload"},
+                 "verdict", "build", "metrics", "instructions", "python", "parity", "interference", "suite",
+                 "launch"},
+        required={"name", "target", "base", "candidate"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
     description = top.get("description", "")
@@ -370,7 +389,60 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     base = _revision(r, top["base"], "base", python, raw)
     candidate = _revision(r, top["candidate"], "candidate", python, raw)
 
-    wl = r.mapping(top["workload"], "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
+    suite = None
+    if "workload" in top and "suite" in top:
+        raise r.fail("workload", "a workload (module:function) or a suite (an existing benchmark suite, "
+                                 "docs/suites.md), not both", show_got=False)
+    if "workload" not in top and "suite" not in top:
+        raise r.fail("workload", "a value (required key is missing; or `suite:` for an existing benchmark suite, "
+                                 "docs/suites.md)", show_got=False)
+    if "suite" in top:
+        suite, workload = _suite(r, top["suite"])
+    else:
+        workload = _workload(r, top["workload"])
+    return _rest(r, top, source, raw, name, description, notes, target, base, candidate, workload, suite)
+
+
+def _sys_path(r: _Reader, value: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+            isinstance(x, str) and x and "\0" not in x and not x.startswith("/") and ".." not in Path(x).parts
+            for x in value):
+        raise r.fail(key, "a list of folders relative to the revision tree, e.g. [src]", value)
+    return tuple(value)
+
+
+def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
+    """`suite: {kind, path, select, sys_path, items}` -> the suite and the workload that runs it:
+    the harness's entry for the kind, handed kind, path and select as its params (so campaign.json
+    records them where it records any workload's)."""
+    from harness.plan.suite import SelectError, matcher
+
+    s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items"}, {"kind", "path"})
+    kind = s["kind"]
+    if not isinstance(kind, str) or kind not in C.SUITE_ENTRIES:
+        raise r.fail("suite.kind", "one of " + ", ".join(C.SUITE_ENTRIES), kind)
+    path = r.string(s["path"], "suite.path", re.compile(r"^[^\0\n]{1,1024}\Z"), "a path relative to the revision tree")
+    if path.startswith("/") or ".." in Path(path).parts:
+        raise r.fail("suite.path", "a path inside the revision tree (relative, no '..'), e.g. benchmarks/benchmarks",
+                     path)
+    select = s.get("select")
+    if select is not None:
+        select = r.string(select, "suite.select", what="a string: " + ("a -k expression, e.g. \"test_foo or test_bar\""
+                                                                        if kind != "asv" else "a regular expression"))
+        try:
+            matcher(kind, select)
+        except SelectError as exc:
+            raise r.fail("suite.select", f"a readable selection ({exc})", select) from None
+    sys_path = _sys_path(r, s.get("sys_path", []), "suite.sys_path")
+    items = s.get("items")
+    if items is not None:
+        items = int(r.number(items, "suite.items", 1, MAX_ITEMS, integer=True))
+    params = {"kind": kind, "path": path, "select": select}
+    return Suite(kind, path, select), Workload(C.SUITE_ENTRIES[kind], None, params, sys_path, items)
+
+
+def _workload(r: _Reader, value: Any) -> Workload:
+    wl = r.mapping(value, "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
     entry = r.string(wl["entry"], "workload.entry", ENTRY_RE, "'module:function'")
     params = wl.get("params", {})
     if params is None:
@@ -383,16 +455,15 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     if len(json.dumps(params)) > C.MAX_PARAMS_BYTES:
         raise r.fail("workload.params", f"params of at most {C.MAX_PARAMS_BYTES} bytes as JSON (pin large data as "
                                         "an input)", show_got=False)
-    sys_path = wl.get("sys_path", [])
-    if not isinstance(sys_path, list) or not all(
-            isinstance(x, str) and x and "\0" not in x and not x.startswith("/") and ".." not in Path(x).parts
-            for x in sys_path):
-        raise r.fail("workload.sys_path", "a list of folders relative to the revision tree, e.g. [src]", sys_path)
+    sys_path = _sys_path(r, wl.get("sys_path", []), "workload.sys_path")
     items = wl.get("items")
     if items is not None:
         items = int(r.number(items, "workload.items", 1, MAX_ITEMS, integer=True))
-    workload = Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params,
-                        tuple(sys_path), items)
+    return Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params, sys_path, items)
+
+
+def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, notes, target, base, candidate,
+          workload: Workload, suite: Suite | None) -> Campaign:
 
     inputs = []
     raw_inputs = top.get("inputs") or {}
@@ -470,9 +541,14 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
             value = m["path"]
         stages[key] = r.string(value, f"stages.{key}", STAGE_RE, "'module:function' or 'module:Class.method'")
 
+    instructions = _instructions(r, top)
     if rounds is not None:
         default = min(DEFAULT_STAGE_ROUNDS, rounds) if stages else 0
         stage_rounds = int(r.number(top.get("stage_rounds", default), "stage_rounds", 0, rounds, integer=True))
+        if budget is not None and instructions is not None and "min_rounds" not in top:
+            # The count is decided after the first look, which no instruction run may precede: an
+            # unset first look grows to hold them (an explicit one too small is refused below).
+            min_rounds = rounds = max(rounds, 2 * instructions.runs + 1 - stage_rounds)
         if stage_rounds and not stages:
             raise r.fail("stage_rounds", "0 without stages (stage runs time the stages)", stage_rounds)
         if stages and not stage_rounds:
@@ -507,11 +583,21 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
     threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
     # Bit for bit unless the campaign declares how far floats may move (a summation order, a
-    # fused multiply-add): then "equal within N ULP", never "identical".
+    # fused multiply-add): then "within N ULP (close, not identical)", never "identical" or "equal".
+    # The outputs' dtypes are known only when they are compared: here the widest bound (float64's)
+    # refuses a tolerance that spans every dtype's range; the comparison refuses one wider than a
+    # differing field's own dtype admits (contract.MAX_ULP).
     parity = r.mapping(top.get("parity") or {}, "parity", {"max_ulp"})
     max_ulp = parity.get("max_ulp")
     if max_ulp is not None:
-        max_ulp = int(r.number(max_ulp, "parity.max_ulp", 0, 2**52, integer=True))
+        if isinstance(max_ulp, int) and not isinstance(max_ulp, bool) and max_ulp > C.MAX_ULP_ANY:
+            bounds = ", ".join(f"{name} {C.MAX_ULP[name]}" for name in C.FLOAT_NAMES.values())
+            raise r.fail("parity.max_ulp", f"at most {C.MAX_ULP_ANY} ULP (per dtype: {bounds}; a wider tolerance "
+                                           "lets more than the low half of a float's significand move and would "
+                                           "pass a candidate returning a constant)", max_ulp)
+        max_ulp = int(r.number(max_ulp, "parity.max_ulp", 0, C.MAX_ULP_ANY, integer=True))
+
+    interference = _interference(r, top)
 
     build = top.get("build") or []
     if not isinstance(build, list) or not all(
@@ -520,12 +606,8 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         raise r.fail("build", "a list of commands, each a list of strings, e.g. [[python, setup.py, build_ext, "
                               "--inplace]]", build)
 
-    launch = top.get("launch", C.DEFAULT_LAUNCH)
-    if launch not in C.LAUNCH_MODES:
-        raise r.fail("launch", "fresh (a new interpreter per run, the default) or zygote (runs forked from a "
-                               "per-variant process that has imported the harness's worker)", launch)
+    launch, preload = _launch(r, top)
 
-    instructions = _instructions(r, top)
     if budget is not None and instructions is not None and rounds + stage_rounds < 2 * instructions.runs + 1:
         # the count is decided after the first round, which no instruction run may precede
         raise r.fail("min_rounds", f"at least {2 * instructions.runs + 1 - stage_rounds} with "
@@ -536,7 +618,50 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
-                    max_ulp=max_ulp, launch=launch)
+                    max_ulp=max_ulp, interference=interference, suite=suite, launch=launch,
+                    preload=preload)
+
+
+def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:
+    """`launch:` fresh | zygote | {mode: zygote, preload: [module, ...]}: the libraries both variants
+    import from outside their trees (transformers, torch), which each zygote imports once before it
+    forks, so that no run pays for them (harness/engine/zygote.py refuses one from the tree)."""
+    launch = top.get("launch", C.DEFAULT_LAUNCH)
+    modes = ("fresh (a new interpreter per run, the default), zygote (runs forked from a per-variant process "
+             "that has imported the harness's worker) or {mode: zygote, preload: [transformers, ...]}")
+    if isinstance(launch, dict):
+        block = r.mapping(launch, "launch", {"mode", "preload"}, {"mode"})
+        if block["mode"] != "zygote":
+            raise r.fail("launch.mode", "zygote (preload: is what a zygote imports; fresh launches import "
+                                        "everything in each run)", block["mode"])
+        preload = block.get("preload") or []
+        if not isinstance(preload, list) or len(preload) > C.MAX_PRELOAD or len(set(map(str, preload))) != len(preload):
+            raise r.fail("launch.preload", f"a list of at most {C.MAX_PRELOAD} distinct module names, e.g. "
+                                           "[transformers, torch]", preload)
+        names = tuple(r.string(m, "launch.preload", C.MODULE_RE, "dotted module names (e.g. transformers)")
+                      for m in preload)
+        if any(len(name) > 128 for name in names):
+            raise r.fail("launch.preload", "module names of at most 128 characters", show_got=False)
+        return "zygote", names
+    if launch not in C.LAUNCH_MODES:
+        raise r.fail("launch", modes, launch)
+    return launch, ()
+
+
+def _interference(r: _Reader, top: dict) -> dict | None:
+    """`interference:`: the steal bound (a share of the loop's wall) within the contract's limits, and
+    min_cpu_per_wall, which declares the timed loop single-threaded CPU-bound work (a run whose
+    process CPU over the loop is below that share of its wall was off its core)."""
+    if top.get("interference") is None:
+        return None
+    block = r.mapping(top["interference"], "interference", {"max_steal", "min_cpu_per_wall"})
+    out = {}
+    if "max_steal" in block:
+        out["max_steal"] = float(r.number(block["max_steal"], "interference.max_steal", *C.MAX_STEAL_LIMITS))
+    if block.get("min_cpu_per_wall") is not None:
+        out["min_cpu_per_wall"] = float(r.number(block["min_cpu_per_wall"], "interference.min_cpu_per_wall",
+                                                 *C.MIN_CPU_PER_WALL_LIMITS))
+    return out
 
 
 def _instructions(r: _Reader, top: dict) -> Instructions | None:

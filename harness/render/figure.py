@@ -39,7 +39,7 @@ def render(bundle, path: os.PathLike | str) -> None:
     panels = 4 if (c.get("stages") or has_instr) else 3
     fig = plt.figure(figsize=(11, 3.4 * panels))
     grid = fig.add_gridspec(panels, 2 if (c.get("stages") and has_instr) else 1)
-    name = bundle.name
+    name = _short(bundle.name, 80)
     _rounds(fig.add_subplot(grid[0, :]), stats, overloaded, name)
     _items(fig.add_subplot(grid[1, :]), bundle, timed, stats)
     _walls(fig.add_subplot(grid[2, :]), timed, overloaded)
@@ -197,5 +197,7 @@ def _instructions(ax, ins: dict) -> None:
 
 
 def _short(text: str, width: int = 28) -> str:
-    text = str(text)
-    return text if len(text) <= width else text[:width - 3] + "..."
+    """Bundle text (an item id, a stage name) as a label: one line, no mathtext, bounded."""
+    from harness.render.text import figure_text
+
+    return figure_text(text, width)

@@ -1,72 +1,233 @@
-"""The claim a user posts: a Markdown section for a pull request, from one verified bundle, in
-the shape the two reference PRs use (revisions; the runs in execution order; the ratio and its
-interval; the stage CPU table; parity in one sentence; call counts; cleanup; the digest; how a
-reviewer verifies and reproduces it). Every figure is read from the bundle; nothing else is said."""
+"""The claim a user posts, from one verified bundle, in every form `harness summary --format`
+gives (FORMS, the one seam): `markdown` (the default), `github` for a job summary
+($GITHUB_STEP_SUMMARY, at most GITHUB_LIMIT bytes), `comment` for a pull-request comment a
+workflow updates in place (at most COMMENT_LIMIT characters, behind a `marker`), and the two
+JSON forms of harness/render/export.py.
+
+The Markdown is short by default: the verdict (ratio, interval, how many rounds and how the
+campaign stopped), the worst items, parity in one sentence, the interpreter and machine, the
+instruction counts when there are some, the digest, and the commands a reviewer runs from a
+clone of the repository. `--long` adds the runs in execution order, the stage CPU table, every
+warning in full and cleanup. Every figure is read from the bundle, every piece of its text goes
+through harness/render/text.py; nothing else is said. A form with a size limit leaves out whole
+sections from the end, saying which, never a cut line."""
 from __future__ import annotations
 
-from harness import outcomes
-from harness.render.text import cell, code, num, ratio_text, stage_order, table
+import re
+from dataclasses import dataclass
+
+from harness import contract as C, outcomes
+from harness.render.text import cell, code, fence, md_lines, num, ratio_text, shell_word, stage_order, suite_text, table
+
+GITHUB_LIMIT = 1 << 20  # bytes: GitHub's limit on one step's job summary ($GITHUB_STEP_SUMMARY)
+COMMENT_LIMIT = 65536  # characters: GitHub's limit on an issue or pull-request comment's body
+ITEMS_SHOWN = 5  # the per-item table of the short form: the worst items
+WARNINGS_SHOWN = 3  # the short form's warnings, each bounded; --long shows them all in full
+DESCRIPTION_LINES = 3
 
 
-def render(bundle, shown: str, signer: str | None = None) -> str:
-    """bundle: a verified harness.bundle.read.Bundle; shown: its path as the reader will type it."""
+@dataclass
+class Section:
+    name: str  # what the note says was left out
+    lines: list
+    keep: bool = False  # never left out: the verdict, parity, the digest, the commands
+
+
+def render(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+    """The Markdown claim. bundle: a verified harness.bundle.read.Bundle; shown: its path as the
+    reader will type it; signer: who signed it (with --trust), else None."""
+    return _join(sections(bundle, shown, signer, long))
+
+
+def github(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+    """For $GITHUB_STEP_SUMMARY: the Markdown within GITHUB_LIMIT bytes (UTF-8)."""
+    return bounded(sections(bundle, shown, signer, long), GITHUB_LIMIT, lambda s: len(s.encode()),
+                   "GitHub's job summary limit of 1 MiB")
+
+
+def comment(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+    """For a pull-request comment updated in place: `marker(name)` on the first line (the only
+    raw HTML, so a workflow finds its own comment again), then the Markdown, within
+    COMMENT_LIMIT characters."""
+    head = marker(bundle.name) + "\n"
+    return head + bounded(sections(bundle, shown, signer, long), COMMENT_LIMIT - len(head), len,
+                          "GitHub's comment limit of 65,536 characters")
+
+
+def marker(name) -> str:
+    """`<!-- abba-harness:NAME -->`: an HTML comment naming the campaign, built only of letters,
+    digits, `_` and `.` and single `-` (a campaign's name is one already, contract.NAME_RE; any
+    other character becomes `-`), so nothing in it can end the comment."""
+    key = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9_.-]", "-", str(name)[:64])).strip("-") or "campaign"
+    return f"<!-- abba-harness:{key} -->"
+
+
+def form(kind: str, bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+    """The one seam: the claim in the form `kind` (FORMS), ending in a line break."""
+    text = FORMS[kind](bundle, shown, signer, long)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _export(name):
+    def one(bundle, shown, signer=None, long=False):
+        from harness.render import export
+
+        return getattr(export, name)(bundle, signer)
+    return one
+
+
+FORMS = {"markdown": render, "github": github, "comment": comment, "json": _export("claim_json"),
+         "benchmark-action": _export("benchmark_action")}
+
+
+def bounded(parts: list[Section], limit: int, size, why: str) -> str:
+    """The sections joined within `limit` (as `size` measures): the sections one may leave out,
+    last first, until the rest and a note naming them fit."""
+    text = _join(parts)
+    if size(text) <= limit:
+        return text
+    kept, left = list(parts), []
+    while size(text) > limit and any(not s.keep for s in kept):
+        drop = max(i for i, s in enumerate(kept) if not s.keep)
+        left.insert(0, kept.pop(drop).name)
+        note = Section("note", [f"Left out to fit {why}: {', '.join(left)} (`harness summary --long` prints them).",
+                                ""], True)
+        text = _join(kept[:-1] + [note] + kept[-1:])
+    if size(text) > limit:  # the kept sections alone are bounded far below either limit: never reached
+        raise ValueError(f"the claim's essential sections exceed {why}")
+    return text
+
+
+def _join(parts: list[Section]) -> str:
+    return "\n".join(line for s in parts for line in s.lines)
+
+
+def sections(bundle, shown: str, signer: str | None = None, long: bool = False) -> list[Section]:
     c, campaign = bundle.comparison, bundle.campaign
-    stats, wall, parity = c["stats"], c["wall"], c["parity"]
-    paired = stats["paired"]
-    lines = [f"### Performance evidence: {cell(bundle.name)}", ""]
+    stats = c["stats"]
+    head = [f"### Performance evidence: {cell(bundle.name)}", ""]
     if campaign["description"]:
-        lines += [cell(campaign["description"], 1000), ""]
-    base, cand = (campaign["revisions"][v]["sha"] for v in ("base", "candidate"))
-    rounds = f"{campaign['rounds']} shuffled rounds" if campaign["rounds"] else f"the order {code(campaign['order'])}"
-    lines += [f"Base {code(base)}, candidate {code(cand)}; {rounds} of one base and one candidate run, each a fresh "
-              f"process; {campaign['slots']} work slot(s); {c['items']['planned']} of the {c['items']['of']} items the "
-              f"workload gives; on {cell(bundle.machine.text())}.", ""]
-    rows = [{"run": r.label, "variant": r.variant.capitalize(), "timed wall (s)": num(r.wall_s, 3),
-             "status": r.status} for r in bundle.runs]
-    lines += [table(rows, right=("timed wall (s)",)), ""]
-    verdict = stats["verdict"]
-    if paired["ci95"]:
-        lines.append(f"**{verdict.capitalize()}**: candidate/base {ratio_text(paired['geomean_ratio'], paired['ci95'])} "
-                     f"(95% interval over {stats['rounds']['n']} rounds, {cell(paired['metric'])} over {paired['items']} "
-                     f"items; equal band +-{100 * stats['band']:.1f}%"
-                     + (f", claims had to clear +-{100 * stats['claim_band']:.1f}% under load or drift"
-                        if stats["claim_band"] > stats["band"] else "") + ").")
-    else:
-        lines.append(f"**{verdict.capitalize()}**: {cell(stats['verdict_reason'])}.")
-    if wall["speedup"]:
-        lines.append(f"Mean timed wall {wall['base_mean_s']:.3f} s -> {wall['candidate_mean_s']:.3f} s: "
-                     f"{wall['saving_pct']:.1f}% shorter, a {wall['speedup']:.3f}x speedup.")
-    per = stats["per_item"]
-    if per and per["items"]:
-        lines.append(f"Per item: {per['regressed']} of {per['items']} regressed and {per['improved']} improved beyond "
-                     f"+-{100 * per['band']:.1f}%; the worst, {cell(per['worst']['id'])}, "
-                     f"{ratio_text(per['worst']['ratio'], per['worst']['ci95'])}.")
+        described = [ln for ln in str(campaign["description"]).splitlines() if ln.strip()]
+        shown_lines = described if long else described[:DESCRIPTION_LINES]
+        text = md_lines("\n".join(shown_lines), 1000 if long else 400)
+        if len(shown_lines) < len(described):
+            text += " ..."
+        head += [text, ""]
+    head += [_verdict(c, campaign), ""]
+    out = [Section("verdict", head, True)]
+    items = _items(stats, long)
+    if items:
+        out.append(Section("per-item table", items))
+    out.append(Section("outputs", [_outputs(bundle), ""], True))
+    out.append(Section("interpreter and machine", [_setting(bundle), ""], True))
+    notes = []
     if c.get("instructions"):
-        lines.append(cell(outcomes.instructions_text(c)) + ".")
-    for warning in stats["warnings"]:
-        lines.append(f"Warning: {cell(warning, 600)}.")
-    lines.append("")
-    if c["stages"]:
-        stage_rows = []
-        for name in stage_order(c["stages"]):
-            s = c["stages"][name]
-            calls = s["calls_per_run"]
-            if isinstance(calls, dict):
-                calls = ", ".join(f"{k} {v:,}" for k, v in sorted(calls.items()))
-            else:
-                calls = f"{calls:,}"
-            stage_rows.append({"stage": cell(name), "calls/run": calls,
-                               "base self CPU (s)": num(s["base_self_cpu_s"], 3),
-                               "candidate self CPU (s)": num(s["candidate_self_cpu_s"], 3)})
-        lines += ["Summed worker-thread CPU per run, each stage excluding its instrumented child stages (stage runs):",
-                  "", table(stage_rows, right=("calls/run", "base self CPU (s)", "candidate self CPU (s)")), ""]
+        notes.append(cell(outcomes.instructions_text(c)) + ".")
+    warnings = list(stats["warnings"]) + [w for w in [outcomes.disagreement(c)] if w]
+    for warning in warnings if long else warnings[:WARNINGS_SHOWN]:
+        notes.append(f"Warning: {cell(warning, 600 if long else 200)}.")
+    if len(warnings) > WARNINGS_SHOWN and not long:
+        notes.append(f"{len(warnings) - WARNINGS_SHOWN} more warning(s): `harness summary --long` shows them all.")
+    suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
+                                   "metrics": r.metrics} for r in bundle.runs if r.ok][:1])
+    notes += [line + "." for line in suite]
+    if notes:
+        out.append(Section("instructions, warnings and suite notes", [*notes, ""], True))
+    if long:
+        out += _long(bundle)
+    digest = (f"Status {c['status']}" + (f" ({cell(c['reason'])})" if c["reason"] else "")
+              + f"; bundle digest (SHA-256 of `tagmanifest-sha256.txt`) {code(bundle.digest)}"
+              + (f"; signed by {cell(signer)}" if signer else "") + ".")
+    out.append(Section("digest and commands", [digest, "", *_how_to_check(bundle, shown)], True))
+    return out
+
+
+def _rounds(stats: dict, campaign: dict) -> str:
+    """How many rounds, and how the campaign stopped: its sequential looks when it had them."""
+    n = stats["rounds"]["n"]
+    seq = stats.get("sequential")
+    if isinstance(seq, dict):
+        if seq["stopped"] == "decided":
+            return f"decided after {n} rounds (sequential looks from round {seq['first']}, cap {seq['cap']})"
+        if seq["stopped"] == "cap":
+            return f"no look decided by the cap of {seq['cap']} rounds"
+        return f"ended after {n} of at most {seq['cap']} rounds before a look decided"
+    if campaign["rounds"]:
+        return f"{n} rounds (a fixed count)"
+    return f"{n} rounds of the order {code(campaign['order'])}"
+
+
+def _verdict(c: dict, campaign: dict) -> str:
+    stats, paired, wall = c["stats"], c["stats"]["paired"], c["wall"]
+    base, cand = (campaign["revisions"][v] for v in ("base", "candidate"))
+    code_ = outcomes.exit_code(c)
+    word = {outcomes.FAILED: "Campaign failed", outcomes.PARITY: "Parity mismatch",
+            outcomes.UNUSABLE: "Unusable"}.get(code_, str(stats["verdict"]).capitalize())
+    line = f"**{cell(word)}** (`harness compare` exit {code_})"
+    if paired["ci95"]:
+        seq = stats.get("sequential")
+        level = ("interval valid at every look" if isinstance(seq, dict) and seq["stopped"] == "decided" else
+                 f"{100 * C.SEQ_LAST_LEVEL:g}% interval" if isinstance(seq, dict) and seq["stopped"] == "cap"
+                 else "95% interval")
+        line += (f": candidate/base {ratio_text(paired['geomean_ratio'], paired['ci95'])} ({level}, "
+                 f"{cell(paired['metric'])} over {paired['items']} items, equal band +-{100 * stats['band']:.1f}%"
+                 + (f", claims had to clear +-{100 * stats['claim_band']:.1f}% under load or drift"
+                    if stats["claim_band"] > stats["band"] else "") + ")")
+    else:
+        line += f": {cell(stats['verdict_reason'])}"
+    rounds = _rounds(stats, campaign)
+    if rounds not in str(stats["verdict_reason"]):
+        line += f"; {rounds}"
+    line += ", each round one base and one candidate run in fresh processes."
+    if wall["speedup"]:
+        line += (f" Mean timed wall {wall['base_mean_s']:.3f} s -> {wall['candidate_mean_s']:.3f} s "
+                 f"({wall['speedup']:.3f}x).")
+    revs = " ".join(f"{label} {code(r['sha'])}" + (f" ({cell(r['rev'], 80)})" if r["rev"] != r["sha"] else "")
+                    for label, r in (("Base", base), ("candidate", cand)))
+    return line + f"\n\n{revs.replace(' candidate', '; candidate', 1)}."
+
+
+def _items(stats: dict, long: bool) -> list[str]:
+    per = stats.get("per_item")
+    if not per or not per.get("items"):
+        return []
+    rows = per["table"] if long else per["table"][:ITEMS_SHOWN]
+    band, enough = per["band"], stats["rounds"]["n"] >= C.MIN_ROUNDS
+
+    def beyond(row):
+        ci = row.get("ci95")
+        if not enough or not ci:
+            return "n/a"
+        return "regressed" if ci[0] > 1 + band else "improved" if ci[1] < 1 - band else "within"
+
+    shown = [{"item": cell(r["id"], 120), "candidate/base": num(r["ratio"], 4),
+              "95% interval": f"[{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]" if r.get("ci95") else "n/a",
+              f"beyond +-{100 * band:.1f}%": beyond(r)} for r in rows]
+    more = per["items"] - len(rows)
+    return [f"Per item, worst first: {per['regressed']} of {per['items']} regressed and {per['improved']} improved "
+            f"beyond +-{100 * band:.1f}%" + (f" ({more} more not shown)" if more else "") + ":", "",
+            table(shown, right=("candidate/base",)), ""]
+
+
+def _outputs(bundle) -> str:
+    c = bundle.comparison
+    parity = c["parity"]
     fields = {f for r in bundle.runs if r.ok for it in r.items for f in it.fields}
     dtypes = sorted({f.dtype for r in bundle.runs if r.ok for it in r.items for f in it.fields.values()})
     golden = parity["golden"]
-    if parity["identical"]:
-        sentence = (f"Outputs: all {parity['fields_identical']} fields of {parity['items']} items byte-identical in "
-                    f"every run (fields {', '.join(cell(f) for f in sorted(fields))}; dtypes {', '.join(dtypes)}; "
-                    "dtype, shape and raw bytes, NaN payloads included)")
+    ok_runs = [r for r in bundle.runs if r.ok]
+    giving = sum(1 for it in ok_runs[0].items if it.fields) if ok_runs else parity["items"]
+    of_items = f"{parity['items']} items" if giving == parity["items"] else \
+        f"the {giving} items that give outputs (of {parity['items']})"
+    if parity["identical"] and not parity["fields_compared"]:
+        sentence = f"Outputs: none to compare (no item gave outputs; {parity['items']} items)"
+    elif parity["identical"]:
+        names = sorted(fields)
+        sentence = (f"Outputs: all {parity['fields_identical']} fields of {of_items} byte-identical in "
+                    f"every run (fields {', '.join(cell(f, 80) for f in names[:8])}"
+                    + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+                    + f"; dtypes {', '.join(cell(d, 40) for d in dtypes[:8])}; dtype, shape and raw bytes, "
+                    "NaN payloads included)")
     elif parity["agree"]:
         sentence = f"Outputs: {cell(outcomes.parity_text(c))}"
     else:
@@ -79,13 +240,77 @@ def render(bundle, shown: str, signer: str | None = None) -> str:
     if golden:
         sentence += (f"; golden file {'identical' if golden['identical'] else 'DIFFERS'} on "
                      f"{golden['items_checked']} of its {golden['items']} items")
-    lines += [sentence + ".", ""]
+    return sentence + "."
+
+
+def _setting(bundle) -> str:
+    """The interpreter each variant's runs used (its implementation and version) and the machine."""
+    c, campaign = bundle.comparison, bundle.campaign
+    seen = {v: sorted({f"{r.python.implementation} {r.python.version}" for r in bundle.runs
+                       if r.ok and r.variant == v and r.python is not None}) for v in ("base", "candidate")}
+    if seen["base"] == seen["candidate"]:
+        python = ", ".join(cell(p, 80) for p in seen["base"]) or "n/a"
+    else:
+        python = "; ".join(f"{v} {', '.join(cell(p, 80) for p in seen[v]) or 'n/a'}" for v in ("base", "candidate"))
+    env = bundle.environment
+    extra = [f"{env['memory_gib']:g} GiB" if isinstance(env.get("memory_gib"), (int, float)) else None,
+             cell(env.get("os"), 120) if env.get("os") else None]
+    return (f"Interpreter {python}; machine {cell(bundle.machine.text())}"
+            + "".join(f", {x}" for x in extra if x)
+            + f"; {campaign['slots']} work slot(s); {c['items']['planned']} of the {c['items']['of']} items the "
+            "workload gives.")
+
+
+def _long(bundle) -> list[Section]:
+    c = bundle.comparison
+    rows = [{"run": cell(r.label), "variant": cell(r.variant.capitalize()), "timed wall (s)": num(r.wall_s, 3),
+             "status": cell(r.status)} for r in bundle.runs]
+    out = [Section("run table", ["The runs in execution order:", "", table(rows, right=("timed wall (s)",)), ""])]
+    if c["stages"]:
+        stage_rows = []
+        for name in stage_order(c["stages"]):
+            s = c["stages"][name]
+            calls = s["calls_per_run"]
+            if isinstance(calls, dict):
+                calls = ", ".join(f"{cell(k)} {v:,}" for k, v in sorted(calls.items()))
+            else:
+                calls = f"{calls:,}"
+            stage_rows.append({"stage": cell(name), "calls/run": calls,
+                               "base self CPU (s)": num(s["base_self_cpu_s"], 3),
+                               "candidate self CPU (s)": num(s["candidate_self_cpu_s"], 3)})
+        out.append(Section("stage table", [
+            "Summed worker-thread CPU per run, each stage excluding its instrumented child stages (stage runs; no "
+            "interval: read it as where the time went, not as a second verdict):", "",
+            table(stage_rows, right=("calls/run", "base self CPU (s)", "candidate self CPU (s)")), ""]))
     procs = bundle.cleanup["processes"]
-    lines += [f"Cleanup: {len(procs)} launched process(es) "
-              + ("verified absent" if bundle.cleanup["all_absent"] else "NOT all verified absent") + ".",
-              f"Status {c['status']}" + (f" ({cell(c['reason'])})" if c["reason"] else "") + "; bundle digest "
-              f"(SHA-256 of `tagmanifest-sha256.txt`) {code(bundle.digest)}"
-              + (f"; signed by {cell(signer)}" if signer else "") + ".", "",
-              "Verify and reproduce:", "", "```sh", f"harness verify {shown} --repo .",
-              f"python -S harness/rehash.py {shown}", f"harness reproduce {shown}", "```", ""]
-    return "\n".join(lines)
+    out.append(Section("cleanup", [f"Cleanup: {len(procs)} launched process(es) "
+                                   + ("verified absent" if bundle.cleanup["all_absent"] else "NOT all verified absent")
+                                   + ".", ""]))
+    return out
+
+
+def _how_to_check(bundle, shown: str) -> list[str]:
+    """The commands a reviewer pastes, only those that work for this bundle from a clone of the
+    repository the campaign file is in: one whose campaign file lay outside any git repository
+    has no anchors (no `--repo`, no `reproduce`); one with a WORKTREE revision ran a commit no
+    clone holds (the same two left out, and said why)."""
+    from harness.judge.verify import anchorable
+
+    word = shell_word(shown)
+    if not anchorable(bundle.campaign):
+        return ["Verify (its campaign file lay outside any git repository when it ran, so the bundle has no anchors "
+                "in a repository: `verify --repo` and `reproduce` cannot work for it):", "",
+                *fence([f"harness verify {word}", f"python -S harness/rehash.py {word}"], "sh"), ""]
+    snapshot = [v for v in ("base", "candidate") if bundle.campaign["revisions"][v]["rev"] == "WORKTREE"]
+    if snapshot:
+        return [f"Verify (its {snapshot[0]} is a snapshot of uncommitted changes, a commit no clone holds, so "
+                "`verify --repo` and `reproduce` work only where it ran; commit the change and run the campaign "
+                "with `--candidate SHA` for a claim a reviewer can re-run):", "",
+                *fence([f"harness verify {word}", f"python -S harness/rehash.py {word}"], "sh"), ""]
+    where = cell(bundle.campaign["campaign_path"], 200)
+    return [f"Check it: in a clone of the repository that holds the campaign file ({where}) and both commits "
+            "(fetch the pull request's branch if the candidate is on it), from its top folder, with abba-harness "
+            "installed and the bundle downloaded there:", "",
+            *fence([f"harness verify {word} --repo .", f"harness reproduce {word}"], "sh"), "",
+            "The standard-library checker, from a checkout of the abba-harness sources (nothing to install):", "",
+            *fence([f"python -S harness/rehash.py {word}"], "sh"), ""]

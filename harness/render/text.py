@@ -1,38 +1,147 @@
 """Text: the tables, cells and stage tables every renderer prints (report, compare, run,
-summary, fleet). Whatever comes from a bundle goes through `cell`: escaped, so that text a
-bundle holds (a description, an item id, an error message) can never become Markdown or HTML of
-the page it is shown in."""
+summary, fleet), and the two owners of how text from a bundle is shown. On a page (Markdown,
+HTML): `cell` (also `md_text`) for a line, `md_lines` for a multi-line description, `code` for
+a code span, `fence` for a code block, `md_url` for a link's target, `shell_word` for a path in a
+command to paste, `figure_text` for a figure's label. On a terminal: `term` for a line, and
+`Terminal`, the guard cli puts on stdout and stderr. No bundle text (a description, an item id,
+a field name, an error message, a machine's name, a folder's name) becomes markup, a mention, a
+link, math, or a terminal control (docs/guarantees.md, "Text from a bundle")."""
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 NA = "n/a"
 STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that dominate base CPU
-# What could make bundle text into markup: HTML (a comment that hides what follows), a table
-# break, a code span, a link. Emphasis and headers need a line start or pairs a cell cannot break.
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "`": "'", "\r": " ", "\n": " ",
-                          "[": "\\[", "]": "\\]"})
+
+# --- Markdown: the one owner of how bundle text reaches a page ------------------------------------
+# Every ASCII character CommonMark or GitHub reads as syntax anywhere in a line: HTML, entities and
+# autolinks (< > &), code spans and fences (` ~), emphasis and strikethrough (* _ ~), links, images,
+# footnotes and task lists ([ ]), table breaks (|), backslash escapes themselves (\\), headers (#),
+# math ($, an entity: GitHub reads math before escapes) and mentions (@, an entity and a word joiner:
+# GitHub finds mentions in the rendered text, where an entity is an @ again). What is syntax only at
+# a line's start (- + = and `1.` lists, setext rules, indented code) is escaped there.
+_MD = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_",
+                     "~": "\\~", "[": "\\[", "]": "\\]", "|": "\\|", "#": "\\#", "$": "&#36;",
+                     "@": "&#64;&#8288;"})
+_WORD_JOINER = "&#8288;"  # invisible: breaks what GitHub would link (http://, www.) without a visible mark
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(:)(?=//)|(?<=\bwww)(\.)")
+_LINE_START = re.compile(r"^(\d{1,9})([.)])|^([-+=])")
 
 
-def cell(x: Any, limit: int = 400) -> str:
-    """Bundle text as one inert line of Markdown: no HTML, no link, no table break, no code span,
-    at most `limit` characters."""
-    if x is None:
-        return NA
+def _printable(text: str, instead: str = " ") -> str:
+    """Every character a page or terminal could take as a control (C0, C1, DEL, line and paragraph
+    separators, bidi overrides and other format characters) replaced by `instead`."""
+    return "".join(ch if ch.isprintable() else instead for ch in text)
+
+
+def _bounded(x: Any, limit: int) -> str:
     if isinstance(x, (dict, list)):
         x = json.dumps(x, sort_keys=True)
     text = str(x)
-    if len(text) > limit:
-        text = text[:limit - 3] + "..."
-    return "".join(ch if ch.isprintable() else " " for ch in text).translate(_ESCAPES)
+    return text[:limit - 3] + "..." if len(text) > limit else text
+
+
+def cell(x: Any, limit: int = 400) -> str:
+    """Bundle text as one inert line of Markdown (a table cell, a sentence, a paragraph): no
+    HTML, entity, link, autolink, mention, math, emphasis, code span, header, list or table
+    break; line breaks and controls become spaces; at most `limit` characters of the text."""
+    if x is None:
+        return NA
+    text = _printable(_bounded(x, limit)).strip().translate(_MD)
+    text = _LINE_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text)
+    return _AUTOLINK.sub(lambda m: f"{m[1]}{_WORD_JOINER}" if m[1] else f"{_WORD_JOINER}{m[2]}", text)
+
+
+md_text = cell  # the name the docs use for the Markdown owner
+
+
+def md_lines(x: Any, limit: int = 1000) -> str:
+    """Multi-line bundle text (a description) as inert Markdown lines: each line through `cell`,
+    empty lines dropped, joined by hard line breaks, so no line of it starts a header, quote or list."""
+    if x is None:
+        return NA
+    lines = [cell(line, limit) for line in _bounded(x, limit).splitlines() if _printable(line).strip()]
+    return "\\\n".join(lines) or NA
 
 
 def code(x: Any) -> str:
-    """Bundle text inside a code span: backticks and line breaks removed, bounded."""
-    text = "".join(ch for ch in str(x)[:400] if ch.isprintable() and ch != "`")
+    """Bundle text inside a code span: backticks and controls removed, bounded."""
+    text = "".join(ch for ch in _printable(str(x)[:400], "") if ch != "`")
     return f"`{text}`" if text else NA
+
+
+def fence(lines: list, info: str = "") -> list[str]:
+    """A fenced code block holding `lines` literally: each line's controls become spaces (so none
+    can end the block early), and the fence is longer than any run of backticks inside."""
+    body = [_printable(str(line)) for line in lines]
+    longest = max((len(run) for line in body for run in re.findall("`+", line)), default=0)
+    mark = "`" * max(3, longest + 1)
+    return [mark + info, *body, mark]
+
+
+def md_url(x: Any) -> str:
+    """A path as a link's destination: percent-encoded, so no character of it ends the link."""
+    from urllib.parse import quote
+
+    return quote(_printable(str(x), ""), safe="/")
+
+
+def shell_word(x: Any) -> str:
+    """A path from a bundle or its reader as one word of a shell command a reader may paste:
+    controls removed, quoted where it holds anything a shell reads."""
+    import shlex
+
+    return shlex.quote(_printable(str(x), ""))
+
+
+def figure_text(x: Any, width: int = 28) -> str:
+    """Bundle text for a figure (matplotlib): one line, no mathtext ($ is literal), bounded."""
+    return _printable(_bounded(x, width)).replace("$", "\\$")
+
+
+def tcell(x: Any, limit: int = 400) -> str:
+    """Bundle text as one cell of a table printed on a terminal (`run`, `compare`): one line, every
+    control shown escaped (`term`), `|` escaped so the columns hold; no Markdown escapes to read."""
+    return NA if x is None else term(_bounded(x, limit)).replace("|", "\\|")
+
+
+# --- terminals: the one owner of how bundle text reaches a terminal -------------------------------
+# A character a terminal could act on (ESC, CSI \x9b and every other C0 and C1 control, DEL, bidi
+# overrides and isolates, zero-width and other format characters, line and paragraph separators)
+# is shown as its escape, `\x1b`, `\u202e`: visible, and never able to erase, move or recolour a
+# line. `term` makes one line (\n shown too); `Terminal` guards a whole stream (cli installs it on
+# stdout and stderr), keeping only its line breaks and tabs.
+def _escape(ch: str) -> str:
+    return ascii(ch)[1:-1]  # \x1b, \r, \u202e: Python's own spelling
+
+
+def term(x: Any, keep: str = "") -> str:
+    """Text for a terminal: every non-printable character but those in `keep` shown escaped."""
+    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in str(x))
+
+
+class Terminal:
+    """A text stream whose every write goes through `term`, line breaks and tabs kept: whatever a
+    command prints (its own words, a bundle's text, an exception's message) reaches the terminal
+    as characters, never as control. `unguarded` is the stream below and `escape` the rule, for a
+    progress bar that moves the cursor itself (harness/engine/progress.py)."""
+
+    def __init__(self, stream):
+        self.unguarded = stream
+
+    @staticmethod
+    def escape(text) -> str:
+        return term(text, keep="\n\t")
+
+    def write(self, text):
+        self.unguarded.write(self.escape(text))
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self.unguarded, name)
 
 
 def num(x: Any, decimals: int = 3) -> str:
@@ -110,16 +219,18 @@ def stage_cells(s: dict, prefix: str = "") -> dict:
             f"{prefix}candidate/base": num(_stage_ratio(s), 3)}
 
 
-def stage_table(stages: dict, top: int | None = None, incl: bool = True) -> tuple[str, int]:
-    """The stage self CPU table, most base self CPU first, and how many stages `top` left out."""
+def stage_table(stages: dict, top: int | None = None, incl: bool = True, esc=cell) -> tuple[str, int]:
+    """The stage self CPU table, most base self CPU first, and how many stages `top` left out;
+    esc: how a stage's name is escaped (`cell` on a page, `tcell` on a terminal)."""
     names = stage_order(stages)
     rows = []
     for name in names[:top]:
         s = stages[name] or {}
         calls = s.get("calls_per_run")
         if isinstance(calls, dict):
-            calls = ", ".join(f"{k}: {calls[k]}" for k in sorted(calls))
-        row = {"stage": cell(name), "calls per run": num(calls), **stage_cells(s)}
+            calls = ", ".join(f"{k}: {calls[k]}" for k in sorted(calls))  # escaped once, below
+        row = {"stage": esc(name), "calls per run": esc(calls) if isinstance(calls, str) else num(calls),
+               **stage_cells(s)}
         if incl:
             row.update({"base incl": num(s.get("base_incl_cpu_s"), 4),
                         "candidate incl": num(s.get("candidate_incl_cpu_s"), 4)})
@@ -136,6 +247,40 @@ def stage_summary(comparison: dict) -> list[str]:
     stages = comparison.get("stages") or {}
     if not stages:
         return []
-    text, left = stage_table(stages, top=STAGES_SHOWN, incl=False)
+    text, left = stage_table(stages, top=STAGES_SHOWN, incl=False, esc=tcell)
     head = "stage self CPU (s per run, mean over ok runs), most base CPU first"
     return [head + (f"; {left} smaller stage(s) left out (REPORT.md has all):" if left else ":"), text]
+
+
+def suite_text(campaign: dict, runs: list) -> list[str]:
+    """What a `suite:` campaign's benchmarks gave, in sentences (none for a workload): the suite,
+    how many items' outputs were hashed, and for the rest what they returned instead ("outputs:
+    not given by this benchmark"); its stages when none were declared. runs: the ok runs' records
+    as dicts (items, metrics); every value from them goes through cell."""
+    from harness import contract as C
+
+    workload = campaign.get("workload") or {}
+    if workload.get("entry") not in C.SUITE_ENTRIES.values() or not runs:
+        return []
+    params = workload.get("params") or {}
+    info = (runs[0].get("metrics") or {}).get("suite") or {}
+    notes = info.get("outputs") if isinstance(info.get("outputs"), dict) else {}
+    items = runs[0].get("items") or []
+    without = [it["id"] for it in items if it.get("error") is None and not it.get("fields")]
+    lines = [f"Suite: {cell(params.get('kind'))} benchmarks of {cell(params.get('path'))}"
+             + (f" selected by {cell(params.get('select'))}" if params.get("select") else "")
+             + f", {len(items)} items, each run calling each benchmark once (its setup before the clock)"
+             + (f"; {cell(info['pytest'], 300)}" if info.get("pytest") else "")]
+    if without:
+        reasons: dict = {}
+        for item in without:
+            reasons.setdefault(str(notes.get(item, "no outputs recorded")), []).append(item)
+        shown = "; ".join(f"{cell(why, 120)} ({len(ids)})" for why, ids in sorted(reasons.items())[:4])
+        lines.append(f"Outputs: not given by this benchmark for {len(without)} of {len(items)} items ({shown}); "
+                     + ("parity covers the items' errors only" if len(without) == len(items)
+                        else "parity covers the rest and every item's errors"))
+    else:
+        lines.append(f"Outputs: every one of the {len(items)} items returned data, hashed for parity")
+    if not campaign.get("stages"):
+        lines.append("Stages: not given by this benchmark (declare `stages:` to time functions inside it)")
+    return lines

@@ -35,6 +35,17 @@ def test_metrics_default_to_wall_and_instructions_take_items_and_runs():
     assert c.metrics == ("wall", "instructions") and c.instructions == spec.Instructions(3, 2)
 
 
+def test_an_unset_first_look_grows_to_follow_the_instruction_runs_and_a_set_one_is_held():
+    metrics = {"metrics": ["wall", "instructions"]}
+    for runs in (2, 3):
+        c = parse(**metrics, instructions={"runs": runs})
+        assert c.min_rounds == c.rounds == max(C.DEFAULT_FIRST_LOOK, 2 * runs + 1)
+        assert c.order.count("A") + c.order.count("B") == 2 * c.min_rounds
+    with pytest.raises(spec.SpecError, match=r": min_rounds: expected at least 5 with 2 instruction runs"):
+        parse(**metrics, instructions={"runs": 2}, min_rounds=4)
+    assert parse(min_rounds=4).min_rounds == 4  # without instructions, nothing moves
+
+
 @pytest.mark.parametrize("extra, key", [
     ({"metrics": ["instructions"]}, "metrics"),
     ({"metrics": "wall"}, "metrics"),

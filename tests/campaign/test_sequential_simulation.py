@@ -14,7 +14,7 @@ import statistics
 import numpy as np
 import pytest
 
-from harness import contract as C
+from harness import contract as C, records
 from harness.comparison import analysis
 from harness.comparison.stats import t_interval
 from noise_support import SCENARIOS, campaign
@@ -26,12 +26,15 @@ FIRST, CAP = C.DEFAULT_FIRST_LOOK, 40
 
 def sequential(runs: list, first: int, cap: int) -> tuple[str, list[float], int, list[float]]:
     """(verdict, interval, stopping round, every round's log ratio) of a campaign of `cap` rounds
-    as the runner runs it: stopped at its first look that decides, else the verdict at the cap."""
+    as the runner runs it: stopped at its first look that decides (a look over disturbed rounds
+    only when its undisturbed rounds agree), else the verdict at the cap, which must hold without
+    the disturbed rounds (analysis.with_interference)."""
     s = analysis.analyze(runs, THRESHOLD, None, {"first": first, "cap": cap})
     d = s["rounds"]["log_ratios"]
     for row in s["sequential"]["looks"]:
         if row["verdict"] != "inconclusive":
             return row["verdict"], row["ci95"], row["round"], d
+    s = analysis.with_interference(s, runs, records.interference_bounds(None), THRESHOLD)
     return s["verdict"], s["paired"]["ci95"], s["rounds"]["n"], d
 
 

@@ -211,10 +211,10 @@ def test_the_pre_flight_warns_when_outputs_already_differ_and_goes_on(tmp_path):
     assert result.stdout.splitlines()[-1].startswith("OK ")
 
 
-def test_a_run_within_a_declared_ulp_says_equal_within_never_identical(tmp_path):
+def test_a_run_within_a_declared_ulp_says_within_never_identical(tmp_path):
     """With `parity: {max_ulp: 2}` declared and outputs one ULP apart, the run goes on past the
-    pre-flight's note, completes (exit 0), and its verdict line says "equal within 2 ULP (max
-    seen 1", shows the timing, and never calls the outputs identical."""
+    pre-flight's note, completes (exit 0), and its verdict line says "within 2 ULP (close, not
+    identical", shows the timing, and never calls the outputs identical or equal."""
     path = last_bit_campaign(tmp_path, parity={"max_ulp": 2})
     result = harness("run", path, "--out", tmp_path / "out", env=cache_env(tmp_path / "cache"))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -222,9 +222,10 @@ def test_a_run_within_a_declared_ulp_says_equal_within_never_identical(tmp_path)
     assert "warning: pre-flight: base and candidate outputs already differ on item p (field(s) y): parity will fail" \
         in lines
     verdict = next(x for x in lines if x.startswith("verdict: "))
-    assert "; outputs equal within 2 ULP (max seen 1, " in verdict and "parity identical" not in verdict
+    assert "; outputs within 2 ULP (close, not identical: max seen 1 ULP, " in verdict
+    assert "parity identical" not in verdict and "outputs equal" not in verdict
     assert "wall " in verdict and "->" in verdict  # the timing is on the line
-    assert next(x for x in lines if x.startswith("parity: ")).startswith("parity: equal within 2 ULP (max seen 1, ")
+    assert next(x for x in lines if x.startswith("parity: ")).startswith("parity: within 2 ULP (close, not identical: ")
     comparison = json.loads((tmp_path / "out" / C.COMPARISON).read_text())
     assert comparison["parity"]["identical"] is False and comparison["parity"]["tolerance"]["max_ulp_seen"] == 1
 
@@ -300,9 +301,12 @@ def test_the_pre_flight_says_an_item_is_too_short_to_time_and_a_large_change_nee
 # --- 13. summary of a real bundle ---------------------------------------------------------------------
 def test_summary_of_the_demo_bundle_holds_the_claim_and_only_the_bundles_numbers(demo_bundle):
     """The user wanted a section to paste into the pull request. `harness summary` prints it in
-    Markdown: revisions, the runs in execution order, ratio and interval, the stage CPU table,
-    parity in one sentence, call counts, cleanup, the digest and the commands to verify and
-    reproduce; each figure checked here is the bundle's own."""
+    Markdown, short: revisions, ratio and interval and how many rounds, the worst items, parity
+    in one sentence, interpreter and machine, the digest and the commands to verify and
+    reproduce; `--long` adds the runs in execution order, the stage CPU table and cleanup. Each
+    figure checked here is the bundle's own."""
+    from harness.render.text import cell
+
     result = harness("summary", demo_bundle)
     assert result.returncode == 0, result.stderr
     text = result.stdout
@@ -310,9 +314,28 @@ def test_summary_of_the_demo_bundle_holds_the_claim_and_only_the_bundles_numbers
     comparison = json.loads((demo_bundle / C.COMPARISON).read_text())
     cleanup = json.loads((demo_bundle / C.CLEANUP).read_text())
     digest = __import__("hashlib").sha256((demo_bundle / C.TAGMANIFEST).read_bytes()).hexdigest()
-    assert text.startswith("### Performance evidence: demo\n")
+    assert text.startswith("### Performance evidence: demo\n") and len(text.splitlines()) <= 60
     base, cand = (campaign["revisions"][v]["sha"] for v in ("base", "candidate"))
-    assert f"Base `{base}`, candidate `{cand}`; {campaign['rounds']} shuffled rounds" in text
+    assert f"Base `{base}`; candidate `{cand}`." in text
+    paired = comparison["stats"]["paired"]
+    lo, hi = paired["ci95"]
+    assert (f"**{comparison['stats']['verdict'].capitalize()}** (`harness compare` exit 0): candidate/base "
+            f"{paired['geomean_ratio']:.4f} [{lo:.4f}, {hi:.4f}] (95% interval") in text
+    assert f"; {comparison['stats']['rounds']['n']} rounds (a fixed count), each round" in text
+    worst = comparison["stats"]["per_item"]["table"][0]
+    assert f"| {cell(worst['id'])} " in text and f"{worst['ratio']:.4f}" in text
+    parity = comparison["parity"]
+    sentence = next(line for line in text.splitlines() if line.startswith("Outputs: "))
+    assert sentence.startswith(f"Outputs: all {parity['fields_identical']} fields of the {parity['items'] - 1} items "
+                               f"that give outputs (of {parity['items']}) byte-identical in every run (fields means, "
+                               "trend; dtypes &lt;f8; dtype, shape and raw bytes, NaN payloads included)")
+    assert "stage call counts identical" in sentence and "1 recorded error return(s), identical" in sentence
+    assert "Interpreter CPython " in text
+    assert f"bundle digest (SHA-256 of `tagmanifest-sha256.txt`) `{digest}`" in text
+    assert f"```sh\nharness verify {demo_bundle} --repo .\nharness reproduce {demo_bundle}\n```" in text
+    assert text.rstrip().endswith(f"```sh\npython -S harness/rehash.py {demo_bundle}\n```")
+    assert "Summed worker-thread CPU" not in text and "Cleanup:" not in text  # the long form's
+    text = harness("summary", demo_bundle, "--long").stdout
     # the runs table, in execution order, each run's timed wall as its record holds it
     rows = [line.split("|")[1:4] for line in text.splitlines() if line.startswith("| ") and
             line.split("|")[1].strip() in campaign["labels"]]
@@ -320,26 +343,13 @@ def test_summary_of_the_demo_bundle_holds_the_claim_and_only_the_bundles_numbers
     for label, variant, wall in rows:
         record = json.loads((demo_bundle / C.run_path(label.strip())).read_text())
         assert variant.strip() == record["variant"].capitalize() and wall.strip() == f"{record['wall_s']:.3f}"
-    paired = comparison["stats"]["paired"]
-    lo, hi = paired["ci95"]
-    assert (f"**{comparison['stats']['verdict'].capitalize()}**: candidate/base {paired['geomean_ratio']:.4f} "
-            f"[{lo:.4f}, {hi:.4f}] (95% interval over {comparison['stats']['rounds']['n']} rounds") in text
     # the stage CPU table: call counts and CPU as comparison.json holds them
     assert "Summed worker-thread CPU per run, each stage excluding its instrumented child stages" in text
     for name, stage in comparison["stages"].items():
-        row = next(line for line in text.splitlines() if line.startswith(f"| {name} "))
+        row = next(line for line in text.splitlines() if line.startswith(f"| {cell(name)} "))
         cells = [c.strip() for c in row.split("|")[1:-1]]
         assert cells[1] == f"{stage['calls_per_run']:,}" and cells[2] == f"{stage['base_self_cpu_s']:.3f}"
-    parity = comparison["parity"]
-    sentence = next(line for line in text.splitlines() if line.startswith("Outputs: "))
-    assert sentence.startswith(f"Outputs: all {parity['fields_identical']} fields of {parity['items']} items "
-                               "byte-identical in every run (fields means, trend; dtypes <f8; dtype, shape and raw "
-                               "bytes, NaN payloads included)")
-    assert "stage call counts identical" in sentence
     assert f"Cleanup: {len(cleanup['processes'])} launched process(es) verified absent." in text
-    assert f"bundle digest (SHA-256 of `tagmanifest-sha256.txt`) `{digest}`" in text
-    assert text.rstrip().endswith(f"```sh\nharness verify {demo_bundle} --repo .\npython -S harness/rehash.py "
-                                  f"{demo_bundle}\nharness reproduce {demo_bundle}\n```")
 
 
 def test_summary_of_a_bundle_that_does_not_verify_prints_nothing_to_paste(demo_bundle):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cache_env, harness, make_target, no_traceback, write_campaign
+from harness import contract as C
 
 GIT = ["git", "-c", "user.name=u", "-c", "user.email=u@u", "-c", "init.defaultBranch=main"]
 
@@ -317,9 +318,9 @@ def test_init_writes_a_loadable_minimal_campaign_and_never_overwrites(user_repo,
     assert made.returncode == 0, made.stderr
     campaign = spec.load(out)
     assert (campaign.base.rev, campaign.candidate.rev, campaign.rounds, campaign.slots) == ("HEAD", "WORKTREE",
-                                                                                          20, 1)
+                                                                                          C.DEFAULT_FIRST_LOOK, 1)
     text = out.read_text()
-    for default in ("# rounds: auto", "# budget_s: 60", "# min_rounds: 20", "# slots: 1", "run_s: 600", "campaign_s: 1200", "threshold: 0.02",
+    for default in ("# rounds: auto", "# budget_s: 60", f"# min_rounds: {C.DEFAULT_FIRST_LOOK}", "# slots: 1", "run_s: 600", "campaign_s: 1200", "threshold: 0.02",
                     "# sys_path: [src]", "# build: []"):
         assert default in text, default
     again = harness("init", "--repo", user_repo, "--entry", "x:y", "-o", out)

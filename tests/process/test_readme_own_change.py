@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
+from harness import contract as C
 
 
 def test_readme_commands_from_an_empty_folder(tmp_path):
@@ -20,11 +21,11 @@ def test_readme_commands_from_an_empty_folder(tmp_path):
     result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    # rounds: auto (the default): as many rounds as fit the budget, at least 20; every run but
+    # rounds: auto (the default): from the first look on, until the interval decides; every run but
     # the reference compared, 8 fields each
     rounds = json.loads((tmp_path / "fastsum/bench/out/data/campaign.json").read_text())["rounds"]
     compared = 8 * (2 * rounds - 1)
-    assert rounds >= 20 and (f"parity: identical ({compared}/{compared} fields, 8 per run compared with the reference, "
+    assert rounds >= C.DEFAULT_FIRST_LOOK and (f"parity: identical ({compared}/{compared} fields, 8 per run compared with the reference, "
                              "8 items, 0 recorded errors)") in result.stdout
     assert result.stdout.splitlines()[-2].startswith("OK bench/out: ")
     repo = tmp_path / "fastsum"

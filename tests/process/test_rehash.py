@@ -73,7 +73,8 @@ def test_comparison_rederived_without_numpy_matches_the_harness(demo_bundle):
     derived = rehash.derive(check, campaign, runs, load("data/receipts/runner.json"),
                             load("data/receipts/cleanup.json"), golden, [],
                             load("data/receipts/workload.json")["digest"])
-    derived["stats"] = rehash.derive_stats(runs, campaign["threshold"], None)
+    derived["stats"] = rehash.with_interference(rehash.derive_stats(runs, campaign["threshold"], None), runs,
+                                                campaign["interference"], campaign["threshold"], None)
     derived["instructions"] = None
     assert derived == claimed  # bit for bit: same formulas, math.fsum means, 10 significant digits
 
@@ -220,5 +221,6 @@ def test_rehash_and_the_harness_decide_by_the_one_rule(demo_bundle):
     claimed = json.loads((demo_bundle / "data" / "comparison.json").read_text())["stats"]
     campaign = json.loads((demo_bundle / "data" / "campaign.json").read_text())
     runs = [json.loads((demo_bundle / f"data/runs/{label}.json").read_text()) for label in campaign["labels"]]
-    stats = rehash.derive_stats(runs, campaign["threshold"], None)
+    stats = rehash.with_interference(rehash.derive_stats(runs, campaign["threshold"], None), runs,
+                                     campaign["interference"], campaign["threshold"], None)
     assert (stats["verdict"], stats["verdict_reason"]) == (claimed["verdict"], claimed["verdict_reason"])

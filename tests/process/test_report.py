@@ -92,7 +92,8 @@ def test_bundle_text_is_inert_and_never_hides_the_next_bundles_warning(repo, tmp
     tamper.flip_byte(C.run_path("A1"))(root / "evidence" / "model", None)
     text = render(root)
     assert "<!--" not in text and "[link](http" not in text  # no comment, no link
-    assert "evil &lt;!-- hides everything after \\| it 'code' \\[link\\](http://x) &amp;amp; second line" in text \
+    assert "evil &lt;!-- hides everything after \\| it \\`code\\` \\[link\\](http:&#8288;//x) &amp;amp;\\\nsecond line" \
+        in text \
         or "**does not verify" in text[text.index("## demo\n"):text.index("## model\n")]
     assert "**does not verify" in text[text.index("## model\n"):]
 

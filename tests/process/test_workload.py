@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT, cache_env, harness, make_target, no_traceback, write_campaign
 from harness import contract as C
+from harness import outcomes
 from harness import rehash, records
 from harness.selftest import tamper
 from harness.plan import workload
@@ -178,8 +179,12 @@ def test_a_workload_folder_that_changes_during_the_campaign_fails_it(tmp_path):
     campaign = write_campaign(tmp_path / "changing.yaml", tree, patch, workloads, "changing:setup", order="ABBA")
     out = tmp_path / "bundle"
     result = harness("run", campaign, "--out", out, env=cache_env(tmp_path / "cache"), timeout=300)
-    assert result.returncode == 4, result.stdout + result.stderr
+    # failed, and its runs cannot be tied to the stored folder: `run` verifies what it sealed and
+    # says both (the checker cannot tell a changed folder from a forged digest, so it refuses)
+    assert result.returncode == outcomes.PROBLEMS, result.stdout + result.stderr
     assert no_traceback(result)
+    assert "status: failed (the workload folder changed during the campaign" in result.stdout
+    assert "(the folder changed during the campaign, or the receipt is not its)" in result.stdout
     comparison = read_json(out / "data" / "comparison.json")
     assert comparison["status"] == "failed"
     assert "the workload folder changed during the campaign" in comparison["reason"]

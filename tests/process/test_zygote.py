@@ -30,13 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "fault
 import faultlib  # noqa: E402
 
 
-def demo_under(tmp: Path, launch: str) -> Path:
-    """campaigns/demo.yaml with `launch:` set, written to tmp with its paths made absolute."""
+def demo_under(tmp: Path, launch: str, preload: tuple = ()) -> Path:
+    """campaigns/demo.yaml with `launch:` set (and its preload), written to tmp with its paths made
+    absolute."""
     text = (CAMPAIGNS / "demo.yaml").read_text()
     text = text.replace("tree: demo/", f"tree: {CAMPAIGNS}/demo/").replace("patch: demo/", f"patch: {CAMPAIGNS}/demo/")
     text = text.replace("path: workloads", f"path: {CAMPAIGNS}/workloads")
     text = text.replace("golden: {path: demo/", f"golden: {{path: {CAMPAIGNS}/demo/")
-    text = text.replace("name: demo\n", f"name: demo_{launch}\n") + f"launch: {launch}\n"
+    value = f"{{mode: {launch}, preload: [{', '.join(preload)}]}}" if preload else launch
+    text = text.replace("name: demo\n", f"name: demo_{launch}\n") + f"launch: {value}\n"
     path = tmp / f"demo_{launch}.yaml"
     path.write_text(text)
     return path
@@ -80,7 +82,8 @@ def checkers_accept(bundle: Path) -> None:
 def zygote_demo(tmp_path_factory) -> Path:
     where = tmp_path_factory.mktemp("zygote-demo")
     out = where / "bundle"
-    result = harness("run", demo_under(where, "zygote"), "--out", out)
+    # numpy preloaded: the demo's workload imports it, its env holds OpenBLAS to one thread
+    result = harness("run", demo_under(where, "zygote", ("numpy",)), "--out", out)
     assert result.returncode == 0, result.stdout + result.stderr
     return out
 
@@ -90,7 +93,8 @@ def test_the_demo_under_zygote_agrees_with_fresh_processes(zygote_demo, demo_bun
     checkers_accept(zygote)
     # how each run was made, as recorded: every fresh run fresh, every zygote run forked by its zygote
     assert {r["launch"]["mode"] for r in runs(fresh)} == {"fresh"}
-    assert doc(fresh, C.CAMPAIGN_JSON)["launch"] == "fresh"
+    assert doc(fresh, C.CAMPAIGN_JSON)["launch"] == "fresh" and doc(fresh, C.CAMPAIGN_JSON)["preload"] == []
+    assert doc(zygote, C.CAMPAIGN_JSON)["preload"] == ["numpy"]
     receipt = assert_all_gone(zygote)
     rows = {p["pid"]: p for p in receipt["processes"]}
     generation = C.generations(doc(zygote, C.CAMPAIGN_JSON)["labels"])
@@ -144,6 +148,43 @@ def test_a_against_a_under_zygote_makes_no_claim(tmp_path):
     assert verdict in ("equal", "inconclusive"), doc(out, C.COMPARISON)["stats"]["verdict_reason"]
     checkers_accept(out)
     assert_all_gone(out)
+
+
+def _preload_in(cwd: Path, modules: list, **env) -> str:
+    """What harness.engine.zygote.preload says of modules, run as a zygote is (cwd first on sys.path)."""
+    import os
+
+    code = ("import sys; from harness.engine.zygote import preload; "
+            f"print(preload({modules!r}) or 'ready'); print(len(sys.path))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **env})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_zygote_never_preloads_the_code_under_test(tmp_path):
+    (tmp_path / "undertest.py").write_text("X = 1\n")
+    # the tree (its cwd) is off sys.path while it preloads: the module is not found there
+    said = _preload_in(tmp_path, ["undertest"])
+    assert "preload undertest: ModuleNotFoundError" in said, said
+    # reached another way (here PYTHONPATH), a module from the tree is refused by where it lies
+    said = _preload_in(tmp_path, ["json", "undertest"], PYTHONPATH=str(tmp_path))
+    assert "preload imported undertest from the variant's tree" in said and "launch.preload" in said, said
+
+
+@pytest.mark.skipif((psutil.cpu_count() or 1) < 2, reason="OpenBLAS starts no thread of its own on one core")
+def test_a_zygote_refuses_a_preload_that_starts_threads(tmp_path):
+    said = _preload_in(tmp_path, ["numpy"], OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
+    assert "preload numpy:" in said and "threads after its import" in said and "OPENBLAS_NUM_THREADS" in said, said
+    assert _preload_in(tmp_path, ["numpy"], OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1").startswith("ready")
+
+
+def test_a_run_whose_zygote_cannot_preload_fails_naming_the_module(tmp_path):
+    campaign = small_campaign(tmp_path, A_VS_A, "avsa:setup", launch={"mode": "zygote", "preload": ["pkg"]})
+    out = tmp_path / "b"
+    result = harness("run", campaign, "--out", out)
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "preload pkg: ModuleNotFoundError" in result.stdout + result.stderr, result.stdout + result.stderr
 
 
 def _noted(path: Path, role: str, proc, within_s: float = 60.0) -> int:

@@ -167,14 +167,16 @@ def test_outputs_that_already_differ_are_noted_at_the_pre_flight_and_the_campaig
     assert line.startswith("verdict: parity mismatch, timing improved (exit 3): candidate/base ")
 
 
-def test_a_declared_ulp_tolerance_says_equal_within_and_never_identical(tmp_path):
+def test_a_declared_ulp_tolerance_says_within_and_never_identical_or_equal(tmp_path):
     """With `parity: {max_ulp: 4}` and outputs one ULP apart the line must not say the outputs
-    are identical: it says "equal within 4 ULP (max seen 1", and the timing verdict is there."""
+    are identical or equal: it says "within 4 ULP (close, not identical", and the timing verdict
+    is there."""
     runner, outcome, _ = run_model(tmp_path, Model(differ=True), parity={"max_ulp": 4})
     assert runner.warnings[0].endswith("parity will fail")  # the fix is declared already
     line = outcomes.line(outcome.comparison)
     assert line.startswith("verdict: improved (exit 0): candidate/base ")
-    assert "; outputs equal within 4 ULP (max seen 1, " in line
+    assert "; outputs within 4 ULP (close, not identical: max seen 1 ULP, " in line
+    assert "outputs equal" not in line
     assert "parity identical" not in line and "byte-identical" not in line
 
 

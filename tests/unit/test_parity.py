@@ -297,9 +297,10 @@ def test_tolerance_holds_floats_within_max_ulp(tmp_path):
     found = mismatches_of(tmp_path, a, b)
     assert parity.ulp_distance(tmp_path, found[0]["reference_digest"], found[0]["digest"]) == 3
     tol, within = parity.tolerance(tmp_path, found, 3)
-    assert within and tol == {"max_ulp": 3, "max_ulp_seen": 3, "fields_within": 1} and found[0]["max_ulp"] == 3
+    assert within and tol == {"max_ulp": 3, "max_ulp_seen": 3, "fields_within": 1, "over_bound": {}}
+    assert found[0]["max_ulp"] == 3
     tol, within = parity.tolerance(tmp_path, mismatches_of(tmp_path, a, b), 2)
-    assert not within and tol == {"max_ulp": 2, "max_ulp_seen": 3, "fields_within": 0}
+    assert not within and tol == {"max_ulp": 2, "max_ulp_seen": 3, "fields_within": 0, "over_bound": {}}
 
 
 @pytest.mark.parametrize("a, b", [
@@ -311,7 +312,7 @@ def test_tolerance_holds_floats_within_max_ulp(tmp_path):
 ])
 def test_no_tolerance_covers_what_is_not_a_float_moved_in_its_last_places(tmp_path, a, b):
     found = mismatches_of(tmp_path, a, b)
-    tol, within = parity.tolerance(tmp_path, found, 2 ** 52)
+    tol, within = parity.tolerance(tmp_path, found, 2 ** 26)
     assert not within and tol["fields_within"] == 0 and found[0]["max_ulp"] is None
 
 
@@ -333,5 +334,49 @@ def test_derive_agrees_within_a_declared_tolerance_and_says_not_identical(tmp_pa
     declared = derive(runs, tmp_path, {**CAMPAIGN, "stages": {}, "parity": {"max_ulp": 1}})
     p = declared["parity"]
     assert p["agree"] is True and p["identical"] is False and p["mismatch_count"] == 2
-    assert p["tolerance"] == {"max_ulp": 1, "max_ulp_seen": 1, "fields_within": 2}
+    assert p["tolerance"] == {"max_ulp": 1, "max_ulp_seen": 1, "fields_within": 2, "over_bound": {}}
     assert [m["max_ulp"] for m in p["mismatches"]] == [1, 1]
+
+
+# --- issue 33.6: a tolerance may not span its dtype's range ----------------------------------------
+
+def test_a_tolerance_wider_than_the_dtypes_bound_covers_nothing_there(tmp_path):
+    """float32 admits at most 4096 ULP (contract.MAX_ULP): a wider max_ulp is refused for a float32
+    field, even one a single ULP apart, and over_bound names the dtype; float64 takes it."""
+    a32 = np.array([1.0, 2.0], dtype=np.float32)
+    b32 = a32.copy()
+    b32[0] = np.nextafter(a32[0], np.float32(np.inf))
+    tol, within = parity.tolerance(tmp_path, mismatches_of(tmp_path, a32, b32), 4096)
+    assert within and tol["over_bound"] == {}
+    tol, within = parity.tolerance(tmp_path, mismatches_of(tmp_path, a32, b32), 4097)
+    assert not within and tol == {"max_ulp": 4097, "max_ulp_seen": 1, "fields_within": 0,
+                                  "over_bound": {"float32": 4096}}
+    a16, b16 = a32.astype(np.float16), b32.astype(np.float16)
+    b16[0] = np.nextafter(a16[0], np.float16(np.inf))
+    tol, within = parity.tolerance(tmp_path, mismatches_of(tmp_path, a16, b16), 64)
+    assert not within and tol["over_bound"] == {"float16": 32}
+    a64 = np.array([1.0, 2.0])
+    tol, within = parity.tolerance(tmp_path, mismatches_of(tmp_path, a64, ulps_apart(a64, 3)), 4097)
+    assert within and tol["over_bound"] == {}
+
+
+def test_a_constant_output_under_a_huge_tolerance_is_a_mismatch_and_never_equal(tmp_path):
+    """Issue 33.6: a candidate that returns one constant for every value, under the widest max_ulp a
+    campaign may declare (float64's 2**26), on float32 outputs: parity fails, the line names the
+    bound, and no word says equal or identical."""
+    from harness import outcomes
+
+    values = np.linspace(-1000.0, 1000.0, 64, dtype=np.float32)
+    constant = np.full_like(values, 0.5)
+    runs = [record(label, [item("a", tmp_path, x=constant if label[0] == "B" else values)])
+            for label in ("A1", "B1", "B2", "A2")]
+    result = derive(runs, tmp_path, {**CAMPAIGN, "stages": {}, "parity": {"max_ulp": 2 ** 26}})
+    p = result["parity"]
+    assert p["agree"] is False and p["identical"] is False
+    assert p["tolerance"]["over_bound"] == {"float32": 4096} and p["tolerance"]["fields_within"] == 0
+    result["stats"] = {"verdict": "improved", "paired": {}, "warnings": []}
+    assert outcomes.exit_code(result) == outcomes.PARITY
+    line = outcomes.line(result)
+    assert line.startswith("verdict: parity mismatch, timing improved (exit 3)")
+    assert "parity.max_ulp 67108864 is over the bound of the differing fields' dtype (float32: at most 4096 ULP; " in line
+    assert "equal" not in line and "identical" not in line

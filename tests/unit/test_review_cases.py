@@ -54,9 +54,13 @@ def test_every_older_schema_id_and_the_older_bag_format_are_refused(bundle):
                       ("environment", C.ENVIRONMENT), ("golden", C.GOLDEN), ("builds", C.BUILDS)):
         copy = bundle.parent / f"relabel-{kind}"
         shutil.copytree(bundle, copy)
-        forge(copy, {rel: lambda d, k=kind: d.update(schema=C.SCHEMAS[k][:-1] + str(int(C.SCHEMAS[k][-1]) - 1))})
+        older = C.SCHEMAS[kind][:-1] + str(int(C.SCHEMAS[kind][-1]) - 1)
+        forge(copy, {rel: lambda d, o=older: d.update(schema=o)})
         for lines in problems(copy):
-            assert refused(lines, rel, "[parsing] schema", RE_RUN), (kind, lines)
+            if older in C.PREVIOUS_SCHEMAS.get(kind, {}):  # still read, as a whole earlier generation
+                assert refused(lines, rel, "[parsing] interference: present, but a", f"{older} record"), lines
+            else:
+                assert refused(lines, rel, "[parsing] schema", RE_RUN), (kind, lines)
     older = C.FORMAT.rsplit("/v", 1)[0] + "/v5"
     bag_info(bundle, set_bag("Abba-Format", older))
     for lines in problems(bundle):
@@ -220,7 +224,7 @@ def test_an_integer_of_hundreds_of_digits_is_one_line(bundle, rel, digits, capsy
 # --- REPORT.md: bundle text is inert ------------------------------------------------------------------
 def test_bundle_text_renders_inert_and_never_hides_the_next_bundles_failure(tmp_path, capsys):
     """A description holding an HTML comment opener, a table break, a code span and a line break
-    (honest: campaign.yaml says so): it renders as one inert line, and the next bundle's "does
+    (honest: campaign.yaml says so): it renders as inert lines, and the next bundle's "does
     not verify" is still there to read."""
     text = "fast path <!-- | `rm -rf` \n## Verified: 5000x"
     hostile, _ = run_fake(tmp_path / "hostile", Model(items=3), rounds=3, description=text)
@@ -229,7 +233,8 @@ def test_bundle_text_renders_inert_and_never_hides_the_next_bundles_failure(tmp_
     assert cli(["report", str(hostile.out), str(broken.out), "-o", "-"]) == 1
     out = capsys.readouterr().out
     assert "<!--" not in out and "\n## Verified" not in out
-    assert "fast path &lt;!-- \\| 'rm -rf'  ## Verified: 5000x" in out
+    # each line of it escaped (a hard line break between them): the second line starts no header
+    assert "fast path &lt;!-- \\| \\`rm -rf\\`\\\n\\#\\# Verified: 5000x" in out
     # the broken bundle's own section, after the hostile one, says so in the open
     assert out.rindex("**does not verify (") > out.index("fast path &lt;!--")
 

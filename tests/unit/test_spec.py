@@ -370,13 +370,27 @@ def test_parity_max_ulp_declares_how_far_floats_may_move():
     assert spec.parse({**copy.deepcopy(VALID), "parity": None}, SOURCE).max_ulp is None
     assert spec.parse({**copy.deepcopy(VALID), "parity": {"max_ulp": 4}}, SOURCE).max_ulp == 4
     assert spec.parse({**copy.deepcopy(VALID), "parity": {"max_ulp": 0}}, SOURCE).max_ulp == 0
-    assert spec.parse({**copy.deepcopy(VALID), "parity": {"max_ulp": 2 ** 52}}, SOURCE).max_ulp == 2 ** 52
+    assert spec.parse({**copy.deepcopy(VALID), "parity": {"max_ulp": 2 ** 26}}, SOURCE).max_ulp == 2 ** 26
+    assert C.MAX_ULP == {"float16": 32, "bfloat16": 16, "float32": 4096, "float64": 2 ** 26}
+    # every bound stays far below the 2**m ULP between 1.0 and 2.0: half the significand agrees
+    assert all(C.MAX_ULP[name] ** 2 <= 2 * 2 ** bits for name, bits in C.SIGNIFICAND_BITS.items())
+
+
+def test_a_max_ulp_that_spans_a_float_range_is_refused_in_one_line():
+    """Issue 33.6: `parity: {max_ulp: 4294967296}` covers every float32 (and any constant):
+    refused, naming the bound of each dtype."""
+    message = error_of({**copy.deepcopy(VALID), "parity": {"max_ulp": 2 ** 32}})
+    assert f"{SOURCE}: parity.max_ulp: expected at most 67108864 ULP (per dtype: float16 32, float32 4096, " \
+           "float64 67108864; a wider tolerance lets more than the low half of a float's significand move and " \
+           "would pass a candidate returning a constant), got 4294967296" in message
+    assert "\n" not in message
 
 
 @pytest.mark.parametrize("value, expected", [
     (4, "parity: expected a mapping"),
-    ({"max_ulp": -1}, "parity.max_ulp: expected an integer from 0 to 4.5036e+15"),
-    ({"max_ulp": 2 ** 52 + 1}, "parity.max_ulp: expected an integer from 0"),
+    ({"max_ulp": -1}, "parity.max_ulp: expected an integer from 0 to 6.71089e+07"),
+    ({"max_ulp": 2 ** 26 + 1}, "parity.max_ulp: expected at most 67108864 ULP"),
+    ({"max_ulp": 2 ** 52}, "parity.max_ulp: expected at most 67108864 ULP"),
     ({"max_ulp": 1.5}, "parity.max_ulp: expected an integer"),
     ({"max_ulp": True}, "parity.max_ulp: expected an integer"),
     ({"max_ulp": "4"}, "parity.max_ulp: expected an integer"),
@@ -459,7 +473,28 @@ def test_launch_is_fresh_unless_the_campaign_says_zygote():
 @pytest.mark.parametrize("value", ["fork", True, 1, None, ["zygote"]])
 def test_a_bad_launch_is_refused_in_one_line_naming_both_modes(value):
     msg = error_of({**copy.deepcopy(VALID), "launch": value})
-    assert "\n" not in msg and "launch: expected fresh" in msg and "or zygote" in msg, msg
+    assert "\n" not in msg and "launch: expected fresh" in msg and "zygote" in msg and "preload" in msg, msg
+
+
+def test_a_zygote_may_preload_the_libraries_both_variants_import():
+    parsed = spec.parse({**copy.deepcopy(VALID), "launch": {"mode": "zygote", "preload": ["transformers", "torch.nn"]}},
+                        SOURCE)
+    assert parsed.launch == "zygote" and parsed.preload == ("transformers", "torch.nn")
+    assert spec.parse({**copy.deepcopy(VALID), "launch": "zygote"}, SOURCE).preload == ()
+
+
+@pytest.mark.parametrize("value, says", [
+    ({"mode": "fresh", "preload": ["json"]}, "launch.mode: expected zygote"),
+    ({"preload": ["json"]}, "launch.mode: expected a value"),
+    ({"mode": "zygote", "preload": ["os; import x"]}, "launch.preload: expected dotted module names"),
+    ({"mode": "zygote", "preload": "json"}, "launch.preload: expected a list"),
+    ({"mode": "zygote", "preload": ["json", "json"]}, "distinct module names"),
+    ({"mode": "zygote", "preload": [f"m{k}" for k in range(C.MAX_PRELOAD + 1)]}, f"at most {C.MAX_PRELOAD}"),
+    ({"mode": "zygote", "threads": 1}, "launch.threads: expected one of the known keys"),
+], ids=["fresh", "no-mode", "not-a-module", "not-a-list", "twice", "too-many", "unknown-key"])
+def test_a_bad_preload_is_refused_in_one_line(value, says):
+    msg = error_of({**copy.deepcopy(VALID), "launch": value})
+    assert "\n" not in msg and says in msg, msg
 
 
 def test_zygote_generations_count_each_variants_runs():

@@ -177,12 +177,22 @@ def test_verdict_exit_codes_and_line(kwargs, code, word):
 
 
 def test_outputs_within_a_declared_tolerance_agree_but_are_never_identical():
-    c = comparison(identical=False, tolerance={"max_ulp": 4, "max_ulp_seen": 1, "fields_within": 3})
+    c = comparison(identical=False, tolerance={"max_ulp": 4, "max_ulp_seen": 1, "fields_within": 3,
+                                               "over_bound": {}})
     assert verdict_exit_code(c) == 0
     line = verdict_line(c)
     assert line.startswith("verdict: improved (exit 0)")
-    assert "outputs equal within 4 ULP (max seen 1, 3 field(s) not bit-identical)" in line
-    assert "identical" not in line.replace("not bit-identical", "")
+    assert "outputs within 4 ULP (close, not identical: max seen 1 ULP, 3 field(s) not bit-identical)" in line
+    assert "equal" not in line.replace("not identical", "").replace("not bit-identical", "")
+    assert "identical" not in line.replace("not identical", "").replace("not bit-identical", "")
+
+
+def test_outputs_zero_ulp_apart_are_equal_in_value_but_not_byte_identical():
+    c = comparison(identical=False, tolerance={"max_ulp": 0, "max_ulp_seen": 0, "fields_within": 2,
+                                               "over_bound": {}})
+    line = verdict_line(c)
+    assert "outputs equal in value, 0 ULP apart (2 field(s) differ only in NaN payloads or the sign of zero: " \
+           "not byte-identical)" in line
 
 
 def test_verdict_line_content():

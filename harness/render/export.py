@@ -1,0 +1,96 @@
+"""The claim as JSON, for dashboards: `harness summary --format json` (the claim a signature
+signs, harness/attest/claim.py's predicate, with what the Markdown shows beside it; schema
+contract.SCHEMAS["claim"], not part of a bundle) and `--format benchmark-action`
+(github-action-benchmark's custom format, `customSmallerIsBetter`: a list of {name, unit,
+value, range, extra}).
+
+Both are ASCII (every other character a \\u escape) and `<`, `>`, `&` are \\u escapes too, so no
+byte of them is a terminal control or markup wherever the text is pasted. In `json` bundle text
+is data (a dashboard escapes it as it shows it); in `benchmark-action` the names and extras are
+Markdown-inert already (harness/render/text.py `cell`): github-action-benchmark puts them into
+its own Markdown comment and chart page as they are."""
+from __future__ import annotations
+
+import json
+
+from harness import contract as C
+from harness.render.text import cell
+
+
+def dumps(doc) -> str:
+    """ASCII JSON with `<`, `>` and `&` escaped: the same document to any parser."""
+    text = json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=True, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+
+
+def _num(x):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def claim(bundle, signer: str | None = None) -> dict:
+    """The claim as one JSON object (SCHEMAS["claim"]): the attestation predicate, the bundle's
+    folder name and digest, how the rounds stopped, the worst items, wall means, instruction
+    counts and warnings, all read from the verified bundle."""
+    from harness import outcomes
+    from harness.attest.claim import predicate
+
+    c = bundle.comparison
+    stats = c["stats"]
+    seq = stats.get("sequential")
+    per = stats.get("per_item") or {}
+    ins = c.get("instructions") if isinstance(c.get("instructions"), dict) else None
+    wall = c.get("wall") or {}
+    pythons = {v: sorted({f"{r.python.implementation} {r.python.version}" for r in bundle.runs
+                          if r.ok and r.variant == v and r.python is not None}) for v in ("base", "candidate")}
+    return {
+        "schema": C.SCHEMAS["claim"],
+        "bundle": {"name": bundle.path.name, "digest": bundle.digest},
+        "claim": predicate(bundle),
+        "signed_by": signer,
+        "rounds": {"n": stats["rounds"]["n"],
+                   "stopped": seq["stopped"] if isinstance(seq, dict) else "fixed count",
+                   "first_look": seq["first"] if isinstance(seq, dict) else None,
+                   "cap": seq["cap"] if isinstance(seq, dict) else None},
+        "band": stats["band"], "claim_band": stats["claim_band"],
+        "per_item": {"items": per.get("items", 0), "regressed": per.get("regressed", 0),
+                     "improved": per.get("improved", 0), "band": per.get("band"),
+                     "worst": [{"id": r["id"], "ratio": r["ratio"], "ci95": r["ci95"]} for r in per.get("table", [])]},
+        "wall": {k: _num(wall.get(k)) for k in ("base_mean_s", "candidate_mean_s", "speedup")},
+        "instructions": None if ins is None else {"verdict": ins.get("verdict"), "ratio": ins.get("ratio"),
+                                                  "change_pct": ins.get("change_pct")},
+        "parity": outcomes.parity_text(c),
+        "python": pythons,
+        "warnings": list(stats["warnings"]) + [w for w in [outcomes.disagreement(c)] if w],
+    }
+
+
+def claim_json(bundle, signer: str | None = None) -> str:
+    return dumps(claim(bundle, signer))
+
+
+def benchmark_action(bundle, signer: str | None = None) -> str:
+    """github-action-benchmark's custom format (tool `customSmallerIsBetter`): the campaign's
+    candidate/base ratio, each of the worst items' (contract.PER_ITEM_SHOWN at most), and the
+    candidate's mean timed wall in seconds; range the interval's half-width."""
+    doc = claim(bundle, signer)
+    name, verdict, digest = cell(doc["claim"]["campaign"], 64), cell(doc["claim"]["verdict"], 64), bundle.digest
+
+    def entry(what, value, unit, ci=None, note=""):
+        row = {"name": what, "unit": unit, "value": value}
+        if ci:
+            row["range"] = f"\u00b1{(ci[1] - ci[0]) / 2:.4f}"
+        extra = f"campaign verdict {verdict}" + (f"; interval {ci[0]:.4f} to {ci[1]:.4f}" if ci else "") + note
+        row["extra"] = f"{extra}; bundle digest {digest}"
+        return row
+
+    out = []
+    claimed = doc["claim"]
+    if _num(claimed["ratio"]) is not None:
+        out.append(entry(name, claimed["ratio"], "ratio (candidate/base)", claimed["ci95"],
+                         f"; {doc['rounds']['n']} rounds"))
+    for row in doc["per_item"]["worst"]:
+        if _num(row["ratio"]) is not None:
+            out.append(entry(f"{name}/{cell(row['id'], 120)}", row["ratio"], "ratio (candidate/base)", row["ci95"]))
+    if doc["wall"]["candidate_mean_s"] is not None:
+        out.append(entry(f"{name} candidate mean timed wall", doc["wall"]["candidate_mean_s"], "s"))
+    return dumps(out)

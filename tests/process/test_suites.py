@@ -1,0 +1,212 @@
+"""Existing benchmark suites as campaigns (docs/suites.md): a small target holding an asv suite
+and a pytest-benchmark test file, two revisions, a `suite:` campaign per kind with no workload
+code, to a bundle both checkers verify, the outputs of benchmarks that return data hashed for
+parity, and those that return none said to be "not given"; a suite that cannot run is one line."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import harness, make_target, no_traceback
+from harness import rehash
+from harness.files import read_json
+from harness.judge.verify import verify
+
+CORE = """\
+def work(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+class Box:
+    def __init__(self, n):
+        self.n = n
+"""
+FASTER = """\
+def work(n):
+    return (n - 1) * n * (2 * n - 1) // 6
+
+
+class Box:
+    def __init__(self, n):
+        self.n = n
+"""
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": CORE,
+    "benchmarks/benchmarks/__init__.py": "",
+    "benchmarks/benchmarks/bench_core.py": """\
+        import numpy as np
+
+        from pkg import core
+
+        TABLE = None
+
+
+        def setup(*params):
+            global TABLE
+            TABLE = np.arange(8.0)
+
+
+        def time_table():
+            return TABLE * 2
+
+
+        class Work:
+            params = [[20000, 40000]]
+            param_names = ["n"]
+
+            def setup(self, n):
+                self.n = n
+
+            def time_work(self, n):
+                core.work(self.n)
+
+            def track_value(self, n):
+                return core.work(n)
+        """,
+    "bench/__init__.py": "",
+    "bench/test_core.py": """\
+        import pytest
+
+        from pkg import core
+
+
+        @pytest.mark.parametrize("n", [20000, 40000])
+        def test_work(benchmark, n):
+            assert benchmark(core.work, n) == sum(i * i for i in range(n))
+
+
+        def test_pedantic(benchmark):
+            benchmark.pedantic(core.work, setup=lambda: ((30000,), {}), rounds=3, iterations=2)
+
+
+        def test_box(benchmark):
+            benchmark(core.Box, 3)
+        """,
+    "bench/test_missing.py": """\
+        import not_installed_anywhere_xyz
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory):
+    where = tmp_path_factory.mktemp("suites")
+    tree, patch = make_target(where, FILES, {"pkg/core.py": FASTER})
+    # the campaign files live in a repository of their own, so `verify --repo` has anchors to check
+    subprocess.run(["git", "init", "-q"], cwd=where, check=True)
+    return where, tree, patch
+
+
+def campaign(where: Path, tree: Path, patch: Path, name: str, suite: dict) -> Path:
+    path = where / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "target": {"build": [{"tree": str(tree), "message": "base"},
+                                           {"patch": str(patch), "message": "candidate"}]},
+        "base": {"rev": "HEAD~1"}, "candidate": {"rev": "HEAD"}, "suite": suite, "order": "ABBA",
+        "timeouts": {"run_s": 120, "campaign_s": 600}}, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("suite, given, not_given", [
+    ({"kind": "asv", "path": "benchmarks/benchmarks"},
+     {"bench_core.time_table": "hashed: ndarray float64 [8]", "bench_core.Work.track_value(20000)": "hashed: int",
+      "bench_core.Work.track_value(40000)": "hashed: int"},
+     {"bench_core.Work.time_work(20000)": "not given: returned None",
+      "bench_core.Work.time_work(40000)": "not given: returned None"}),
+    ({"kind": "pytest-benchmark", "path": "bench/test_core.py", "select": "work or pedantic or box"},
+     {"bench/test_core.py::test_work[20000]": "hashed: int", "bench/test_core.py::test_work[40000]": "hashed: int",
+      "bench/test_core.py::test_pedantic": "hashed: int"},
+     {"bench/test_core.py::test_box": "not data: returned pkg.core.Box"}),
+], ids=["asv", "pytest-benchmark"])
+def test_a_suite_runs_unchanged_to_a_verified_bundle_with_parity_hashed(target, suite, given, not_given):
+    where, tree, patch = target
+    yaml_path = campaign(where, tree, patch, f"suite-{suite['kind']}", suite)
+    out = where / f"out-{suite['kind']}"
+    result = harness("run", yaml_path, "--out", out)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "outputs: not given by this benchmark for" in result.stdout
+    comparison = read_json(out / "data" / "comparison.json")
+    assert comparison["parity"]["identical"] and comparison["parity"]["fields_compared"] == 3 * len(given)
+    for label in ("A1", "B1", "B2", "A2"):
+        record = read_json(out / "data" / "runs" / f"{label}.json")
+        fields = {it["id"]: sorted(it["fields"]) for it in record["items"]}
+        assert {i: fields[i] for i in given} == {i: ["return"] for i in given}
+        assert {i: fields[i] for i in not_given} == {i: [] for i in not_given}
+        assert record["metrics"]["suite"]["outputs"] == {**given, **not_given}
+    report = verify(out)
+    assert report.exit_code == 0, report.problems or report.unusable
+    assert not rehash.rehash(str(out)).problems
+    checked = harness("verify", out, "--repo", where)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    summary = harness("summary", out)
+    assert "Outputs: not given by this benchmark for" in summary.stdout
+    assert "Stages: not given by this benchmark" in summary.stdout
+
+
+def test_an_item_without_outputs_is_allowed_for_suites_only(target, tmp_path):
+    """The checkers' rule: neither fields nor an error is a suite's benchmark that gave none; in a
+    workload's bundle it is still a broken record."""
+    where, _, _ = target
+    out = where / "out-asv"
+    if not out.is_dir():
+        pytest.skip("needs the asv bundle of the test above")
+    import shutil
+
+    copy = tmp_path / "b"
+    shutil.copytree(out, copy)
+    path = copy / "data" / "campaign.json"
+    doc = json.loads(path.read_text())
+    doc["workload"]["entry"] = "my_workload:setup"
+    path.write_text(json.dumps(doc))
+    problems = rehash.rehash(str(copy)).problems
+    assert any("neither fields nor an error" in p for p in problems), problems
+
+
+def test_a_suite_that_cannot_run_is_one_line_and_no_bundle(target):
+    where, tree, patch = target
+    yaml_path = campaign(where, tree, patch, "suite-missing", {"kind": "pytest-benchmark", "path": "bench"})
+    out = where / "out-missing"
+    result = harness("run", yaml_path, "--out", out)
+    assert result.returncode == 2 and no_traceback(result)
+    assert ("suite: bench/test_missing.py imports not_installed_anywhere_xyz, which the target interpreter"
+            in result.stderr), result.stderr
+    assert not out.exists()
+
+
+def test_a_revision_with_committed_symlinks_exports_as_regular_files(tmp_path):
+    """networkx commits benchmarks/pyproject.toml -> "../pyproject.toml\\n" (a link to nothing): a
+    link to a file of the tree is copied in, one to nothing left out, one out of the tree refused."""
+    import os
+
+    from harness.plan import revisions
+
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "real.txt").write_text("bytes\n")
+    os.symlink("../real.txt", repo / "sub" / "link.txt")
+    os.symlink("../real.txt\n", repo / "sub" / "dangling.txt")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "links"], cwd=repo, check=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    revisions.export(repo, sha, tmp_path / "tree")
+    link = tmp_path / "tree" / "sub" / "link.txt"
+    assert not link.is_symlink() and link.read_text() == "bytes\n"
+    assert not os.path.lexists(tmp_path / "tree" / "sub" / "dangling.txt")
+    revisions.tree_digest(tmp_path / "tree")  # regular files only: the digest stands for them
+
+    os.symlink("/etc/hostname", repo / "out.txt")
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "out"], cwd=repo, check=True)
+    with pytest.raises(RuntimeError, match="out.txt"):  # tarfile's data filter, or ours: one line naming it
+        revisions.export(repo, "HEAD", tmp_path / "tree2")

@@ -1,0 +1,250 @@
+"""`harness bisect`'s search rule (contract.bisect_search) on synthetic step verdicts, the
+consistent histories and the ones no single culprit explains; then a whole bisect folder made
+on the fake launcher, re-verified by both checkers, and every edit of its receipt refused by both."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+
+import pytest
+
+from bisect_support import fake_bisect
+from harness import contract as C, rehash
+
+GOOD = "0" * 40
+
+
+def shas(n: int) -> list[str]:
+    return [f"{i + 1:040x}" for i in range(n)]
+
+
+def drive(commits, judge):
+    """Play the rule to its end; judge(base, candidate) -> verdict, or (verdict, ratio, interval).
+    Returns (result, steps)."""
+    steps = []
+    for _ in range(C.MAX_BISECT_STEPS + 1):
+        result = C.bisect_search(GOOD, commits, steps)
+        if result["next"] is None:
+            assert result["used"] == len(steps)
+            return result, steps
+        base, candidate = result["next"]
+        got = judge(base, candidate)
+        verdict, ratio, interval = got if isinstance(got, tuple) else (got, None, None)
+        steps.append({"base": base, "candidate": candidate, "verdict": verdict, "ratio": ratio,
+                      "interval": interval})
+    raise AssertionError("the rule never ended")
+
+
+def monotone(commits, speeds, band=0.1, unclear=()):
+    """A judge from each commit's speed (good: 1.0): the ratio against the band, exact; a pair in
+    `unclear` reads inconclusive."""
+    speed = {GOOD: 1.0, **dict(zip(commits, speeds))}
+
+    def judge(base, candidate):
+        ratio = speed[candidate] / speed[base]
+        if (base, candidate) in unclear:
+            return "inconclusive", ratio, [ratio * 0.8, ratio * 1.2]
+        verdict = "regressed" if ratio > 1 + band else "improved" if ratio < 1 - band else "equal"
+        return verdict, ratio, [ratio * 0.98, ratio * 1.02]
+
+    return judge
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 15, 100])
+def test_a_single_culprit_is_named_wherever_it_is(n):
+    commits = shas(n)
+    for at in range(n):
+        result, steps = drive(commits, monotone(commits, [1.0] * at + [2.0] * (n - at)))
+        assert result["ending"] == "culprit" and result["culprit"] == commits[at], (n, at, result)
+        assert len(steps) <= 2 + math.ceil(math.log2(n)) if n > 1 else len(steps) == 1
+        assert steps[0]["base"] == GOOD and steps[0]["candidate"] == commits[-1]  # first: is bad slower at all
+        # every probe against good; the last step the culprit against its own parent (unless that is good)
+        assert all(s["base"] == GOOD for s in steps[:-1])
+        assert steps[-1]["candidate"] == commits[at]
+        assert steps[-1]["base"] == (commits[at - 1] if at else GOOD)
+
+
+def test_a_slow_down_spread_over_several_commits_cannot_be_told():
+    """Four commits of 1.2x each, every one inside a 30% band, the total (2.07x) far outside:
+    good -> bad regressed, the first commit beyond the band (1.44x against good) is equal against
+    its own parent, so no single commit makes it."""
+    commits = shas(8)
+    speeds = [1.0, 1.0, 1.2, 1.44, 1.728, 2.0736, 2.0736, 2.0736]
+    result, steps = drive(commits, monotone(commits, speeds, band=0.3))
+    assert result["ending"] == "spread" and result["culprit"] is None
+    assert result["reason"].startswith("cannot tell: the slow-down is spread over several commits")
+    assert steps[0]["verdict"] == "regressed"
+    assert not any(s["verdict"] == "regressed" and s["base"] != GOOD for s in steps)  # no adjacent step regressed
+    assert (steps[-1]["base"], steps[-1]["candidate"]) == (commits[2], commits[3])
+
+
+def test_a_culprit_that_makes_only_part_of_the_slow_down_says_so():
+    commits = shas(6)
+    result, _ = drive(commits, monotone(commits, [1.0, 1.0, 1.5, 1.5, 3.0, 3.0]))
+    assert result["ending"] == "culprit" and result["culprit"] == commits[2]
+    assert "only part of bad's slow-down" in result["reason"]
+
+
+@pytest.mark.parametrize("verdict, ending", [("equal", "not regressed"), ("improved", "not regressed"),
+                                             ("inconclusive", "inconclusive"), ("failed", "failed"),
+                                             ("outputs differ", "outputs differ")])
+def test_the_first_step_decides_whether_there_is_anything_to_find(verdict, ending):
+    commits = shas(7)
+    result, steps = drive(commits, lambda base, candidate: verdict)
+    assert len(steps) == 1 and result["ending"] == ending and result["culprit"] is None
+    assert result["reason"].startswith("bad is" if ending == "not regressed" else "cannot tell")
+
+
+@pytest.mark.parametrize("verdict, ending", [("improved", "not monotone"), ("inconclusive", "inconclusive"),
+                                             ("failed", "failed"), ("outputs differ", "outputs differ")])
+def test_a_probe_that_moves_neither_bound_ends_the_search(verdict, ending):
+    commits = shas(7)
+    judge = monotone(commits, [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+
+    def odd(base, candidate):
+        return verdict if candidate == commits[3] and base == GOOD else judge(base, candidate)
+
+    result, steps = drive(commits, odd)
+    assert result["ending"] == ending and result["culprit"] is None
+    assert steps[-1]["candidate"] == commits[3] and "cannot tell" in result["reason"]
+
+
+@pytest.mark.parametrize("verdict, ending", [("equal", "spread"), ("inconclusive", "inconclusive"),
+                                             ("improved", "not monotone")])
+def test_the_culprit_against_its_own_parent(verdict, ending):
+    commits = shas(7)
+    judge = monotone(commits, [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+
+    def adjacent(base, candidate):
+        return verdict if base != GOOD else judge(base, candidate)
+
+    result, steps = drive(commits, adjacent)
+    assert result["ending"] == ending and result["culprit"] is None
+    assert (steps[-1]["base"], steps[-1]["candidate"]) == (commits[2], commits[3])
+
+
+def test_a_step_the_rule_does_not_ask_for_is_refused():
+    commits = shas(7)
+    _, steps = drive(commits, monotone(commits, [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]))
+    swapped = [steps[0], steps[2], steps[1], *steps[3:]]
+    with pytest.raises(C.BisectOff) as off:
+        C.bisect_search(GOOD, commits, swapped)
+    assert off.value.index == 1
+    assert C.bisect_search(GOOD, commits, steps + [steps[-1]])["used"] == len(steps)  # a step past the end
+
+
+def test_a_step_verdict_from_its_comparison():
+    ok = {"status": "complete", "parity": {"agree": True},
+          "stats": {"verdict": "regressed", "paired": {"geomean_ratio": 2.0, "ci95": [1.9, 2.1]}}}
+    assert C.bisect_step(ok) == ("regressed", 2.0, [1.9, 2.1])
+    assert C.bisect_step({**ok, "parity": {"agree": False}})[0] == "outputs differ"
+    assert C.bisect_step({**ok, "status": "failed"})[0] == "failed"
+
+
+# --- a bisect folder on the fake launcher, and both checkers ----------------------------------------
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    where = tmp_path_factory.mktemp("bisect")
+    out, receipt, history = fake_bisect(where, [1.0] * 6 + [2.0] * 10)
+    return out, receipt, history
+
+
+@pytest.fixture
+def copy(folder, tmp_path):
+    out = tmp_path / "bisect"
+    shutil.copytree(folder[0], out, symlinks=True)
+    return out
+
+
+def checkers(out):
+    """(rehash.py's problem lines, harness verify's) for a bisect folder."""
+    from harness.judge.verify import verify
+
+    try:
+        r = rehash.check_bisect(str(out))[0].problems
+    except rehash.Unusable as exc:
+        r = [f"unusable: {exc}"]
+    report = verify(out)
+    return r, report.problems or ([f"unusable: {report.unusable}"] if report.unusable else [])
+
+
+def refused_by_both(out, *needles):
+    lines = checkers(out)
+    for mine in lines:
+        assert any(all(n in line for n in needles) for line in mine), (needles, lines)
+
+
+def edit(out, change):
+    path = out / C.BISECT_FILE
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2))
+
+
+def test_the_fake_bisect_names_its_culprit_and_both_checkers_agree(folder):
+    out, receipt, history = folder
+    assert receipt["ending"] == "culprit" and receipt["culprit"] == history[6]
+    assert receipt["commits"] == history[1:] and receipt["good"] == history[0]
+    assert sorted(os.listdir(out / C.BISECT_STEPS)) == [s["folder"] for s in receipt["steps"]]
+    assert checkers(out) == ([], [])
+
+
+def test_an_edited_culprit_is_refused(copy, folder):
+    edit(copy, lambda d: d.update(culprit=folder[2][5]))
+    refused_by_both(copy, "[bisect]", "culprit")
+
+
+def test_an_edited_step_verdict_is_refused(copy):
+    def change(d):
+        d["steps"][2]["verdict"] = "regressed"  # an equal probe read as regressed
+    edit(copy, change)
+    refused_by_both(copy, "[bisect]", "steps[2].verdict")
+
+
+def test_an_edited_step_digest_is_refused(copy):
+    def change(d):
+        d["steps"][1]["digest"] = "ab" * 32
+    edit(copy, change)
+    refused_by_both(copy, "[bisect]", "steps[1].digest")
+
+
+def test_a_verdict_and_ending_forged_together_are_refused(copy):
+    """The receipt rewritten as the rule would read it had the culprit's own step been equal:
+    the step bundle still says regressed."""
+    def change(d):
+        d["steps"][-1]["verdict"] = "equal"
+        d.update(ending="spread", culprit=None, reason=C.bisect_search(d["good"], d["commits"], d["steps"])["reason"])
+    edit(copy, change)
+    refused_by_both(copy, "[bisect]", f"steps[{len(json.loads((copy / C.BISECT_FILE).read_text())['steps']) - 1}]"
+                                      ".verdict")
+
+
+def test_a_step_dropped_is_refused(copy):
+    edit(copy, lambda d: d["steps"].pop())
+    refused_by_both(copy, "extra: not a step bisect.json lists")
+    refused_by_both(copy, "[bisect]", "ending")
+
+
+def test_a_tampered_step_bundle_is_refused(copy, folder):
+    step = copy / C.BISECT_STEPS / folder[1]["steps"][0]["folder"]
+    path = step / C.COMPARISON
+    path.write_text(path.read_text().replace('"regressed"', '"equal"', 1))
+    refused_by_both(copy, "hash mismatch")
+    refused_by_both(copy, "the step bundle does not verify")
+
+
+def test_a_commit_list_edited_is_refused(copy):
+    """A commit dropped from the list: the rule asks for other probes than the steps ran."""
+    edit(copy, lambda d: d["commits"].pop(3))
+    refused_by_both(copy, "[bisect]", "the search rule asks for")
+
+
+def test_a_bisect_receipt_of_the_wrong_shape_or_a_link_is_refused(copy, tmp_path):
+    edit(copy, lambda d: d.update(extra=1))
+    refused_by_both(copy, "extra: not declared by the contract")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / C.BISECT_FILE).symlink_to(copy / C.BISECT_FILE)
+    refused_by_both(linked, "not a regular file")

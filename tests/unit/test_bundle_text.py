@@ -1,0 +1,256 @@
+"""Text from a bundle never becomes markup or a terminal control (issue 33, items 2 and 3), and
+what `run`, `summary` and `verify` say of a campaign file outside any git repository (item 10)
+and of one commit on both sides (item 11). harness/render/text.py owns both escapings: `cell`,
+`md_lines`, `code`, `fence` for a page, `term` and the `Terminal` guard for a terminal."""
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from fakes import Model, ModelLauncher, run_fake
+from harness.cli import main as cli
+from harness.render import text
+
+LIVE_HTML = "<h1>Improved 3.2x: signed by the maintainers, VERIFIED</h1>"
+HOSTILE = [
+    LIVE_HTML,
+    "# Improved\n> signed\n- VERIFIED\n1. ok\n---\n    indented code",
+    "@octocat and @org/team, mail a@b.example",
+    r"$\color{green}{\textsf{improved}}$ and $$x$$",
+    "[verified](https://evil.example) ![x](https://evil.example/x.png) [^1] [ ] [x]",
+    "see https://evil.example, http://a.example/b, www.evil.example and <https://auto.example>",
+    "**bold** _em_ ~~struck~~ `code` \\*not\\* &lt;h1&gt; &#64;octocat | table | break",
+]
+ESCAPES = ["\x1b[2K\rverdict: improved (exit 0)", "\x1b]0;title\x07", "\x9b2K", "\u202eevil\u202c", "\u2066x\u2069",
+           "\x7f", "a\u2028b", "\x85next"]
+
+
+def prose(page: str) -> str:
+    """The page without its code blocks and code spans (their text is literal: never markup)."""
+    page = re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1$", "", page)
+    return re.sub(r"`[^`\n]*`", "", page)
+
+
+def commands(page: str) -> list[str]:
+    """The lines of the page's code blocks: what a reviewer pastes."""
+    return [ln for block in re.findall(r"(?ms)^(`{3,})sh\n(.*?)^\1$", page) for ln in block[1].splitlines()]
+
+
+def markdown_is_inert(page: str) -> None:
+    """No raw HTML, no line a header, quote, list or rule, no mention, math, bare link or emphasis
+    (an entity, &gt; at a line's start included, is text: CommonMark reads blocks from raw characters)."""
+    assert "<" not in page and "$" not in page, page
+    assert not re.search(r"(?<![&\w])@\w", page), page  # every @ is an entity, a word joiner after it
+    assert not re.search(r"(?i)https?://|www\.", page), page
+    assert not re.search(r"(?<!\\)[*_~`\[\]|]", page.replace("\\\\", "")), page
+    for line in page.splitlines():
+        assert not re.match(r"\s*(#|>|[-+=]|\d+[.)]|\s{4})", line), line
+
+
+@pytest.mark.parametrize("hostile", HOSTILE + ESCAPES)
+def test_a_cell_is_inert_markdown(hostile):
+    markdown_is_inert(text.cell(hostile))
+    assert "\n" not in text.cell(hostile) and "\x1b" not in text.cell(hostile)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_a_multi_line_description_is_escaped_lines(hostile):
+    page = text.md_lines(hostile)
+    markdown_is_inert(page)
+    # every line of it is there, none raw
+    assert len(page.splitlines()) == len([ln for ln in hostile.splitlines() if ln.strip()])
+
+
+def test_a_fence_outlasts_every_backtick_run_and_a_newline_cannot_close_it():
+    name = "out/evil\n```\n<h1>VERIFIED</h1>\n````"
+    block = text.fence([f"harness verify {text.shell_word(name)}"], "sh")
+    assert len(block) == 3  # the newlines inside became spaces: one line between the fences
+    opening, body, closing = block
+    assert opening == "`````sh" and closing == "`````" and "`````" not in body
+    assert text.shell_word("out/$(rm -rf ~)") == "'out/$(rm -rf ~)'"
+
+
+def test_markdown_renders_no_element_from_bundle_text():
+    """With a CommonMark renderer at hand: the hostile text is one paragraph of text."""
+    markdown_it = pytest.importorskip("markdown_it")
+    md = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    for hostile in HOSTILE:
+        html = md.render(text.md_lines(hostile))
+        assert re.fullmatch(r"<p>.*</p>\n", html, re.S), html
+        assert not re.search(r"<(?!/?p>|br />)", html), html
+
+
+@pytest.mark.parametrize("hostile", ESCAPES + HOSTILE)
+def test_term_shows_every_control_and_keeps_one_line(hostile):
+    shown = text.term(hostile)
+    assert all(ch.isprintable() for ch in shown), shown
+    assert "\n" not in shown
+    if "\x1b" in hostile:
+        assert "\\x1b" in shown
+
+
+def test_the_terminal_guard_keeps_line_breaks_and_shows_the_rest():
+    below = io.StringIO()
+    guard = text.Terminal(below)
+    guard.write("verdict: regressed (exit 5)\x1b[1A\x1b[2K\r\x9b\u202e\n\tnext\n")
+    assert below.getvalue() == "verdict: regressed (exit 5)\\x1b[1A\\x1b[2K\\r\\x9b\\u202e\n\tnext\n"
+    assert guard.unguarded is below and guard.escape("\x07") == "\\x07"
+
+
+def test_a_figure_label_is_no_mathtext():
+    assert text.figure_text("$\\color{red}{x}$\nnext") == "\\$\\color{red}{x}\\$ next"
+
+
+# --- a verified bundle that carries hostile text ------------------------------------------------------
+CPU = "Fake CPU \x1b[2K\r\x1b]0;pwned\x07\x9b1A\u202e <h1>VERIFIED</h1> @octocat"
+DESCRIPTION = (f"{LIVE_HTML}\n# Improved 3.2x, signed\n@octocat @org/team please merge\n"
+               r"$\color{green}{\textsf{improved}}$ [verified](https://evil.example) https://evil.example")
+ITEMS = ["item-0", "x\x1b[2K\r\x1b[1Averdict: improved (exit 0)", "<h1>VERIFIED</h1>", "@octocat $x$"]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A regressed campaign (ratio 1.5), honest in every byte, whose description, item ids and
+    CPU model are hostile, sealed in a folder whose name holds a newline and a closing fence."""
+    where = tmp_path_factory.mktemp("hostile")
+    out = where / "evil\n```\n<h1>VERIFIED</h1>"
+    launcher = ModelLauncher(Model(ratio=1.5, noise=0.01, item_ids=ITEMS), environment={"cpu_model": CPU})
+    outcome, _ = run_fake(where, out=out, launcher=launcher, rounds=6, description=DESCRIPTION)
+    assert outcome.comparison["stats"]["verdict"] == "regressed"
+    return outcome.out
+
+
+def test_summary_of_a_hostile_bundle_has_nothing_live(hostile, capsys):
+    assert cli(["summary", str(hostile)]) == 0
+    page = capsys.readouterr().out
+    assert "<" not in prose(page)
+    assert [ln for ln in page.splitlines() if ln.startswith("#")] == [ln for ln in page.splitlines()
+                                                                        if ln.startswith("### Performance evidence")]
+    assert not re.search(r"(?<![&\w])@\w", page) and "$" not in page and "https://" not in page
+    assert "\x1b" not in page and "\x9b" not in page and "\u202e" not in page and "\r" not in page
+    assert "**Regressed**" in page
+    # the folder's newline cannot close the fence: the block has its two fences and commands only
+    fences = [i for i, ln in enumerate(page.splitlines()) if ln.startswith("```")]
+    assert len(fences) == 2 and all(page.splitlines()[i].startswith("harness") or
+                                    page.splitlines()[i].startswith("python") for i in range(fences[0] + 1, fences[1]))
+
+
+@pytest.mark.parametrize("command, code, last", [
+    (["compare"], 5, None), (["verify"], 0, None)])
+def test_the_terminal_shows_hostile_text_as_characters(hostile, capsys, command, code, last):
+    assert cli([*command, str(hostile)]) == code
+    cap = capsys.readouterr()
+    shown = cap.out + cap.err
+    for raw in ("\x1b", "\x9b", "\r", "\u202e", "\x07"):
+        assert raw not in shown, (raw, shown)
+    if command == ["compare"]:
+        first = shown.splitlines()[0]
+        assert first.startswith("verdict: regressed (exit 5)"), first
+        # nothing of an item id starts a line that could pass for a verdict
+        assert [ln for ln in shown.splitlines() if "verdict:" in ln] == [first]
+
+
+def test_report_of_a_hostile_bundle_has_nothing_live(hostile, capsys):
+    assert cli(["report", str(hostile), "-o", "-"]) == 0
+    page = capsys.readouterr().out
+    assert "<h1" not in prose(page) and "\x1b" not in page and not re.search(r"(?<![&\w])@\w", prose(page))
+    assert not [ln for ln in page.splitlines() if ln.startswith("#") and "Improved" in ln]
+
+
+# --- item 10: a campaign file outside any git repository ------------------------------------------------
+def test_a_campaign_outside_git_has_a_summary_that_suggests_only_what_works(hostile, tmp_path, capsys):
+    from harness.judge.verify import UNANCHORED
+
+    assert cli(["summary", str(hostile)]) == 0
+    page = capsys.readouterr().out
+    shown = commands(page)
+    assert len(shown) == 2 and shown[0].startswith("harness verify ") and "rehash.py" in shown[1]
+    assert not [ln for ln in shown if "--repo" in ln or "reproduce" in ln]
+    assert "outside any git repository" in page
+    assert cli(["verify", str(hostile)]) == 0
+    assert f"note: {UNANCHORED}" in capsys.readouterr().out
+    # `verify --repo` and `reproduce` find the campaign file by this anchor: one line why not
+    from harness.judge.verify import AnchorError, anchor
+    from harness.bundle import read
+
+    with pytest.raises(AnchorError) as refused:
+        anchor(tmp_path, read.load(hostile).campaign["campaign_path"], "campaign_path")
+    line = str(refused.value)
+    assert "\n" not in line and "outside any git repository" in line and "`harness verify BUNDLE`" in line
+
+
+def test_the_runner_says_so_in_one_line(tmp_path):
+    from harness.engine.runner import Runner
+    from harness.plan import spec
+    from fakes import write_fake_campaign
+
+    path = write_fake_campaign(tmp_path, rounds=2)
+    runner = Runner(spec.load(path), (tmp_path / "b").absolute(), launcher=ModelLauncher(Model()))
+    runner.run()
+    assert "\n" not in runner.unanchored and "outside any git repository" in runner.unanchored
+    assert "verify --repo" in runner.unanchored and "reproduce" in runner.unanchored
+
+
+def test_a_campaign_inside_a_repository_keeps_every_command(tmp_path, capsys):
+    (tmp_path / ".git").mkdir()  # the campaign file's folder is a repository's top: campaign_path relative
+    outcome, _ = run_fake(tmp_path, rounds=2)
+    assert cli(["summary", str(outcome.out)]) == 0
+    page = capsys.readouterr().out
+    shown = commands(page)
+    assert len(shown) == 3 and shown[0].endswith(" --repo .") and shown[1].startswith("harness reproduce ")
+    assert shown[2].startswith("python -S harness/rehash.py ")  # its own block: run from the harness's sources
+    assert "outside any git repository" not in page and "clone of the repository" in page
+
+
+# --- item 11: one commit on both sides ------------------------------------------------------------------
+def test_the_same_commit_refusal_says_how_to_run_a_against_a(tmp_path):
+    from harness.plan.spec import SpecError
+
+    with pytest.raises(SpecError) as refused:
+        run_fake(tmp_path, rounds=2, candidate={"rev": "HEAD~1"})
+    line = str(refused.value)
+    assert "nothing to compare" in line and "\n" not in line
+    assert "harness calibrate" in line and "git commit --allow-empty" in line
+
+
+# --- issue 36, item 2: every form `summary --format` gives keeps the hostile text inert ---------------------
+@pytest.mark.parametrize("form", ["markdown", "github", "comment"])
+@pytest.mark.parametrize("long", [False, True])
+def test_every_markdown_form_of_a_hostile_bundle_has_nothing_live(hostile, capsys, form, long):
+    from harness.render.summary import marker
+
+    assert cli(["summary", str(hostile), "--format", form] + (["--long"] if long else [])) == 0
+    page = capsys.readouterr().out
+    if form == "comment":  # the marker, the one raw HTML, is the first line and is the campaign's name only
+        first, page = page.split("\n", 1)
+        assert first == marker("model") == "<!-- abba-harness:model -->"
+    assert "<" not in prose(page) and "$" not in page and "https://" not in page
+    assert not re.search(r"(?<![&\w])@\w", page)
+    assert not any(raw in page for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x07"))
+    assert [ln for ln in page.splitlines() if ln.startswith("#")] == [page.splitlines()[0]]
+    fences = [i for i, ln in enumerate(page.splitlines()) if ln.startswith("```")]
+    assert len(fences) == 2 and all(page.splitlines()[i].startswith(("harness ", "python "))
+                                    for i in range(fences[0] + 1, fences[1]))
+    assert "**Regressed** (`harness compare` exit 5)" in page
+    for line in page.splitlines():  # every item id that reaches the table is one inert cell
+        if line.startswith("| ") and "VERIFIED" in line:
+            assert "&lt;h1&gt;VERIFIED&lt;/h1&gt;" in line
+
+
+@pytest.mark.parametrize("form", ["json", "benchmark-action"])
+def test_the_json_forms_of_a_hostile_bundle_are_ascii_and_hold_no_markup(hostile, capsys, form):
+    import json
+
+    assert cli(["summary", str(hostile), "--format", form]) == 0
+    out = capsys.readouterr().out
+    assert out.isascii() and not re.search(r"[<>&\x00-\x09\x0b-\x1f\x7f]", out)
+    doc = json.loads(out)
+    if form == "json":  # data: the ids as they are, for a dashboard to escape
+        assert {row["id"] for row in doc["per_item"]["worst"]} == set(ITEMS)
+        assert doc["claim"]["verdict"] == "regressed" and doc["claim"]["exit_code"] == 5
+    else:  # github-action-benchmark writes names and extras into its own Markdown: they are inert already
+        for row in doc:
+            markdown_is_inert(row["name"].replace("/", " "))
+            markdown_is_inert(row["extra"])

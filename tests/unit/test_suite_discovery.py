@@ -1,0 +1,304 @@
+"""Existing benchmark suites as campaign items (harness/engine/suites/, docs/suites.md), in this
+process: asv discovery and its params expansion from a module's text, the pytest-benchmark
+fixture's stand-in and pytest's parametrize ids, what a return value becomes as outputs, the
+select rules, and the spec's one-line refusals."""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from harness.engine.suites import asv, common, pytest_suite
+from harness.plan import spec
+from harness.plan.suite import SelectError, keyword_matcher, matcher
+
+# the suites' own test files use pytest-codspeed's mark, which this session has no plugin for
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
+
+
+@pytest.fixture
+def isolated():
+    """sys.path and sys.modules as they were: each test imports its own small suite."""
+    path, modules = list(sys.path), set(sys.modules)
+    yield
+    sys.path[:] = path
+    for name in set(sys.modules) - modules:
+        del sys.modules[name]
+
+
+def write(root: Path, files: dict) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    return root
+
+
+ASV = {
+    "bm_unit_a/__init__.py": "",
+    "bm_unit_a/bench_x.py": """
+        CALLS = []
+
+        def setup(*params):
+            CALLS.append(("module", params))
+
+        def time_plain():
+            return b"abc"
+
+        def track_count():
+            return 42
+        track_count.unit = "things"
+
+        class Grid:
+            params = [[8, 10], ["a", "b"]]
+            param_names = ["n", "tag"]
+            skip_params = [(10, "b")]
+
+            def setup(self, n, tag):
+                CALLS.append(("class", (n, tag)))
+                self.n = n
+
+            def time_cells(self, n, tag):
+                return [self.n] * 3
+
+            def peakmem_cells(self, n, tag):
+                pass
+
+        class Flat:
+            params = [1, 2, 2]
+
+            def setup(self, x):
+                if x == 1:
+                    raise NotImplementedError("not for one")
+
+            def time_flat(self, x):
+                return x * 1.5
+
+        class Broken:
+            def setup(self):
+                raise KeyError("no data")
+
+            def time_never(self):
+                pass
+    """,
+}
+
+
+def asv_setup(root: Path, select=None):
+    return asv.setup(SimpleNamespace(tree=root, params={"kind": "asv", "path": "bm_unit_a", "select": select}))
+
+
+def test_asv_discovery_expands_params_like_asv_and_sets_up_before_the_clock(tmp_path, isolated):
+    wl = asv_setup(write(tmp_path, ASV))
+    assert wl.items == ["bench_x.Broken.time_never",
+                        "bench_x.Flat.time_flat(2 (0))", "bench_x.Flat.time_flat(2 (1))",
+                        "bench_x.Grid.time_cells(8, 'a')", "bench_x.Grid.time_cells(8, 'b')",
+                        "bench_x.Grid.time_cells(10, 'a')",
+                        "bench_x.time_plain", "bench_x.track_count"]
+    module = sys.modules["bm_unit_a.bench_x"]
+    # the module's setup first, then the class's, with the item's parameters, all in setup()
+    assert ("module", ()) in module.CALLS and ("module", (1,)) in module.CALLS  # a skipped item's setup ran too
+    assert module.CALLS.index(("module", (8, "a"))) < module.CALLS.index(("class", (8, "a")))
+    info = wl.metrics()["suite"]
+    assert info["skipped"] == {"bench_x.Flat.time_flat(1)": "setup raised NotImplementedError: not for one"}
+    assert info["not_run"] == ["bench_x.Grid.peakmem_cells"]
+    assert info["modules"] == {"bm_unit_a.bench_x": "tree:bm_unit_a/bench_x.py"}
+    with pytest.raises(KeyError):  # a setup that fails is the item's error, in every run
+        wl.run("bench_x.Broken.time_never")
+    assert wl.run("bench_x.Grid.time_cells(10, 'a')") == [10, 10, 10]
+    assert wl.run("bench_x.track_count") == 42
+
+
+def test_asv_select_is_a_regex_on_the_name_with_or_without_params(tmp_path, isolated):
+    write(tmp_path, ASV)
+    assert asv_setup(tmp_path, r"Grid\.time_cells\(8").items == ["bench_x.Grid.time_cells(8, 'a')",
+                                                                 "bench_x.Grid.time_cells(8, 'b')"]
+    assert asv_setup(tmp_path, "track_").items == ["bench_x.track_count"]
+    with pytest.raises(common.SuiteError, match="no asv benchmark .* matches select 'nothing'"):
+        asv_setup(tmp_path, "nothing")
+
+
+def test_asv_params_expansion_follows_asv():
+    assert asv.expand([1, 2], [], "f") == ([(1,), (2,)], ["f(1)", "f(2)"])
+    combos, ids = asv.expand([["x"], [1, 2]], ["s", "n"], "g")
+    assert combos == [("x", 1), ("x", 2)] and ids == ["g('x', 1)", "g('x', 2)"]
+    assert asv.expand([], [], "h") == ([()], ["h"])
+
+    class Thing:
+        pass
+
+    _, ids = asv.expand([Thing()], [], "k")
+    assert ids[0].startswith("k(<") and " at 0x" not in ids[0]  # no memory address in an id
+
+
+PYTEST = {
+    "pb_unit/__init__.py": "",
+    "pb_unit/test_b.py": """
+        import pytest
+
+        STATE = {"made": 0}
+
+
+        def work(n):
+            return list(range(n))
+
+
+        @pytest.mark.parametrize("n", [1, 2])
+        @pytest.mark.parametrize("kind", ["x", pytest.param("y", id="why"), pytest.param("z", marks=pytest.mark.skip)])
+        def test_work(benchmark, kind, n):
+            assert benchmark(work, n) == list(range(n))
+
+
+        def make():
+            STATE["made"] += 1
+            return (3,), {}
+
+
+        def test_pedantic(benchmark):
+            benchmark.pedantic(work, setup=make, rounds=5, iterations=1)
+
+
+        def test_fails(benchmark):
+            assert benchmark(work, 1) == []
+
+
+        @pytest.mark.benchmark
+        def test_marked():
+            return None
+
+
+        def test_plain():
+            pass
+
+
+        class TestGroup:
+            def test_method(self, benchmark):
+                benchmark(work, 2)
+    """,
+}
+
+
+def pytest_setup(root: Path, kind="pytest-benchmark", select=None, path="pb_unit"):
+    return pytest_suite.setup(SimpleNamespace(tree=root, params={"kind": kind, "path": path, "select": select}))
+
+
+def test_pytest_benchmark_tests_become_items_named_as_pytest_names_them(tmp_path, isolated):
+    wl = pytest_setup(write(tmp_path, PYTEST))
+    assert wl.items == ["pb_unit/test_b.py::test_work[x-1]", "pb_unit/test_b.py::test_work[x-2]",
+                        "pb_unit/test_b.py::test_work[why-1]", "pb_unit/test_b.py::test_work[why-2]",
+                        "pb_unit/test_b.py::test_pedantic", "pb_unit/test_b.py::test_fails",
+                        "pb_unit/test_b.py::TestGroup::test_method"]
+    info = wl.metrics()["suite"]
+    assert info["skipped"] == {"pb_unit/test_b.py::test_work[z-1]": "skip: ",
+                               "pb_unit/test_b.py::test_work[z-2]": "skip: "}
+    assert info["pytest"].startswith("pytest ")  # the test file imported pytest: said so
+    # the recorded callable, called once per run: work(2), not the test
+    assert wl.run("pb_unit/test_b.py::test_work[why-2]") == [0, 1]
+    with pytest.raises(AssertionError):  # a failing test is that item's error in every run
+        wl.run("pb_unit/test_b.py::test_fails")
+    state = sys.modules["pb_unit.test_b"].STATE
+    made = state["made"]  # pedantic's setup: the test's own call, then the first timed call's arguments
+    assert made == 2
+    assert wl.run("pb_unit/test_b.py::test_pedantic") == [0, 1, 2]
+    assert state["made"] == made  # made before the clock, not inside run()
+    assert info["pedantic"]["pb_unit/test_b.py::test_pedantic"]["rounds"] == "5"
+
+
+def test_codspeed_marker_times_the_whole_test_and_select_is_a_k_expression(tmp_path, isolated):
+    write(tmp_path, PYTEST)
+    wl = pytest_setup(tmp_path, "pytest-codspeed", "marked or (work and not why and not 2)")
+    assert wl.items == ["pb_unit/test_b.py::test_work[x-1]", "pb_unit/test_b.py::test_marked"]
+    assert wl.run("pb_unit/test_b.py::test_marked") is None
+    assert "test_marked" not in pytest_setup(tmp_path, "pytest-benchmark").items  # pytest-benchmark ignores the mark
+
+
+def test_pytest_refusals_are_one_line(tmp_path, isolated):
+    write(tmp_path, {"pr_unit/__init__.py": "",
+                     "pr_unit/test_f.py": """
+                         def test_needs(benchmark, tmp_path):
+                             benchmark(len, "x")
+                     """,
+                     "pr_unit/test_g.py": """
+                         import not_installed_anywhere_xyz
+                     """})
+    with pytest.raises(common.SuiteError) as exc:
+        pytest_setup(tmp_path, path="pr_unit/test_f.py")
+    assert "needs the fixture(s) 'tmp_path'" in str(exc.value) and "\n" not in str(exc.value)
+    with pytest.raises(common.SuiteError, match="imports not_installed_anywhere_xyz, which the target interpreter"):
+        pytest_setup(tmp_path, path="pr_unit/test_g.py")
+    with pytest.raises(common.SuiteError, match="no pytest-benchmark test"):
+        pytest_setup(tmp_path, path="pr_unit/test_f.py", select="nothing")
+
+
+def test_pytest_ids_follow_pytest():
+    assert pytest_suite.idval(1.5, "a", 0) == "1.5" and pytest_suite.idval("é", "a", 0) == "\\xe9"
+    assert pytest_suite.idval(object(), "arg", 3) == "arg3" and pytest_suite.idval(dict, "a", 0) == "dict"
+    assert pytest_suite._unique(["a", "a", "b1", "b1"]) == ["a0", "a1", "b1_0", "b1_1"]
+
+
+def test_outputs_are_hashed_when_data_and_said_when_not():
+    def one(value):
+        outputs, note = common.outputs_of(value)
+        return (sorted(outputs), note)
+
+    assert one(None) == ([], "not given: returned None")
+    assert one(np.arange(3.0)) == (["return"], "hashed: ndarray float64 [3]")
+    assert one(3) == (["return"], "hashed: int") and one(b"x") == (["return"], "hashed: bytes")
+    assert one("é")[1] == "hashed: str (its UTF-8 bytes)"
+    assert one({"a": [1, (2.0, "x")]})[1] == "hashed: dict (canonical encoding)"
+    assert one(object())[1] == "not data: returned object"
+    assert one([1, object()])[1] == "not data: returned list (holds object)"
+    assert one(np.array(["a"], dtype=object))[1] == "not data: returned an array of dtype object"
+    # equal data, equal bytes; a change of type changes them
+    digest = lambda v: common.outputs_of(v)[0]["return"].tobytes()  # noqa: E731
+    assert digest({"b": 1, "a": 2}) == digest({"a": 2, "b": 1})
+    assert digest([1, 2]) != digest((1, 2)) != digest([1.0, 2])
+    assert digest({1, 2, 3}) == digest({3, 2, 1})
+    assert common.outputs_of(2 ** 70)[0]["return"].dtype == np.uint8  # beyond int64: its canonical bytes
+
+
+def test_select_rules():
+    match = keyword_matcher("foo and not (bar or baz)")
+    assert match(["x.py", "test_foo"]) and not match(["test_foo_bar"]) and not match(["test_x"])
+    assert keyword_matcher("FOO")(["test_foo[1]"])  # case-insensitive substrings, as -k
+    for bad in ("foo and", "(foo", "or foo", "foo )"):
+        with pytest.raises(SelectError):
+            keyword_matcher(bad)
+    assert matcher("asv", r"^bench\.T")(["bench.Time.time_x"])
+    with pytest.raises(SelectError):
+        matcher("asv", "([")
+
+
+BASE = b"name: s\ntarget: {repo: /tmp/r}\nbase: {rev: HEAD~1}\ncandidate: {rev: HEAD}\n"
+
+
+@pytest.mark.parametrize("extra, words", [
+    (b"suite: {kind: pytest, path: bench}", "suite.kind: expected one of asv, pytest-benchmark, pytest-codspeed"),
+    (b"suite: {kind: asv, path: ../x}", "suite.path: expected a path inside the revision tree"),
+    (b"suite: {kind: asv, path: /x}", "suite.path: expected a path inside the revision tree"),
+    (b"suite: {kind: asv}", "suite.path: expected a value"),
+    (b"suite: {kind: asv, path: x, select: '(['}", "suite.select: expected a readable selection"),
+    (b"suite: {kind: pytest-benchmark, path: x, select: 'a and'}", "suite.select: expected a readable selection"),
+    (b"suite: {kind: asv, path: x, params: {}}", "suite.params: expected one of the known keys"),
+    (b"suite: {kind: asv, path: x}\nworkload: {entry: 'a:b'}", "a suite (an existing benchmark suite, docs/suites.md), "
+                                                               "not both"),
+    (b"", "workload: expected a value (required key is missing; or `suite:`"),
+])
+def test_spec_refuses_a_bad_suite_in_one_line(extra, words):
+    with pytest.raises(spec.SpecError) as exc:
+        spec.loads(BASE + extra, Path("/tmp/c.yaml"))
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_spec_turns_a_suite_into_the_harness_entry_for_its_kind():
+    c = spec.loads(BASE + b"suite: {kind: pytest-codspeed, path: bench, select: 'a or b', sys_path: [src], items: 2}",
+                   Path("/tmp/c.yaml"))
+    assert c.suite == spec.Suite("pytest-codspeed", "bench", "a or b")
+    assert c.workload == spec.Workload("harness.engine.suites.pytest_suite:setup", None,
+                                       {"kind": "pytest-codspeed", "path": "bench", "select": "a or b"}, ("src",), 2)
+    assert spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"items": 3}).workload.items == 3
+    with pytest.raises(spec.SpecError, match="--param: a suite campaign has no params"):
+        spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"params": {"a": 1}})

@@ -1,0 +1,123 @@
+"""`harness summary` as a claim fit to post (issue 36, item 2): short by default (at most 60
+lines, the long form behind --long), a job-summary and a pull-request comment form within
+GitHub's limits (whole sections left out, said in a note), and the two JSON forms, which
+parse and hold the verdict. The bundles are the model worker's (tests/fakes.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakes import Model, ModelLauncher, run_fake
+from harness import contract as C
+from harness.bundle import read
+from harness.cli import main as cli
+from harness.render import summary
+
+LONG_ID = "case-{:05d}/" + "x" * 200  # ids near the contract's 256 characters
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """A sequential campaign of 1,500 items with long ids and two stages, in a repository."""
+    where = tmp_path_factory.mktemp("big")
+    (where / ".git").mkdir()
+    ids = [LONG_ID.format(i) for i in range(1500)]
+    launcher = ModelLauncher(Model(ratio=0.8, noise=0.01, item_ids=ids, item_s=1e-4))
+    outcome, _ = run_fake(where, launcher=launcher, rounds="auto", budget_s=60, min_rounds=5,
+                          stages={"core": "lib.core:f", "other": "lib.core:g"}, description="line\n" * 40)
+    return outcome.out
+
+
+def page(bundle, *args, capsys) -> str:
+    assert cli(["summary", str(bundle), *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, capsys):
+    text = page(big, capsys=capsys)
+    comparison = read.load(big).comparison
+    seq = comparison["stats"]["sequential"]
+    assert len(text.splitlines()) <= 60, text
+    assert seq["stopped"] == "decided" and f"decided after {comparison['stats']['rounds']['n']} rounds" in text
+    assert "interval valid at every look" in text
+    rows = [ln for ln in text.splitlines() if ln.startswith("| case-")]
+    assert len(rows) == summary.ITEMS_SHOWN and "(1495 more not shown)" in text
+    assert "The runs in execution order" not in text and "Summed worker-thread CPU" not in text
+    long = page(big, "--long", capsys=capsys)
+    assert "The runs in execution order" in long and "Summed worker-thread CPU" in long and "Cleanup:" in long
+    assert len([ln for ln in long.splitlines() if ln.startswith("| case-")]) == C.PER_ITEM_SHOWN
+
+
+def test_a_fixed_count_and_a_cap_are_said_as_such(tmp_path, capsys):
+    outcome, _ = run_fake(tmp_path, rounds=5)
+    assert "; 5 rounds (a fixed count), each round" in page(outcome.out, capsys=capsys)
+    comparison = {"rounds": {"n": 9}, "sequential": {"stopped": "cap", "first": 5, "cap": 9}}
+    assert summary._rounds(comparison, {"rounds": None}) == "no look decided by the cap of 9 rounds"
+
+
+@pytest.mark.parametrize("long", [False, True])
+def test_the_comment_form_fits_githubs_limit_and_carries_its_marker(big, capsys, long):
+    text = page(big, "--format", "comment", *(["--long"] if long else []), capsys=capsys)
+    assert len(text) <= summary.COMMENT_LIMIT
+    assert text.splitlines()[0] == "<!-- abba-harness:model -->" and text.count("<!--") == 1
+    github = page(big, "--format", "github", *(["--long"] if long else []), capsys=capsys)
+    assert len(github.encode()) <= summary.GITHUB_LIMIT and github.startswith("### Performance evidence: model")
+
+
+def test_a_form_over_its_limit_leaves_out_whole_sections_and_says_which(big):
+    bundle = read.load(big)
+    parts = summary.sections(bundle, "out/b", long=True)
+    full = summary._join(parts)
+    limit = len(full) - 100
+    text = summary.bounded(parts, limit, len, "a test's limit")
+    assert len(text) <= limit
+    note = next(ln for ln in text.splitlines() if ln.startswith("Left out to fit a test's limit: "))
+    left = note.split(": ", 1)[1].split(" (")[0].split(", ")
+    assert left and all(s.name in left for s in parts if not s.keep and "\n".join(s.lines) not in text)
+    for s in parts:  # a section is there whole or not at all; the essential ones always
+        body = "\n".join(s.lines)
+        assert (body in text) != (s.name in left)
+        assert body in text or not s.keep
+    assert text.rstrip().endswith("```")  # the commands close it
+    with pytest.raises(ValueError):
+        summary.bounded(parts, 100, len, "a tiny limit")
+
+
+def test_the_json_form_is_the_signed_claim_and_more(big, capsys):
+    from harness.attest.claim import predicate
+
+    doc = json.loads(page(big, "--format", "json", capsys=capsys))
+    bundle = read.load(big)
+    assert doc["schema"] == C.SCHEMAS["claim"] and doc["bundle"] == {"name": big.name, "digest": bundle.digest}
+    assert doc["claim"] == predicate(bundle) and doc["claim"]["verdict"] == "improved"
+    assert doc["rounds"]["stopped"] == "decided" and doc["rounds"]["n"] == bundle.comparison["stats"]["rounds"]["n"]
+    assert len(doc["per_item"]["worst"]) == C.PER_ITEM_SHOWN and doc["per_item"]["items"] == 1500
+
+
+def test_the_benchmark_action_form_is_githubs_custom_format(big, capsys):
+    rows = json.loads(page(big, "--format", "benchmark-action", capsys=capsys))
+    bundle = read.load(big)
+    paired = bundle.comparison["stats"]["paired"]
+    assert all(set(row) <= {"name", "unit", "value", "range", "extra"} and {"name", "unit", "value"} <= set(row)
+               and isinstance(row["value"], float) for row in rows)
+    first = rows[0]
+    assert first["name"] == "model" and first["unit"] == "ratio (candidate/base)"
+    assert first["value"] == paired["geomean_ratio"]
+    assert first["range"] == f"\u00b1{(paired['ci95'][1] - paired['ci95'][0]) / 2:.4f}"
+    assert "campaign verdict improved" in first["extra"] and bundle.digest in first["extra"]
+    assert len([r for r in rows if r["name"].startswith("model/")]) == C.PER_ITEM_SHOWN
+    assert rows[-1]["unit"] == "s"
+
+
+def test_the_marker_is_an_html_comment_nothing_can_end():
+    assert summary.marker("span_finding.v2") == "<!-- abba-harness:span_finding.v2 -->"
+    for name in ("a-->b", "x--!>y", "<h1>", "--", "a\n-->"):
+        inner = summary.marker(name)[len("<!-- "):-len(" -->")]
+        assert "--" not in inner and ">" not in inner and "<" not in inner and "\n" not in inner
+
+
+def test_the_command_offers_every_form():
+    from harness.commands.summary import FORMS
+
+    assert FORMS == tuple(summary.FORMS)
