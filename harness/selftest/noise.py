@@ -88,7 +88,11 @@ def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work
     data["workload"] = {"entry": "noise_workload:setup", "path": data["workload"]["path"],
                         "params": {"items": 8, "work": work, "candidate_work": candidate_work}}
     campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
-    return Runner(campaign, out).run().comparison
+    runner = Runner(campaign, out)
+    comparison = runner.run().comparison
+    if (runner.interrupted or "").startswith("interrupted by"):  # Ctrl-C or SIGTERM ends the self-test too
+        raise SystemExit(f"harness selftest noise: {runner.interrupted}; the self-test stopped")
+    return comparison
 
 
 def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int, loaded: bool = True,
