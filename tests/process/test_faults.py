@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -43,18 +42,6 @@ def tidy(tmp_path):
     for _, pid in faultlib.read_pids(tmp_path / "pids.txt"):
         if _ours(pid):
             os.kill(pid, signal.SIGKILL)
-
-
-def _wait_for(path: Path, role: str, proc, timeout: float = 30.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for r, pid in faultlib.read_pids(path):
-            if r == role:
-                return pid
-        if proc.poll() is not None:
-            raise AssertionError(f"harness ended before '{role}' appeared: {proc.communicate()}")
-        time.sleep(0.05)
-    raise AssertionError(f"'{role}' never appeared in {path}")
 
 
 def assert_failed_bundle(tmp_path: Path, rc: int, stdout: str, label: str, reason: str,
@@ -144,7 +131,7 @@ def test_worker_killed_from_outside(tmp_path, tidy):
     campaign = faultlib.write_campaign(tmp_path, fault="hang", spawn="child")
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
-        worker = _wait_for(tmp_path / "pids.txt", "hanging", proc)
+        worker = faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc)
         os.kill(worker, signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -158,7 +145,7 @@ def test_signal_to_harness_run(tmp_path, tidy, sig):
     campaign = faultlib.write_campaign(tmp_path, fault="hang", spawn="daemon" if sig == signal.SIGINT else "child")
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
-        _wait_for(tmp_path / "pids.txt", "hanging", proc)
+        faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
     finally:

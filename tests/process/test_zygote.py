@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -187,25 +186,13 @@ def test_a_run_whose_zygote_cannot_preload_fails_naming_the_module(tmp_path):
     assert "preload pkg: ModuleNotFoundError" in result.stdout + result.stderr, result.stdout + result.stderr
 
 
-def _noted(path: Path, role: str, proc, within_s: float = 60.0) -> int:
-    give_up = time.monotonic() + within_s
-    while time.monotonic() < give_up:
-        for r, pid in faultlib.read_pids(path):
-            if r == role:
-                return pid
-        if proc.poll() is not None:
-            raise AssertionError(f"harness ended before '{role}' appeared: {proc.communicate()}")
-        time.sleep(0.05)
-    raise AssertionError(f"'{role}' never appeared in {path}")
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_to_harness_run_leaves_no_child_and_no_zygote(tmp_path, sig):
     campaign = faultlib.write_campaign(tmp_path, fault="hang", spawn="child", at="B1", order="ABAB")
     campaign.write_text(campaign.read_text() + "launch: zygote\n")
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
-        _noted(tmp_path / "pids.txt", "hanging", proc)
+        faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc, 60.0)
         zygotes = [p for p in psutil.Process(proc.pid).children() if "harness.engine.zygote" in " ".join(p.cmdline())]
         assert len(zygotes) == 2  # A1's stays for A2, B1's forked the hanging child
         proc.send_signal(sig)
