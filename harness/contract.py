@@ -15,8 +15,10 @@ named is the one that refuses any change (see RULES for which checker applies it
 """
 import functools
 import hashlib
+import json
 import math
 import re
+import sys
 from collections import namedtuple
 
 FORMAT = "abba-harness/bundle/v7"  # the bundle format this contract describes (bag-info Abba-Format)
@@ -1449,6 +1451,131 @@ FREE = {
     ("golden", "*"): "the golden file's own description of where it came from; it is pinned by SHA-256 and its "
                      "items are re-derived",
 }
+
+
+# --- strict, bounded JSON (every JSON document a bundle holds is read through parse_json) --------------------------------------------------------------------
+class JSONRefused(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise JSONRefused(f"duplicate key {key!r}")
+        # one string object for each short value a bundle repeats (item ids, digests, dtypes, labels:
+        # 200 runs of 1000 items hold each 200 times), so a large bundle is checked in less memory
+        out[key] = sys.intern(value) if type(value) is str and len(value) <= 128 else value
+    return out
+
+
+def _no_constant(name):
+    raise JSONRefused(f"{name} is not JSON")
+
+
+def _bounded_int(text):
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise JSONRefused(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _finite_float(text):
+    if len(text) > MAX_NUMBER_CHARS:
+        raise JSONRefused(f"a number written with {len(text)} characters (at most {MAX_NUMBER_CHARS})")
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses to infinity
+        raise JSONRefused(f"{text[:20]} is not a finite number")
+    return value
+
+
+def _depth(value, limit):
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True
+
+
+def parse_json(data):
+    """Strict JSON: UTF-8, no duplicate keys, no NaN, Infinity or number that overflows to it,
+    integers within 64 bits, at most contract.MAX_JSON_DEPTH deep."""
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                           parse_float=_finite_float, parse_int=_bounded_int)
+    except RecursionError:
+        raise JSONRefused(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except UnicodeDecodeError:
+        raise JSONRefused("not UTF-8") from None
+    except JSONRefused:
+        raise
+    except ValueError as exc:
+        raise JSONRefused(f"not valid JSON ({str(exc)[:60]})") from None
+    if not _depth(value, MAX_JSON_DEPTH):
+        raise JSONRefused(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+# --- Student's t, standard library only ---------------------------------------------------------
+def _betacf(a, b, x):
+    """Continued fraction of the regularized incomplete beta (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-16:
+            break
+    return h
+
+
+def _betainc(a, b, x):
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t, df):
+    """P(T <= t) for Student's t with df degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+_T_QUANTILES = {}
+
+
+def t_quantile(p, df):
+    """The p-quantile (p > 0.5) of Student's t: bisection on t_cdf to the last bit, so that every
+    machine gets the same float."""
+    key = (p, df)
+    if key not in _T_QUANTILES:
+        lo, hi = 0.0, 1.0
+        while t_cdf(hi, df) < p:
+            hi *= 2.0
+        for _ in range(200):
+            mid = (lo + hi) / 2.0
+            if mid in (lo, hi):
+                break
+            lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+        _T_QUANTILES[key] = hi
+    return _T_QUANTILES[key]
 
 
 # --- harness bisect: the first commit where a campaign regresses -------------------------------

@@ -188,7 +188,7 @@ def check(bundle: str | os.PathLike, trust: str | os.PathLike | None = None,
 
 
 def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Outcome:
-    from harness import rehash
+    from harness import contract as C, rehash
     from harness.attest import claim, dsse
     from harness.bundle import read
     from harness.files import NotReadable, read_regular
@@ -203,8 +203,8 @@ def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Out
     except OSError as exc:
         raise AttestError(f"cannot be read ({exc.strerror or exc})") from None
     try:
-        envelope = dsse.parse(rehash.parse_json(raw))
-    except rehash.JSONRefused as exc:
+        envelope = dsse.parse(C.parse_json(raw))
+    except C.JSONRefused as exc:
         raise AttestError(f"not a DSSE envelope: invalid JSON ({exc})") from None
     message = dsse.pae(envelope.payload_type, envelope.payload)
     usable = [s for s in trusted.signers if s.refusal() is None]
@@ -215,8 +215,8 @@ def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Out
     who, key = signer.principals, str(signer.key)
     fail = lambda text: Outcome(FAILED, f"signature by {who} ({key}): {text}", path, notes=notes)  # noqa: E731
     try:
-        doc = rehash.parse_json(envelope.payload)
-    except rehash.JSONRefused as exc:
+        doc = C.parse_json(envelope.payload)
+    except C.JSONRefused as exc:
         return fail(f"the signed payload is not JSON ({exc})")
     subject = doc.get("subject") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or doc.get("_type") != claim.STATEMENT_TYPE:

@@ -4,7 +4,7 @@ fleet go through.
 It parses; it does not judge. A caller that needs a bundle it can trust verifies it first
 (harness/judge/verify.py): the loader only refuses what it cannot read, one line naming the file
 (BundleError). Files are read as the checkers read them: no symlink followed, no FIFO or device
-opened, each under the limit the contract gives its kind, each JSON strict (rehash's parser),
+opened, each under the limit the contract gives its kind, each JSON strict (contract.parse_json, the checkers' parser),
 and the records come back as the named types of harness/records.py."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from harness import contract as C, rehash
+from harness import contract as C
 from harness.bundle.write import BundleError
 from harness.files import NotReadable, read_regular
 from harness.records import InstructionRecord, MachineClass, RunRecord
@@ -40,14 +40,14 @@ def read_bytes(path: Path, limit: int) -> bytes:
 def read_json(path: Path, required: bool = True, limit: int = 16 << 20) -> Any:
     """The parsed file; None when it is absent and not required."""
     try:
-        return rehash.parse_json(read_bytes(path, limit))
+        return C.parse_json(read_bytes(path, limit))
     except FileNotFoundError:
         if required:
             raise BundleError(f"{path}: missing") from None
         return None
     except OSError as exc:
         raise BundleError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    except rehash.JSONRefused as exc:
+    except C.JSONRefused as exc:
         raise BundleError(f"{path}: invalid JSON ({exc})") from None
 
 
