@@ -96,7 +96,7 @@ def _fresh_out(out: Path, command: str) -> str | None:
 
 
 def _repo(path: str, command: str):
-    from harness.judge.verify import AnchorError, repository
+    from harness.judge.anchors import AnchorError, repository
 
     try:
         return repository(Path(path)), None

@@ -285,9 +285,9 @@ def tamper_main(args) -> int:
 
 
 def _repo_of(path: Path) -> Path | None:
-    from harness.judge import verify
+    from harness.judge.anchors import AnchorError, repository
 
     try:
-        return verify.repository(path.parent)
-    except verify.AnchorError:
+        return repository(path.parent)
+    except AnchorError:
         return None

@@ -229,7 +229,7 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
         overrides.pop("order", None)
         overrides.pop("rounds", None)
     overrides.update(spec.parse_overrides(order=order, items=items, rounds=rounds))
-    from harness.judge.verify import AnchorError, anchor, repository
+    from harness.judge.anchors import AnchorError, anchor, outside_bundles, repository
 
     try:  # the repository's own campaign file, or the reviewer's: never one inside a bundle
         source = outside_bundles(Path(campaign_file)) if campaign_file is not None else \
@@ -244,20 +244,6 @@ def campaign_for(original: dict, repo: Path, order: str | None, items: int | Non
         raise Refused(f"input '{name}' is pinned to {str(pinned.get(name))[:16]}... in {campaign.source}, the "
                       f"bundle ran {str(had.get(name))[:16]}...")
     return campaign
-
-
-def outside_bundles(path: Path) -> Path:
-    """--campaign FILE: a regular file that no evidence bundle holds."""
-    from harness.judge.verify import AnchorError
-
-    path = path.resolve()
-    if not path.is_file():
-        raise AnchorError(f"--campaign {path}: not a regular file")
-    for folder in path.parents:
-        if (folder / C.TAGMANIFEST).exists() or (folder / C.BAGIT).exists():
-            raise AnchorError(f"--campaign {path}: lies inside the evidence bundle {folder}; give the "
-                              "repository's own campaign file")
-    return path
 
 
 def plan_lines(campaign) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness import contract as C, records, rehash
 from harness.comparison import derive as comparison
+from harness.judge.anchors import UNANCHORED, AnchorError, anchor, anchorable, read_anchor, repository
 from harness.records import InstructionRecord, RunRecord
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
@@ -210,72 +211,6 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
     pins = {inp.name: inp.sha256 for inp in parsed.inputs}
     if got != pins:
         check.fail(C.INPUTS, f"inputs {rehash.short(got)}, campaign.yaml pins {rehash.short(pins)}", "campaign")
-
-
-class AnchorError(Exception):
-    """--repo cannot be checked against: one line, exit 2."""
-
-
-def repository(path: Path) -> Path:
-    """--repo PATH as a git work tree's top folder, or AnchorError."""
-    from harness.plan import revisions
-
-    if not path.is_dir():
-        raise AnchorError(f"--repo {path}: no such folder")
-    top = revisions._git(["rev-parse", "--show-toplevel"], cwd=path, text=True)
-    if top.returncode:
-        raise AnchorError(f"--repo {path}: not a git repository")
-    return Path(top.stdout.strip()).resolve()
-
-
-UNANCHORED = ("anchors outside the bundle cannot be checked: campaign.json records no campaign_path inside a "
-              "repository (the campaign file lay outside any git repository when it ran), so neither `--repo` nor "
-              "`harness reproduce` can work for this bundle")
-
-
-def anchorable(campaign: dict) -> bool:
-    """Whether campaign.json's campaign_path can be found in a repository (`verify --repo`,
-    `reproduce`): a relative path. A campaign file outside any git repository seals its
-    absolute path, and then neither can ever work."""
-    rel = campaign.get("campaign_path") if isinstance(campaign, dict) else None
-    return isinstance(rel, str) and bool(rel) and not rel.startswith("/")
-
-
-def anchor(repo: Path, rel, key: str) -> Path:
-    """A file campaign.json names in the repository: a plain relative path that resolves
-    inside it and outside any evidence bundle (a bundle's own campaign.yaml would make the
-    check compare the bundle with itself, and `reproduce` run what the bundle wrote)."""
-    where = f"campaign.json {key} {rel!r}"
-    if key == "campaign_path" and isinstance(rel, str) and rel.startswith("/"):
-        raise AnchorError(f"{where}: not a relative path inside the repository but an absolute one (the campaign "
-                          "file lay outside any git repository when it ran): the bundle has no anchors in any "
-                          "repository, so neither `verify --repo` nor "
-                          "`reproduce` can work for it; `harness verify BUNDLE` checks everything else")
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel \
-            or any(part in ("", ".", "..") for part in rel.split("/")):
-        raise AnchorError(f"{where}: not a relative path inside the repository")
-    path = (repo / rel).resolve()
-    if repo not in path.parents:
-        raise AnchorError(f"{where}: resolves outside the repository {repo} (to {path})")
-    for folder in path.parents:
-        if folder == repo:
-            break
-        if (folder / C.TAGMANIFEST).exists() or (folder / C.BAGIT).exists():
-            raise AnchorError(f"{where}: lies inside the evidence bundle {folder}; the anchors are the "
-                              "repository's own files, never a bundle's")
-    return path
-
-
-def read_anchor(path: Path, limit: int = C.MAX_YAML_BYTES) -> bytes:
-    """A regular file's bytes, never blocking on a FIFO, never a device, at most limit."""
-    from harness.files import NotReadable, read_regular
-
-    try:
-        return read_regular(path, limit)
-    except NotReadable as exc:
-        raise AnchorError(f"{path}: {exc}") from None
-    except OSError as exc:
-        raise AnchorError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:

@@ -294,7 +294,7 @@ def _how_to_check(bundle, shown: str) -> list[str]:
     repository the campaign file is in: one whose campaign file lay outside any git repository
     has no anchors (no `--repo`, no `reproduce`); one with a WORKTREE revision ran a commit no
     clone holds (the same two left out, and said why)."""
-    from harness.judge.verify import anchorable
+    from harness.judge.anchors import anchorable
 
     word = shell_word(shown)
     if not anchorable(bundle.campaign):

@@ -161,7 +161,7 @@ def test_report_of_a_hostile_bundle_has_nothing_live(hostile, capsys):
 
 # --- item 10: a campaign file outside any git repository ------------------------------------------------
 def test_a_campaign_outside_git_has_a_summary_that_suggests_only_what_works(hostile, tmp_path, capsys):
-    from harness.judge.verify import UNANCHORED
+    from harness.judge.anchors import UNANCHORED
 
     assert cli(["summary", str(hostile)]) == 0
     page = capsys.readouterr().out
@@ -172,7 +172,7 @@ def test_a_campaign_outside_git_has_a_summary_that_suggests_only_what_works(host
     assert cli(["verify", str(hostile)]) == 0
     assert f"note: {UNANCHORED}" in capsys.readouterr().out
     # `verify --repo` and `reproduce` find the campaign file by this anchor: one line why not
-    from harness.judge.verify import AnchorError, anchor
+    from harness.judge.anchors import AnchorError, anchor
     from harness.bundle import read
 
     with pytest.raises(AnchorError) as refused:
