@@ -1453,6 +1453,71 @@ FREE = {
 }
 
 
+# --- rules both the writer and the checkers apply to re-derived sections --------------------
+def instructions_section(ok_runs, wall_verdict):
+    """comparison.json `instructions` from the ok instruction runs, (label, variant, count, items)
+    each: per variant its counts, repeated exactly or their spread; the ratio of mean counts; a
+    change beyond the spread is detected; a verdict of the counts' own against a band of
+    max(INSTRUCTION_BAND, twice the spread); and whether counts and the wall verdict point
+    opposite ways (I/O, parallelism or memory effects that instructions do not see)."""
+    out = {"tool": "callgrind", "items": ok_runs[0][3] if ok_runs else 0}
+    for variant in ("base", "candidate"):
+        counts = [count for _, v, count, _ in ok_runs if v == variant]
+        out[variant] = {"runs": [label for label, v, _, _ in ok_runs if v == variant], "counts": counts,
+                        "repeated": len(counts) >= 2 and len(set(counts)) == 1,
+                        "spread_pct": sig10(100.0 * (max(counts) - min(counts)) / min(counts)) if counts else None}
+    base, cand = out["base"]["counts"], out["candidate"]["counts"]
+    ratio = sig10(math.fsum(cand) / len(cand) / (math.fsum(base) / len(base))) if base and cand else None
+    spread = max((out[v]["spread_pct"] or 0.0) for v in ("base", "candidate"))
+    change = sig10(100.0 * (ratio - 1.0)) if ratio is not None else None
+    band = sig10(max(INSTRUCTION_BAND, 2 * spread / 100.0))
+    out.update(ratio=ratio, change_pct=change, repeated=out["base"]["repeated"] and out["candidate"]["repeated"],
+               # a change the counts' own run-to-run spread cannot explain
+               detected=change is not None and change != 0 and abs(change) > spread,
+               direction=None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same",
+               band=band)
+    if ratio is None or len(base) < 2 or len(cand) < 2:
+        out["verdict"] = "inconclusive"
+        out["verdict_reason"] = "fewer than two ok instruction runs of each variant: no repeatability to judge by"
+    else:
+        out["verdict"] = "equal" if abs(ratio - 1) <= band else "improved" if ratio < 1 else "regressed"
+        out["verdict_reason"] = (f"instruction ratio {ratio:.6f} lies "
+                                 f"{'inside' if out['verdict'] == 'equal' else 'outside'} the band "
+                                 f"[{1 - band:.4f}, {1 + band:.4f}] (+-{100 * band:.2f}%: at least "
+                                 f"{100 * INSTRUCTION_BAND:.1f}%, and twice the counts' own spread)")
+    # opposite ways: a move within the counts' own spread says nothing
+    out["disagrees"] = out["detected"] and ((wall_verdict == "improved" and ratio > 1)
+                                            or (wall_verdict == "regressed" and ratio < 1))
+    return out
+
+
+def tolerance_section(mismatches, max_ulp, ulp_of):
+    """comparison.json parity.tolerance under `parity: {max_ulp: N}`, and whether every mismatch
+    is a float field within N (an error, a missing field, another dtype or shape, a non-float
+    field, or a NaN against a number never is). ulp_of(reference_digest, digest): (the most ULP
+    between the two stored arrays, their dtype's name), or (None, None) where no distance is
+    defined. Each mismatch gets its max_ulp. A tolerance wider than a differing field's dtype
+    admits (MAX_ULP: more than the low half of the significand would move) covers nothing there:
+    that dtype goes in over_bound and the outputs do not agree."""
+    worst, within, fine, over = 0, 0, True, {}
+    for m in mismatches:
+        distance = name = None
+        if m["field"] is not None and m["reason"] == "bytes differ":
+            distance, name = ulp_of(m["reference_digest"], m["digest"])
+        m["max_ulp"] = distance
+        if distance is not None and max_ulp > MAX_ULP[name]:
+            over[name] = MAX_ULP[name]
+            fine = False
+        elif distance is None or distance > max_ulp:
+            fine = False
+        else:
+            within += 1
+        if distance is not None:
+            worst = max(worst, distance)
+    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within,
+            "over_bound": dict(sorted(over.items()))}, fine
+
+
 # --- strict, bounded JSON (every JSON document a bundle holds is read through parse_json) --------------------------------------------------------------------
 class JSONRefused(ValueError):
     pass

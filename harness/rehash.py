@@ -1611,28 +1611,8 @@ def compare_golden(golden, runs):
 
 
 def tolerance_section(check, mismatches, max_ulp):
-    """With `parity: {max_ulp: N}`: the most ULP between differing float fields, and whether
-    every mismatch is such a field within N (an error, a missing field, another dtype or shape,
-    a non-float field, or a NaN against a number never is). Each listed mismatch gets its max_ulp.
-    A tolerance wider than a differing field's dtype admits (contract.MAX_ULP: it would let more
-    than the low half of the significand move) covers nothing there: the dtype goes in over_bound."""
-    worst, within, fine, over = 0, 0, True, {}
-    for m in mismatches:
-        distance = name = None
-        if m["field"] is not None and m["reason"] == "bytes differ":
-            distance, name = ulp_and_dtype(check, m["reference_digest"], m["digest"])
-        m["max_ulp"] = distance
-        if distance is not None and max_ulp > C.MAX_ULP[name]:
-            over[name] = C.MAX_ULP[name]
-            fine = False
-        elif distance is None or distance > max_ulp:
-            fine = False
-        else:
-            within += 1
-        if distance is not None:
-            worst = max(worst, distance)
-    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within,
-            "over_bound": dict(sorted(over.items()))}, fine
+    """parity.tolerance by contract.tolerance_section, with the ULP distances read here."""
+    return C.tolerance_section(mismatches, max_ulp, lambda ref, got: ulp_and_dtype(check, ref, got))
 
 
 def derive(check, campaign, runs, runner, cleanup, golden, instr, workload):
@@ -2034,38 +2014,9 @@ def with_interference(stats, runs, bounds, threshold, floor):
 
 
 def instructions_section(instr, wall_verdict):
-    """comparison.json `instructions`: per variant its ok counts, repeated exactly or their
-    spread; the ratio of mean counts; a change beyond the spread is detected; a verdict of the
-    counts' own against a band of max(contract.INSTRUCTION_BAND, twice the spread)."""
-    ok = [r for r in instr if r["status"] == "ok"]
-    out = {"tool": "callgrind", "items": len(ok[0]["items"]) if ok else 0}
-    for variant in ("base", "candidate"):
-        counts = [r["instructions"] for r in ok if r["variant"] == variant]
-        out[variant] = {"runs": [r["label"] for r in ok if r["variant"] == variant], "counts": counts,
-                        "repeated": len(counts) >= 2 and len(set(counts)) == 1,
-                        "spread_pct": sig10(100.0 * (max(counts) - min(counts)) / min(counts)) if counts else None}
-    base, cand = out["base"]["counts"], out["candidate"]["counts"]
-    ratio = sig10(math.fsum(cand) / len(cand) / (math.fsum(base) / len(base))) if base and cand else None
-    spread = max((out[v]["spread_pct"] or 0.0) for v in ("base", "candidate"))
-    change = sig10(100.0 * (ratio - 1.0)) if ratio is not None else None
-    band = sig10(max(C.INSTRUCTION_BAND, 2 * spread / 100.0))
-    out.update(ratio=ratio, change_pct=change, repeated=out["base"]["repeated"] and out["candidate"]["repeated"],
-               detected=change is not None and change != 0 and abs(change) > spread,
-               direction=None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same",
-               band=band)
-    if ratio is None or len(base) < 2 or len(cand) < 2:
-        out["verdict"] = "inconclusive"
-        out["verdict_reason"] = "fewer than two ok instruction runs of each variant: no repeatability to judge by"
-    else:
-        edges = f"[{1 - band:.4f}, {1 + band:.4f}]"
-        out["verdict"] = "equal" if abs(ratio - 1) <= band else "improved" if ratio < 1 else "regressed"
-        out["verdict_reason"] = (f"instruction ratio {ratio:.6f} lies {'inside' if out['verdict'] == 'equal' else 'outside'} "
-                                 f"the band {edges} (+-{100 * band:.2f}%: at least {100 * C.INSTRUCTION_BAND:.1f}%, "
-                                 "and twice the counts' own spread)")
-    # opposite ways: a move within the counts' own spread says nothing
-    out["disagrees"] = out["detected"] and ((wall_verdict == "improved" and ratio > 1)
-                                            or (wall_verdict == "regressed" and ratio < 1))
-    return out
+    """comparison.json `instructions` by contract.instructions_section from the ok records."""
+    return C.instructions_section([(r["label"], r["variant"], r["instructions"], len(r["items"])) for r in instr
+                                   if r["status"] == "ok"], wall_verdict)
 
 
 def diff(want, got, path=""):

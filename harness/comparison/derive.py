@@ -71,41 +71,10 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
 
 
 def instructions_section(instr: list, stats: dict) -> dict:
-    """comparison.json `instructions`: per variant the counts of its ok instruction runs and
-    whether they repeated exactly (else their spread), candidate/base of the mean counts, a
-    verdict of the counts' own against a band of max(contract.INSTRUCTION_BAND, twice their
-    spread), and whether instructions and the wall verdict point opposite ways (I/O,
-    parallelism or memory effects that instructions do not see)."""
-    ok = [r for r in instr if r.ok]
-    out = {"tool": "callgrind", "items": len(ok[0].items) if ok else 0}
-    for variant in ("base", "candidate"):
-        counts = [r.instructions for r in ok if r.variant == variant]
-        out[variant] = {"runs": [r.label for r in ok if r.variant == variant], "counts": counts,
-                        "repeated": len(counts) >= 2 and len(set(counts)) == 1,
-                        "spread_pct": sig10(100.0 * (max(counts) - min(counts)) / min(counts)) if counts else None}
-    base, cand = out["base"]["counts"], out["candidate"]["counts"]
-    ratio = sig10(math.fsum(cand) / len(cand) / (math.fsum(base) / len(base))) if base and cand else None
-    spread = max((out[v]["spread_pct"] or 0.0) for v in ("base", "candidate"))
-    change = sig10(100.0 * (ratio - 1.0)) if ratio is not None else None
-    band = sig10(max(C.INSTRUCTION_BAND, 2 * spread / 100.0))
-    out.update(ratio=ratio, change_pct=change, repeated=out["base"]["repeated"] and out["candidate"]["repeated"],
-               # a change the counts' own run-to-run spread cannot explain
-               detected=change is not None and change != 0 and abs(change) > spread,
-               direction=None if ratio is None else "fewer" if ratio < 1 else "more" if ratio > 1 else "same",
-               band=band)
-    if ratio is None or len(base) < 2 or len(cand) < 2:
-        out["verdict"] = "inconclusive"
-        out["verdict_reason"] = "fewer than two ok instruction runs of each variant: no repeatability to judge by"
-    else:
-        out["verdict"] = "equal" if abs(ratio - 1) <= band else "improved" if ratio < 1 else "regressed"
-        out["verdict_reason"] = (f"instruction ratio {ratio:.6f} lies "
-                                 f"{'inside' if out['verdict'] == 'equal' else 'outside'} the band "
-                                 f"[{1 - band:.4f}, {1 + band:.4f}] (+-{100 * band:.2f}%: at least "
-                                 f"{100 * C.INSTRUCTION_BAND:.1f}%, and twice the counts' own spread)")
-    wall = stats["verdict"]
-    # opposite ways: a move within the counts' own spread says nothing
-    out["disagrees"] = out["detected"] and ((wall == "improved" and ratio > 1) or (wall == "regressed" and ratio < 1))
-    return out
+    """comparison.json `instructions` (contract.instructions_section, the rule the checkers apply
+    too) from the instruction run records and the wall verdict."""
+    return C.instructions_section([(r.label, r.variant, r.instructions, len(r.items)) for r in instr if r.ok],
+                                  stats["verdict"])
 
 
 def calls_per_run(name: str, ok: list):

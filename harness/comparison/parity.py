@@ -116,27 +116,10 @@ def _ulp(arrays_dir: Path, digest_a: str, digest_b: str) -> tuple[int | None, st
 
 
 def tolerance(arrays_dir: Path, mismatches: list[dict], max_ulp: int) -> tuple[dict, bool]:
-    """comparison.json parity.tolerance, and whether every mismatch is a float field within
-    max_ulp (each mismatch gets its max_ulp: None where no tolerance covers it). A tolerance
-    wider than the bound of a differing field's dtype (contract.MAX_ULP) covers nothing there:
-    that dtype is listed in over_bound and the outputs do not agree."""
-    worst, within, fine, over = 0, 0, True, {}
-    for m in mismatches:
-        distance = name = None
-        if m["field"] is not None and m["reason"] == "bytes differ":
-            distance, name = _ulp(arrays_dir, m["reference_digest"], m["digest"])
-        m["max_ulp"] = distance
-        if distance is not None and max_ulp > C.MAX_ULP[name]:
-            over[name] = C.MAX_ULP[name]
-            fine = False
-        elif distance is None or distance > max_ulp:
-            fine = False
-        else:
-            within += 1
-        if distance is not None:
-            worst = max(worst, distance)
-    return {"max_ulp": max_ulp, "max_ulp_seen": worst, "fields_within": within,
-            "over_bound": dict(sorted(over.items()))}, fine
+    """comparison.json parity.tolerance and whether every mismatch is a float field within
+    max_ulp (contract.tolerance_section, the rule the checkers apply too), with the ULP
+    distances of the stored arrays."""
+    return C.tolerance_section(mismatches, max_ulp, lambda ref, got: _ulp(arrays_dir, ref, got))
 
 
 def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
