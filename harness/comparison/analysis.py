@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.comparison.stats import mean, t_interval, trimmed_mean
 # The policy is the contract's (both checkers apply the same); the numbers are derived here.
@@ -36,8 +36,11 @@ from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MI
                               decide, sequence_ratio, sig10, stopped, timed)
 from harness.contract import interference_warning, without_disturbed as decide_without
 
+if TYPE_CHECKING:
+    from harness.records import RunRecord
 
-def thin_stages(ok: list[dict]) -> list[str]:
+
+def thin_stages(ok: list[RunRecord]) -> list[str]:
     """A warning per stage whose self CPU per call (the median over runs) is within 10x of
     the stage wrapper's own cost, as the runs measured it (WRAPPER_S where they did not):
     instrumenting it moves its figures."""
@@ -54,7 +57,7 @@ def thin_stages(ok: list[dict]) -> list[str]:
     return out
 
 
-def pairs_of(ok: list[dict]) -> tuple[list[tuple[dict, dict]], list[str]]:
+def pairs_of(ok: list[RunRecord]) -> tuple[list[tuple[RunRecord, RunRecord]], list[str]]:
     """(A_k, B_k) for every k where both ran ok, and the labels left without a partner."""
     by_label = {r.label: r for r in ok}
     pairs, unpaired = [], []
@@ -70,7 +73,7 @@ def pairs_of(ok: list[dict]) -> tuple[list[tuple[dict, dict]], list[str]]:
     return pairs, unpaired
 
 
-def usable_items(ok: list[dict], key: str) -> tuple[list[str], int]:
+def usable_items(ok: list[RunRecord], key: str) -> tuple[list[str], int]:
     """Items with a positive `key` and no error in every ok run (sorted), and how many
     items were left out."""
     maps = [r.item_map() for r in ok]
@@ -105,11 +108,11 @@ def _halves(values: list[float]) -> tuple[float, float, int]:
     return statistics.median(values[:half]), statistics.median(values[-half:]), half
 
 
-def drift(pairs: list[tuple[dict, dict]], d: list[float], effect: float, threshold: float) -> dict:
+def drift(pairs: list[tuple[RunRecord, RunRecord]], d: list[float], effect: float, threshold: float) -> dict:
     """Does the ratio move during the campaign? The per-round log ratios' later half against
     their earlier half decides. Each variant's walls are shown too, but a drift both variants
     share cancels within each shuffled round, so it widens nothing."""
-    def walls(runs: list[dict]) -> dict | None:
+    def walls(runs: list[RunRecord]) -> dict | None:
         if len(runs) < 2:
             return None
         first, last, half = _halves([r.wall_s for r in runs])
@@ -136,7 +139,7 @@ def drift(pairs: list[tuple[dict, dict]], d: list[float], effect: float, thresho
     return out
 
 
-def overloaded(ok: list[dict]) -> list[str]:
+def overloaded(ok: list[RunRecord]) -> list[str]:
     """Runs during which the machine had more runnable work than cores: other work competed
     with the timed loop. Measured by the CPU stall time over the loop (Linux PSI) when the
     record has it, else by the 1-minute load average before and after the run."""
@@ -153,12 +156,12 @@ def overloaded(ok: list[dict]) -> list[str]:
     return out
 
 
-def usable_runs(runs: list[dict]) -> list[dict]:
+def usable_runs(runs: list[RunRecord]) -> list[RunRecord]:
     """The runs the statistics read: ok, with a positive wall."""
     return [r for r in runs if r.ok and r.wall_s is not None and r.wall_s > 0]
 
 
-def load_reading(r: dict) -> str:
+def load_reading(r: RunRecord) -> str:
     """What made a run overloaded, in words (for the report)."""
     m = r.machine
     if m.cpu_stall_s is not None and r.wall_s:
@@ -167,7 +170,7 @@ def load_reading(r: dict) -> str:
     return f"load {max(loads):.2f} on {m.cores} cores" if loads else "no load reading"
 
 
-def gil_bound(ok: list[dict], overloaded_runs: list[str]) -> list[str]:
+def gil_bound(ok: list[RunRecord], overloaded_runs: list[str]) -> list[str]:
     """A warning when slots > 1 but the runs kept under GIL_CPU_PER_WALL cores busy: the
     items likely hold the GIL, so more slots add contention, not parallelism. Judged on the
     runs that had the cores to themselves (others' load also keeps a run's cores idle)."""
@@ -199,7 +202,7 @@ def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enou
             "more": max(0, len(rows) - PER_ITEM_SHOWN)}
 
 
-def analyze(runs: list[dict], threshold: float, floor: float | None = None, sequential: dict | None = None) -> dict:
+def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None, sequential: dict | None = None) -> dict:
     """`stats` of comparison.json from the run records in execution order (see the module
     docstring); JSON-able, floats at 10 significant digits, a pure function of its input.
     sequential: {first, cap} of a `rounds: auto` campaign (contract.sequential_plan), whose
