@@ -74,6 +74,18 @@ class Unusable(Exception):
     pass
 
 
+class Problem(str):
+    """One refusal as a value: the bundle file, the rule that refused (None for the layout's own
+    checks) and what is wrong. It reads as the one line it prints ("FILE: [RULE] TEXT"), so a
+    caller that shows problems shows them unchanged; one that sorts them asks for .rule."""
+    __slots__ = ("file", "rule", "text")
+
+    def __new__(cls, file, text, rule=None):
+        line = super().__new__(cls, f"{show(file)}: " + (f"[{rule}] " if rule else "") + text)
+        line.file, line.rule, line.text = file, rule, text
+        return line
+
+
 def show(rel):
     """A path as printed: plain when printable, escaped otherwise."""
     return rel if rel.isprintable() else ascii(rel)
@@ -101,7 +113,7 @@ class Check:
         self.json_bytes = 0  # all JSON read so far (contract.MAX_JSON_BYTES_TOTAL)
 
     def fail(self, rel, msg, rule=None):
-        self.problems.append(f"{show(rel)}: " + (f"[{rule}] " if rule else "") + msg)
+        self.problems.append(Problem(rel, msg, rule))
 
     def path(self, rel):
         return os.path.join(self.root, *rel.split("/"))
@@ -462,7 +474,7 @@ def check_hash(check, rel, digest, manifest):
 def parse_bag_info(check):
     """bag-info.txt: exactly the keys the contract names, each once, each of its type."""
     # as the tag manifest says: listed there, present, and of the digest it gives
-    intact = C.BAG_INFO in check.openable and not any(p.startswith(f"{C.BAG_INFO}: ") for p in check.problems)
+    intact = C.BAG_INFO in check.openable and not any(p.file == C.BAG_INFO for p in check.problems)
     fields = {}
     for n, line in enumerate(text_of(check, C.BAG_INFO, limit_of("bag-info")).splitlines(), 1):
         key, sep, value = line.partition(": ")
@@ -2190,7 +2202,7 @@ def check_bisect(root, step_check=None, max_array_bytes=None):
         except Unusable as exc:
             check.fail(rel, f"unusable: {exc}", "bisect")
             continue
-        check.problems += [f"{rel}/{p}" for p in sub.problems]
+        check.problems += [Problem(f"{rel}/{p.file}", p.text, p.rule) for p in sub.problems]
         check.files += sub.files
         check.arrays += sub.arrays
         if sub.problems or docs is None:

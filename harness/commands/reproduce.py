@@ -80,7 +80,7 @@ def main(args) -> int:
     report = verify(bundle, repo=repo)
     if report.unusable:
         return error("reproduce", report.unusable)
-    anchors = [p for p in report.problems if "[anchors]" in p]
+    anchors = [p for p in report.problems if p.rule == "anchors"]
     inside = [p for p in report.problems if p not in anchors]
     for line in inside:
         print(f"FAIL {term(line)}")

@@ -43,7 +43,7 @@ def main(args) -> int:
         return bisect_report(args, report)
     # The signature (harness/attest): only a bundle that verifies is ever "signed by" (a
     # repository that moved on, [anchors], leaves the bundle itself intact).
-    intact = not [p for p in report.problems if "[anchors]" not in p]
+    intact = not [p for p in report.problems if p.rule != "anchors"]
     signed = check(args.bundle, args.trust, args.attestation, intact=intact)
     for problem in report.problems:
         print(f"FAIL {term(problem)}")
@@ -52,7 +52,7 @@ def main(args) -> int:
             error("verify", signed.line)
         elif signed.line:
             print(f"FAIL {term(signed.line)}" if signed.state == FAILED else term(signed.line))
-        anchors_only = all("[anchors]" in p for p in report.problems)
+        anchors_only = all(p.rule == "anchors" for p in report.problems)
         print(f"{term(args.bundle)}: {len(report.problems)} problem(s); "
               + ("the bundle itself is intact, but the repository no longer holds what it ran (a file named above "
                  "was edited since): check out the commit the bundle was made at, or re-run the campaign"

@@ -368,7 +368,7 @@ class Runner:
         repo_root = _repo_root(campaign.source)
         resolved = resolved_campaign(campaign, materialized, repo_root)
         staging.write_bytes(C.CAMPAIGN_YAML, campaign.raw)
-        staging.write_json(C.CAMPAIGN_JSON, resolved)
+        staging.write_json(C.CAMPAIGN_JSON, resolved)  # what makes a kept staging folder this harness's
         staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
             {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
             "isolation": isolation(campaign)}))
@@ -421,10 +421,12 @@ class Runner:
             if campaign.budget_s is not None and mode == "run" and (step == 2 or self._decides(runs, floor)):
                 campaign, plan = self._cap_rounds(campaign, runs, plan) if step == 2 else \
                     self._stop_rounds(campaign, runs, plan, step)
-                resolved = resolved_campaign(campaign, materialized, repo_root)
-                staging.write_json(C.CAMPAIGN_JSON, resolved)
 
         self.launcher.kill_all()
+        if campaign.budget_s is not None:
+            # Sequential rounds: the count the looks settled, once (seal reads it only with the receipts).
+            resolved = resolved_campaign(campaign, materialized, repo_root)
+            staging.write_json(C.CAMPAIGN_JSON, resolved)
         _drop_unreferenced_arrays(staging.arrays_dir, runs)
         cleanup_receipt = self.launcher.receipt()
         runner_receipt = records.runner_receipt(

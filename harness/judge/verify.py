@@ -26,7 +26,7 @@ FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 @dataclass
 class Report:
-    problems: list[str] = field(default_factory=list)
+    problems: list[rehash.Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unusable: str | None = None
     digest: str | None = None

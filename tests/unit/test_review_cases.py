@@ -289,3 +289,19 @@ def test_a_bundle_too_large_for_the_memory_given_is_one_line(bundle, monkeypatch
                                          "than this process may use; run it where it may use more (ulimit -v)\n")
     assert cli(["compare", str(bundle)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_refusal_is_a_value_naming_its_file_and_rule_and_reads_as_its_line(bundle):
+    """Issue 34: callers sort problems by what they are (p.rule == "anchors"), never by
+    matching the printed line again; the line stays what both checkers print."""
+    from harness import rehash
+
+    forge(bundle, {"data/runs/A1.json": lambda r: r.update(sha="0" * 40)})
+    mine, theirs = problems(bundle)
+    for line in mine + theirs:
+        assert isinstance(line, rehash.Problem)
+        assert str(line) == f"{rehash.show(line.file)}: " + (f"[{line.rule}] " if line.rule else "") + line.text
+    assert any(p.file == "data/runs/A1.json" and p.rule for p in mine)
+    assert {(p.file, p.rule, p.text) for p in mine} <= {(p.file, p.rule, p.text) for p in theirs}
+    odd = rehash.Problem("data/a\nb.json", "unreadable", None)
+    assert str(odd) == "'data/a\\nb.json': unreadable" and odd.rule is None and odd.file == "data/a\nb.json"
