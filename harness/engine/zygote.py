@@ -44,9 +44,10 @@ import harness.files  # noqa: F401
 import harness.plan.workload  # noqa: F401
 import harness.records  # noqa: F401
 
-PRELOADED = ("harness.contract", "harness.records", "harness.files", "harness.plan.workload",
-             "harness.engine.prctl", "harness.engine.stagetimer", "harness.engine.instructions",
-             "harness.engine.worker")
+# The harness's own modules those imports brought in, as this process holds them (reported to the
+# launcher): read from sys.modules, so the list cannot drift from the imports above.
+PRELOADED = tuple(sorted(name for name in sys.modules if (name == "harness" or name.startswith("harness."))
+                          and name != __name__))
 
 
 def threads() -> int | None:
