@@ -23,7 +23,7 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	rm -rf out/demo
-	$(BIN)/harness run campaigns/span_finding_quick.yaml --out out/demo
+	$(BIN)/harness run campaigns/span_finding_quick_zygote.yaml --out out/demo
 	$(BIN)/harness verify out/demo --repo .
 	$(BIN)/python -S harness/rehash.py out/demo
 	@echo
