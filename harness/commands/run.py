@@ -150,7 +150,7 @@ def suite_lines(out: Path) -> list[str]:
     """A `suite:` campaign: what its benchmarks gave (outputs hashed or not given, stages), read
     from the sealed bundle's first ok run."""
     from harness.files import read_json
-    from harness.render.text import suite_text
+    from harness.render.text import suite_text, tline
 
     try:
         campaign = read_json(out / C.CAMPAIGN_JSON)
@@ -158,7 +158,7 @@ def suite_lines(out: Path) -> list[str]:
             path = out / C.run_path(label)
             record = read_json(path) if path.is_file() else None
             if isinstance(record, dict) and record.get("status") == "ok":
-                return [line[0].lower() + line[1:] for line in suite_text(campaign, [record])]
+                return [line[0].lower() + line[1:] for line in suite_text(campaign, [record], esc=tline)]
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return []

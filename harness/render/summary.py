@@ -204,8 +204,10 @@ def _items(stats: dict, long: bool) -> list[str]:
               "95% interval": f"[{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]" if r.get("ci95") else "n/a",
               f"beyond +-{100 * band:.1f}%": beyond(r)} for r in rows]
     more = per["items"] - len(rows)
-    return [f"Per item, worst first: {per['regressed']} of {per['items']} regressed and {per['improved']} improved "
-            f"beyond +-{100 * band:.1f}%" + (f" ({more} more not shown)" if more else "") + ":", "",
+    judged = (f"{per['regressed']} of {per['items']} regressed and {per['improved']} improved beyond +-{100 * band:.1f}%"
+              if enough else f"none of the {per['items']} judged beyond +-{100 * band:.1f}% ({stats['rounds']['n']} "
+              f"rounds, fewer than the {C.MIN_ROUNDS} a per-item verdict needs)")
+    return [f"Per item, worst first: {judged}" + (f" ({more} more not shown)" if more else "") + ":", "",
             table(shown, right=("candidate/base",)), ""]
 
 

@@ -108,6 +108,12 @@ def tcell(x: Any, limit: int = 400) -> str:
     return NA if x is None else term(_bounded(x, limit)).replace("|", "\\|")
 
 
+def tline(x: Any, limit: int = 400) -> str:
+    """Bundle text inside a sentence printed on a terminal (`run`): one line, every control shown
+    escaped (`term`), bounded; no Markdown escapes, so a path or a regular expression reads as typed."""
+    return NA if x is None else term(_bounded(x, limit))
+
+
 # --- terminals: the one owner of how bundle text reaches a terminal -------------------------------
 # A character a terminal could act on (ESC, CSI \x9b and every other C0 and C1 control, DEL, bidi
 # overrides and isolates, zero-width and other format characters, line and paragraph separators)
@@ -252,11 +258,12 @@ def stage_summary(comparison: dict) -> list[str]:
     return [head + (f"; {left} smaller stage(s) left out (REPORT.md has all):" if left else ":"), text]
 
 
-def suite_text(campaign: dict, runs: list) -> list[str]:
+def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
     """What a `suite:` campaign's benchmarks gave, in sentences (none for a workload): the suite,
     how many items' outputs were hashed, and for the rest what they returned instead ("outputs:
     not given by this benchmark"); its stages when none were declared. runs: the ok runs' records
-    as dicts (items, metrics); every value from them goes through cell."""
+    as dicts (items, metrics); every value from them goes through esc (`cell` on a page, `tline`
+    on a terminal)."""
     from harness import contract as C
 
     workload = campaign.get("workload") or {}
@@ -267,15 +274,15 @@ def suite_text(campaign: dict, runs: list) -> list[str]:
     notes = info.get("outputs") if isinstance(info.get("outputs"), dict) else {}
     items = runs[0].get("items") or []
     without = [it["id"] for it in items if it.get("error") is None and not it.get("fields")]
-    lines = [f"Suite: {cell(params.get('kind'))} benchmarks of {cell(params.get('path'))}"
-             + (f" selected by {cell(params.get('select'))}" if params.get("select") else "")
+    lines = [f"Suite: {esc(params.get('kind'))} benchmarks of {esc(params.get('path'))}"
+             + (f" selected by {esc(params.get('select'))}" if params.get("select") else "")
              + f", {len(items)} items, each run calling each benchmark once (its setup before the clock)"
-             + (f"; {cell(info['pytest'], 300)}" if info.get("pytest") else "")]
+             + (f"; {esc(info['pytest'], 300)}" if info.get("pytest") else "")]
     if without:
         reasons: dict = {}
         for item in without:
             reasons.setdefault(str(notes.get(item, "no outputs recorded")), []).append(item)
-        shown = "; ".join(f"{cell(why, 120)} ({len(ids)})" for why, ids in sorted(reasons.items())[:4])
+        shown = "; ".join(f"{esc(why, 120)} ({len(ids)})" for why, ids in sorted(reasons.items())[:4])
         lines.append(f"Outputs: not given by this benchmark for {len(without)} of {len(items)} items ({shown}); "
                      + ("parity covers the items' errors only" if len(without) == len(items)
                         else "parity covers the rest and every item's errors"))

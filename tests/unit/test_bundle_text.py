@@ -254,3 +254,31 @@ def test_the_json_forms_of_a_hostile_bundle_are_ascii_and_hold_no_markup(hostile
         for row in doc:
             markdown_is_inert(row["name"].replace("/", " "))
             markdown_is_inert(row["extra"])
+
+
+def test_a_suites_lines_on_the_terminal_carry_no_markdown_escapes(tmp_path):
+    """`harness run` of a `suite:` campaign prints what its benchmarks gave on a terminal: the
+    path, the `select` regular expression and a return's type name as typed (an escaped
+    `AllShortestPaths\\\\.time` is another expression), controls still shown escaped; the page
+    keeps its Markdown escapes."""
+    import json
+
+    from harness import contract as C
+    from harness.commands.run import suite_lines
+
+    select = r"AllShortestPathsGrid\.time_all_shortest_paths\((8|10)\)"
+    campaign = {"workload": {"entry": C.SUITE_ENTRIES["asv"], "params": {
+        "kind": "asv", "path": "bench/test_attrs_collections.py", "select": select}},
+        "stages": {}, "labels": ["A1"]}
+    why = "not data: returned bench.test_x.<locals>.C \x1b[2K"
+    record = {"status": "ok", "items": [{"id": "t[a_b]", "error": None, "fields": {}}],
+              "metrics": {"suite": {"outputs": {"t[a_b]": why}}}}
+    (tmp_path / "data" / "runs").mkdir(parents=True)
+    (tmp_path / C.CAMPAIGN_JSON).write_text(json.dumps(campaign))
+    (tmp_path / C.run_path("A1")).write_text(json.dumps(record))
+    shown = "\n".join(suite_lines(tmp_path))
+    assert f"asv benchmarks of bench/test_attrs_collections.py selected by {select}," in shown
+    assert "returned bench.test_x.<locals>.C \\x1b[2K (1)" in shown and "\x1b" not in shown
+    assert "\\_" not in shown and "&lt;" not in shown and "\\|" not in shown
+    page = "\n".join(text.suite_text(campaign, [record]))
+    assert "test\\_attrs\\_collections.py" in page and "&lt;locals&gt;" in page and "\x1b" not in page

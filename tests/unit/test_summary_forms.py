@@ -121,3 +121,15 @@ def test_the_command_offers_every_form():
     from harness.commands.summary import FORMS
 
     assert FORMS == tuple(summary.FORMS)
+
+
+def test_per_item_verdicts_under_the_minimum_rounds_are_said_as_not_judged(tmp_path, capsys):
+    """With fewer rounds than contract.MIN_ROUNDS no item is judged (the column says n/a): the
+    header must not read "0 of 6 regressed and 0 improved" next to items at half the base's time
+    (evidence/demo_instructions, decided after 4 rounds, read so)."""
+    outcome, _ = run_fake(tmp_path, rounds=C.MIN_ROUNDS - 1)
+    text = page(outcome.out, capsys=capsys)
+    head = next(ln for ln in text.splitlines() if ln.startswith("Per item, worst first"))
+    assert "regressed and" not in head, head
+    assert f"{C.MIN_ROUNDS - 1} rounds, fewer than the {C.MIN_ROUNDS} a per-item verdict needs" in head
+    assert head.endswith(":") and "(1 more not shown)" in head
