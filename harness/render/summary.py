@@ -302,17 +302,25 @@ def _how_to_check(bundle, shown: str) -> list[str]:
     if not anchorable(bundle.campaign):
         return ["Verify (its campaign file lay outside any git repository when it ran, so the bundle has no anchors "
                 "in a repository: `verify --repo` and `reproduce` cannot work for it):", "",
-                *fence([f"harness verify {word}", f"python -S harness/rehash.py {word}"], "sh"), ""]
+                *fence([f"harness verify {word}"], "sh"), "", *_standalone(word)]
     snapshot = [v for v in ("base", "candidate") if bundle.campaign["revisions"][v]["rev"] == "WORKTREE"]
     if snapshot:
         return [f"Verify (its {snapshot[0]} is a snapshot of uncommitted changes, a commit no clone holds, so "
                 "`verify --repo` and `reproduce` work only where it ran; commit the change and run the campaign "
                 "with `--candidate SHA` for a claim a reviewer can re-run):", "",
-                *fence([f"harness verify {word}", f"python -S harness/rehash.py {word}"], "sh"), ""]
+                *fence([f"harness verify {word}"], "sh"), "", *_standalone(word)]
     where = cell(bundle.campaign["campaign_path"], 200)
     return [f"Check it: in a clone of the repository that holds the campaign file ({where}) and both commits "
             "(fetch the pull request's branch if the candidate is on it), from its top folder, with abba-harness "
             "installed and the bundle downloaded there:", "",
             *fence([f"harness verify {word} --repo .", f"harness reproduce {word}"], "sh"), "",
-            "The standard-library checker, from a checkout of the abba-harness sources (nothing to install):", "",
+            *_standalone(word)]
+
+
+def _standalone(word: str) -> list[str]:
+    """The standard-library checker: one file of the harness's sources, whichever project the
+    bundle measured, so the line says where a reviewer finds it."""
+    return ["The standard-library checker, `harness/rehash.py` of the abba-harness sources (nothing to install; "
+            "run from a checkout of them, or with the file copied from an installed abba-harness, whose path "
+            "`python -c 'import harness.rehash as r; print(r.__file__)'` prints):", "",
             *fence([f"python -S harness/rehash.py {word}"], "sh"), ""]

@@ -27,6 +27,15 @@ ESCAPES = ["\x1b[2K\rverdict: improved (exit 0)", "\x1b]0;title\x07", "\x9b2K", 
            "\x7f", "a\u2028b", "\x85next"]
 
 
+def fenced_commands_only(page: str) -> bool:
+    """The verify block and the standard-library checker's: each a fence around commands only
+    (a hostile folder name that closed one would leave text or a third fence between them)."""
+    lines = page.splitlines()
+    fences = [i for i, ln in enumerate(lines) if ln.startswith("```")]
+    return len(fences) == 4 and all(lines[i].startswith(("harness ", "python "))
+                                    for a, b in (fences[:2], fences[2:]) for i in range(a + 1, b))
+
+
 def prose(page: str) -> str:
     """The page without its code blocks and code spans (their text is literal: never markup)."""
     page = re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1$", "", page)
@@ -131,10 +140,8 @@ def test_summary_of_a_hostile_bundle_has_nothing_live(hostile, capsys):
     assert not re.search(r"(?<![&\w])@\w", page) and "$" not in page and "https://" not in page
     assert "\x1b" not in page and "\x9b" not in page and "\u202e" not in page and "\r" not in page
     assert "**Regressed**" in page
-    # the folder's newline cannot close the fence: the block has its two fences and commands only
-    fences = [i for i, ln in enumerate(page.splitlines()) if ln.startswith("```")]
-    assert len(fences) == 2 and all(page.splitlines()[i].startswith("harness") or
-                                    page.splitlines()[i].startswith("python") for i in range(fences[0] + 1, fences[1]))
+    # the folder's newline cannot close the fence: the blocks hold commands only
+    assert fenced_commands_only(page)
 
 
 @pytest.mark.parametrize("command, code, last", [
@@ -230,9 +237,7 @@ def test_every_markdown_form_of_a_hostile_bundle_has_nothing_live(hostile, capsy
     assert not re.search(r"(?<![&\w])@\w", page)
     assert not any(raw in page for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x07"))
     assert [ln for ln in page.splitlines() if ln.startswith("#")] == [page.splitlines()[0]]
-    fences = [i for i, ln in enumerate(page.splitlines()) if ln.startswith("```")]
-    assert len(fences) == 2 and all(page.splitlines()[i].startswith(("harness ", "python "))
-                                    for i in range(fences[0] + 1, fences[1]))
+    assert fenced_commands_only(page)
     assert "**Regressed** (`harness compare` exit 5)" in page
     for line in page.splitlines():  # every item id that reaches the table is one inert cell
         if line.startswith("| ") and "VERIFIED" in line:
