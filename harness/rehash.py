@@ -187,7 +187,7 @@ def tokens(path):
     return [t for t in re.split(r"\.|(\[\])", path) if t]
 
 
-_TREES = {}
+_TREES: dict[str, dict] = {}
 
 
 def tree(doc):
