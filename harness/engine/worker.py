@@ -274,7 +274,8 @@ def stage_homes(stages: dict) -> dict:
 def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 6) -> list:
     """The pre-flight item run again a few times (at most budget_s): how much its wall moves
     here, for the runner's note when the machine is too noisy for the verdict's band."""
-    walls, end = [], time.perf_counter() + budget_s
+    walls: list[float] = []
+    end = time.perf_counter() + budget_s
     while len(walls) < most and time.perf_counter() < end:
         t0 = time.perf_counter()
         try:
