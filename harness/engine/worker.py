@@ -532,6 +532,7 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
         item_records.append(Item.measured(item_id, item_wall, item_cpu, fields, error))
     if all(r.error is not None for r in item_records):  # items is never empty (checked above)
         first = item_records[0].error
+        assert first is not None  # every item raised
         raise SystemExit(f"every item raised ({len(items)} of {len(items)}); the first: {first['type']}: "
                          f"{first['message'][:200]}")
     metrics = workload.metrics() if hasattr(workload, "metrics") else {}
