@@ -137,6 +137,7 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
                 runner = Runner(campaign, (out / C.BISECT_STEPS / folder).absolute(), progress=progress,
                                 launcher=launcher_for() if launcher_for else None)
                 outcome = runner.run()
+                assert outcome is not None  # not check_only: run() seals a bundle
         except PreflightError as exc:
             ending, reason = "stopped", f"{where}: pre-flight: {exc.problems[0] if exc.problems else 'failed'}"
             break

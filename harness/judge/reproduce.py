@@ -288,6 +288,7 @@ def reproduce(original: read.Bundle, campaign, out: Path, force: bool = False, p
         try:
             try:
                 outcome = Runner(campaign, work, force=True, progress=progress, launcher=launcher).run()
+                assert outcome is not None  # not check_only: run() seals a bundle
             except WriteFailed as exc:
                 if not exc.sealable:
                     raise

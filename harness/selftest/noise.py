@@ -89,7 +89,9 @@ def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work
                         "params": {"items": 8, "work": work, "candidate_work": candidate_work}}
     campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
     runner = Runner(campaign, out)
-    comparison = runner.run().comparison
+    outcome = runner.run()
+    assert outcome is not None  # not check_only: run() seals a bundle
+    comparison = outcome.comparison
     if (runner.interrupted or "").startswith("interrupted by"):  # Ctrl-C or SIGTERM ends the self-test too
         raise SystemExit(f"harness selftest noise: {runner.interrupted}; the self-test stopped")
     return comparison
