@@ -230,8 +230,8 @@ def tamper_main(args) -> int:
     from harness.selftest import closedworld, fieldwalk, tamper
 
     repo = Path(args.repo) if args.repo else None
-    with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp_name:
+        tmp = Path(tmp_name)
         if args.bundle:
             bundles = [(Path(args.bundle), Path(args.original) if args.original else None)]
             for path in filter(None, bundles[0]):

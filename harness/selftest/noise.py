@@ -112,7 +112,7 @@ def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int
         kinds = (("A-vs-A", 1.0, campaigns),
                  (effect_kind, 1 / (1 + effect), campaigns if effect_campaigns is None else effect_campaigns))
         for name, load in conditions:
-            rows = {kind: [] for kind, _, _ in kinds}
+            rows: dict[str, list] = {kind: [] for kind, _, _ in kinds}
             with Load() if load else contextlib.nullcontext():
                 for k in range(max(count for _, _, count in kinds)):
                     for kind, factor, count in kinds:
