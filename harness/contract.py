@@ -1623,7 +1623,7 @@ def t_cdf(t, df):
     return 1.0 - tail if t > 0 else tail
 
 
-_T_QUANTILES = {}
+_T_QUANTILES: dict[tuple[float, int], float] = {}
 
 
 def t_quantile(p, df):

@@ -6,6 +6,8 @@ spelled here and nowhere else: a new code is one line here and its use.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from harness import contract as C
 
 # --- exit codes -----------------------------------------------------------------------------
@@ -33,7 +35,8 @@ def error(command: str, *lines, code: int = UNUSABLE) -> int:
     return code
 
 
-EXIT_CODES = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
+# Keyed by object: a verdict read from a bundle may be any JSON value (a missing one is None).
+EXIT_CODES: dict[object, int] = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
 RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed",
                     PROBLEMS: "the sealed bundle does not verify"}
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
@@ -156,7 +159,7 @@ def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str
     if code == FAILED:
         return (f"verdict: campaign failed ({exit_word} {code}): "
                 f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
-    stats = comparison.get("stats")
+    stats: Any = comparison.get("stats")  # JSON: exit_code found it a dict where code is not FAILED, PARITY or UNUSABLE
     if code == UNUSABLE:
         what = "no instruction counts" if metric == "instructions" and isinstance(stats, dict) else "no usable stats"
         return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"

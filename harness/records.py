@@ -326,7 +326,7 @@ class InstructionRecord:
             raise ValueError(f"run status {status!r}")
         if status == "ok" and (counted is None or count is None or exit_code != 0 or reason is not None):
             raise ValueError("an ok instruction run needs its count, the worker's result, exit code 0 and no reason")
-        m = counted if status == "ok" else {}
+        m = counted if status == "ok" and counted is not None else {}  # ok has a count: checked above
         python = m.get("python")
         return cls(
             schema=C.SCHEMAS["instructions"], label=job["label"], variant=job["variant"], index=job["index"],

@@ -79,6 +79,9 @@ class Problem(str):
     checks) and what is wrong. It reads as the one line it prints ("FILE: [RULE] TEXT"), so a
     caller that shows problems shows them unchanged; one that sorts them asks for .rule."""
     __slots__ = ("file", "rule", "text")
+    file: str  # declared for type checkers; __new__ sets the slots
+    rule: "str | None"
+    text: str
 
     def __new__(cls, file, text, rule=None):
         line = super().__new__(cls, f"{show(file)}: " + (f"[{rule}] " if rule else "") + text)
@@ -187,7 +190,7 @@ def tokens(path):
     return [t for t in re.split(r"\.|(\[\])", path) if t]
 
 
-_TREES = {}
+_TREES: dict[str, dict] = {}
 
 
 def tree(doc):

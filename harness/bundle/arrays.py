@@ -69,7 +69,8 @@ def digest(array: np.ndarray) -> str:
     h = hashlib.sha256(DIGEST_PREFIX)
     h.update(header(array.dtype.str, array.shape))
     h.update(b"\n")
-    h.update(memoryview(array).cast("B") if array.size else b"")
+    # ndarray exports the buffer protocol; numpy's stubs declare __buffer__ only for Python 3.12+.
+    h.update(memoryview(array).cast("B") if array.size else b"")  # type: ignore[arg-type]
     return h.hexdigest()
 
 

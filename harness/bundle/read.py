@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, overload
 
 from harness import contract as C
 from harness.bundle.write import BundleError
@@ -67,9 +67,9 @@ class Bundle:
     path: Path
     digest: Optional[str]
     campaign: dict
-    comparison: dict
-    runs: list  # RunRecord, in execution order
-    instructions: list  # InstructionRecord, in execution order
+    comparison: Optional[dict]  # None only where load(unsealed=True) found none yet
+    runs: list[RunRecord]  # in execution order
+    instructions: list[InstructionRecord]  # in execution order
     runner: dict
     environment: dict
     cleanup: dict
@@ -99,6 +99,11 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
     if not bundle.is_dir():
         raise BundleError(f"{bundle}: not a directory")
 
+    @overload
+    def doc(rel: str) -> dict: ...
+    @overload
+    def doc(rel: str, required: bool) -> Optional[dict]: ...
+
     def doc(rel: str, required: bool = True) -> Optional[dict]:
         value = read_json(bundle / rel, required, limit_of(rel))
         if value is None and not required:
@@ -113,7 +118,7 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
     started = runner.get("runs_started")
     if not isinstance(labels, list) or not isinstance(started, int) or not 0 <= started <= len(labels):
         raise BundleError(f"{bundle / C.CAMPAIGN_JSON}: no labels for runner.json's runs_started")
-    runs = []
+    runs: list[RunRecord] = []
     for label in labels[:started]:
         if not isinstance(label, str) or not C.LABEL_RE.match(label):
             raise BundleError(f"{bundle / C.CAMPAIGN_JSON}: {label!r} is not a run label")
@@ -121,7 +126,7 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
             runs.append(RunRecord.from_json(doc(C.run_path(label))))
         except (KeyError, TypeError, AttributeError) as exc:
             raise BundleError(f"{bundle / C.run_path(label)}: not a run record ({exc})") from None
-    instructions = []
+    instructions: list[InstructionRecord] = []
     folder = bundle / "data" / "instructions"
     if folder.is_dir() and not folder.is_symlink():
         for path in sorted(folder.iterdir(), key=lambda p: (len(p.name), p.name))[:4 * C.MAX_INSTRUCTION_RUNS]:

@@ -10,6 +10,7 @@ import datetime as _dt
 import fcntl
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from dataclasses import dataclass
@@ -146,7 +147,7 @@ class Staging:
     def write_bytes(self, rel: str, blob: bytes) -> None:
         atomic_write_bytes(self.root / rel, blob)
 
-    def seal(self, info: dict[str, str]) -> str:
+    def seal(self, info: Mapping[str, object]) -> str:  # each value written as str(value)
         """Write bagit.txt, bag-info.txt and both manifests; return the bundle digest."""
         payload = payload_files(self.root)
         rows = [(sha256_file(self.root / rel), rel) for rel in payload]

@@ -58,6 +58,7 @@ def main(args) -> int:
     try:
         with Progress() as progress:
             outcome = Runner(campaign, out.absolute(), force=args.force, progress=progress, calibration=True).run()
+            assert outcome is not None  # not check_only: run() seals a bundle
     except PreflightError as exc:
         return error("calibrate", *(f"pre-flight: {line}" for line in exc.problems))
     except (spec.SpecError, BundleError) as exc:

@@ -21,6 +21,7 @@ nodes, 6 the verdicts disagree, 1 a bundle does not verify, 2 no bundle found.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness import outcomes
@@ -146,7 +147,7 @@ def main_run(args) -> int:
 
 
 def campaign_group(source: Path, repo: Path, out: Path, replicas: int, overrides: dict | None = None,
-                   override_argv: list[str] = ()):
+                   override_argv: Sequence[str] = ()):
     """One campaign's replicas (schedule.Group and its Jobs), with the terms every replica's
     bundle is held to (collect.terms_of_run: fixed here, before anything is submitted)."""
     from harness.fleet import collect, schedule, short

@@ -78,6 +78,7 @@ def main(args) -> int:
     if to_stdout:
         sys.stdout.write(text)
         return code
+    assert out is not None  # set whenever the report does not go to stdout
     if args.check:
         try:
             current = out.read_bytes().decode("utf-8", errors="replace")

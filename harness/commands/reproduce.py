@@ -82,8 +82,8 @@ def main(args) -> int:
         return error("reproduce", report.unusable)
     anchors = [p for p in report.problems if p.rule == "anchors"]
     inside = [p for p in report.problems if p not in anchors]
-    for line in inside:
-        print(f"FAIL {term(line)}")
+    for problem in inside:
+        print(f"FAIL {term(problem)}")
     if inside:
         return error("reproduce", f"{bundle} does not verify; nothing to reproduce", code=outcomes.PROBLEMS)
     if anchors:

@@ -79,6 +79,7 @@ def main(args) -> int:
                 return blocked
             runner = Runner(campaign, out.absolute(), force=args.force, progress=progress)
             outcome = runner.run()
+            assert outcome is not None  # not check_only: run() seals a bundle
     except PreflightError as exc:
         return error("run", *(f"pre-flight: {line}" for line in exc.problems),
                      "nothing was timed and no bundle was written (`harness check` repeats the pre-flight)")

@@ -73,6 +73,7 @@ def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
     campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
     t0 = time.monotonic()
     outcome = Runner(campaign, out).run()
+    assert outcome is not None  # not check_only: run() seals a bundle
     return outcome.comparison, time.monotonic() - t0
 
 
@@ -119,6 +120,7 @@ def _campaign(tmp: Path, rel: str, name: str, **overrides) -> Path | None:
     print(f"selftest: running {campaign_path} into {out}", file=sys.stderr)
     try:
         outcome = Runner(spec.load(campaign_path, overrides), out).run()
+        assert outcome is not None  # not check_only: run() seals a bundle
     except (spec.SpecError, OSError, PreflightError) as exc:
         print(f"harness selftest: error: {rel}: {exc}", file=sys.stderr)
         return None
@@ -228,8 +230,8 @@ def tamper_main(args) -> int:
     from harness.selftest import closedworld, fieldwalk, tamper
 
     repo = Path(args.repo) if args.repo else None
-    with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="abba-selftest-") as tmp_name:
+        tmp = Path(tmp_name)
         if args.bundle:
             bundles = [(Path(args.bundle), Path(args.original) if args.original else None)]
             for path in filter(None, bundles[0]):

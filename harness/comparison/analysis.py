@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.comparison.stats import mean, t_interval, trimmed_mean
 # The policy is the contract's (both checkers apply the same); the numbers are derived here.
@@ -37,7 +37,7 @@ from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MI
 from harness.contract import interference_warning, without_disturbed as decide_without
 
 if TYPE_CHECKING:
-    from harness.records import RunRecord
+    from harness.records import Interference, RunRecord
 
 
 def thin_stages(ok: list[RunRecord]) -> list[str]:
@@ -82,12 +82,17 @@ def usable_items(ok: list[RunRecord], key: str) -> tuple[list[str], int]:
     return good, len(ids) - len(good)
 
 
-def round_logs(pairs: list[tuple[dict, dict]], items: list[str], key: str) -> list[list[float]]:
+def _wall(r: RunRecord) -> float:
+    """A usable run's wall (usable_runs kept only runs whose wall_s is set and positive)."""
+    return cast(float, r.wall_s)
+
+
+def round_logs(pairs: list[tuple[RunRecord, RunRecord]], items: list[str], key: str) -> list[list[float]]:
     """Per round, the log ratio of each item (or of the run walls when there are no items)."""
     out = []
     for a, b in pairs:
         if not items:
-            out.append([math.log(b.wall_s / a.wall_s)])
+            out.append([math.log(_wall(b) / _wall(a))])
             continue
         ia, ib = a.item_map(), b.item_map()
         out.append([math.log(getattr(ib[i], key) / getattr(ia[i], key)) for i in items])
@@ -115,7 +120,7 @@ def drift(pairs: list[tuple[RunRecord, RunRecord]], d: list[float], effect: floa
     def walls(runs: list[RunRecord]) -> dict | None:
         if len(runs) < 2:
             return None
-        first, last, half = _halves([r.wall_s for r in runs])
+        first, last, half = _halves([_wall(r) for r in runs])
         return {"first": [r.label for r in runs[:half]], "last": [r.label for r in runs[-half:]],
                 "first_s": sig10(first), "last_s": sig10(last), "change_pct": sig10(100.0 * (last - first) / first)}
 
@@ -147,7 +152,7 @@ def overloaded(ok: list[RunRecord]) -> list[str]:
     for r in ok:
         m = r.machine
         if m.cpu_stall_s is not None:
-            if m.cpu_stall_s > STALL_SHARE * r.wall_s + STALL_TICK_S:
+            if m.cpu_stall_s > STALL_SHARE * _wall(r) + STALL_TICK_S:
                 out.append(r.label)
             continue
         loads = [v[0] for v in (m.loadavg_before, m.loadavg_after) if v]
@@ -175,7 +180,7 @@ def gil_bound(ok: list[RunRecord], overloaded_runs: list[str]) -> list[str]:
     items likely hold the GIL, so more slots add contention, not parallelism. Judged on the
     runs that had the cores to themselves (others' load also keeps a run's cores idle)."""
     slots = {r.slots for r in ok}
-    use = [r.machine.process_cpu_s / r.wall_s for r in ok
+    use = [r.machine.process_cpu_s / _wall(r) for r in ok
            if r.machine.process_cpu_s is not None and r.label not in overloaded_runs]
     if len(slots) != 1 or not isinstance(next(iter(slots)), int) or next(iter(slots)) < 2 or not use:
         return []
@@ -247,7 +252,7 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
     logs = round_logs(pairs, items, "wall_s")
     d = [math.fsum(row) / len(row) for row in logs]
     iv = interval(d)
-    run_ratio = mean(b.wall_s for _, b in pairs) / mean(a.wall_s for a, _ in pairs)
+    run_ratio = mean(_wall(b) for _, b in pairs) / mean(_wall(a) for a, _ in pairs)
     paired, rounds = result["paired"], result["rounds"]
     paired.update(items=len(items), items_excluded=dropped, geomean_ratio=iv["geomean_ratio"], ci95=iv["ci95"],
                   run_ratio=sig10(run_ratio))
@@ -330,7 +335,7 @@ def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], th
     lo, hi = ci
     labels = {r.label for pair in pairs for r in pair}
     _, _, claim_band, _ = cautions_of(pairs, d, [x for x in overloaded_runs if x in labels], threshold, band)
-    run_ratio = sig10(mean(b.wall_s for _, b in pairs) / mean(a.wall_s for a, _ in pairs))
+    run_ratio = sig10(mean(_wall(b) for _, b in pairs) / mean(_wall(a) for a, _ in pairs))
     verdict, reason = decide(lo, hi, band, run_ratio, what_of(items, len(d)) + " (valid at every look)",
                              claim_band)
     return [lo, hi], verdict, reason
@@ -358,7 +363,8 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
     the campaign goes on rather than stop on a claim the disturbed rounds alone carry."""
     first, cap = plan["first"], plan["cap"]
     overloaded_runs = result["load"]["overloaded"]
-    looks, last = [], None
+    looks: list[dict] = []
+    last: tuple[list[float] | None, str, str] | None = None
     for k in range(first, len(pairs) + 1):
         last = look(pairs[:k], d[:k], items, overloaded_runs, threshold, band)
         if last[1] != "inconclusive" and undisturbed_verdict(pairs[:k], overloaded_runs, threshold,
@@ -371,12 +377,14 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
     result["method"] = f"{METHOD}; {SEQ_METHOD}"
     paired = result["paired"]
     if why == "decided":
+        assert last is not None  # a look decided, so there was one
         paired["ci95"] = last[0]
         result["verdict"], result["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
     elif why == "cap" and len(d) >= 2:
         fixed = interval(d, SEQ_LAST_LEVEL)
         paired["ci95"] = fixed["ci95"]
-        verdict, reason = decide(*fixed["ci95"], band, paired["run_ratio"],
+        lo, hi = fixed["ci95"]
+        verdict, reason = decide(lo, hi, band, paired["run_ratio"],
                                  what_of(items, len(d)).replace("ratio", f"ratio ({100 * SEQ_LAST_LEVEL:g}%)", 1),
                                  result["claim_band"])
         result["verdict"] = verdict
@@ -425,6 +433,6 @@ def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: f
                          and r.interference.freq_mhz_before is not None),
         "disturbed": [r.label for r in marked], "disturbed_rounds": rounds, "without": without, "holds": holds}
     if marked:
-        stats["warnings"].append(interference_warning([(r.label, r.interference.causes) for r in marked],
+        stats["warnings"].append(interference_warning([(r.label, cast("Interference", r.interference).causes) for r in marked],
                                                       bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
     return stats

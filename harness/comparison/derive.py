@@ -4,11 +4,16 @@ its own), so a number can only be in it if the records produce it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from harness import contract as C
 from harness.comparison import analysis, parity
 from harness.contract import sig10
+
+if TYPE_CHECKING:
+    from harness.records import InstructionRecord
 
 
 def mean(values: list[float]) -> float | None:
@@ -16,7 +21,7 @@ def mean(values: list[float]) -> float | None:
 
 
 def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict | None, arrays_dir: Path,
-           floor: dict | None = None, instr: list = (), workload: str | None = None) -> dict:
+           floor: dict | None = None, instr: Sequence[InstructionRecord] = (), workload: str | None = None) -> dict:
     """campaign: data/campaign.json; runs: RunRecords in execution order; runner and cleanup:
     their receipts; golden: the pinned golden file; floor: the pinned noise-floor file; instr:
     the InstructionRecords in execution order; workload: the workload receipt's digest, which
@@ -50,9 +55,10 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
                     speedup=base_mean / cand_mean)
     staged = [r for r in ok if C.instrumented(r.label, campaign["order"])]
     plan = C.sequential_plan(campaign, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
-    stats = analysis.analyze(runs, campaign["threshold"], floor and floor["floor"], plan)
+    floor_value = cast("float | None", floor and floor["floor"])  # a pinned floor file holds its floor
+    stats = analysis.analyze(runs, campaign["threshold"], floor_value, plan)
     stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
-                                       floor and floor["floor"])
+                                       floor_value)
     return {
         "schema": C.SCHEMAS["comparison"],
         "campaign": campaign["name"],
@@ -70,7 +76,7 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
     }
 
 
-def instructions_section(instr: list, stats: dict) -> dict:
+def instructions_section(instr: Sequence[InstructionRecord], stats: dict) -> dict:
     """comparison.json `instructions` (contract.instructions_section, the rule the checkers apply
     too) from the instruction run records and the wall verdict."""
     return C.instructions_section([(r.label, r.variant, r.instructions, len(r.items)) for r in instr if r.ok],

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from pathlib import Path
+from typing import cast
 
 import psutil
 
@@ -78,7 +79,8 @@ def torch_runtime(worker_env: dict[str, str], python: str = sys.executable) -> d
     spec = importlib.util.find_spec("torch") if python == sys.executable else None
     if python == sys.executable and (spec is None or not spec.origin):
         return {"version": None, "reason": "torch is not installed"}
-    origin = os.stat(spec.origin if spec is not None else python)
+    # A spec here has its origin (checked above: spec is only found for python == sys.executable).
+    origin = os.stat(cast(str, spec.origin) if spec is not None else python)
     key = json.dumps([python, spec.origin if spec is not None else None, origin.st_mtime_ns, origin.st_size,
                       sorted(worker_env.items()), sorted(os.sched_getaffinity(0)), cpu_model(),
                       vector_isa()])
@@ -112,7 +114,7 @@ def capture(worker_env: dict[str, str], interpreters: dict) -> dict:
     """The machine class (CPU model, vector ISA, BLAS build: what float kernels depend on, so
     float outputs are comparable only within one class), each variant's interpreter, and the
     rest of the setting; environment.json as the contract declares it."""
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             packages[name] = importlib.metadata.version(name)

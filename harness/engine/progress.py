@@ -55,7 +55,7 @@ class Progress:
         """What is left, each kind of run at its own pace: a run under valgrind (IA1, IB1) takes
         tens of times a wall run; until one has run, it is left out and said to be."""
         left = self.labels[index:]
-        paces = {}
+        paces: dict[str, list[float]] = {}
         for label, seconds in self.durations:
             paces.setdefault(_kind(label), []).append(seconds)
         if not paces:

@@ -68,7 +68,7 @@ class StageTimer:
                 if state.stack:
                     state.stack[-1][2] += elapsed
 
-        staged.__abba_stage__ = name
+        setattr(staged, "__abba_stage__", name)  # the marker a wrapped function carries
         return staged
 
     def totals(self, names) -> dict[str, dict]:
@@ -132,8 +132,8 @@ def resolve(path: str):
 def install(stages: dict[str, str], timer: StageTimer, optional: frozenset = frozenset()) -> dict[str, bool]:
     """Wrap every configured function; returns {stage: installed}. Missing optional stages
     are reported as not installed; anything else that cannot be wrapped raises StageError."""
-    seen = {}
-    installed = {}
+    seen: dict[tuple[int, str], str] = {}
+    installed: dict[str, bool] = {}
     for name, path in stages.items():
         try:
             owner, attr, value = resolve(path)
@@ -146,6 +146,7 @@ def install(stages: dict[str, str], timer: StageTimer, optional: frozenset = fro
         if key in seen:
             raise StageError(f"stages '{seen[key]}' and '{name}' name the same function '{path}'")
         seen[key] = name
+        wrapped: object
         if isinstance(value, staticmethod):
             wrapped = staticmethod(timer.wrap(name, value.__func__))
         elif isinstance(value, classmethod):

@@ -274,7 +274,8 @@ def stage_homes(stages: dict) -> dict:
 def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 6) -> list:
     """The pre-flight item run again a few times (at most budget_s): how much its wall moves
     here, for the runner's note when the machine is too noisy for the verdict's band."""
-    walls, end = [], time.perf_counter() + budget_s
+    walls: list[float] = []
+    end = time.perf_counter() + budget_s
     while len(walls) < most and time.perf_counter() < end:
         t0 = time.perf_counter()
         try:
@@ -531,6 +532,7 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
         item_records.append(Item.measured(item_id, item_wall, item_cpu, fields, error))
     if all(r.error is not None for r in item_records):  # items is never empty (checked above)
         first = item_records[0].error
+        assert first is not None  # every item raised
         raise SystemExit(f"every item raised ({len(items)} of {len(items)}); the first: {first['type']}: "
                          f"{first['message'][:200]}")
     metrics = workload.metrics() if hasattr(workload, "metrics") else {}

@@ -121,6 +121,7 @@ def child(request: dict, reader, replies: int, zygote_pid: int) -> int:
 def end_child(request: dict, reader, replies: int, zygote_pid: int) -> None:
     """Run the child and end it without the interpreter's teardown, with the exit code and
     message the interpreter would give its SystemExit (or traceback)."""
+    code: int | str | None  # SystemExit's code may be any of these; os._exit gets an int
     try:
         code = child(request, reader, replies, zygote_pid)
     except SystemExit as exc:

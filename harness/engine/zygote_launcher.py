@@ -58,11 +58,13 @@ class Zygote:
         return self.proc.pid
 
     def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None  # started with stdin=PIPE
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
 
     def reply(self, deadline: float, tick) -> Optional[dict]:
         """The zygote's next line, or None when it ended (EOF) or the deadline passed."""
+        assert self.proc.stdout is not None  # started with stdout=PIPE
         fd = self.proc.stdout.fileno()
         while b"\n" not in self.buffer:
             if time.monotonic() >= deadline:

@@ -28,6 +28,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.engine import environment, prctl
 
@@ -138,7 +139,7 @@ def node_job(spec: dict, original: bytes | None = None) -> dict:
     root.mkdir(parents=True, exist_ok=True)
     sweep(root)
     tmp = Path(tempfile.mkdtemp(prefix=f"job-{os.getpid()}-", dir=root))
-    result = {"node_id": node_id, "hostname": socket.gethostname(), "started_at": started_at,
+    result: dict[str, Any] = {"node_id": node_id, "hostname": socket.gethostname(), "started_at": started_at,
               "submitted_at": spec.get("submitted_at"), "repo": str(repo), "status": None, "exit_code": None,
               "tail": [], "bundle": None, "bundle_bytes": 0, "run_s": None, "pack_s": None,
               "shipped": shipped_size(repo) if not spec.get("repo") else None}

@@ -16,10 +16,13 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from harness import outcomes
 from harness.fleet import short
+
+if TYPE_CHECKING:
+    from harness.bundle.read import Bundle
 
 MAX_DEPTH = 4
 
@@ -60,7 +63,7 @@ def output_digest(runs: list, variant: str) -> str | None:
 @dataclass
 class Placed:
     """A verified bundle and where the fleet ran it."""
-    bundle: object  # harness.bundle.read.Bundle
+    bundle: Bundle
     node: str  # the node id's first 12 hex digits, or "-" off a fleet
     cluster: Optional[str]
     outputs: dict  # variant: output_digest

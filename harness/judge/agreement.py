@@ -63,7 +63,8 @@ def _kind(a, b) -> str:
 def compare_outputs(original: list, reproduction: list, same: bool | None) -> dict:
     """The two bundles' outputs, per variant (first ok run of each), over the items both
     have. Mismatch rows use parity's form, so parity.divergence can measure them."""
-    mismatches, items, fields = [], {}, [0, 0]
+    items: dict = {}
+    mismatches, fields = [], [0, 0]
     for variant in ("base", "candidate"):
         a, b = _first_ok(original, variant), _first_ok(reproduction, variant)
         if a is None or b is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager
 
 from harness import contract as C
 from harness.bundle import read as bundle_read
@@ -109,7 +109,7 @@ def claim_out(out: Path) -> None:
 
 
 def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Callable[[], object] | None = None,
-        progress_for: Callable[[], object] | None = None) -> dict:
+        progress_for: Callable[[], ContextManager] | None = None) -> dict:
     """The search, step by step, into OUT; returns the receipt it wrote to OUT/bisect.json.
     launcher_for: a fresh launcher per step (tests); progress_for: a progress context per step."""
     import contextlib
@@ -137,6 +137,7 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
                 runner = Runner(campaign, (out / C.BISECT_STEPS / folder).absolute(), progress=progress,
                                 launcher=launcher_for() if launcher_for else None)
                 outcome = runner.run()
+                assert outcome is not None  # not check_only: run() seals a bundle
         except PreflightError as exc:
             ending, reason = "stopped", f"{where}: pre-flight: {exc.problems[0] if exc.problems else 'failed'}"
             break

@@ -208,7 +208,7 @@ def outputs_text(outputs: dict) -> str:
 
 
 # --------------------------------------------------------------------------- running
-def campaign_for(original: dict, repo: Path, order: str | None, items: int | None, rounds: int | None = None,
+def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: int | None, rounds: int | None = None,
                  campaign_file: Path | None = None):
     """The campaign as the bundle ran it, from the repository's campaign file (or the
     reviewer's --campaign FILE, never a bundle's), at the recorded SHAs, with the recorded
@@ -288,6 +288,7 @@ def reproduce(original: read.Bundle, campaign, out: Path, force: bool = False, p
         try:
             try:
                 outcome = Runner(campaign, work, force=True, progress=progress, launcher=launcher).run()
+                assert outcome is not None  # not check_only: run() seals a bundle
             except WriteFailed as exc:
                 if not exc.sealable:
                     raise

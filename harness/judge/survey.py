@@ -8,9 +8,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from harness import contract as C, outcomes
+
+if TYPE_CHECKING:
+    from harness.bundle.read import Bundle
 
 
 @dataclass
@@ -36,7 +39,7 @@ class Entry:
     outcomes.PROBLEMS, or outcomes.UNUSABLE for a trust file that cannot be used)."""
     path: Path
     problems: list = field(default_factory=list)
-    bundle: object = None  # harness.bundle.read.Bundle
+    bundle: Optional[Bundle] = None
     reproductions: list = field(default_factory=list)
     signer: Optional[str] = None
     figure: Optional[str] = None

@@ -31,6 +31,7 @@ def checkout(campaign_path: str | Path, variant: str, dest: Path) -> Path:
 def load_module(path: Path, name: str):
     """Import one file as module `name` (both revisions can then live in one process)."""
     module_spec = importlib.util.spec_from_file_location(name, path)
+    assert module_spec is not None and module_spec.loader is not None  # a file path always has a spec and loader
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module  # dataclasses look their module up while the class is built
     module_spec.loader.exec_module(module)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import AbstractSet, Any
 
 import yaml
 
@@ -175,7 +175,7 @@ class _Reader:
         # Keys come from the YAML: escape control characters so the message stays one line.
         return SpecError("".join(c if c.isprintable() else repr(c)[1:-1] for c in msg))
 
-    def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+    def mapping(self, value: Any, path: str, allowed: set[str], required: AbstractSet[str] = frozenset()) -> dict:
         if not isinstance(value, dict):
             raise self.fail(path, "a mapping", value)
         for key in value:
@@ -295,7 +295,7 @@ def parse_overrides(base=None, candidate=None, order=None, items=None, params=()
             rounds = int(rounds)
         except ValueError:
             raise SpecError(f"--rounds {rounds!r}: expected a count of rounds or auto") from None
-    out = {}
+    out: dict[str, Any] = {}
     for metric in metrics:
         if metric not in METRICS:
             raise SpecError(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
@@ -484,7 +484,11 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
 
     if "order" in top and "rounds" in top:
         raise r.fail("rounds", "either rounds or an explicit order, not both", show_got=False)
-    rounds = seed = order = budget = min_rounds = None
+    rounds: int | None = None
+    seed: int | None = None
+    order: str | None = None
+    budget: float | None = None
+    min_rounds: int | None = None
     if "order" in top:
         order = top["order"]
         if not isinstance(order, str) or not C.ORDER_RE.match(order) or "A" not in order \
@@ -558,6 +562,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         order = C.round_order(rounds, seed, stage_rounds, min_rounds)
     else:
         stage_rounds = None
+        assert order is not None  # no rounds: the campaign gave an explicit order
         if order != order.upper() and not stages:
             raise r.fail("order", "only A and B without stages (a and b are stage runs)", order)
 
@@ -608,7 +613,8 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
 
     launch, preload = _launch(r, top)
 
-    if budget is not None and instructions is not None and rounds + stage_rounds < 2 * instructions.runs + 1:
+    if budget is not None and instructions is not None and rounds is not None and stage_rounds is not None \
+            and rounds + stage_rounds < 2 * instructions.runs + 1:  # a budget comes with rounds
         # the count is decided after the first round, which no instruction run may precede
         raise r.fail("min_rounds", f"at least {2 * instructions.runs + 1 - stage_rounds} with "
                                    f"{instructions.runs} instruction runs per variant", min_rounds)

@@ -59,7 +59,8 @@ def snapshot(folder: str | os.PathLike, exclude: tuple[str, ...] = (), left_out:
     unsafe name or a folder over the bounds is WorkloadError: the bundle must hold what ran."""
     root = os.fspath(folder)
     skipped = left_out if left_out is not None else []
-    out, budget, pending = [], MAX_BYTES, [("", 0)]
+    out: list[tuple[str, bytes]] = []
+    budget, pending = MAX_BYTES, [("", 0)]
     while pending:
         sub, depth = pending.pop()
         try:

@@ -86,7 +86,8 @@ def bounded(parts: list[Section], limit: int, size, why: str) -> str:
     text = _join(parts)
     if size(text) <= limit:
         return text
-    kept, left = list(parts), []
+    kept = list(parts)
+    left: list[str] = []  # the names of the parts dropped
     while size(text) > limit and any(not s.keep for s in kept):
         drop = max(i for i, s in enumerate(kept) if not s.keep)
         left.insert(0, kept.pop(drop).name)

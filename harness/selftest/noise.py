@@ -89,7 +89,9 @@ def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work
                         "params": {"items": 8, "work": work, "candidate_work": candidate_work}}
     campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
     runner = Runner(campaign, out)
-    comparison = runner.run().comparison
+    outcome = runner.run()
+    assert outcome is not None  # not check_only: run() seals a bundle
+    comparison = outcome.comparison
     if (runner.interrupted or "").startswith("interrupted by"):  # Ctrl-C or SIGTERM ends the self-test too
         raise SystemExit(f"harness selftest noise: {runner.interrupted}; the self-test stopped")
     return comparison
@@ -110,7 +112,7 @@ def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int
         kinds = (("A-vs-A", 1.0, campaigns),
                  (effect_kind, 1 / (1 + effect), campaigns if effect_campaigns is None else effect_campaigns))
         for name, load in conditions:
-            rows = {kind: [] for kind, _, _ in kinds}
+            rows: dict[str, list] = {kind: [] for kind, _, _ in kinds}
             with Load() if load else contextlib.nullcontext():
                 for k in range(max(count for _, _, count in kinds)):
                     for kind, factor, count in kinds:

@@ -23,6 +23,7 @@ import inspect
 import itertools
 import re
 import sys
+import types
 from collections import Counter
 from pathlib import Path
 
@@ -117,7 +118,9 @@ def discover(path: Path, select, notes: dict) -> list:
     if str(folder.parent) in sys.path:
         sys.path.remove(str(folder.parent))
     sys.path.insert(0, str(folder.parent))  # asv imports the benchmark folder as a package by its name
-    found, not_imported, not_run = [], {}, []
+    # (name, the function or (class, method name), its module)
+    found: list[tuple[str, object, types.ModuleType]] = []
+    not_imported, not_run = {}, []
     for dotted in dotted_names:
         try:
             module = importlib.import_module(dotted)

@@ -98,7 +98,7 @@ def _encode(value, out: list, depth: int, budget: list) -> None:
         return
     elif isinstance(value, (int, str, float, bytes)):  # a subclass of a plain type: tagged by its class
         name = f"{cls.__module__}.{cls.__qualname__}".encode()
-        base = next(t for t in (bool, int, float, str, bytes) if isinstance(value, t))
+        base: type = next(t for t in (bool, int, float, str, bytes) if isinstance(value, t))
         out.append(b"x%d:" % len(name) + name)
         _encode(base(value), out, depth + 1, budget)
         return

@@ -34,6 +34,7 @@ import os
 import platform
 import re
 import sys
+import types
 from pathlib import Path
 
 from harness.engine.suites.common import SuiteError, SuiteWorkload, origin, raiser
@@ -153,7 +154,7 @@ def collect(module, rel: str, kind: str) -> list:
     (True: the test body is the benchmark), error (why it cannot run here), skipped."""
     module_marks = _marks(module)
     namespace = vars(module)
-    tests = []
+    tests: list[tuple[type | None, str, types.FunctionType]] = []  # (class or None, name, function)
     for name, obj in list(vars(module).items()):
         if inspect.isfunction(obj) and name.startswith("test"):
             tests.append((None, name, obj))
@@ -173,7 +174,7 @@ def collect(module, rel: str, kind: str) -> list:
         where = node
         error = None
         try:
-            combos = [("", {}, [])]
+            combos: list[tuple[str, dict, list]] = [("", {}, [])]  # (id, arguments, marks)
             for mark in [m for m in marks if m.name == "parametrize"]:  # pytest's order: the lowest decorator first
                 rows = _parametrize(mark, where)
                 combos = [((f"{cid}-{rid}" if cid else rid), {**cargs, **rargs}, cmarks + rmarks)
