@@ -24,12 +24,15 @@ from spanfind.tokenize import tokenize_history  # noqa: E402  (the revision's tr
 
 class SpanFindWorkload:
     def __init__(self, ctx) -> None:
-        from transformers import AutoTokenizer
+        # The class AutoTokenizer resolves for this tokenizer, loaded directly: AutoTokenizer imports
+        # transformers' model configuration and with it torch (1.3 s a fresh process here), which
+        # tokenizing never uses; the outputs are the same bytes (the golden digests hold them).
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()  # long renders exceed model_max_length; irrelevant here
         params = ctx.params or {}
-        self.tokenizer = AutoTokenizer.from_pretrained(str(ctx.inputs["tokenizer"]), local_files_only=True)
+        self.tokenizer = TokenizersBackend.from_pretrained(str(ctx.inputs["tokenizer"]), local_files_only=True)
         self.chat_template = params.get("chat_template")
         limit = params.get("sources")
         self.views: dict[str, dict] = {}
