@@ -20,14 +20,16 @@ STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that d
 # Every ASCII character CommonMark or GitHub reads as syntax anywhere in a line: HTML, entities and
 # autolinks (< > &), code spans and fences (` ~), emphasis and strikethrough (* _ ~), links, images,
 # footnotes and task lists ([ ]), table breaks (|), backslash escapes themselves (\\), headers (#),
-# math ($, an entity: GitHub reads math before escapes) and mentions (@, an entity and a word joiner:
-# GitHub finds mentions in the rendered text, where an entity is an @ again). What is syntax only at
-# a line's start (- + = and `1.` lists, setext rules, indented code) is escaped there.
+# math ($, an entity: GitHub reads math before escapes), mentions (@) and issue references (#123,
+# owner/repo#123, GH-123): an entity and a word joiner, since GitHub finds mentions and references
+# in the rendered text, where an entity is an @ or # again. What is syntax only at a line's start
+# (- + = and `1.` lists, setext rules, indented code) is escaped there. A commit SHA in bundle text
+# may still link to that commit of the page's own repository: harmless, and what a reader wants.
 _MD = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_",
-                     "~": "\\~", "[": "\\[", "]": "\\]", "|": "\\|", "#": "\\#", "$": "&#36;",
+                     "~": "\\~", "[": "\\[", "]": "\\]", "|": "\\|", "#": "&#35;&#8288;", "$": "&#36;",
                      "@": "&#64;&#8288;"})
-_WORD_JOINER = "&#8288;"  # invisible: breaks what GitHub would link (http://, www.) without a visible mark
-_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(:)(?=//)|(?<=\bwww)(\.)")
+_WORD_JOINER = "&#8288;"  # invisible: breaks what GitHub would link (http://, www., GH-1) without a visible mark
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(:)(?=//)|(?<=\bwww)(\.)|(?<=\bgh)(-)(?=\d)")
 _LINE_START = re.compile(r"^(\d{1,9})([.)])|^([-+=])")
 
 
@@ -52,7 +54,7 @@ def cell(x: Any, limit: int = 400) -> str:
         return NA
     text = _printable(_bounded(x, limit)).strip().translate(_MD)
     text = _LINE_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text)
-    return _AUTOLINK.sub(lambda m: f"{m[1]}{_WORD_JOINER}" if m[1] else f"{_WORD_JOINER}{m[2]}", text)
+    return _AUTOLINK.sub(lambda m: f"{m[1]}{_WORD_JOINER}" if m[1] else f"{_WORD_JOINER}{m[2] or m[3]}", text)
 
 
 md_text = cell  # the name the docs use for the Markdown owner

@@ -22,6 +22,7 @@ HOSTILE = [
     "[verified](https://evil.example) ![x](https://evil.example/x.png) [^1] [ ] [x]",
     "see https://evil.example, http://a.example/b, www.evil.example and <https://auto.example>",
     "**bold** _em_ ~~struck~~ `code` \\*not\\* &lt;h1&gt; &#64;octocat | table | break",
+    "fixes #1, closes owner/repo#22, see GH-333 and gh-4",  # references GitHub links in rendered text
 ]
 ESCAPES = ["\x1b[2K\rverdict: improved (exit 0)", "\x1b]0;title\x07", "\x9b2K", "\u202eevil\u202c", "\u2066x\u2069",
            "\x7f", "a\u2028b", "\x85next"]
@@ -53,6 +54,8 @@ def markdown_is_inert(page: str) -> None:
     assert "<" not in page and "$" not in page, page
     assert not re.search(r"(?<![&\w])@\w", page), page  # every @ is an entity, a word joiner after it
     assert not re.search(r"(?i)https?://|www\.", page), page
+    # every # is an entity with a word joiner after it: no #1, repo#1 or GH-1 reference in the text
+    assert not re.search(r"(?<!&)#(?!35;&#8288;|8288;|64;|36;)", page) and not re.search(r"(?i)\bgh-\d", page), page
     assert not re.search(r"(?<!\\)[*_~`\[\]|]", page.replace("\\\\", "")), page
     for line in page.splitlines():
         assert not re.match(r"\s*(#|>|[-+=]|\d+[.)]|\s{4})", line), line

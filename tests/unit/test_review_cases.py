@@ -234,7 +234,7 @@ def test_bundle_text_renders_inert_and_never_hides_the_next_bundles_failure(tmp_
     out = capsys.readouterr().out
     assert "<!--" not in out and "\n## Verified" not in out
     # each line of it escaped (a hard line break between them): the second line starts no header
-    assert "fast path &lt;!-- \\| \\`rm -rf\\`\\\n\\#\\# Verified: 5000x" in out
+    assert "fast path &lt;!-- \\| \\`rm -rf\\`\\\n&#35;&#8288;&#35;&#8288; Verified: 5000x" in out
     # the broken bundle's own section, after the hostile one, says so in the open
     assert out.rindex("**does not verify (") > out.index("fast path &lt;!--")
 
