@@ -13,7 +13,6 @@ The data's journey, and the commands along it:
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import os
 import sys
@@ -24,7 +23,6 @@ COMMANDS = ("init", "check", "target", "run", "calibrate", "seal", "verify", "co
 
 # What a write that cannot succeed until the user acts fails with: no space, over a quota, a
 # read-only file system, a file too large for it.
-WRITE_ERRNOS = tuple(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EROFS", "EFBIG") if hasattr(errno, name))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         # A write that failed where no command caught it (a full disk under a figure, a scratch
         # copy, a golden file): its one line and WRITE_FAILED, never a traceback. Any other
         # OSError is a bug to see whole.
-        from harness.files import WriteFailed
+        from harness.files import WRITE_ERRNOS, WriteFailed
 
         if isinstance(exc, WriteFailed) or exc.errno in WRITE_ERRNOS:
             failed = exc if isinstance(exc, WriteFailed) else WriteFailed(exc.filename or "a file", exc)

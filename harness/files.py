@@ -94,32 +94,43 @@ class WriteFailed(OSError):
     into that line and outcomes.WRITE_FAILED, never a traceback (harness/cli.py)."""
 
     def __init__(self, path, cause: OSError, kept: str | None = None, fix: str | None = None,
-                 folder: Path | None = None, sealable: bool = False):
+                 folder: Path | None = None, sealable: bool = False, write: bool = True):
         super().__init__(cause.errno, cause.strerror or str(cause), None if path is None else str(path))
         self.path, self.cause, self.kept, self.fix = path, cause, kept, fix
         self.folder, self.sealable = folder, sealable  # the staging folder kept; whether `harness seal` can seal it
+        self.write = write  # False: another OSError (EIO, EMFILE, ...) that stopped the campaign, said as what it is
 
     def why(self) -> str:
         code = errno.errorcode.get(self.cause.errno) if self.cause.errno else None
         what = self.cause.strerror or str(self.cause) or self.cause.__class__.__name__
-        return f"cannot write {self.path}: {what}" + (f" ({code})" if code else "")
+        doing = "cannot write" if self.write else "an OS error (not a write) at"
+        return f"{doing} {self.path}: {what}" + (f" ({code})" if code else "")
 
     def with_fix(self, kept: str | None, fix: str | None, folder: Path | None = None,
                  sealable: bool = False) -> "WriteFailed":
         """The same failure, saying what was kept (in folder) and how to go on."""
-        return WriteFailed(self.path, self.cause, kept, fix, folder, sealable)
+        return WriteFailed(self.path, self.cause, kept, fix, folder, sealable, self.write)
 
     def line(self) -> str:
-        return "; ".join([self.why(), *([self.kept] if self.kept else []),
-                          self.fix or "free space (or make the folder writable) and run the command again"])
+        default = "free space (or make the folder writable) and run the command again" if self.write else \
+            "mend what the error names, then run the command again"
+        return "; ".join([self.why(), *([self.kept] if self.kept else []), self.fix or default])
 
     def __str__(self) -> str:
         return self.line()
 
 
+# The errnos of a write that found no room or no permission to change the disk.
+WRITE_ERRNOS = tuple(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EROFS", "EFBIG") if hasattr(errno, name))
+
+
 def write_failed(path, exc: OSError) -> WriteFailed:
-    """exc as a WriteFailed naming path (an exc that already is one stays as it is)."""
-    return exc if isinstance(exc, WriteFailed) else WriteFailed(getattr(exc, "filename", None) or path, exc)
+    """exc as a WriteFailed naming path (an exc that already is one stays as it is). An OSError
+    that is no write's (an EIO reading a record, too many open files) keeps the same handling,
+    its runs kept, but its line says what it is rather than "cannot write"."""
+    if isinstance(exc, WriteFailed):
+        return exc
+    return WriteFailed(getattr(exc, "filename", None) or path, exc, write=exc.errno in WRITE_ERRNOS)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

@@ -353,12 +353,13 @@ class Runner:
             return failed
         runs = staging.root / "data" / "runs"
         n = sum(1 for p in runs.iterdir() if p.suffix == ".json") if runs.is_dir() else 0
+        mend = "free space" if failed.write else "mend what the error names"
         if self.receipts_written:
             return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}",
-                                   f"free space, then `harness seal {staging.root} --out {self.out}`",
+                                   f"{mend}, then `harness seal {staging.root} --out {self.out}`",
                                    staging.root, True)
         return failed.with_fix(f"the {n} finished run(s) are kept in {staging.root}, but the campaign stopped "
-                               "before its runs ended, so they cannot be sealed", "free space and run the campaign "
+                               "before its runs ended, so they cannot be sealed", f"{mend} and run the campaign "
                                "again", staging.root, False)
 
     def _campaign(self, staging, scratch, materialized, inputs, golden, floor, interpreters, code,

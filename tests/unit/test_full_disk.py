@@ -145,3 +145,52 @@ def test_every_command_says_a_write_it_did_not_catch_as_one_line_and_exit_10(tmp
     assert err == [f"harness golden: error: cannot write {golden}: No space left on device (ENOSPC); free space "
                    "(or make the folder writable) and run the command again"]
     assert not golden.exists()
+
+
+@pytest.mark.parametrize("mark, kept", [(".manifest-sha256.txt.", "run `harness reproduce` again"),
+                                        (".reproduction.json.", "the re-run's runs are kept in ")])
+def test_a_reproduction_on_a_full_disk_keeps_the_re_run_and_names_the_fix(tmp_path, monkeypatch, mark, kept):
+    """The re-run's own seal (the manifest) or the reproduction receipt on a full disk: one
+    WriteFailed (exit 10 through the CLI) naming the file, the kept folder and the fix; nothing
+    at the output, and `harness seal` makes a bundle of what was kept that both checkers accept."""
+    from checks_support import reproduction
+
+    original = run_fake(tmp_path / "first", Model(items=4, item_s=0.1), rounds=3)[0].out
+    out = tmp_path / "repro"
+    with monkeypatch.context() as m:
+        fill_disk_at(m, mark)
+        with pytest.raises(WriteFailed) as caught:
+            reproduction(original, out)
+    failed = caught.value
+    line = failed.line()
+    assert "\n" not in line and line.startswith("cannot write ") and "No space left on device (ENOSPC)" in line
+    assert kept in line and f"harness seal {failed.folder} --out {out}" in line and failed.sealable
+    assert not out.exists() and failed.folder.is_dir() and any((failed.folder / "data" / "runs").iterdir())
+    assert outcomes.WRITE_FAILED == 10
+    (failed.folder / C.COMPARISON).unlink(missing_ok=True)  # re-derived by seal, not trusted
+    sealed = reseal.seal_kept(failed.folder, out)
+    where, _ = sealed.staging.publish(bundle.claim_output(out, False), sealed.digest)
+    assert where == out and not rehash.rehash(str(out)).problems and verify(out).exit_code == 0
+
+
+def test_an_os_error_during_the_runs_that_is_no_write_says_what_it_is(tmp_path, monkeypatch):
+    """A launch that fails with an OSError that is no write's (too many open files): the runs
+    are kept as for a full disk, exit 10, but the line names an OS error, never "cannot write"."""
+    from harness.engine import launch
+
+    real, calls = launch.FakeLauncher.run, {"n": 0}
+
+    def run(self, job):
+        calls["n"] += 1
+        if calls["n"] == 4:  # two pre-flight runs, then the campaign's second
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE), "/proc/self/fd")
+        return real(self, job)
+
+    monkeypatch.setattr(launch.FakeLauncher, "run", run)
+    with pytest.raises(WriteFailed) as caught:
+        run_fake(tmp_path, Model(), out=tmp_path / "bundle")
+    line = caught.value.line()
+    assert "\n" not in line and "cannot write" not in line and not caught.value.write
+    assert line.startswith("an OS error (not a write) at /proc/self/fd: Too many open files (EMFILE)"), line
+    assert "kept in" in line and line.endswith("mend what the error names and run the campaign again"), line
+    assert files.write_failed("x", OSError(errno.ENOSPC, "full")).write  # a full disk stays a write
