@@ -307,7 +307,7 @@ def signer_line(bundle: str | os.PathLike, trust: str | os.PathLike) -> Optional
     if outcome.state == VERIFIED:
         return f"{outcome.principal} ({outcome.key})"
     if outcome.state in (FAILED, UNUSABLE):
-        raise AttestError(outcome.line, unusable=outcome.state == UNUSABLE)
+        raise AttestError(outcome.line or f"the attestation: {outcome.state}", unusable=outcome.state == UNUSABLE)
     return None
 
 

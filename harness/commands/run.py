@@ -94,7 +94,7 @@ def main(args) -> int:
     except KeyboardInterrupt:
         return error("run", f"interrupted while verifying the sealed bundle {outcome.out}; run "
                             f"`harness verify {outcome.out}`", code=INTERRUPTED)
-    refused = checked.problems or ([checked.unusable] if checked.unusable else [])
+    refused: list[str] = [*checked.problems] or ([checked.unusable] if checked.unusable else [])
     if key is not None and not refused:  # right after sealing
         from harness.commands.sign import sign_sealed
 

@@ -141,7 +141,7 @@ class LocalLauncher:
     def interrupt(self) -> None:
         """From a signal handler: end the worker now running (its run then fails)."""
         if self.current is not None:
-            self._kill_run(self.current.pid, self.current_label)
+            self._kill_run(self.current.pid, self.current_label or "")  # both are set together
 
     def kill_all(self) -> None:
         self.ledger.kill_all()

@@ -66,7 +66,8 @@ def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
     for path in paths:
         path = Path(path)
         report = verify(path)
-        entry = Entry(path, list(report.problems or ([report.unusable] if report.unusable else [])))
+        problems: list[str] = [*report.problems] or ([report.unusable] if report.unusable else [])
+        entry = Entry(path, problems)
         if not entry.problems:
             try:
                 entry.bundle = read.load(path)
@@ -79,7 +80,7 @@ def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
         if b is None or b.reproduction is None:
             continue
         original = by_digest.get(b.reproduction["original"]["digest"])
-        if original is None:
+        if original is None or original.bundle is None:  # by_digest holds loaded bundles only
             continue
         try:
             want = reproduce.receipt(original.bundle, b)

@@ -208,8 +208,10 @@ def verdict_word(comparison: dict) -> str:
 # --- stage tables --------------------------------------------------------------------------------
 def _stage_ratio(s: dict) -> float | None:
     b, c = s.get("base_self_cpu_s"), s.get("candidate_self_cpu_s")
-    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (b, c))
-    return c / b if ok and b > 0 else None
+    if isinstance(b, (int, float)) and isinstance(c, (int, float)) and not isinstance(b, bool) \
+            and not isinstance(c, bool) and b > 0:
+        return c / b
+    return None
 
 
 def stage_order(stages: dict) -> list[str]:
@@ -273,7 +275,8 @@ def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
         return []
     params = workload.get("params") or {}
     info = (runs[0].get("metrics") or {}).get("suite") or {}
-    notes = info.get("outputs") if isinstance(info.get("outputs"), dict) else {}
+    outputs = info.get("outputs")
+    notes: dict = outputs if isinstance(outputs, dict) else {}
     items = runs[0].get("items") or []
     without = [it["id"] for it in items if it.get("error") is None and not it.get("fields")]
     lines = [f"Suite: {esc(params.get('kind'))} benchmarks of {esc(params.get('path'))}"

@@ -73,7 +73,7 @@ def _process(pid: int):
         return None
 
 
-def one_campaign(demo: Path, out: Path, rounds: int, candidate_work: float, work: int) -> dict:
+def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: float, work: int) -> dict:
     import yaml
 
     from harness.plan import spec
