@@ -67,7 +67,7 @@ class Bundle:
     path: Path
     digest: Optional[str]
     campaign: dict
-    comparison: Optional[dict]  # None only where load(unsealed=True) found none yet
+    comparison: dict  # empty only where load(unsealed=True) found none yet (seal re-derives it)
     runs: list[RunRecord]  # in execution order
     instructions: list[InstructionRecord]  # in execution order
     runner: dict
@@ -141,7 +141,7 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
                                                      C.spread_of(campaign))]
         instructions.sort(key=lambda r: order.index(r.label) if r.label in order else len(order))
     return Bundle(
-        path=bundle, digest=digest(bundle), campaign=campaign, comparison=doc(C.COMPARISON, required=not unsealed),
+        path=bundle, digest=digest(bundle), campaign=campaign, comparison=doc(C.COMPARISON, required=not unsealed) or {},
         runs=runs,
         instructions=instructions, runner=runner, environment=doc(C.ENVIRONMENT), cleanup=doc(C.CLEANUP),
         inputs=doc(C.INPUTS), workload=doc(C.WORKLOAD), golden=doc(C.GOLDEN, required=False),

@@ -54,7 +54,8 @@ def main(args) -> int:
     if unusable_trust("compare", args.trust):
         return outcomes.UNUSABLE
     if len(args.bundles) == 2:
-        return compare_two(*map(Path, args.bundles), trust=args.trust)
+        first, second = map(Path, args.bundles)
+        return compare_two(first, second, trust=args.trust)
     return compare_one(Path(args.bundles[0]), args.no_verify, args.metric, trust=args.trust)
 
 
@@ -109,7 +110,8 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
         return error("compare", f"not two bundles of one campaign: {apart}", code=outcomes.UNUSABLE)
     same, why = agreement.same_class(x.machine, y.machine)
     outputs = agreement.compare_outputs(x.runs, y.runs, same)
-    rows, stages = [], {}
+    rows: list = []
+    stages: dict = {}
     for n, d in enumerate((x, y), 1):
         c = d.comparison
         rows.append({"#": str(n), "bundle": tcell(d.path),

@@ -290,6 +290,7 @@ def reproduce_on_fleet(args) -> int:
     for flag in ("order", "rounds", "items"):
         if getattr(args, flag) is not None:
             argv += [f"--{flag}", str(getattr(args, flag))]
+    assert report.digest is not None  # verified above: sealed
     try:
         group = reproduction_group(bundle, report.digest, repo, out, args.fleet, argv,
                                    Path(args.campaign) if args.campaign else None)

@@ -37,6 +37,7 @@ def main(args) -> int:
                      f"{len(loaded.runner['items_all'])} items: a golden file covers them all (re-run without "
                      "workload.items)", code=outcomes.UNUSABLE)
     reference = next(r for r in loaded.runs if r.label == result["parity"]["reference"])
+    assert report.digest is not None  # it verified: sealed
     golden = records.golden(reference, campaign=loaded.name, machine=loaded.machine, bundle_digest=report.digest)
     atomic_write_json(args.output, golden)
     from harness.render.text import term

@@ -135,13 +135,14 @@ def _mismatch(terms: Terms, loaded) -> str | None:
                     + (f" (tree {short(got)})" if kind == "tree" else "")
                     + f", the job ran {variant} {'tree ' if kind == 'tree' else ''}{want}")
     if terms.kind == "reproduce":
+        original = terms.original_digest or ""  # set on every reproduce job (jobs.reproduction_group)
         receipt = loaded.reproduction
         if not isinstance(receipt, dict):
-            return f"{C.REPRODUCTION}: none, the job was a reproduction of {terms.original_digest[:16]}..."
+            return f"{C.REPRODUCTION}: none, the job was a reproduction of {original[:16]}..."
         said = receipt["original"].get("digest") if isinstance(receipt.get("original"), dict) else None
         if said != terms.original_digest:
             return (f"{C.REPRODUCTION} original.digest is {short(said)}, the job reproduced "
-                    f"{terms.original} (digest {terms.original_digest[:16]}...)")
+                    f"{terms.original} (digest {original[:16]}...)")
     elif loaded.reproduction is not None:
         return f"{C.REPRODUCTION}: present, the job was a campaign run, not a reproduction"
     return None

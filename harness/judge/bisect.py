@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Callable, ContextManager
 
 from harness import contract as C
-from harness.bundle import read as bundle_read
 from harness.files import atomic_write_json
 from harness.plan import revisions, spec
 
@@ -151,7 +150,7 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
             ending, reason = "stopped", f"{where}: its bundle went to {outcome.out}, not {folder}"
             break
         verdict, ratio, interval = C.bisect_step(outcome.comparison)
-        steps.append(Step(n, folder, base, candidate, bundle_read.digest(outcome.out), verdict, ratio, interval))
+        steps.append(Step(n, folder, base, candidate, outcome.digest, verdict, ratio, interval))
         shown = f", candidate/base {ratio:.4f}" if ratio is not None else ""
         shown += f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
         say(f"{where}: {verdict}{shown}; bundle steps/{folder}")

@@ -91,7 +91,7 @@ def judge_timing(claimed: dict, measured: dict) -> dict:
     """claimed: the original's claim (its ratio and verdict; its interval has no say); measured:
     the re-run's own ratio, interval and verdict. The word and why."""
     tol = C.REPRODUCE_TOLERANCE
-    out = {"held_to": claimed, "measured": measured, "widened": None, "holds": None}
+    out: dict = {"held_to": claimed, "measured": measured, "widened": None, "holds": None}
     if claimed["ratio"] is None:
         return {**out, "word": "not contradicted", "reason": "the original makes no timing claim (no ratio)"}
     if not measured["ci95"]:

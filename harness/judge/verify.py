@@ -138,6 +138,7 @@ def _check_original(check: rehash.Check, root: Path, original: Path, max_array_b
         want = reproduce.receipt(read.load(original), read.load(root))
     except read.BundleError as exc:
         return f"--original {original}: {exc}"
+    assert other.digest is not None  # it verified: sealed
     if stored["original"]["digest"] != other.digest:
         check.fail(C.REPRODUCTION, f"names the original {stored['original']['digest'][:16]}..., but {original} is "
                                    f"{other.digest[:16]}...", "original")
@@ -185,7 +186,7 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
         check.fail(C.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return
     parsed = parsed.with_seed(campaign["seed"])  # a seed the runner drew is recorded, not in the YAML
-    if parsed.budget_s is not None and isinstance(campaign["rounds"], int) \
+    if parsed.budget_s is not None and parsed.min_rounds is not None and isinstance(campaign["rounds"], int) \
             and parsed.min_rounds <= campaign["rounds"] <= C.MAX_ROUNDS:
         parsed = parsed.with_rounds(campaign["rounds"])  # chosen after the first round; rehash binds it
     shas = {v: (parsed.revision(v).rev, campaign["revisions"][v]["sha"]) for v in ("base", "candidate")}
