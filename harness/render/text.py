@@ -19,8 +19,8 @@ STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that d
 # --- Markdown: the one owner of how bundle text reaches a page ------------------------------------
 # Every ASCII character CommonMark or GitHub reads as syntax anywhere in a line: HTML, entities and
 # autolinks (< > &), code spans and fences (` ~), emphasis and strikethrough (* _ ~), links, images,
-# footnotes and task lists ([ ]), table breaks (|), backslash escapes themselves (\\), headers (#),
-# math ($, an entity: GitHub reads math before escapes), mentions (@) and issue references (#123,
+# footnotes and task lists ([ ]), table breaks (|), backslash escapes themselves (\\), headers (#,
+# an entity below), math ($, an entity: GitHub reads math before escapes), mentions (@) and issue references (#123,
 # owner/repo#123, GH-123): an entity and a word joiner, since GitHub finds mentions and references
 # in the rendered text, where an entity is an @ or # again. What is syntax only at a line's start
 # (- + = and `1.` lists, setext rules, indented code) is escaped there. A commit SHA in bundle text
@@ -107,7 +107,7 @@ def figure_text(x: Any, width: int = 28) -> str:
 def tcell(x: Any, limit: int = 400) -> str:
     """Bundle text as one cell of a table printed on a terminal (`run`, `compare`): one line, every
     control shown escaped (`term`), `|` escaped so the columns hold; no Markdown escapes to read."""
-    return NA if x is None else term(_bounded(x, limit)).replace("|", "\\|")
+    return NA if x is None else tline(x, limit).replace("|", "\\|")
 
 
 def tline(x: Any, limit: int = 400) -> str:
