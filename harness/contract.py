@@ -21,19 +21,19 @@ import re
 import sys
 from collections import namedtuple
 
-FORMAT = "abba-harness/bundle/v7"  # the bundle format this contract describes (bag-info Abba-Format)
+FORMAT = "abba-harness/bundle/v8"  # the bundle format this contract describes (bag-info Abba-Format)
 
 # --- schema ids: one current set; a file of any other id is refused ------------------------
 SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
-    "result": "abba-harness/result/v1",  # worker -> runner, not part of a bundle
+    "result": "abba-harness/result/v2",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "bisect": "abba-harness/bisect/v1",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
     "claim": "abba-harness/claim/v1",  # harness summary --format json: the claim for dashboards, not part of a bundle
-    "run": "abba-harness/run/v6",
-    "instructions": "abba-harness/instructions/v3",
+    "run": "abba-harness/run/v7",
+    "instructions": "abba-harness/instructions/v4",
     "campaign": "abba-harness/campaign/v8",
-    "comparison": "abba-harness/comparison/v6",
+    "comparison": "abba-harness/comparison/v7",
     "environment": "abba-harness/environment/v3",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
@@ -318,6 +318,35 @@ DRIFT_RULE = ("flagged when the median per-round ratio of the later half of the 
 INSTRUCTION_BAND = 0.002  # instruction counts within +-0.2% read "equal" (rustc-perf: a no-op stays within it)
 SIG_DIGITS = 10  # every stats float keeps 10 significant digits
 
+# --- metrics: one definition each (docs/developing.md "A metric") ------------------------------
+# Where a metric is measured, what its comparison reads, its unit, the band its verdict is judged
+# against and how it is shown. comparison.json `metrics` holds one entry of one shape (FIELDS,
+# metrics[]) per metric the campaign measured, in this order; analysis, both checkers and every
+# renderer loop over them. statistic "rounds": the per-round log ratios of the timed rounds (the
+# headline's decides when a sequential campaign stops; the others are read at that stop with the
+# same confidence sequence, which holds at any stopping time); "counts": the instruction runs'.
+# band "campaign": max(threshold, noise floor); "threshold": the campaign's threshold; "counts":
+# instructions_section's. A metric whose `reads` is a run field reads one value per run, an
+# item field (items[].x) the mean over items of the per-item log ratios.
+Metric = namedtuple("Metric", "name title unit reads where statistic band")
+METRIC_DEFINITIONS = (
+    Metric("wall", "wall", "s", "items[].wall_s",
+           "the worker: perf_counter around each item, and around the timed loop (run wall_s, when the items "
+           "carry no usable timings)", "rounds", "campaign"),
+    Metric("cpu", "thread CPU", "s", "items[].cpu_s",
+           "the worker: the thread CPU (time.thread_time) of the thread that ran each item", "rounds", "threshold"),
+    Metric("memory", "peak memory", "B", "memory.loop_peak_bytes",
+           "the worker: its resident set's high-water mark (Linux VmHWM) reset just before the timed loop "
+           "(/proc/self/clear_refs) and read just after it; the process's own peak where the reset is refused "
+           "(memory.process_peak_bytes); the runner's rusage of the reaped process bounds both",
+           "rounds", "threshold"),
+    Metric("instructions", "instructions", "instructions", "instructions",
+           "instruction runs of their own under callgrind (`metrics: [wall, instructions]`)", "counts", "counts"),
+)
+METRIC_NAMES = tuple(m.name for m in METRIC_DEFINITIONS)
+METRIC = {m.name: m for m in METRIC_DEFINITIONS}
+HEADLINE = "wall"  # the metric whose looks stop a sequential campaign and whose verdict `compare` gates on
+
 # --- interference over a run's timed loop (docs/statistics.md "Interference") ------------------
 # A run is disturbed when the hypervisor took more than MAX_STEAL of its loop's wall (steal time,
 # /proc/stat, plus one USER_HZ tick: the counts are whole ticks), or, for work the campaign declares
@@ -425,6 +454,64 @@ def decide(lo, hi, band, run_ratio, what, claim_band=None):
         return "inconclusive", (f"{reason}, but measured under load or drift a claim must clear "
                                 f"[{1 - claim_band:.4f}, {1 + claim_band:.4f}], and it does not")
     return verdict, reason
+
+
+def metric_interval(d, sequential, fixed):
+    """[lo, hi] of a metric other than the headline, from its per-round log ratios d at the
+    campaign's last round. A sequential campaign: the confidence sequence (valid at any stopping
+    time, so at the one the headline chose), or a point when every round gave the same ratio (a
+    reading that repeats exactly, as a peak in whole pages can); None while unbounded. A fixed
+    count: `fixed`, the 95% trimmed-t interval each checker derives its own way."""
+    if not sequential:
+        return fixed
+    if len(d) >= 3 and max(d) == min(d):
+        point = sig10(math.exp(max(-20.0, min(20.0, d[0]))))
+        return [point, point]
+    return sequence_ratio(d)
+
+
+def metric_entry(name, of, n, base, candidate, ratio, ci, band, sequential):
+    """One entry of comparison.json `metrics` for a "rounds" metric other than the headline: its
+    interval (metric_interval) against its band by `decide`, without the headline's run-ratio and
+    claim-band guards (those judge the wall's noise). A fixed count needs MIN_ROUNDS rounds."""
+    entry = {"name": name, "unit": METRIC[name].unit, "of": of, "n": n, "base": base,
+             "candidate": candidate, "ratio": ratio, "ci95": ci, "band": sig10(band), "verdict": "inconclusive",
+             "verdict_reason": ""}
+    if ratio is None:
+        entry["verdict_reason"] = f"no round with a {METRIC[name].title} reading of both variants"
+    elif not sequential and n < MIN_ROUNDS:
+        entry["verdict_reason"] = f"only {n} round(s): at least {MIN_ROUNDS} are needed"
+    elif ci is None:
+        entry["verdict_reason"] = f"the interval valid at every look is still unbounded after {n} rounds"
+    else:
+        what = f"the {METRIC[name].title} ratio ({of}, {n} rounds" + (
+            ", valid at every look)" if sequential else ")")
+        entry["verdict"], entry["verdict_reason"] = decide(ci[0], ci[1], band, None, what)
+    return entry
+
+
+def headline_entry(wall, stats):
+    """The headline's entry of comparison.json `metrics`: what `stats` and `wall` hold, in the
+    one shape every metric has (the headline's own detail stays in `stats`)."""
+    paired = stats["paired"]
+    of = paired["metric"] + (f" over {paired['items']} items" if paired["items"] else "")
+    return {"name": HEADLINE, "unit": METRIC[HEADLINE].unit, "of": of, "n": stats["rounds"]["n"],
+            "base": wall["base_mean_s"], "candidate": wall["candidate_mean_s"], "ratio": paired["geomean_ratio"],
+            "ci95": paired["ci95"], "band": stats["band"], "verdict": stats["verdict"],
+            "verdict_reason": stats["verdict_reason"]}
+
+
+def instructions_entry(section):
+    """The instruction counts' entry of comparison.json `metrics` from its `instructions` section
+    (the counts of each run stay there)."""
+    means = {v: (math.fsum(section[v]["counts"]) / len(section[v]["counts"]) if section[v]["counts"] else None)
+             for v in ("base", "candidate")}
+    return {"name": "instructions", "unit": METRIC["instructions"].unit,
+            "of": f"instruction counts of {section['items']} items", "n": min(
+                len(section["base"]["counts"]), len(section["candidate"]["counts"])),
+            "base": sig10(means["base"]), "candidate": sig10(means["candidate"]), "ratio": section["ratio"],
+            "ci95": None, "band": section["band"], "verdict": section["verdict"],
+            "verdict_reason": section["verdict_reason"]}
 
 
 # --- the plan: definitions both the runner and the checkers follow -------------------------------
@@ -681,6 +768,7 @@ SECONDS = dict(lo=0.0, hi=MAX_TIMEOUT_S)
 PCT = dict(lo=-1e9, hi=1e9)
 RATIO = dict(lo=0.0, hi=1e9)
 COUNT = dict(lo=0, hi=2**53)
+BYTES = dict(lo=0, hi=2**50)  # a resident set (1 PiB: beyond any machine)
 
 MACHINE = {  # a machine class as the environment, a golden or a noise-floor file states it
     "cpu_model": F("str?", "free", size=512),
@@ -701,6 +789,10 @@ PROCESS = {
     "process.started_at": F("time", "physics: inside the runner's span, after the previous run ended", lo=T0, hi=T1),
     "process.ended_at": F("time", "physics: inside the runner's span, not before its start", lo=T0, hi=T1),
     "process.wall_s": F("num", "physics: within end - start, within the run timeout, holds the timed wall", **SECONDS),
+    "process.maxrss_bytes": F("int?", "physics: the kernel's high-water mark of the reaped process's resident set "
+                                      "(its rusage), at least the worker's loop peak; it carries the launcher's "
+                                      "across exec and fork, so it bounds from above only (null: not read)",
+                              **BYTES),
 }
 LOG = {
     "log": F("dict", "files: its log, bound to this record"),
@@ -800,6 +892,16 @@ FIELDS = {
         "interference.causes[]": F("enum", "derived: the bounds of campaign.json's interference it crosses",
                                    values=DISTURBED_CAUSES),
         "interference.disturbed": F("bool", "derived: exactly when it crosses a bound (causes)"),
+        "memory": F("dict", "status: every reading null in a failed run"),
+        "memory.process_peak_bytes": F("int?", "physics: at least loop_peak_bytes, given with it: the worker's "
+                                               "resident high-water mark over its life (Linux VmHWM), null where "
+                                               "the kernel shows none",
+                                       **BYTES),
+        "memory.loop_start_bytes": F("int?", "physics: given with loop_peak_bytes, at most it when the mark was "
+                                             "reset: the resident set as the loop's warm-up ended", **BYTES),
+        "memory.loop_peak_bytes": F("int?", "physics: within process_peak_bytes and the reaped process's maxrss; "
+                                            "derived: the memory metric", **BYTES),
+        "memory.reset": F("bool", "free"),
         "harness_source_sha256": F("sha256?", "identity: environment.json's harness digest"),
         "workload_sha256": F("sha256?", "identity: workload.json's digest (the folder the worker imported from)"),
         **INTERPRETER,
@@ -1242,12 +1344,6 @@ FIELDS["comparison"] = {
     "stats.paired.ci95": F("list?", _D, size=2),
     "stats.paired.ci95[]": F("num", _D, **RATIO),
     "stats.paired.run_ratio": F("num?", _D, **RATIO),
-    "stats.paired.cpu": F("dict?", _D),
-    "stats.paired.cpu.metric": F("enum", _D, values=("item cpu_s",)),
-    "stats.paired.cpu.items": F("int", _D, **COUNT),
-    "stats.paired.cpu.geomean_ratio": F("num?", _D, **RATIO),
-    "stats.paired.cpu.ci95": F("list?", _D, size=2),
-    "stats.paired.cpu.ci95[]": F("num", _D, **RATIO),
     "stats.per_item": F("dict?", _D),
     "stats.per_item.items": F("int", _D, **COUNT),
     "stats.per_item.band": F("num", _D, lo=0.0, hi=1.0),
@@ -1326,6 +1422,21 @@ FIELDS["comparison"] = {
     "instructions.band": F("num", _D, lo=0.0, hi=2 * PCT["hi"] / 100),  # twice the spread, however large
     "instructions.verdict": F("enum", _D, values=VERDICTS),
     "instructions.verdict_reason": F("str", _D, size=1024),
+    "metrics": F("list", _D + " (every metric the campaign measured, in METRIC_DEFINITIONS order)",
+                 size=len(METRIC_DEFINITIONS)),
+    "metrics[]": F("dict", _D),
+    "metrics[].name": F("enum", _D, values=METRIC_NAMES),
+    "metrics[].unit": F("enum", _D, values=tuple(sorted({m.unit for m in METRIC_DEFINITIONS}))),
+    "metrics[].of": F("str", _D, size=1024),
+    "metrics[].n": F("int", _D, lo=0, hi=MAX_RUNS),
+    "metrics[].base": F("num?", _D, lo=0.0, hi=1e20),
+    "metrics[].candidate": F("num?", _D, lo=0.0, hi=1e20),
+    "metrics[].ratio": F("num?", _D, **RATIO),
+    "metrics[].ci95": F("list?", _D, size=2),
+    "metrics[].ci95[]": F("num", _D, **RATIO),
+    "metrics[].band": F("num", _D, lo=0.0, hi=2 * PCT["hi"] / 100),
+    "metrics[].verdict": F("enum", _D, values=VERDICTS),
+    "metrics[].verdict_reason": F("str", _D, size=4096),
 }
 
 # reproduction.json: its own side is bound inside the bundle; the rest is re-derived from this
@@ -1389,6 +1500,18 @@ UNBOUND = {
                                                        "is physical (other threads)",
     ("run", "machine.cpu_stall_s@x7,/7,zero,swap"): "a CPU stall within the wall is physical; it is re-derived "
                                                     "into the load rule",
+    ("run", "memory.loop_peak_bytes@swap"): "another run's loop peak, within this run's process peak and the "
+                                            "kernel's mark and above its loop start, is physical: only `harness "
+                                            "reproduce` re-measures it",
+    ("run", "memory.process_peak_bytes@x7,swap"): "a process's peak above its loop's is physical (setup may peak "
+                                                  "higher): only a lower bound exists",
+    ("run", "memory.loop_start_bytes@/7,zero,swap"): "a resident set below the loop's peak is physical: only an "
+                                                     "upper bound exists",
+    ("run", "process.maxrss_bytes@x7,swap,set"): "the kernel's mark carries the launcher's resident set across exec "
+                                                 "and fork: only a lower bound (the loop's peak) exists, and a "
+                                                 "launcher that could not read it writes null",
+    ("instructions", "process.maxrss_bytes@x7,/7,zero,swap,set"): "an instruction run records no memory readings to bound it (valgrind "
+                                              "and the worker together); it is kept, never compared",
     ("run", "interference.steal_ticks@x7,zero,swap"): "steal within cores x the wall is physical: a changed "
                                                       "count is re-derived into the disturbed mark, refused only "
                                                       "when it crosses the bound",
@@ -1428,6 +1551,8 @@ FREE = {
     ("run", "imported_from.workload"): "an absolute path on the measuring machine; the workload is outside the "
                                        "revisions' trees",
     ("run", "metrics"): "the workload's own counters; nothing else in the bundle repeats them",
+    ("run", "memory.reset"): "whether the kernel let the worker reset its high-water mark at the loop's start "
+                             "(else loop_peak_bytes is the process's peak up to the loop's end); no rule reads it",
     ("run", "machine.cpu_freq_mhz"): "what the machine reported; no other record holds it",
     ("run", "machine.warmup_s"): "the busy spin before the clock: it precedes every timed figure and changes none; "
                                  "only its range is checked",

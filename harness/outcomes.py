@@ -58,9 +58,9 @@ def run_code(comparison: dict) -> int:
 
 def exit_code(comparison: dict, metric: str = "wall") -> int:
     """0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
-    2 unusable (no stats / unknown verdict). metric "instructions": the instruction counts'
-    own verdict gives the code (2 when the campaign counted none); a failed campaign and a
-    parity mismatch keep theirs."""
+    2 unusable (no stats / unknown verdict). Another metric (contract.METRIC_NAMES, e.g.
+    "instructions", "memory"): its own entry's verdict gives the code (2 when the campaign did
+    not measure it); a failed campaign and a parity mismatch keep theirs."""
     if not isinstance(comparison, dict):
         return UNUSABLE
     if comparison.get("status") != "complete":
@@ -71,10 +71,47 @@ def exit_code(comparison: dict, metric: str = "wall") -> int:
     stats = comparison.get("stats")
     if not isinstance(stats, dict):
         return UNUSABLE
-    if metric == "instructions":
-        ins = comparison.get("instructions")
-        return EXIT_CODES.get(ins.get("verdict"), UNUSABLE) if isinstance(ins, dict) else UNUSABLE
+    if metric != C.HEADLINE:
+        entry = metric_entry(comparison, metric)
+        return EXIT_CODES.get(entry.get("verdict"), UNUSABLE) if entry is not None else UNUSABLE
     return EXIT_CODES.get(stats.get("verdict"), UNUSABLE)
+
+
+def metric_entry(comparison: dict, name: str) -> dict | None:
+    """comparison.json's `metrics` entry of that name, or None when the campaign did not measure it."""
+    entries = comparison.get("metrics")
+    found = [m for m in entries if isinstance(m, dict) and m.get("name") == name] if isinstance(entries, list) else []
+    return found[0] if found else None
+
+
+def quantity(value: float, unit: str) -> str:
+    """A metric's value in its unit: seconds to the ms, bytes in MiB, counts with separators."""
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "B":
+        return f"{value / 2**20:.1f} MiB"
+    return f"{value:,.0f}"
+
+
+def metric_text(comparison: dict, entry: dict) -> str:
+    """"peak memory: equal, candidate/base 1.0049 [1.0034, 1.0064] (43.3 MiB -> 43.5 MiB)": a metric
+    other than the headline with its own verdict (instruction counts say more: instructions_text)."""
+    title = C.METRIC[entry["name"]].title
+    if entry["name"] == "instructions":
+        return instructions_text(comparison) or f"{title}: {entry['verdict']}"
+    if entry["ratio"] is None:
+        return f"{title}: not measured ({entry['verdict_reason']})"
+    ci = f" [{entry['ci95'][0]:.4f}, {entry['ci95'][1]:.4f}]" if entry["ci95"] else ""
+    moved = (f" ({quantity(entry['base'], entry['unit'])} -> {quantity(entry['candidate'], entry['unit'])})"
+             if entry["base"] is not None and entry["candidate"] is not None else "")
+    return f"{title}: {entry['verdict']}, candidate/base {entry['ratio']:.4f}{ci}{moved}"
+
+
+def other_metrics(comparison: dict) -> list[dict]:
+    """The entries of every metric but the headline, in the contract's order."""
+    entries = comparison.get("metrics")
+    return [m for m in entries if isinstance(m, dict) and m.get("name") != C.HEADLINE] if isinstance(entries, list) \
+        else []
 
 
 def per_item_text(stats: dict) -> str | None:
@@ -150,9 +187,9 @@ def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
     The timing is shown whatever parity says; exit_word introduces the code (`harness run`
-    says whose code it is). metric "instructions" (`compare --metric instructions`): the code
-    and the first word are the instruction counts' verdict, the wall's named beside it, so the
-    exit the line shows is the exit the command gives."""
+    says whose code it is). Another metric (`compare --metric memory`): the code and the first
+    word are that metric's verdict, the wall's named beside it, so the exit the line shows is the
+    exit the command gives. Every metric other than the headline follows with its own verdict."""
     from harness.comparison.parity import explain
 
     code = exit_code(comparison, metric)
@@ -161,11 +198,13 @@ def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str
                 f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
     stats: Any = comparison.get("stats")  # JSON: exit_code found it a dict where code is not FAILED, PARITY or UNUSABLE
     if code == UNUSABLE:
-        what = "no instruction counts" if metric == "instructions" and isinstance(stats, dict) else "no usable stats"
+        what = (f"no {C.METRIC[metric].title} metric" if metric != C.HEADLINE and isinstance(stats, dict)
+                else "no usable stats")
         return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"
     word = stats["verdict"] if code != PARITY else f"parity mismatch, timing {stats['verdict']}"
-    if metric == "instructions" and code != PARITY:
-        word = f"{comparison['instructions']['verdict']} by instruction counts, wall {stats['verdict']}"
+    gate = metric_entry(comparison, metric) if metric != C.HEADLINE else None
+    if gate is not None and code != PARITY:
+        word = f"{gate['verdict']} by {C.METRIC[metric].title}, wall {stats['verdict']}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
     paired = stats.get("paired") or {}
     if paired.get("geomean_ratio") is not None and paired.get("ci95"):
@@ -186,9 +225,7 @@ def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str
     items = per_item_text(stats)
     if items:
         parts.append(items)
-    counted = instructions_text(comparison)
-    if counted:
-        parts.append(counted)
+    parts.extend(metric_text(comparison, entry) for entry in other_metrics(comparison))
     parts.append(parity_text(comparison) if code != PARITY else f"parity mismatch: {explain(comparison)}")
     text = parts[0] + ": " + "; ".join(parts[1:])
     warnings = (stats.get("warnings") or []) + [w for w in [disagreement(comparison)] if w]

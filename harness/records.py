@@ -145,6 +145,16 @@ class Interference:
 
 
 @dataclass(frozen=True)
+class Memory:
+    """The worker's resident set (Linux /proc/self/status, in bytes) around its timed loop
+    (contract.METRIC["memory"]). None: the kernel does not show it, never a guess."""
+    process_peak_bytes: Optional[int] = None  # the process's high-water mark over its whole life
+    loop_start_bytes: Optional[int] = None  # the resident set as the timed loop's warm-up began
+    loop_peak_bytes: Optional[int] = None  # the high-water mark from then to the loop's end
+    reset: bool = False  # the mark was reset at the loop's start; else loop_peak is the process's peak so far
+
+
+@dataclass(frozen=True)
 class Imports:
     """Where the workload and each stage were imported from (tree: paths are the revision's)."""
     workload: Optional[str] = None
@@ -168,9 +178,10 @@ class WorkerResult:
     ended_at: str
     schema: str = C.SCHEMAS["result"]
     interference: Optional[dict] = None  # Interference.MEASURED over the timed loop (None: not read)
+    memory: Memory = field(default_factory=Memory)
 
     NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
-              "machine": ("one", Machine), "python": ("one", Interpreter)}
+              "machine": ("one", Machine), "python": ("one", Interpreter), "memory": ("one", Memory)}
 
     @classmethod
     def from_json(cls, data: dict) -> "WorkerResult":
@@ -182,10 +193,14 @@ class WorkerResult:
 # --- the bundle's records -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Process:
-    """What the runner saw of a worker process: pid, epoch start and end, and its wall."""
+    """What the runner saw of a worker process: epoch start and end, its wall, and the kernel's
+    high-water mark of its resident set as the reaped process's rusage gives it (None: the
+    launcher could not read it). That mark carries its launcher's across exec and fork, so it
+    bounds the worker's own memory readings from above; it is not the worker's peak."""
     started_at: float
     ended_at: float
     wall_s: float
+    maxrss_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -237,10 +252,12 @@ class RunRecord:
     log: Log
     # Absent (None) only in a record of an earlier schema (contract.PREVIOUS_SCHEMAS); null in a failed run.
     interference: Optional[Interference] = None
+    memory: Memory = field(default_factory=Memory)  # all None in a failed run
 
     NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
               "machine": ("one", Machine), "python": ("one", Interpreter), "launch": ("one", Launched),
-              "process": ("one", Process), "log": ("one", Log), "interference": ("one", Interference)}
+              "process": ("one", Process), "log": ("one", Log), "interference": ("one", Interference),
+              "memory": ("one", Memory)}
 
     @classmethod
     def of(cls, job: dict, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
@@ -265,7 +282,8 @@ class RunRecord:
             worker_started_at=m.started_at if m else None, worker_ended_at=m.ended_at if m else None,
             pid=pid, launch=launch or Launched(), process=process, log=log,
             interference=Interference.marked(m.interference, m.wall_s, m.machine.process_cpu_s, m.machine.cores,
-                                             bounds or interference_bounds(None)) if m else None)
+                                             bounds or interference_bounds(None)) if m else None,
+            memory=m.memory if m else Memory())
 
     @property
     def disturbed(self) -> bool:

@@ -954,6 +954,7 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
             check.fail(rel, f"machine.{key} {short(value)} is not between {what}", "physics")
     if "interference" in record:  # absent only in a record of an earlier schema (load_doc)
         check_interference(check, rel, record, campaign)
+    check_memory(check, rel, record)
     staged = C.instrumented(label, campaign["order"])
     if status == "ok" and not staged:  # a timed run of an order with stage runs: no wrappers at all
         if record["stages"] or record["stages_installed"] or record["imported_from"]["stages"]:
@@ -1011,6 +1012,30 @@ def check_interference(check, rel, record, campaign):
         if list(diff(want, section[key])):
             check.fail(rel, f"interference.{key} {short(section[key])}, but its readings and campaign.json's bounds "
                             f"give {short(want)}", "derived")
+
+
+def check_memory(check, rel, record):
+    """A run record's memory readings: none in a failed run; in an ok one the loop's peak within
+    the process's peak and the kernel's mark of the reaped process, and the loop's start within
+    its peak when the mark was reset at that start."""
+    mem, status = record["memory"], record["status"]
+    peak, start, loop = mem["process_peak_bytes"], mem["loop_start_bytes"], mem["loop_peak_bytes"]
+    if status != "ok":
+        if peak is not None or start is not None or loop is not None or mem["reset"]:
+            check.fail(rel, f"memory readings in a {status} run", "status")
+        return
+    if (peak is None) != (loop is None) or (start is None) != (loop is None):
+        check.fail(rel, "memory readings come together (the process's peak, the loop's start and its peak) or "
+                        "not at all", "physics")
+    if loop is not None and peak is not None and loop > peak:
+        check.fail(rel, f"memory.loop_peak_bytes {loop} above the process's peak {short(peak)}", "physics")
+    if mem["reset"] and start is not None and loop is not None and start > loop:
+        check.fail(rel, f"memory.loop_start_bytes {start} above the loop's peak {loop}, though the mark was reset "
+                        "at that start", "physics")
+    maxrss = record["process"]["maxrss_bytes"]
+    if maxrss is not None and loop is not None and loop > maxrss:
+        check.fail(rel, f"memory.loop_peak_bytes {loop} above the kernel's mark of the reaped process {maxrss}",
+                   "physics")
 
 
 def check_generation(check, campaign, runs):
@@ -1899,7 +1924,7 @@ def derive_stats(runs, threshold, floor, sequential=None):
                       "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
                       "typical_deviation": None},
            "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
-                      "run_ratio": None, "cpu": None},
+                      "run_ratio": None},
            "claim_band": band, "per_item": None, "drift": None, "load": {"overloaded": overloaded},
            "sequential": None, "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
     costs = [r["machine"]["stage_wrapper_s"] for r in usable if r["machine"]["stage_wrapper_s"] is not None]
@@ -1951,10 +1976,6 @@ def derive_stats(runs, threshold, floor, sequential=None):
         if dropped:
             warnings.append(f"{dropped} item(s) left out of the paired comparison "
                             "(error or no positive wall_s in some ok run)")
-        citems, _ = usable_items("cpu_s")
-        if citems:
-            cratio, cci, _, _ = t_ratio([math.fsum(row) / len(row) for row in logs_of(citems, "cpu_s")])
-            paired["cpu"] = {"metric": "item cpu_s", "items": len(citems), "geomean_ratio": cratio, "ci95": cci}
     else:
         paired["metric"] = "run wall_s"
         warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
@@ -2034,6 +2055,60 @@ def instructions_section(instr, wall_verdict):
                                    if r["status"] == "ok"], wall_verdict)
 
 
+def metrics_section(runs, stats, wall, instructions, threshold):
+    """comparison.json `metrics` (harness/comparison/metrics.py is the harness's own): the
+    headline's entry from stats and wall; each other "rounds" metric of contract.METRIC_DEFINITIONS
+    from the paired timed rounds' records, read here by its field path; the instruction counts'."""
+    labels = {r["label"]: r for r in runs}
+    pairs = [(labels[a], labels[b]) for a, b in stats["rounds"]["pairs"]]
+    sequential = stats["sequential"] is not None
+    out = [C.headline_entry(wall, stats)]
+    for metric in C.METRIC_DEFINITIONS:
+        if metric.name == C.HEADLINE or metric.statistic != "rounds":
+            continue
+        d, totals, of = metric_rounds(metric.reads, pairs)
+        if not d:
+            out.append(C.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential))
+            continue
+        ratio, fixed, _, _ = t_ratio(d)
+        base = sig10(math.fsum(totals[a["label"]] for a, _ in pairs) / len(pairs))
+        cand = sig10(math.fsum(totals[b["label"]] for _, b in pairs) / len(pairs))
+        out.append(C.metric_entry(metric.name, of, len(d), base, cand, ratio,
+                                  C.metric_interval(d, sequential, fixed), threshold, sequential))
+    if instructions is not None:
+        out.append(C.instructions_entry(instructions))
+    return out
+
+
+def metric_rounds(reads, pairs):
+    """(per-round log ratios, each run's value by label, what was compared) of the field `reads`:
+    an item field over the items usable in every paired run (the mean of their log ratios), or a
+    run field (one value per run, every paired run holding a positive one)."""
+    runs = [r for pair in pairs for r in pair]
+    if reads.startswith("items[]."):
+        key = reads[len("items[]."):]
+        maps = [by_id(r) for r in runs]
+        ids = sorted(set().union(*(set(m) for m in maps))) if maps else []
+        items = [i for i in ids if all(i in m and not m[i]["error"] and m[i][key] > 0 for m in maps)]
+        if not items:
+            return [], {}, f"item {key} over 0 items"
+        d = []
+        for a, b in pairs:
+            ma, mb = by_id(a), by_id(b)
+            d.append(math.fsum(math.log(mb[i][key] / ma[i][key]) for i in items) / len(items))
+        totals = {r["label"]: math.fsum(by_id(r)[i][key] for i in items) for r in runs}
+        return d, totals, f"item {key} over {len(items)} items"
+    values = {}
+    for r in runs:
+        value = r
+        for part in reads.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        values[r["label"]] = value
+    if not pairs or not all(is_number(v) and v > 0 for v in values.values()):
+        return [], {}, reads
+    return [math.log(values[b["label"]] / values[a["label"]]) for a, b in pairs], values, reads
+
+
 def diff(want, got, path=""):
     """Key paths where the re-derived value and the claimed one differ (floats within REL_TOL)."""
     if isinstance(want, dict) and isinstance(got, dict):
@@ -2069,6 +2144,8 @@ def check_comparison(check, docs):
                                              docs["runs"], campaign.get("interference"), campaign["threshold"], floor)
         derived["instructions"] = instructions_section(docs["instructions"], derived["stats"]["verdict"]) \
             if campaign["instructions"] is not None else None
+        derived["metrics"] = metrics_section(docs["runs"], derived["stats"], derived["wall"], derived["instructions"],
+                                             campaign["threshold"])
         check_stop(check, campaign, derived["stats"])
     except (OSError, ValueError, EOFError, zlib.error) as exc:
         check.fail(C.COMPARISON, f"cannot be re-derived from the records ({exc.__class__.__name__}: {str(exc)[:80]})",
@@ -2310,7 +2387,8 @@ def main(argv):
           "library; "
           f"every file and field is of the contract ({C.FORMAT}); record rules hold; comparison re-derived (runs, "
           f"wall, stages, parity, status, the rounds' trimmed-t interval, per-item ratios, drift, load, the verdict "
-          f"rule, instruction counts); status {check.status}; digest {check.digest}")
+          f"rule, instruction counts, every metric's entry: {', '.join(C.METRIC_NAMES)}); status {check.status}; "
+          f"digest {check.digest}")
     for note in check.notes + [n for n in [attestation_note(root)] if n]:
         print(f"note: {_shown(note)}")
     return 0

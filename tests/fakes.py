@@ -38,6 +38,8 @@ class Model:
     item_ids: list = None  # what setup() gives (default: item-0 ...)
     # label -> (steal ticks over the loop at 100 Hz, the factor its walls take): a run the hypervisor slowed
     disturb: dict = field(default_factory=dict)
+    memory: float = 1.0  # the candidate's loop peak over the base's (each run's reading within a page or two)
+    peak_bytes: int = 50 << 20  # the base's loop peak
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -79,8 +81,18 @@ class Model:
             workload_sha256=job["workload_digest"], python=records.Interpreter.current(),
             started_at=_iso(0.0), ended_at=_iso(0.0),
             interference={"user_hz": 100, "steal_ticks": steal, "cpu": 0, "cpu_steal_ticks": steal,
-                          "freq_mhz_before": None, "freq_mhz_after": None})
-        return FakeRun(result=records.to_json(result), wall_s=wall + 0.4, output=self.output)
+                          "freq_mhz_before": None, "freq_mhz_after": None},
+            memory=self._memory(variant))
+        return FakeRun(result=records.to_json(result), wall_s=wall + 0.4, output=self.output,
+                       maxrss_bytes=result.memory.process_peak_bytes + (8 << 20))
+
+    def _memory(self, variant: str) -> records.Memory:
+        """Readings as Linux gives them: whole 4 KiB pages, the loop's peak a few pages apart run to run."""
+        page = 4096
+        peak = int(self.peak_bytes * (self.memory if variant == "candidate" else 1.0)) // page * page
+        peak += self.rng.randrange(4) * page
+        return records.Memory(process_peak_bytes=peak + 64 * page, loop_start_bytes=peak - 256 * page,
+                              loop_peak_bytes=peak, reset=True)
 
     def _output(self, item: str, variant: str):
         value = float(sum(map(ord, item)))

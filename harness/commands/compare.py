@@ -1,8 +1,8 @@
 """`harness compare BUNDLE`: one verdict line (then the short stage table), and an exit code a
 CI job can act on: 0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4
 campaign failed, 2 unusable input. The bundle is verified first: one that does not verify gives
-verify's exit code (1) and no verdict; `--no-verify` skips that and says so. `--metric
-instructions` gates on the instruction counts' own verdict instead of the wall's.
+verify's exit code (1) and no verdict; `--no-verify` skips that and says so. `--metric NAME`
+(cpu, memory, instructions) gates on that metric's own verdict instead of the wall's.
 
 `harness compare A B`: two verified bundles of one campaign side by side (machine, speed-up and
 interval, stage self CPU per variant) and whether their outputs agree (harness/judge/agreement.py).
@@ -34,8 +34,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "campaign: a table of both")
     p.add_argument("--no-verify", action="store_true",
                    help="print the verdict without verifying the bundle first (the output says so)")
-    p.add_argument("--metric", choices=("wall", "instructions"), default="wall",
-                   help="the verdict the exit code follows: the wall's (default) or the instruction counts' own")
+    p.add_argument("--metric", choices=C.METRIC_NAMES, default=C.HEADLINE,
+                   help="the verdict the exit code follows: the wall's (default), or another metric's own (thread "
+                        "CPU, peak memory, instruction counts)")
     p.add_argument("--trust", metavar="FILE",
                    help="an allowed_signers file: check each bundle's attestation (BUNDLE.intoto.json) and show who "
                         "signed it; one that does not hold is exit 1, as a bundle that does not verify")
@@ -178,10 +179,11 @@ def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None)
             where, problem = problems[0]
             return error("compare", f"{path}: {where}: {problem} (not a comparison.json of {C.FORMAT})",
                          code=outcomes.UNUSABLE)
-    if metric == "instructions" and comparison.get("instructions") is None:
-        return error("compare", "--metric instructions: this campaign counted no instructions (metrics: [wall, "
-                     "instructions] adds them)", code=outcomes.UNUSABLE)
-    # The line shows the code this command exits with: with --metric instructions, the counts'.
+    if metric != C.HEADLINE and outcomes.metric_entry(comparison, metric) is None:
+        more = " (metrics: [wall, instructions] adds them)" if metric == "instructions" else ""
+        return error("compare", f"--metric {metric}: this campaign measured no {C.METRIC[metric].title}{more}",
+                     code=outcomes.UNUSABLE)
+    # The line shows the code this command exits with: with --metric NAME, that metric's.
     print(term(outcomes.line(comparison, metric=metric)) + (" [not verified: --no-verify]" if no_verify else ""))
     for text in signers:
         print(term(text))

@@ -231,7 +231,7 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
                    "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
                    "typical_deviation": None},
         "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
-                   "ci95": None, "run_ratio": None, "cpu": None},
+                   "ci95": None, "run_ratio": None},
         "claim_band": sig10(band), "per_item": None, "drift": None, "load": {"overloaded": overloaded(ok)},
         "sequential": None, "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
     }
@@ -266,11 +266,6 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
         if dropped:
             warnings.append(f"{dropped} item(s) left out of the paired comparison "
                             "(error or no positive wall_s in some ok run)")
-        citems, _ = usable_items([r for pair in pairs for r in pair], "cpu_s")
-        if citems:
-            crow = [math.fsum(row) / len(row) for row in round_logs(pairs, citems, "cpu_s")]
-            paired["cpu"] = {"metric": "item cpu_s", "items": len(citems),
-                             **{k: v for k, v in interval(crow).items() if k in ("geomean_ratio", "ci95")}}
     else:
         paired["metric"] = "run wall_s"
         warnings.append("items carry no usable timings: the ratio and its CI come from run walls")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from harness import contract as C
-from harness.comparison import analysis, parity
+from harness.comparison import analysis, metrics, parity
 from harness.contract import sig10
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
     stats = analysis.analyze(runs, campaign["threshold"], floor_value, plan)
     stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
                                        floor_value)
+    instructions = instructions_section(instr, stats) if campaign["instructions"] is not None else None
     return {
         "schema": C.SCHEMAS["comparison"],
         "campaign": campaign["name"],
@@ -72,7 +73,8 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
         "stages": _stages(campaign, staged),
         "parity": _parity(campaign, ok, by_variant, golden, arrays_dir, staged),
         "stats": stats,
-        "instructions": instructions_section(instr, stats) if campaign["instructions"] is not None else None,
+        "instructions": instructions,
+        "metrics": metrics.section(runs, stats, wall, instructions, campaign["threshold"]),
     }
 
 

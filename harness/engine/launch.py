@@ -55,6 +55,27 @@ class Exit:
     launch: Optional[Launched] = None  # how it was made (None: fresh, by this launcher)
 
 
+def maxrss_bytes(usage) -> Optional[int]:
+    """A reaped child's ru_maxrss in bytes (Linux counts KiB); None where it reads 0 (not kept)."""
+    return usage.ru_maxrss * 1024 if usage.ru_maxrss > 0 else None
+
+
+def reap(proc: subprocess.Popen, block: bool) -> tuple[bool, Optional[int]]:
+    """Reap the worker with wait4, for the rusage Popen.wait drops: (reaped, its maxrss in bytes).
+    Its exit code goes where Popen keeps it (a negative signal number, as Popen gives)."""
+    if proc.returncode is not None:
+        return True, None
+    try:
+        pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:  # reaped elsewhere (never here: the runner is its only waiter)
+        proc.returncode = proc.returncode if proc.returncode is not None else -1
+        return True, None
+    if pid == 0:
+        return False, None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return True, maxrss_bytes(usage)
+
+
 class Clock:
     """Wall time for records, monotonic time for deadlines."""
 
@@ -104,8 +125,11 @@ class LocalLauncher:
                 self.ledger.add(psutil.Process(proc.pid), launch.label, launch.role, launch.argv)
             except psutil.NoSuchProcess:
                 pass
-            timed_out, next_watch = False, 0.0
-            while proc.poll() is None:
+            timed_out, next_watch, maxrss = False, 0.0, None
+            while True:
+                reaped, maxrss = reap(proc, block=False)
+                if reaped:
+                    break
                 if time.monotonic() >= next_watch:
                     self.ledger.watch_descendants(proc.pid, launch.label)
                     next_watch = time.monotonic() + WATCH_S
@@ -113,7 +137,7 @@ class LocalLauncher:
                 if time.monotonic() - t0 > launch.timeout_s:
                     timed_out = True
                     self._kill_run(proc.pid, launch.label)
-                    proc.wait()
+                    _, maxrss = reap(proc, block=True)
                     break
                 time.sleep(POLL_S)
             self.current = None
@@ -128,7 +152,7 @@ class LocalLauncher:
         # (tens of ms on a loaded machine) into the record as a process that does not add up.
         wall_s = time.monotonic() - t0
         return Exit(proc.pid, proc.returncode, timed_out, leftovers,
-                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s))
+                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s, maxrss_bytes=maxrss))
 
     def _kill_run(self, pgid: int, label: str) -> None:
         """Record every process of the run first, so the receipt lists what the kill ends."""
@@ -181,6 +205,7 @@ class FakeRun:
     output: bytes = b""
     hang: bool = False
     leftovers: list = field(default_factory=list)
+    maxrss_bytes: Optional[int] = None  # what wait4 would give of the reaped process
 
 
 class FakeLauncher:
@@ -238,7 +263,8 @@ class FakeLauncher:
         self.processes.append({"pid": pid, "create_time": started, "cmdline": list(launch.argv),
                                "run": launch.label, "role": launch.role})
         return Exit(pid, -9 if timed_out else outcome.exit_code, timed_out, list(outcome.leftovers),
-                    Process(started_at=started, ended_at=self.clock.time(), wall_s=wall))
+                    Process(started_at=started, ended_at=self.clock.time(), wall_s=wall,
+                            maxrss_bytes=outcome.maxrss_bytes))
 
     def interrupt(self) -> None:
         pass

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.records import Imports, Interpreter, Item, Machine, Output, StageTotals, WorkerResult, to_json
+from harness.records import Imports, Interpreter, Item, Machine, Memory, Output, StageTotals, WorkerResult, to_json
 
 def cpu_freq_mhz() -> float | None:
     """The first CPU's current frequency as Linux reports it, or None."""
@@ -145,6 +145,45 @@ def interference_over(before: dict, after: dict) -> dict:
     return {"user_hz": user_hz() if steal is not None else None, "steal_ticks": steal, "cpu": cpu,
             "cpu_steal_ticks": own, "freq_mhz_before": before["freq"] if cpu is not None else None,
             "freq_mhz_after": after["freq"] if cpu is not None else None}
+
+
+def memory_status() -> dict:
+    """This process's resident set now (VmRSS) and its high-water mark (VmHWM), in bytes, from
+    Linux's /proc/self/status; {} where the kernel does not show them."""
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if key in ("VmHWM", "VmRSS") and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            out[key] = int(parts[0]) * 1024
+    return out
+
+
+def reset_peak() -> bool:
+    """Reset this process's resident high-water mark to its resident set now (Linux 4.0 and
+    later: "5" to /proc/self/clear_refs, which touches no page); False where that is refused."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_over(loop: dict, end: dict) -> Memory:
+    """records.Memory from the readings around the loop (before the reset, whether it took, at the
+    loop's start and at its end) and at the worker's end: the process's peak is the higher of the
+    mark before the reset and after it. Readings come together or not at all."""
+    marks = [m["VmHWM"] for m in (loop["before"], end) if "VmHWM" in m]
+    start, peak = loop["start"].get("VmRSS"), loop["end"].get("VmHWM")
+    if not marks or start is None or peak is None:
+        return Memory()
+    return Memory(process_peak_bytes=max(marks + [peak]), loop_start_bytes=start, loop_peak_bytes=peak,
+                  reset=loop["reset"])
 
 
 def now_iso() -> str:
@@ -372,6 +411,10 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
                 f.result()
         spin(WARMUP_S)
         gc.collect()
+        # Peak memory over the loop: the high-water mark reset now and read at its end.
+        mem_before = memory_status()
+        mem_reset = reset_peak()
+        mem_start = memory_status()
         timer.armed = True
         sync()
         near = interference_reading()
@@ -385,6 +428,7 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
         wall = time.perf_counter() - start
         cpu, stall1 = time.process_time() - cpu0, cpu_stall_us()
         far = interference_reading()
+        mem_loop = memory_status()
         timer.armed = False
     finally:
         if pool is not None:
@@ -393,7 +437,8 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
     # and the time runnable work waited for a core (None without PSI).
     region = {"process_cpu_s": cpu,
               "cpu_stall_s": (stall1 - stall0) / 1e6 if stall0 is not None and stall1 is not None else None,
-              "interference": interference_over(near, far)}
+              "interference": interference_over(near, far),
+              "memory": {"before": mem_before, "reset": mem_reset, "start": mem_start, "end": mem_loop}}
     return wall, results, region
 
 
@@ -555,7 +600,7 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
                         loadavg_after=after["loadavg"]),
         harness_source_sha256=harness_source_digest(), workload_sha256=workload_digest,
         python=Interpreter.current(), started_at=started_at, ended_at=now_iso(),
-        interference=region["interference"])
+        interference=region["interference"], memory=memory_over(region["memory"], memory_status()))
     atomic_write_json(job["result_path"], to_json(measured))
     return 0
 

@@ -198,7 +198,7 @@ class ZygoteLauncher(LocalLauncher):
             self.ledger.add(psutil.Process(pid), launch.label, "worker", None, parent=zygote.pid)
         except psutil.NoSuchProcess:
             pass
-        timed_out, next_watch, exit_code = False, 0.0, None
+        timed_out, next_watch, exit_code, maxrss = False, 0.0, None, None
         while True:
             if time.monotonic() >= next_watch:
                 self.ledger.watch_descendants(pid, launch.label)
@@ -211,6 +211,8 @@ class ZygoteLauncher(LocalLauncher):
                                  self.tick)
             if ended is not None and ended.get("pid") == pid and "exit" in ended:
                 exit_code = ended["exit"]
+                rss = ended.get("maxrss_bytes")
+                maxrss = rss if isinstance(rss, int) and not isinstance(rss, bool) and rss > 0 else None
                 break
             if zygote.proc.poll() is not None:  # the zygote died: its child dies with it (PDEATHSIG)
                 self._kill_run(pid, launch.label)
@@ -228,7 +230,8 @@ class ZygoteLauncher(LocalLauncher):
         self._kill_run(pid, launch.label)
         self.ledger.kill_all(launch.label)
         return Exit(pid, exit_code, timed_out, leftovers,
-                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s), launched)
+                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s, maxrss_bytes=maxrss),
+                    launched)
 
     def interrupt(self) -> None:
         """From a signal handler: end the child now running (its run then fails)."""

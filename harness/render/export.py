@@ -30,7 +30,7 @@ def _num(x):
 def claim(bundle, signer: str | None = None) -> dict:
     """The claim as one JSON object (SCHEMAS["claim"]): the attestation predicate, the bundle's
     folder name and digest, how the rounds stopped, the worst items, wall means, instruction
-    counts and warnings, all read from the verified bundle."""
+    counts, every metric's entry and warnings, all read from the verified bundle."""
     from harness import outcomes
     from harness.attest.claim import predicate
 
@@ -58,6 +58,8 @@ def claim(bundle, signer: str | None = None) -> dict:
         "wall": {k: _num(wall.get(k)) for k in ("base_mean_s", "candidate_mean_s", "speedup")},
         "instructions": None if ins is None else {"verdict": ins.get("verdict"), "ratio": ins.get("ratio"),
                                                   "change_pct": ins.get("change_pct")},
+        "metrics": [{k: m[k] for k in ("name", "unit", "of", "n", "base", "candidate", "ratio", "ci95", "band",
+                                       "verdict")} for m in c["metrics"]],
         "parity": outcomes.parity_text(c),
         "python": pythons,
         "warnings": list(stats["warnings"]) + [w for w in [outcomes.disagreement(c)] if w],
@@ -70,8 +72,8 @@ def claim_json(bundle, signer: str | None = None) -> str:
 
 def benchmark_action(bundle, signer: str | None = None) -> str:
     """github-action-benchmark's custom format (tool `customSmallerIsBetter`): the campaign's
-    candidate/base ratio, each of the worst items' (contract.PER_ITEM_SHOWN at most), and the
-    candidate's mean timed wall in seconds; range the interval's half-width."""
+    candidate/base ratio, each of the worst items' (contract.PER_ITEM_SHOWN at most), every other
+    metric's ratio, and the candidate's mean timed wall in seconds; range the interval's half-width."""
     doc = claim(bundle, signer)
     name, verdict, digest = cell(doc["claim"]["campaign"], 64), cell(doc["claim"]["verdict"], 64), bundle.digest
 
@@ -91,6 +93,10 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
     for row in doc["per_item"]["worst"]:
         if _num(row["ratio"]) is not None:
             out.append(entry(f"{name}/{cell(row['id'], 120)}", row["ratio"], "ratio (candidate/base)", row["ci95"]))
+    for m in doc["metrics"]:
+        if m["name"] != C.HEADLINE and _num(m["ratio"]) is not None:
+            out.append(entry(f"{name} {C.METRIC[m['name']].title}", m["ratio"], "ratio (candidate/base)", m["ci95"],
+                             f"; {m['name']} verdict {m['verdict']}"))
     if doc["wall"]["candidate_mean_s"] is not None:
         out.append(entry(f"{name} candidate mean timed wall", doc["wall"]["candidate_mean_s"], "s"))
     return dumps(out)

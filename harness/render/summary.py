@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 
 from harness import contract as C, outcomes
-from harness.render.text import cell, code, fence, md_lines, num, ratio_text, shell_word, stage_order, suite_text, table
+from harness.render.text import (cell, code, fence, md_lines, metrics_table, num, ratio_text, shell_word, stage_order,
+                                 suite_text, table)
 
 GITHUB_LIMIT = 1 << 20  # bytes: GitHub's limit on one step's job summary ($GITHUB_STEP_SUMMARY)
 COMMENT_LIMIT = 65536  # characters: GitHub's limit on an issue or pull-request comment's body
@@ -116,6 +117,8 @@ def sections(bundle, shown: str, signer: str | None = None, long: bool = False) 
         head += [text, ""]
     head += [_verdict(c, campaign), ""]
     out = [Section("verdict", head, True)]
+    if c.get("metrics"):
+        out.append(Section("metrics table", [metrics_table(c), ""]))
     items = _items(stats, long)
     if items:
         out.append(Section("per-item table", items))

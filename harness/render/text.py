@@ -13,6 +13,8 @@ import math
 import re
 from typing import Any
 
+from harness import contract as C
+
 NA = "n/a"
 STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that dominate base CPU
 
@@ -194,6 +196,25 @@ def ratio_text(ratio: Any, ci: Any) -> str:
     if not isinstance(ratio, (int, float)) or not ci:
         return "no interval"
     return f"{ratio:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
+def metrics_table(comparison: dict, esc=cell) -> str:
+    """Every metric of comparison.json `metrics` in one table: its own verdict, the candidate/base
+    ratio with its interval (instruction counts have none: exact counts), the mean per run of each
+    variant in its unit, and its equal band."""
+    from harness import outcomes
+
+    rows = []
+    for m in comparison.get("metrics") or []:
+        ratio = m["ratio"]
+        shown = (ratio_text(ratio, m["ci95"]) if m["ci95"] else f"{ratio:.4f} (no interval)") if ratio is not None \
+            else "not measured"
+        moved = (f"{outcomes.quantity(m['base'], m['unit'])} -> {outcomes.quantity(m['candidate'], m['unit'])}"
+                 if m["base"] is not None and m["candidate"] is not None else NA)
+        rows.append({"metric": C.METRIC[m["name"]].title, "verdict": esc(m["verdict"]), "candidate/base": shown,
+                     "base -> candidate (mean per run)": moved, "band": f"+-{100 * m['band']:.1f}%",
+                     "of": esc(m["of"], 120)})
+    return table(rows)
 
 
 def verdict_word(comparison: dict) -> str:

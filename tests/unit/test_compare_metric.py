@@ -30,7 +30,7 @@ def test_the_printed_exit_is_the_exit_under_metric_instructions(counted, capsys)
     code = cli.main(["compare", str(counted), "--metric", "instructions"])
     line = verdict(capsys)
     assert code == outcomes.OK
-    assert line.startswith("verdict: improved by instruction counts, wall inconclusive (exit 0): "), line
+    assert line.startswith("verdict: improved by instructions, wall inconclusive (exit 0): "), line
     assert "(exit 6)" not in line
 
 
@@ -39,12 +39,12 @@ def test_metric_instructions_without_counts_is_one_line_and_exit_2(tmp_path, cap
     assert cli.main(["compare", str(outcome.out), "--metric", "instructions"]) == outcomes.UNUSABLE
     captured = capsys.readouterr()
     assert "verdict: " not in captured.out  # no line that shows another code
-    assert captured.err.strip() == ("harness compare: error: --metric instructions: this campaign counted no "
+    assert captured.err.strip() == ("harness compare: error: --metric instructions: this campaign measured no "
                                     "instructions (metrics: [wall, instructions] adds them)")
 
 
 def test_the_verdict_line_for_instructions_follows_their_code():
     c = {"status": "complete", "parity": {"agree": True, "identical": True}, "stats": {"verdict": "regressed"},
-         "instructions": {"verdict": "equal"}}
+         "metrics": [{"name": "wall", "verdict": "regressed"}, {"name": "instructions", "verdict": "equal"}]}
     assert outcomes.exit_code(c) == outcomes.REGRESSED and outcomes.exit_code(c, "instructions") == outcomes.OK
-    assert outcomes.exit_code({**c, "instructions": None}, "instructions") == outcomes.UNUSABLE
+    assert outcomes.exit_code({**c, "metrics": c["metrics"][:1]}, "instructions") == outcomes.UNUSABLE

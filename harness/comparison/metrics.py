@@ -1,0 +1,71 @@
+"""comparison.json `metrics`: every metric the campaign measured, one entry of one shape each,
+in the order of contract.METRIC_DEFINITIONS.
+
+The headline's entry restates what `stats` and `wall` derive (its looks, drift, load and
+interference stay there). Every other "rounds" metric is derived here from the same timed
+rounds: per round the log ratio of the candidate's reading to the base's (the mean over the
+items usable in every paired run, for an item field), its ratio the exponent of the 20%-trimmed
+mean, its interval read at the campaign's last round by contract.metric_interval, its verdict by
+contract.metric_entry. Instruction counts come from their runs' own section. harness/rehash.py
+derives the same entries apart (its `metrics_section`), with the standard library.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from harness import contract as C
+from harness.comparison.analysis import interval, round_logs, usable_items, usable_runs
+
+if TYPE_CHECKING:
+    from harness.records import RunRecord
+
+
+def section(runs: list[RunRecord], stats: dict, wall: dict, instructions: dict | None, threshold: float) -> list[dict]:
+    """The `metrics` list from the run records, the derived `stats` and `wall`, and the
+    instructions section (None: the campaign counted none)."""
+    by_label = {r.label: r for r in usable_runs(runs)}
+    pairs = [(by_label[a], by_label[b]) for a, b in stats["rounds"]["pairs"]]
+    sequential = stats["sequential"] is not None
+    out = [C.headline_entry(wall, stats)]
+    for metric in C.METRIC_DEFINITIONS:
+        if metric.name != C.HEADLINE and metric.statistic == "rounds":
+            out.append(rounds_entry(metric, pairs, threshold, sequential))
+    if instructions is not None:
+        out.append(C.instructions_entry(instructions))
+    return out
+
+
+def run_value(run: RunRecord, path: str) -> Any:
+    """A run field by its dotted path ("memory.loop_peak_bytes"); None where the run lacks it."""
+    value: Any = run
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], threshold: float,
+                 sequential: bool) -> dict:
+    """One metric's entry from the paired timed rounds."""
+    runs = [r for pair in pairs for r in pair]
+    if metric.reads.startswith("items[]."):
+        key = metric.reads[len("items[]."):]
+        items, _ = usable_items(runs, key)
+        logs = round_logs(pairs, items, key) if items else []
+        d = [math.fsum(row) / len(row) for row in logs]
+        totals = {r.label: math.fsum(getattr(r.item_map()[i], key) for i in items) for r in runs}
+        of = f"item {key} over {len(items)} items"
+    else:
+        values = {r.label: run_value(r, metric.reads) for r in runs}
+        usable = all(isinstance(v, (int, float)) and v > 0 for v in values.values())
+        d = [math.log(values[b.label] / values[a.label]) for a, b in pairs] if usable and pairs else []
+        totals = values if d else {}
+        of = metric.reads
+    if not d:
+        return C.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential)
+    iv = interval(d)
+    mean_of = {v: math.fsum(totals[r.label] for r in runs if r.variant == v) / len(pairs)
+               for v in ("base", "candidate")}
+    return C.metric_entry(metric.name, of, len(d), C.sig10(mean_of["base"]), C.sig10(mean_of["candidate"]),
+                          iv["geomean_ratio"], C.metric_interval(d, sequential, iv["ci95"]), threshold,
+                          sequential)
