@@ -526,31 +526,32 @@ class Runner:
         except instructions.InstructionsError as exc:
             raise SpecError(f"{self.campaign.source}: metrics: instructions: {exc}") from None
 
-    def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, items, mode: str) -> dict:
+    def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, items,
+             mode: str) -> records.Job:
         campaign = self.campaign
         # Timed runs carry no stage wrappers when the order has stage runs: the headline wall
         # is then free of the wrappers' cost. The pre-flight checks every stage.
         staged = mode == "check" or (mode == "run" and C.instrumented(label, campaign.order))
-        job = records.job(
-            label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree), parent_pid=os.getpid(),
-            workload={"entry": campaign.workload.entry, "params": campaign.workload.params,
-                      "path": str(campaign.workload.path) if campaign.workload.path else None,
-                      "exclude": list(self.exclude),
-                      "sys_path": list(campaign.workload.sys_path), "items": campaign.workload.items},
-            inputs={name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
+        return records.Job(
+            mode=mode, label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree),
+            parent_pid=os.getpid(),
+            workload=records.JobWorkload(
+                entry=campaign.workload.entry, params=campaign.workload.params,
+                path=str(campaign.workload.path) if campaign.workload.path else None, exclude=list(self.exclude),
+                sys_path=list(campaign.workload.sys_path), items=campaign.workload.items),
+            inputs={name: records.JobInput(path=r["path"], sha256=r["sha256"]) for name, r in inputs.items()},
             # Instruction runs count on one slot: threads under valgrind interleave differently
             # from run to run, and with them the count (span finding's 4 slots: 0.03% apart).
             slots=1 if mode == "instructions" else campaign.slots, stages=campaign.stages if staged else {},
             optional_stages=sorted(campaign.optional_stages) if staged else [],
-            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), items=items, mode=mode,
-            instructions_items=campaign.instructions.items if campaign.instructions is not None else None)
-        job["items_all"] = self.items_all
-        return job
+            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), items=items,
+            instructions_items=campaign.instructions.items if campaign.instructions is not None else None,
+            items_all=self.items_all)
 
-    def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float, env: dict,
+    def _launch(self, job: records.Job, run_dir: Path, label: str, role: str, timeout: float, env: dict,
                 python: str, prefix: tuple = ()):
         """One worker through the launcher; its job file beside its log."""
-        (run_dir / "job.json").write_text(json.dumps(job))
+        (run_dir / "job.json").write_text(json.dumps(records.to_json(job)))
         argv = [*prefix, python, "-m", WORKER, str(run_dir / "job.json")]
         env = {**env, **own_folders(run_dir, self.campaign.env)}
         return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
