@@ -5,7 +5,9 @@ dataclass whose fields are exactly the keys the contract declares for its docume
 (tests/unit/test_records.py holds the two together), built by one constructor and turned into
 JSON by one function. The worker's result, a run record, an instruction record, the receipts and
 the machine class are read the same way back from a bundle (harness/bundle/read.py), so every
-module reads attributes, not string keys it spells itself.
+module reads attributes, not string keys it spells itself. The job the runner hands each worker
+(job.json, part of no bundle) is one too, built once by the runner and read back by the worker
+(Job.read, which refuses another schema).
 
 Standard library only and valid on Python 3.9: a worker imports this module, possibly under
 the user's own interpreter.
@@ -13,10 +15,12 @@ the user's own interpreter.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import platform
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from harness import contract as C
 
@@ -54,6 +58,64 @@ def _from(cls, data: dict):
 
 def keys(cls) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
+
+
+# --- what the runner hands a worker ----------------------------------------------------------------
+@dataclass(frozen=True)
+class JobWorkload:
+    """The campaign's workload as a worker reads it."""
+    entry: str  # MODULE:FUNC, setup(ctx) -> the workload
+    params: dict  # ctx.params
+    path: Optional[str]  # the workload folder (first on sys.path after the tree's), None without one
+    exclude: list[str]  # what its digest leaves out (our own output inside it)
+    sys_path: list[str]  # folders of the revision tree put first on sys.path (e.g. src)
+    items: Optional[int]  # `workload.items: N`: the pre-flight checks N of them (None: all)
+
+
+@dataclass(frozen=True)
+class JobInput:
+    path: str
+    sha256: str  # pinned: the worker refuses an input that changed
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the runner hands one worker (job.json; not part of the bundle). mode: "run" (the
+    timed item loop), "check" (the pre-flight: setup and one item, untimed) or "instructions"
+    (the item loop under valgrind)."""
+    mode: str
+    label: str
+    variant: str
+    index: int
+    sha: str
+    tree: str  # the revision's tree, the code under test
+    parent_pid: int  # the runner: the worker dies with it
+    workload: JobWorkload
+    inputs: dict[str, JobInput]
+    slots: int
+    stages: dict[str, str]  # name -> MODULE:QUALNAME, wrapped ({} in a run that carries no wrappers)
+    optional_stages: list[str]
+    arrays_dir: str
+    result_path: str
+    items: Optional[list[str]]  # the planned items (None in the pre-flight, which finds them)
+    instructions_items: Optional[int]  # an instruction run counts this many of them (None: all)
+    items_all: list[str]  # every item setup() gave in the pre-flight: each run's setup() must give the same
+    schema: str = C.SCHEMAS["job"]
+
+    NESTED = {"workload": ("one", JobWorkload), "inputs": ("map", JobInput)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Job":
+        """A job as the runner wrote it; ValueError, one line, for any other schema."""
+        said = data.get("schema") if isinstance(data, dict) else None
+        if said != C.SCHEMAS["job"]:
+            raise ValueError(f"schema {said!r}, expected {C.SCHEMAS['job']}")
+        return _from(cls, data)
+
+    @classmethod
+    def read(cls, path: Union[str, os.PathLike]) -> "Job":
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_json(json.load(fh))
 
 
 # --- what a worker measured ---------------------------------------------------------------------
@@ -260,7 +322,7 @@ class RunRecord:
               "memory": ("one", Memory)}
 
     @classmethod
-    def of(cls, job: dict, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
+    def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
            process: Process, log: Log, measured: Optional[WorkerResult],
            launch: Optional[Launched] = None, bounds: Optional[dict] = None) -> "RunRecord":
         """A run record from what the runner gave the worker (job), saw of its process and log, and
@@ -273,8 +335,8 @@ class RunRecord:
             raise ValueError("an ok run needs the worker's measurements, exit code 0 and no reason")
         m = measured if status == "ok" else None
         return cls(
-            schema=C.SCHEMAS["run"], label=job["label"], variant=job["variant"], index=job["index"], sha=job["sha"],
-            status=status, reason=reason, exit_code=exit_code, wall_s=m.wall_s if m else None, slots=job["slots"],
+            schema=C.SCHEMAS["run"], label=job.label, variant=job.variant, index=job.index, sha=job.sha,
+            status=status, reason=reason, exit_code=exit_code, wall_s=m.wall_s if m else None, slots=job.slots,
             items=m.items if m else [], stages=m.stages if m else {}, stages_installed=m.stages_installed if m else {},
             imported_from=m.imported_from if m else Imports(), metrics=m.metrics if m else {},
             machine=m.machine if m else Machine(), harness_source_sha256=m.harness_source_sha256 if m else None,
@@ -335,7 +397,7 @@ class InstructionRecord:
     NESTED = {"python": ("one", Interpreter), "process": ("one", Process), "log": ("one", Log)}
 
     @classmethod
-    def of(cls, job: dict, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
+    def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
            process: Process, log: Log, counted: Optional[dict], count: Optional[int], after: Optional[str],
            valgrind: dict) -> "InstructionRecord":
         """counted: the worker's result of an instruction run ({items, errors, harness_source_sha256,
@@ -347,8 +409,8 @@ class InstructionRecord:
         m = counted if status == "ok" and counted is not None else {}  # ok has a count: checked above
         python = m.get("python")
         return cls(
-            schema=C.SCHEMAS["instructions"], label=job["label"], variant=job["variant"], index=job["index"],
-            after=after, sha=job["sha"], status=status, reason=reason, exit_code=exit_code,
+            schema=C.SCHEMAS["instructions"], label=job.label, variant=job.variant, index=job.index,
+            after=after, sha=job.sha, status=status, reason=reason, exit_code=exit_code,
             instructions=count if status == "ok" else None, items=m.get("items", []), errors=m.get("errors", 0),
             tool="callgrind", valgrind=valgrind["version"], command=valgrind["command"], env=valgrind["env"],
             harness_source_sha256=m.get("harness_source_sha256"), workload_sha256=m.get("workload_sha256"),
@@ -395,18 +457,6 @@ class MachineClass:
 
 
 # --- the campaign and its receipts ----------------------------------------------------------------
-def job(*, label: str, variant: str, index: int, sha: str, tree: str, parent_pid: int, workload: dict,
-        inputs: dict, slots: int, stages: dict, optional_stages: list, arrays_dir: str, result_path: str,
-        items: Optional[list], mode: str = "run", instructions_items: Optional[int] = None) -> dict:
-    """What the runner hands one worker (not part of the bundle). mode: "run" (the timed item
-    loop), "check" (the pre-flight: setup and one item, untimed) or "instructions" (the item
-    loop under valgrind). items: the planned items (None in the pre-flight, which finds them)."""
-    return {"schema": C.SCHEMAS["job"], "mode": mode, "label": label, "variant": variant, "index": index,
-            "sha": sha, "tree": tree, "parent_pid": parent_pid, "workload": workload, "inputs": inputs,
-            "slots": slots, "stages": stages, "optional_stages": optional_stages, "arrays_dir": arrays_dir,
-            "result_path": result_path, "items": items, "instructions_items": instructions_items}
-
-
 def campaign(campaign, revisions: dict, rel) -> dict:
     """data/campaign.json: the campaign as run. revisions: variant -> (rev, sha); rel turns a path
     into how the bundle records it (relative to the repository when inside it)."""

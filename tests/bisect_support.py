@@ -3,6 +3,7 @@ whose speed is the commit's own (for fake-launcher bisects in the unit tier), an
 folder made on it in about a second a step."""
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -44,9 +45,9 @@ def fake_bisect(where: Path, speeds: list[float], **fields):
         """The model worker at the speed of the commit its tree holds."""
 
         def __call__(self, job):
-            text = (Path(job["tree"]) / "lib" / "core.py").read_text()
+            text = (Path(job.tree) / "lib" / "core.py").read_text()
             self.ratio = float(text.split("SPEED = ")[1].split("\n")[0])
-            return super().__call__({**job, "variant": "candidate"})
+            return super().__call__(dataclasses.replace(job, variant="candidate"))
 
     shas = history_repo(where / "repo", [speeds_tree(s, i) for i, s in enumerate(speeds)])
     workloads = where / "workloads"

@@ -33,16 +33,16 @@ class InstructionLauncher(ModelLauncher):
         self.out_file = Path(found[0]) if found else None
         return super().run(launch)
 
-    def _play(self, job: dict) -> FakeRun:
-        if job["mode"] != "instructions":
+    def _play(self, job: records.Job) -> FakeRun:
+        if job.mode != "instructions":
             return super()._play(job)
         from harness import files
         from harness.plan import workload
 
-        digest = workload.folder_digest(job["workload"]["path"], tuple(job["workload"]["exclude"]))
-        count = self.counts.get(job["label"], 300_000_000 if job["variant"] == "base" else 150_000_000)
+        digest = workload.folder_digest(job.workload.path, tuple(job.workload.exclude))
+        count = self.counts.get(job.label, 300_000_000 if job.variant == "base" else 150_000_000)
         self.out_file.write_text(f"events: Ir\ntotals: {count}\n")
-        return FakeRun(result={"items": C.subset(job["items"], job["instructions_items"]), "errors": 0,
+        return FakeRun(result={"items": C.subset(job.items, job.instructions_items), "errors": 0,
                                "harness_source_sha256": files.harness_source_digest(), "workload_sha256": digest,
                                "python": records.to_json(records.Interpreter.current())}, wall_s=4.0)
 
@@ -67,9 +67,9 @@ class ErringModel(Model):
         super().__init__(*args, **kw)
         self.raising = set(raising)
 
-    def __call__(self, job: dict) -> FakeRun:
+    def __call__(self, job: records.Job) -> FakeRun:
         run = super().__call__(job)
-        for item in (run.result or {}).get("items", []) if job["mode"] == "run" else []:
+        for item in (run.result or {}).get("items", []) if job.mode == "run" else []:
             if item["id"] in self.raising:
                 item.update(fields={}, error={"type": "ValueError", "message": f"{item['id']}: no such series"})
         return run

@@ -47,38 +47,41 @@ class Model:
     def ids(self) -> list:
         return self.item_ids or [f"item-{i}" for i in range(self.items)]
 
-    def __call__(self, job: dict) -> FakeRun:
-        label, variant = job["label"], job["variant"]
+    def __call__(self, job: records.Job) -> FakeRun:
+        from harness.plan import workload
+
+        label, variant = job.label, job.variant
         if label in self.fail:
             return FakeRun(exit_code=1, output=b"Traceback (most recent call last):\nRuntimeError: boom\n")
         if label in self.hang:
             return FakeRun(hang=True)
-        arrays_dir = Path(job["arrays_dir"])
-        if job["mode"] == "check":
+        arrays_dir = Path(job.arrays_dir)
+        if job.mode == "check":
             first = self.ids()[0]
             fields = {"out": arrays.store(self._output(first, variant), arrays_dir)}
             return FakeRun(result={"item": first, "fields": fields, "raised": [], "items": self.ids(),
-                                   "stage_calls": {name: 1 for name in job["stages"]},
+                                   "stage_calls": {name: 1 for name in job.stages},
                                    "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
         factor = math.exp(self.rng.gauss(0.0, self.noise)) * (self.ratio if variant == "candidate" else 1.0)
         steal, slowed = self.disturb.get(label, (0, 1.0))
         factor *= slowed
         items = []
-        for item in job["items"]:
+        for item in job.items:
             wall = self.item_s * factor * math.exp(self.rng.gauss(0.0, self.noise / 4))
             out = records.Output(**arrays.store(self._output(item, variant), arrays_dir))
             items.append(records.Item(item, wall, wall * 0.9, {"out": out}, None))
         wall = sum(it.wall_s for it in items) * 1.001 + 1e-4
-        stages = {name: records.StageTotals(len(items), 0.1 * wall, 0.2 * wall) for name in job["stages"]}
+        stages = {name: records.StageTotals(len(items), 0.1 * wall, 0.2 * wall) for name in job.stages}
         result = records.WorkerResult(
-            wall_s=wall, items=items, stages=stages, stages_installed={name: True for name in job["stages"]},
-            imported_from=records.Imports("/fake/workload.py", {n: "tree:lib/core.py" for n in job["stages"]}),
+            wall_s=wall, items=items, stages=stages, stages_installed={name: True for name in job.stages},
+            imported_from=records.Imports("/fake/workload.py", {n: "tree:lib/core.py" for n in job.stages}),
             metrics={}, machine=records.Machine(cores=2, process_cpu_s=0.95 * wall, cpu_stall_s=self.stall * wall,
-                                                stage_wrapper_s=1e-6 if job["stages"] else None, cpu_freq_mhz=None,
+                                                stage_wrapper_s=1e-6 if job.stages else None, cpu_freq_mhz=None,
                                                 warmup_s=0.25, loadavg_before=[0.1, 0.1, 0.1],
                                                 loadavg_after=[0.1, 0.1, 0.1]),
             harness_source_sha256=__import__("harness.files", fromlist=["x"]).harness_source_digest(),
-            workload_sha256=job["workload_digest"], python=records.Interpreter.current(),
+            workload_sha256=workload.folder_digest(job.workload.path, tuple(job.workload.exclude)),
+            python=records.Interpreter.current(),
             started_at=_iso(0.0), ended_at=_iso(0.0),
             interference={"user_hz": 100, "steal_ticks": steal, "cpu": 0, "cpu_steal_ticks": steal,
                           "freq_mhz_before": None, "freq_mhz_after": None},
@@ -99,6 +102,22 @@ class Model:
         if self.differ and variant == "candidate":
             value = np.nextafter(value, np.inf)
         return np.array([value], dtype=np.float64)
+
+
+def job(label: str, *, variant: str | None = None, mode: str = "run", index: int = 0, sha: str = "0" * 40,
+        items: list | None = None, tree: str = "/fake/tree", result_path: str = "/fake/result.json") -> records.Job:
+    """A job as the runner hands it, for what reads one without a campaign (the record
+    constructors, job.json's round trip): variant from the label (A1, IA1 base; B1, IB1 candidate)
+    unless given, no workload folder, no inputs, no stages."""
+    items = ["item-0", "item-1"] if items is None else items
+    return records.Job(
+        mode=mode, label=label, variant=variant or ("base" if label.lstrip("I")[:1] == "A" else "candidate"),
+        index=index,
+        sha=sha, tree=tree, parent_pid=1,
+        workload=records.JobWorkload(entry="model_workload:setup", params={}, path=None, exclude=[], sys_path=[],
+                                     items=None),
+        inputs={}, slots=1, stages={}, optional_stages=[], arrays_dir="/fake/arrays", result_path=result_path,
+        items=None if mode == "check" else items, instructions_items=None, items_all=items)
 
 
 # --- run records without a campaign: what the statistics and parity read ---------------------
@@ -159,19 +178,15 @@ def _iso(_offset: float) -> str:
 
 
 class ModelLauncher(FakeLauncher):
-    """FakeLauncher whose worker results carry the clock's own ISO times and the workload digest."""
+    """FakeLauncher whose worker results carry the clock's own ISO times."""
 
     def __init__(self, model: Model, **kw):
         super().__init__(self._play, **kw)
         self.model = model
 
-    def _play(self, job: dict) -> FakeRun:
+    def _play(self, job: records.Job) -> FakeRun:
         import datetime as dt
 
-        from harness.plan import workload
-
-        job = {**job, "workload_digest": workload.folder_digest(job["workload"]["path"],
-                                                                tuple(job["workload"]["exclude"]))}
         run = self.model(job)
         if run.result and "started_at" in run.result:
             start = dt.datetime.fromtimestamp(self.clock.time() + 0.1, dt.timezone.utc)

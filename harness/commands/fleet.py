@@ -154,7 +154,7 @@ def campaign_group(source: Path, repo: Path, out: Path, replicas: int, overrides
 
     terms = collect.terms_of_run(source, repo, overrides)
     group = schedule.Group(name=terms.campaign, argv=["run", terms.campaign_path, "--out", "{out}", *override_argv],
-                           replicas=replicas, dest=lambda node, n=terms.campaign: out / n / short(node),
+                           replicas=replicas, dest=lambda node: out / terms.campaign / short(node),
                            landing_codes=(outcomes.OK, outcomes.PARITY), code_meaning=outcomes.RUN_EXIT_MEANING,
                            terms=terms)
     group.jobs = [schedule.Job(group, i + 1) for i in range(replicas)]

@@ -15,7 +15,6 @@ machine the workers run on: the clock, the environment record and an interpreter
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness.records import Launched, Process
+from harness.records import Job, Launched, Process
 
 POLL_S = 0.05  # how soon a worker's exit is noticed
 WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time)
@@ -209,10 +208,10 @@ class FakeRun:
 
 
 class FakeLauncher:
-    """Workers played by `worker(job) -> FakeRun`, in this process, on a FakeClock.
+    """Workers played by `worker(job) -> FakeRun` (job: records.Job), in this process, on a FakeClock.
     `on_launch(n, launch)` may act before the n-th launch (0-based), e.g. interrupt the runner."""
 
-    def __init__(self, worker: Callable[[dict], FakeRun], environment: Optional[dict] = None,
+    def __init__(self, worker: Callable[[Job], FakeRun], environment: Optional[dict] = None,
                  on_launch: Optional[Callable[[int, Launch], None]] = None, clock: Optional[FakeClock] = None):
         self.clock = clock or FakeClock()
         self.worker = worker
@@ -247,7 +246,7 @@ class FakeLauncher:
         self.launches.append(launch)
         if self.on_launch is not None:
             self.on_launch(n, launch)
-        job = json.loads((launch.cwd / "job.json").read_text())
+        job = Job.read(launch.cwd / "job.json")
         outcome = self.worker(job)
         pid = self.next_pid
         self.next_pid += 1
@@ -259,7 +258,7 @@ class FakeLauncher:
         if outcome.result is not None and not timed_out:
             from harness.files import atomic_write_json
 
-            atomic_write_json(job["result_path"], outcome.result)
+            atomic_write_json(job.result_path, outcome.result)
         self.processes.append({"pid": pid, "create_time": started, "cmdline": list(launch.argv),
                                "run": launch.label, "role": launch.role})
         return Exit(pid, -9 if timed_out else outcome.exit_code, timed_out, list(outcome.leftovers),

@@ -221,6 +221,7 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
     except (OSError, ValueError) as exc:
         raise SpecError(f"{where}.path: cannot read '{campaign.noise_floor}': {exc}") from None
     if sha256_bytes(raw) != campaign.noise_floor_sha256:
+        assert campaign.noise_floor_sha256 is not None  # the spec reads the path and its sha256 together
         raise SpecError(f"{where}.sha256: '{campaign.noise_floor}' has sha256 {sha256_bytes(raw)[:16]}..., "
                         f"pinned {campaign.noise_floor_sha256[:16]}...")
     floor = doc.get("floor") if isinstance(doc, dict) else None
@@ -274,8 +275,8 @@ class Runner:
     def run(self) -> Outcome | None:
         """The campaign, sealed into --out; with check_only, the pre-flight alone (None)."""
         campaign = self.campaign
-        claim = None if self.check_only else bundle.claim_output(self.out, self.force)
-        with contextlib.nullcontext() if self.check_only else bundle.OutputLock(self.out):
+        claim = None if self.check_only else bundle.claim_output(self._out(), self.force)
+        with contextlib.nullcontext() if self.check_only else bundle.OutputLock(self._out()):
             inputs = prepare_inputs(campaign, self.progress.note)
             golden = load_golden(campaign)
             floor = load_noise_floor(campaign)
@@ -325,7 +326,7 @@ class Runner:
                     return None
                 self._trees = {v: str(m.tree) for v, m in materialized.items()}
                 self.trees = {v: tree_listing(m.tree) for v, m in materialized.items()}
-                staging = bundle.Staging(self.out)
+                staging = bundle.Staging(self._out())
                 return self._campaign(staging, scratch, materialized, inputs, golden, floor, interpreters, code,
                                       claim)
             except OSError as exc:
@@ -343,6 +344,11 @@ class Runner:
                     signal.signal(s, h)
                 self.launcher.kill_all()
                 shutil.rmtree(scratch, ignore_errors=True)
+
+    def _out(self) -> Path:
+        """--out, which every mode but the pre-flight alone (`harness check`) has."""
+        assert self.out is not None, "a campaign without --out"
+        return self.out
 
     def _kept(self, staging, exc: OSError) -> WriteFailed:
         """The failure, saying where the finished runs are and how to go on: `harness seal` once
@@ -454,7 +460,10 @@ class Runner:
     def _spread(self) -> int | None:
         """The wall runs the instruction runs are spread between: a sequential campaign's first look."""
         c = self.campaign
-        return None if c.budget_s is None else 2 * (c.min_rounds + (c.stage_rounds or 0))
+        if c.budget_s is None:
+            return None
+        assert c.min_rounds is not None  # `rounds: auto` sets budget_s and min_rounds together
+        return 2 * (c.min_rounds + (c.stage_rounds or 0))
 
     def _cap_rounds(self, campaign, runs, plan):
         """`rounds: auto`, after the first round: the cap, as many rounds as fit the budget at its
@@ -482,9 +491,11 @@ class Runner:
         last = runs[-1]
         k = int(last.label[1:]) if C.timed(last.label) else 0
         partner = ("B" if last.label[0] == "A" else "A") + last.label[1:]
-        if not self.campaign.min_rounds <= k < self.campaign.rounds or partner not in {r.label for r in runs}:
+        first, cap = self.campaign.min_rounds, self.campaign.rounds
+        assert first is not None and cap is not None  # `rounds: auto` (budget_s) sets both
+        if not first <= k < cap or partner not in {r.label for r in runs}:
             return False
-        plan = {"first": self.campaign.min_rounds, "cap": self.campaign.rounds}
+        plan = {"first": first, "cap": cap}
         stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan)
         looks = (stats["sequential"] or {}).get("looks") or [{"verdict": "inconclusive"}]
         return looks[-1]["verdict"] != "inconclusive"
@@ -515,31 +526,32 @@ class Runner:
         except instructions.InstructionsError as exc:
             raise SpecError(f"{self.campaign.source}: metrics: instructions: {exc}") from None
 
-    def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, items, mode: str) -> dict:
+    def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, items,
+             mode: str) -> records.Job:
         campaign = self.campaign
         # Timed runs carry no stage wrappers when the order has stage runs: the headline wall
         # is then free of the wrappers' cost. The pre-flight checks every stage.
         staged = mode == "check" or (mode == "run" and C.instrumented(label, campaign.order))
-        job = records.job(
-            label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree), parent_pid=os.getpid(),
-            workload={"entry": campaign.workload.entry, "params": campaign.workload.params,
-                      "path": str(campaign.workload.path) if campaign.workload.path else None,
-                      "exclude": list(self.exclude),
-                      "sys_path": list(campaign.workload.sys_path), "items": campaign.workload.items},
-            inputs={name: {"path": r["path"], "sha256": r["sha256"]} for name, r in inputs.items()},
+        return records.Job(
+            mode=mode, label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree),
+            parent_pid=os.getpid(),
+            workload=records.JobWorkload(
+                entry=campaign.workload.entry, params=campaign.workload.params,
+                path=str(campaign.workload.path) if campaign.workload.path else None, exclude=list(self.exclude),
+                sys_path=list(campaign.workload.sys_path), items=campaign.workload.items),
+            inputs={name: records.JobInput(path=r["path"], sha256=r["sha256"]) for name, r in inputs.items()},
             # Instruction runs count on one slot: threads under valgrind interleave differently
             # from run to run, and with them the count (span finding's 4 slots: 0.03% apart).
             slots=1 if mode == "instructions" else campaign.slots, stages=campaign.stages if staged else {},
             optional_stages=sorted(campaign.optional_stages) if staged else [],
-            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), items=items, mode=mode,
-            instructions_items=campaign.instructions.items if campaign.instructions is not None else None)
-        job["items_all"] = self.items_all
-        return job
+            arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), items=items,
+            instructions_items=campaign.instructions.items if campaign.instructions is not None else None,
+            items_all=self.items_all)
 
-    def _launch(self, job: dict, run_dir: Path, label: str, role: str, timeout: float, env: dict,
+    def _launch(self, job: records.Job, run_dir: Path, label: str, role: str, timeout: float, env: dict,
                 python: str, prefix: tuple = ()):
         """One worker through the launcher; its job file beside its log."""
-        (run_dir / "job.json").write_text(json.dumps(job))
+        (run_dir / "job.json").write_text(json.dumps(records.to_json(job)))
         argv = [*prefix, python, "-m", WORKER, str(run_dir / "job.json")]
         env = {**env, **own_folders(run_dir, self.campaign.env)}
         return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
@@ -608,7 +620,7 @@ class Runner:
         return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
                                                 {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
 
-    def _uncalled_stages(self, calls: dict[str, dict], homes: dict | None = None) -> list[str]:
+    def _uncalled_stages(self, calls: dict[str, dict], homes: dict[str, str]) -> list[str]:
         """Stages that neither revision called in its pre-flight item: a setup mistake (each
         run would record 0 calls and pass). One revision calling a stage less is the change's
         business: parity on call counts, or `calls: per_variant`, judges that."""
@@ -621,7 +633,7 @@ class Runner:
             return []
         named = ", ".join(f"'{name}' ({stages[name]})" for name in never)
         moved = [f"'{name}' is defined as {homes[name]}: the path names a re-export, and the code calls the "
-                 f"function where it is defined; use `{name}: {homes[name]}`" for name in never if name in (homes or {})]
+                 f"function where it is defined; use `{name}: {homes[name]}`" for name in never if name in homes]
         if moved:
             return [f"{self.campaign.source}: stages: {named} never called in either revision's pre-flight item: "
                     + "; ".join(moved)]
@@ -653,6 +665,7 @@ class Runner:
             if changed:
                 status, reason = "failed", changed
         if counting:
+            assert valgrind is not None  # an instruction run's campaign probed its valgrind
             count = counted = None
             if status == "ok":
                 try:

@@ -1,10 +1,10 @@
 """One run of a campaign, in a fresh process: `python -m harness.engine.worker JOB.json`.
 
-Protocol (the parent wrote JOB.json): verify inputs, import the code under test from this
-revision's tree only, install stage instrumentation, set the workload up, check it gives the
-items the pre-flight found, then time exactly the item loop on `slots` threads. Outputs are
-hashed and stored and the result (harness.records.WorkerResult) is written after the timer
-stops. Exit 0 means the result was written; anything else is a failed run.
+Protocol (the parent wrote JOB.json, a harness.records.Job): verify inputs, import the code
+under test from this revision's tree only, install stage instrumentation, set the workload up,
+check it gives the items the pre-flight found, then time exactly the item loop on `slots`
+threads. Outputs are hashed and stored and the result (harness.records.WorkerResult) is written
+after the timer stops. Exit 0 means the result was written; anything else is a failed run.
 
 It may run under the campaign's own interpreter (`python:`), CPython 3.9 or newer with numpy:
 it and what it imports (contract, records, files, plan/workload, engine/prctl, engine/stagetimer,
@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as _dt
 import gc
 import importlib
-import json
 import os
 import sys
 import threading
@@ -24,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.records import Imports, Interpreter, Item, Machine, Memory, Output, StageTotals, WorkerResult, to_json
+from harness.records import (Imports, Interpreter, Item, Job, JobInput, Machine, Memory, Output, StageTotals,
+                             WorkerResult, to_json)
 
 def cpu_freq_mhz() -> float | None:
     """The first CPU's current frequency as Linux reports it, or None."""
@@ -195,15 +195,15 @@ def error_name(exc: BaseException) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
-def verify_inputs(inputs: dict) -> dict[str, Path]:
+def verify_inputs(inputs: dict[str, JobInput]) -> dict[str, Path]:
     from harness.files import path_digest
 
     paths = {}
-    for name, info in inputs.items():
-        path = Path(info["path"])
+    for name, pinned in inputs.items():
+        path = Path(pinned.path)
         _, actual = path_digest(path)
-        if actual != info["sha256"]:
-            raise SystemExit(f"input '{name}' ({path}) changed: sha256 {actual} != pinned {info['sha256']}")
+        if actual != pinned.sha256:
+            raise SystemExit(f"input '{name}' ({path}) changed: sha256 {actual} != pinned {pinned.sha256}")
         paths[name] = path
     return paths
 
@@ -325,11 +325,11 @@ def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 6) -
     return walls
 
 
-def is_suite(job: dict) -> bool:
+def is_suite(job: Job) -> bool:
     """A `suite:` campaign: the workload is the harness's adapter for an existing benchmark suite."""
     from harness import contract
 
-    return job["workload"]["entry"] in contract.SUITE_ENTRIES.values()
+    return job.workload.entry in contract.SUITE_ENTRIES.values()
 
 
 def outputs_of(workload, item_id: str, returned, suite: bool):
@@ -475,33 +475,33 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
 def main(job_path: str, parent_pid: int | None = None) -> int:
     """parent_pid: the process this worker dies with, when not the runner the job names (a child
     of a zygote, harness/engine/zygote.py, dies with its zygote, which dies with the runner)."""
-    job = json.loads(Path(job_path).read_text())
+    try:
+        job = Job.read(job_path)
+    except ValueError as exc:
+        raise SystemExit(f"job file {job_path}: {exc}") from None
     from harness import contract
     from harness.engine.prctl import die_with_parent
 
-    if job.get("schema") != contract.SCHEMAS["job"]:
-        raise SystemExit(f"job file {job_path}: schema {job.get('schema')!r}, expected {contract.SCHEMAS['job']}")
-
-    die_with_parent(job["parent_pid"] if parent_pid is None else parent_pid)
+    die_with_parent(job.parent_pid if parent_pid is None else parent_pid)
     started_at, before = now_iso(), machine_snapshot()
-    tree = Path(job["tree"])
+    tree = Path(job.tree)
 
     # The code under test comes from this revision's tree and nowhere else.
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
-    roots = [str(tree / sub) for sub in job["workload"]["sys_path"]] + [str(tree)]
-    if job["workload"].get("path"):
-        roots.append(job["workload"]["path"])
+    roots = [str(tree / sub) for sub in job.workload.sys_path] + [str(tree)]
+    if job.workload.path:
+        roots.append(job.workload.path)
     sys.path[:0] = roots
     sys.dont_write_bytecode = True
 
-    inputs = verify_inputs(job["inputs"])
+    inputs = verify_inputs(job.inputs)
     # What this run imports from the workload folder, digested before any import: the runner
     # stored the folder at the campaign's start, and a run whose digest is not the stored
     # one fails the campaign (harness/comparison.py).
     from harness.plan.workload import WorkloadError, folder_digest
 
     try:
-        workload_digest = folder_digest(job["workload"].get("path"), tuple(job["workload"].get("exclude", ())))
+        workload_digest = folder_digest(job.workload.path, tuple(job.workload.exclude))
     except (WorkloadError, OSError) as exc:
         raise SystemExit(f"workload.path: {exc}") from None
 
@@ -510,31 +510,31 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
 
     # Failures name the campaign key that leads to them (the pre-flight prints these lines),
     # and where in the user's code they were raised.
-    user_roots = [tree] + ([Path(job["workload"]["path"])] if job["workload"].get("path") else [])
+    user_roots = [tree] + ([Path(job.workload.path)] if job.workload.path else [])
 
     def hints(exc: BaseException | None) -> str:
         if exc is None:
             return ""
-        return where(exc, user_roots) + missing_module_hint(exc, tree, job["workload"]["sys_path"])
+        return where(exc, user_roots) + missing_module_hint(exc, tree, job.workload.sys_path)
 
     timer = stagetimer.StageTimer()
     # An instruction run counts the code as it is: no stage wrappers in its region.
-    stages = job["stages"] if job["mode"] != "instructions" else {}
-    homes = stage_homes(stages) if job["mode"] == "check" else {}
+    stages = job.stages if job.mode != "instructions" else {}
+    homes = stage_homes(stages) if job.mode == "check" else {}
     try:
-        installed = stagetimer.install(stages, timer, frozenset(job.get("optional_stages", ())))
+        installed = stagetimer.install(stages, timer, frozenset(job.optional_stages))
     except stagetimer.StageError as exc:  # its message names the stage path and the cause, not its class
         # (an import error it wraps is its __context__: it is raised `from None`)
         raise SystemExit(f"stages: {exc}{hints(exc.__context__)}") from None
     except Exception as exc:  # noqa: BLE001 - any import or wrapping failure
         raise SystemExit(f"stages: {describe(exc)}{hints(exc)}") from None
     try:
-        setup = import_entry(job["workload"]["entry"])
+        setup = import_entry(job.workload.entry)
     except Exception as exc:  # noqa: BLE001
-        raise SystemExit(f"workload.entry: cannot import '{job['workload']['entry']}': {describe(exc)}"
+        raise SystemExit(f"workload.entry: cannot import '{job.workload.entry}': {describe(exc)}"
                          f"{hints(exc)}") from None
-    ctx = SimpleNamespace(params=job["workload"].get("params") or {}, inputs=inputs, slots=job["slots"],
-                          label=job["label"], variant=job["variant"], tree=tree)
+    ctx = SimpleNamespace(params=job.workload.params or {}, inputs=inputs, slots=job.slots, label=job.label,
+                          variant=job.variant, tree=tree)
     suite = is_suite(job)
     try:
         workload = setup(ctx)
@@ -551,22 +551,23 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
     if len(items) > contract.MAX_ITEMS or any(len(i) > 256 for i in items):
         raise SystemExit(f"workload.entry: setup() gave {len(items)} items; a run measures at most "
                          f"{contract.MAX_ITEMS}, with ids of at most 256 characters (workload.items: N picks N of them)")
-    arrays_dir = Path(job["arrays_dir"])
+    arrays_dir = Path(job.arrays_dir)
 
-    if job["mode"] == "check":
-        return check_protocol(workload, contract.subset(items, job["workload"]["items"]), arrays_dir,
-                              job["result_path"], timer, job["stages"], items, homes, suite)
-    if items != job["items_all"]:
-        raise SystemExit(f"workload.entry: setup() gave {len(items)} items, not the {len(job['items_all'])} the "
+    if job.mode == "check":
+        return check_protocol(workload, contract.subset(items, job.workload.items), arrays_dir, job.result_path,
+                              timer, job.stages, items, homes, suite)
+    if items != job.items_all:
+        raise SystemExit(f"workload.entry: setup() gave {len(items)} items, not the {len(job.items_all)} the "
                          "pre-flight found (the item list must be the same in every run of a campaign)")
-    items = job["items"]
-    if job["mode"] == "instructions":
-        return count_items(workload, contract.subset(items, job["instructions_items"]), job["result_path"],
+    assert job.items is not None  # a run's job plans its items; only the pre-flight's finds them
+    items = job.items
+    if job.mode == "instructions":
+        return count_items(workload, contract.subset(items, job.instructions_items), job.result_path,
                            workload_digest)
 
     # Measured before the clock, in runs that carry wrappers: what one costs here.
     wrapper_s = stagetimer.wrapper_cost() if any(installed.values()) else None
-    wall, results, region = run_items(workload, items, job["slots"], timer)
+    wall, results, region = run_items(workload, items, job.slots, timer)
 
     # Everything below is outside the timer.
     item_records = []
@@ -585,14 +586,14 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
         workload.close()
     after = machine_snapshot()
 
-    stage_modules = {name: origin(path.partition(":")[0], tree) for name, path in job["stages"].items()
+    stage_modules = {name: origin(path.partition(":")[0], tree) for name, path in job.stages.items()
                      if installed.get(name)}
     # What this worker measured; the runner makes it a run record (harness.records.RunRecord.of).
     measured = WorkerResult(
         wall_s=wall, items=item_records,
-        stages={name: StageTotals(**t) for name, t in timer.totals(job["stages"]).items()},
+        stages={name: StageTotals(**t) for name, t in timer.totals(job.stages).items()},
         stages_installed=installed,
-        imported_from=Imports(origin(job["workload"]["entry"].partition(":")[0], tree), stage_modules),
+        imported_from=Imports(origin(job.workload.entry.partition(":")[0], tree), stage_modules),
         metrics=metrics or {},
         machine=Machine(cores=os.cpu_count(), process_cpu_s=region["process_cpu_s"],
                         cpu_stall_s=region["cpu_stall_s"], stage_wrapper_s=wrapper_s,
@@ -601,7 +602,7 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
         harness_source_sha256=harness_source_digest(), workload_sha256=workload_digest,
         python=Interpreter.current(), started_at=started_at, ended_at=now_iso(),
         interference=region["interference"], memory=memory_over(region["memory"], memory_status()))
-    atomic_write_json(job["result_path"], to_json(measured))
+    atomic_write_json(job.result_path, to_json(measured))
     return 0
 
 

@@ -26,7 +26,7 @@ from typing import Optional
 
 from harness import contract as C
 from harness.engine.launch import POLL_S, WATCH_S, Exit, Launch, LocalLauncher
-from harness.records import Launched, Process
+from harness.records import Job, Launched, Process
 
 ZYGOTE = "harness.engine.zygote"
 WORKER = "harness.engine.worker"
@@ -118,7 +118,7 @@ class ZygoteLauncher(LocalLauncher):
         """The variant's zygote of this generation, started now if it is not running."""
         import psutil
 
-        tree = json.loads((launch.cwd / "job.json").read_text())["tree"]
+        tree = Job.read(launch.cwd / "job.json").tree
         key = self._key(launch, tree)
         live = self.zygotes.get(letter)
         if live is not None and live.generation == generation and live.key == key and live.proc.poll() is None:

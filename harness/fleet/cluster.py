@@ -55,7 +55,7 @@ def connect(address: str | None, repo: Path, code: str, out: Path) -> Connection
     """ray.init: to the cluster at `address`, or a local instance on this machine (one node
     offering abba_node: 1, bound to loopback)."""
     ray = ray_module()
-    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+    kwargs: dict[str, object] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     if code == "ship":
         excludes = list(SHIP_EXCLUDES)
         try:

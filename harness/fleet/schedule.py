@@ -20,6 +20,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from harness import outcomes
 from harness.fleet import RESOURCE, cluster, collect, jobs, short
@@ -56,12 +57,12 @@ class Group:
     name: str
     argv: list[str]  # harness arguments on the node; {out}, {original} filled in there
     replicas: int
-    dest: object  # node_id -> final folder under --out
+    dest: Callable[[str], Path]  # node_id -> final folder under --out
     landing_codes: tuple[int, ...]  # the node's exit codes whose bundle lands (complete campaigns)
     code_meaning: dict  # exit code -> words, for the lines
-    terms: object = None  # collect.Terms: what each replica's bundle must be (campaign, SHAs, original)
+    terms: collect.Terms  # what each replica's bundle must be (campaign, SHAs, original)
     original: object = None  # an ObjectRef of the original bundle's tar stream (reproduce)
-    pg: object = None
+    pg: Any = None  # a Ray PlacementGroup (Ray has no types)
     ready_ref: object = None
     jobs: list[Job] = field(default_factory=list)
     placed: bool = False
@@ -142,7 +143,7 @@ def run(groups: list[Group], conn: cluster.Connection, out: Path, repo: Path, ti
                     if have < group.replicas:
                         too_few(group, have, finish, echo)
             for job in all_jobs:  # a node that does not answer past the timeout
-                if job.state == "running" and timeout_s is not None \
+                if job.state == "running" and timeout_s is not None and job.submitted_mono is not None \
                         and now - job.submitted_mono > timeout_s + grace_s + ANSWER_GRACE_S:
                     ray.cancel(job.ref, force=True)
                     finish(job, False, f"timed out: no answer from the node {ANSWER_GRACE_S:g} s past the "
@@ -217,6 +218,7 @@ def place(group: Group, remote, spec_base: dict, strategy, echo, ray, finish) ->
         return
     table = placement_group_table(group.pg)
     where = table.get("bundles_to_node_id") or {}
+    assert group.created_mono is not None  # set with its placement group
     placed_s = time.monotonic() - group.created_mono
     for i, job in enumerate(group.jobs):
         job.node_id = where.get(i)
@@ -277,6 +279,7 @@ def settle(job: Job, result: dict, got_s: float, out: Path, repo: Path, harness_
     job.timings.update(unpack_s=landing.unpack_s, verify_s=landing.verify_s)
     job.timings["total_s"] = time.monotonic() - (job.submitted_mono or time.monotonic())
     if not landing.ok:
+        assert landing.cause is not None  # a refusal always says why
         code = outcomes.PROBLEMS if landing.cause.startswith("does not ") else outcomes.FAILED
         return finish(job, False, landing.cause + "; nothing landed", code)
     job.path, job.exit_code = landing.path, landing.code

@@ -245,9 +245,10 @@ def untracked_hint(campaign: Campaign, repo: Path, problem: str) -> str:
     named = re.search(r"cannot import name '(\w+)' from (?:partially initialized module )?'([\w.]+)'", problem)
     variant = next((v for v in ("base", "candidate") if campaign.revision(v).rev == WORKTREE
                     and f": {v} (" in problem), None)
-    if not (match or named) or variant is None:
+    module = match.group(1) if match else f"{named.group(2)}.{named.group(1)}" if named else None
+    if module is None or variant is None:
         return ""
-    rel = (match.group(1) if match else f"{named.group(2)}.{named.group(1)}").replace(".", "/")
+    rel = module.replace(".", "/")
     roots = [*campaign.workload.sys_path, "."]
     candidates = [os.path.normpath(f"{root}/{rel}{suffix}") for root in roots for suffix in (".py", "/__init__.py")]
     present = [c for c in candidates if (repo / c).is_file()]
@@ -272,6 +273,7 @@ def export(repo: Path, sha: str, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(["git", "archive", "--format=tar", sha], cwd=repo, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None  # both are PIPEs
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
             tar.extractall(dest, filter="data")
@@ -306,7 +308,7 @@ def copy_links(dest: Path, sha: str) -> None:
             path = Path(dirpath) / name
             if path.is_symlink():
                 links.append(path)
-    targets = []
+    targets: list[Path | None] = []
     for link in links:
         target = link.resolve()
         if not os.path.lexists(target):
@@ -317,10 +319,10 @@ def copy_links(dest: Path, sha: str) -> None:
                                "which is not a file of the same tree; a revision tree holds regular files (a link to a "
                                "file of the tree is copied in)")
         targets.append(target)
-    for link, target in zip(links, targets):
+    for link, source in zip(links, targets):
         link.unlink()
-        if target is not None:
-            shutil.copy2(target, link)
+        if source is not None:
+            shutil.copy2(source, link)
 
 
 def materialize(campaign: Campaign, repo: Path, revision: Revision, scratch: Path) -> Materialized:

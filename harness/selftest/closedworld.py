@@ -28,6 +28,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
 from harness import contract as C
 from harness import rehash
@@ -45,7 +46,7 @@ class Mutation:
     rel: str  # the file it touches or adds
     where: str  # what it adds, and where
     expect: str  # both, verify, repo, original, free
-    apply: object = None  # (root) -> None, re-seals
+    apply: Callable[[Path], None]  # (root) -> None, re-seals
     verify: bool = False
     rehash: bool = False
     line: str = ""
@@ -164,6 +165,7 @@ def key_mutations(root: Path, original: Path | None) -> list[Mutation]:
             if key in seen:
                 continue
             seen.add(key)
+            entry: object  # the value added: any JSON
             if what == "closed":
                 name, entry, expect = EXTRA_KEY, 1, "both"
                 note = f"undeclared key {EXTRA_KEY!r} at {path}"
@@ -302,6 +304,7 @@ def plan(root: Path, original: Path | None = None) -> list[Mutation]:
 def judge(root: Path, m: Mutation, repo: Path | None = None, original: Path | None = None) -> None:
     from harness.judge import verify
 
+    v_lines: Sequence[str]
     try:
         report = verify.verify(root, repo if m.expect == "repo" else None,
                                original=original if m.expect == "original" else None)
@@ -382,7 +385,7 @@ def summary(results: list[Mutation]) -> list[str]:
     lines = [f"{doc}: {row['mutations']} mutations, {row['refused']} refused, {row['free']} free"
              for doc, row in sorted(coverage(results).items())]
     bindable = [m for m in results if m.expect != "free"]
-    kinds = {}
+    kinds: dict[str, int] = {}
     for m in results:
         kinds[m.kind] = kinds.get(m.kind, 0) + 1
     lines.append(f"closed-world walk: {len(results)} mutations ({', '.join(f'{n} {k}' for k, n in kinds.items())}), "

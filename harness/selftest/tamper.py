@@ -178,7 +178,7 @@ def add_file(rel: str, content: bytes = b"not evidence\n") -> Callable:
     return apply
 
 
-def add_valid_array(root: Path, ctx: Context) -> None:
+def add_valid_array(root: Path, ctx: Context | None = None) -> None:
     """A well-formed array under its own correct digest, just not in the manifest."""
     import numpy as np
 
@@ -456,7 +456,7 @@ def rederive_receipt(root: Path, original: Path) -> None:
     _dump(root, C.REPRODUCTION, receipt)
 
 
-def forge(edit: Callable[[Path], None], derive: bool = True) -> Callable:
+def forge(edit: Callable[[Path], object], derive: bool = True) -> Callable:
     def apply(root: Path, ctx: Context) -> None:
         edit(root)
         if derive:
@@ -603,7 +603,7 @@ def _first_item(record: dict) -> dict:
 
 def record_rules() -> list[Mutation]:
     """One forgery (or more) per record rule, each re-sealed as a forger would."""
-    def run(label: str, change: Callable[[dict], None]) -> Callable[[Path], None]:
+    def run(label: str, change: Callable[[dict], object]) -> Callable[[Path], None]:  # change's value is dropped
         return edit_json(C.run_path(label), change)
 
     def both(*edits):
@@ -799,7 +799,7 @@ def record_rules() -> list[Mutation]:
         m("records: a field digest naming an absolute path outside the bundle, re-hashed",
           forge(run("B1", outside_digest), derive=False), "not a SHA-256", rule="parsing"),
         m("arrays: a valid array no record references, re-hashed", forge(
-            lambda root: add_valid_array(root, None), derive=False), "[arrays]", rule="arrays"),
+            lambda root: add_valid_array(root), derive=False), "[arrays]", rule="arrays"),
         m("logs: A1's log deleted, re-hashed", forge(lambda root: (root / C.log_path("A1")).unlink(),
                                                      derive=False), "[files]", rule="files"),
         m("receipts/inputs.json deleted, re-hashed", forge(lambda root: (root / C.INPUTS).unlink(),
@@ -907,7 +907,7 @@ def run_verify(root: Path, cause: str, subprocess_timeout: float | None = None) 
 
         report = verify(root)
         code = report.exit_code
-        return _judge(code, report.problems if code != 2 else [report.unusable or ""], cause)
+        return _judge(code, list(report.problems) if code != 2 else [report.unusable or ""], cause)
     try:
         proc = subprocess.run([sys.executable, "-m", "harness", "verify", str(root)], capture_output=True,
                               text=True, timeout=subprocess_timeout)
@@ -948,8 +948,8 @@ def run_suite(bundle: str | os.PathLike, only: Callable[[Mutation], bool] | None
     bundle = Path(bundle)
     files = bundle_files(bundle)
     results = []
-    with tempfile.TemporaryDirectory(prefix="abba-tamper-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="abba-tamper-") as scratch:
+        tmp = Path(scratch)
         for i, mutation in enumerate(mutations(files)):
             if only is not None and not only(mutation):
                 continue

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import fakes
 from conftest import CAMPAIGNS, harness, make_target, write_campaign
 from harness import contract as C
 from harness import records, rehash
@@ -97,7 +98,7 @@ def test_the_runner_counts_with_the_flags_and_environment_the_contract_declares(
     failed = _instr("IB1", 5, status="failed")
     assert failed.instructions is None and failed.items == [] and failed.python is None
     with pytest.raises(ValueError, match="an ok instruction run needs its count"):
-        records.InstructionRecord.of({"label": "IA1", "variant": "base", "index": 0, "sha": "0" * 40}, status="ok",
+        records.InstructionRecord.of(fakes.job("IA1", mode="instructions"), status="ok",
                                      reason=None, exit_code=0, pid=1, process=records.Process(0.0, 1.0, 1.0),
                                      log=records.Log("data/logs/IA1.log", 0, "0" * 64, 0, False), counted=None,
                                      count=None, after=None, valgrind=VALGRIND)
@@ -109,7 +110,7 @@ VALGRIND = {"version": "valgrind-3.19.0", "command": ["setarch", "-R", "valgrind
 def _instr(label: str, count: int, status: str = "ok") -> records.InstructionRecord:
     """An instruction record as the runner writes it, counting items a and b."""
     ok = status == "ok"
-    job = {"label": label, "variant": "base" if label[1] == "A" else "candidate", "index": 0, "sha": "0" * 40}
+    job = fakes.job(label, mode="instructions")
     counted = {"items": ["a", "b"], "errors": 0, "harness_source_sha256": "f" * 64, "workload_sha256": "e" * 64,
                "python": records.to_json(records.Interpreter.current())} if ok else None
     return records.InstructionRecord.of(job, status=status, reason=None if ok else "exit 1", exit_code=0 if ok else 1,
@@ -274,5 +275,5 @@ def test_instruction_runs_count_on_one_slot_whatever_the_campaigns_slots(tmp_pat
     runner = Runner(dataclasses.replace(spec.load(CAMPAIGNS / "demo_instructions.yaml"), slots=4), None,
                     check_only=True)
     mat = SimpleNamespace(sha="0" * 40, tree=tmp_path)
-    assert runner._job(mat, {}, 0, "IA1", "base", tmp_path, tmp_path, ["i0"], "instructions")["slots"] == 1
-    assert runner._job(mat, {}, 0, "A1", "base", tmp_path, tmp_path, ["i0"], "run")["slots"] == 4
+    assert runner._job(mat, {}, 0, "IA1", "base", tmp_path, tmp_path, ["i0"], "instructions").slots == 1
+    assert runner._job(mat, {}, 0, "A1", "base", tmp_path, tmp_path, ["i0"], "run").slots == 4

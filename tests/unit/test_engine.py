@@ -3,10 +3,12 @@ a whole campaign's statistics, and the bundle it seals (which both checkers must
 no worker process at all."""
 from __future__ import annotations
 
-import signal
-
+import dataclasses
 import json
 import shutil
+import signal
+
+import pytest
 
 from checks_support import forge, problems, refused
 from fakes import Model, ModelLauncher, run_fake
@@ -179,3 +181,43 @@ def test_both_checkers_refuse_a_campaign_that_went_on_after_a_look_decided(tmp_p
     assert bundle.campaign["rounds"] == seq["cap"] > 5 and seq["looks"][0]["verdict"] == "improved"
     for lines in problems(outcome.out):
         assert refused(lines, "the look after round 4 decided, but the campaign went on"), lines
+
+
+# --- the job: one typed record from the runner to its worker ---------------------------------------
+JOB_KEYS = {"schema", "mode", "label", "variant", "index", "sha", "tree", "parent_pid", "workload", "inputs", "slots",
+            "stages", "optional_stages", "arrays_dir", "result_path", "items", "instructions_items", "items_all"}
+
+
+def test_a_job_reads_back_as_written_and_another_schema_is_refused_in_one_line(tmp_path):
+    from fakes import job
+    from harness import records
+    from harness.engine import worker
+
+    written = dataclasses.replace(job("A1"), inputs={"corpus": records.JobInput("/data/corpus", "a" * 64)})
+    data = records.to_json(written)
+    assert set(data) == JOB_KEYS and set(data["workload"]) == {"entry", "params", "path", "exclude", "sys_path",
+                                                                 "items"}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
+    assert records.Job.read(path) == written
+    path.write_text(json.dumps({**data, "schema": "abba-harness/job/v2"}))
+    with pytest.raises(SystemExit) as refused_job:
+        worker.main(str(path))
+    assert str(refused_job.value.code) == \
+        f"job file {path}: schema 'abba-harness/job/v2', expected {C.SCHEMAS['job']}"
+
+
+def test_every_worker_is_handed_the_items_the_pre_flight_found(tmp_path):
+    class Recording(Model):
+        def __call__(self, job):
+            self.jobs.append(job)
+            return super().__call__(job)
+
+    model = Recording(items=4)
+    model.jobs = []
+    outcome, _ = run_fake(tmp_path, model, rounds=3)
+    assert outcome.exit_code == 0
+    checks = [j for j in model.jobs if j.mode == "check"]
+    runs = [j for j in model.jobs if j.mode == "run"]
+    assert len(checks) == 2 and all(j.items is None and j.items_all == [] for j in checks)
+    assert len(runs) == 6 and all(j.items_all == model.ids() == j.items for j in runs)

@@ -10,15 +10,15 @@ from checks_support import problems
 from fakes import Model, ModelLauncher, run_fake, write_fake_campaign
 from harness import cli, outcomes
 from harness.engine import environment, runner as runner_module
-from harness.records import Interpreter
+from harness.records import Interpreter, Job
 
 
 class SwitchingModel(Model):
     """The model worker whose run B1 reports CPython 3.13.0: its interpreter changed under it."""
 
-    def __call__(self, job: dict):
+    def __call__(self, job: Job):
         run = super().__call__(job)
-        if job["label"] == "B1" and run.result:
+        if job.label == "B1" and run.result:
             run.result["python"] = {**run.result["python"], "version": "3.13.0"}
         return run
 
