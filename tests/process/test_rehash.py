@@ -76,6 +76,8 @@ def test_comparison_rederived_without_numpy_matches_the_harness(demo_bundle):
     derived["stats"] = rehash.with_interference(rehash.derive_stats(runs, campaign["threshold"], None), runs,
                                                 campaign["interference"], campaign["threshold"], None)
     derived["instructions"] = None
+    derived["metrics"] = rehash.metrics_section(runs, derived["stats"], derived["wall"], None, campaign["threshold"])
+    assert [m["name"] for m in derived["metrics"]] == ["wall", "cpu", "memory"]
     assert derived == claimed  # bit for bit: same formulas, math.fsum means, 10 significant digits
 
 
