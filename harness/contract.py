@@ -32,7 +32,7 @@ SCHEMAS = {
     "claim": "abba-harness/claim/v1",  # harness summary --format json: the claim for dashboards, not part of a bundle
     "run": "abba-harness/run/v7",
     "instructions": "abba-harness/instructions/v4",
-    "campaign": "abba-harness/campaign/v8",
+    "campaign": "abba-harness/campaign/v9",
     "comparison": "abba-harness/comparison/v7",
     "environment": "abba-harness/environment/v3",
     "revisions": "abba-harness/revisions/v3",
@@ -984,6 +984,7 @@ FIELDS = {
         "workload.params.**": F("any", "campaign: campaign.yaml"),
         "workload.sys_path": F("list", "campaign: campaign.yaml", size=64),
         "workload.sys_path[]": F("str", "campaign: campaign.yaml", size=1024),
+        "workload.prepare": F("str?", "campaign: campaign.yaml", size=512),
         "workload.items": F("int?", "plan: runner.json's planned items are this many of the workload's; campaign: "
                                     "campaign.yaml", lo=1, hi=MAX_ITEMS),
         "build": F("list", "files: builds.json exactly when there are build commands; campaign: campaign.yaml",

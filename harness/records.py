@@ -70,6 +70,7 @@ class JobWorkload:
     exclude: list[str]  # what its digest leaves out (our own output inside it)
     sys_path: list[str]  # folders of the revision tree put first on sys.path (e.g. src)
     items: Optional[int]  # `workload.items: N`: the pre-flight checks N of them (None: all)
+    prepare: Optional[str] = None  # MODULE:FUNC, prepare(ctx) -> ctx.prepared: run by the zygote, else by the worker
 
 
 @dataclass(frozen=True)
@@ -477,7 +478,7 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
         "workload": {"entry": campaign.workload.entry, "path": rel(campaign.workload.path),
                      "params": campaign.workload.params, "sys_path": list(campaign.workload.sys_path),
-                     "items": campaign.workload.items},
+                     "items": campaign.workload.items, "prepare": campaign.workload.prepare},
         "build": [list(cmd) for cmd in campaign.build],
         "overrides": campaign.overrides,
         "revisions": {v: {"rev": rev, "sha": sha} for v, (rev, sha) in revisions.items()},

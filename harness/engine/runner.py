@@ -538,7 +538,8 @@ class Runner:
             workload=records.JobWorkload(
                 entry=campaign.workload.entry, params=campaign.workload.params,
                 path=str(campaign.workload.path) if campaign.workload.path else None, exclude=list(self.exclude),
-                sys_path=list(campaign.workload.sys_path), items=campaign.workload.items),
+                sys_path=list(campaign.workload.sys_path), items=campaign.workload.items,
+                prepare=campaign.workload.prepare),
             inputs={name: records.JobInput(path=r["path"], sha256=r["sha256"]) for name, r in inputs.items()},
             # Instruction runs count on one slot: threads under valgrind interleave differently
             # from run to run, and with them the count (span finding's 4 slots: 0.03% apart).

@@ -208,6 +208,44 @@ def verify_inputs(inputs: dict[str, JobInput]) -> dict[str, Path]:
     return paths
 
 
+def from_tree(names, tree: str) -> str | None:
+    """The first of these modules whose file lies inside the revision's tree (realpath), or None.
+    A relative __file__ names no place (torch.classes says "_classes.py"): only a real path is judged."""
+    for name in sorted(names):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str) and os.path.isabs(path) and os.path.realpath(path).startswith(tree + os.sep):
+            return f"{name} ({path})"
+    return None
+
+
+def prepare(job: Job, inputs: dict) -> object:
+    """workload.prepare's object, ctx.prepared for setup() (None without one): what setup() needs
+    that no revision's code makes (a tokenizer, a model's weights, a corpus), made by the
+    campaign's prepare(ctx) (ctx.params, ctx.inputs) with the revision's tree off sys.path; a
+    module it imports from the tree is refused. A zygote makes it once, before it forks its
+    runs (harness/engine/zygote.py); a fresh worker here, at the same point of its start."""
+    if not job.workload.prepare:
+        return None
+    tree = os.path.realpath(job.tree)
+    saved, before = list(sys.path), set(sys.modules)
+    sys.path[:] = [p for p in saved if p and os.path.realpath(p) != tree and
+                   not os.path.realpath(p).startswith(tree + os.sep)]
+    if job.workload.path and job.workload.path not in sys.path:
+        sys.path.insert(0, job.workload.path)
+    try:
+        made = import_entry(job.workload.prepare)(SimpleNamespace(params=job.workload.params or {}, inputs=inputs))
+    except Exception as exc:  # noqa: BLE001 - any import or failure of the user's prepare
+        raise SystemExit(f"workload.prepare: {job.workload.prepare} failed: {describe(exc)}"
+                         f"{where(exc, [Path(job.workload.path)] if job.workload.path else [])}") from None
+    finally:
+        sys.path[:] = saved
+    found = from_tree(set(sys.modules) - before, tree)
+    if found:
+        raise SystemExit(f"workload.prepare imported {found} from the revision's tree: what it makes must come "
+                         "from outside the code under test (a library, the workload folder, an input)")
+    return made
+
+
 def import_entry(entry: str):
     module_name, _, func = entry.partition(":")
     return getattr(importlib.import_module(module_name), func)
@@ -472,9 +510,13 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
     return 0
 
 
-def main(job_path: str, parent_pid: int | None = None) -> int:
+NOT_PREPARED = object()  # main's `prepared` when no zygote made it: the worker makes it itself
+
+
+def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PREPARED) -> int:
     """parent_pid: the process this worker dies with, when not the runner the job names (a child
-    of a zygote, harness/engine/zygote.py, dies with its zygote, which dies with the runner)."""
+    of a zygote, harness/engine/zygote.py, dies with its zygote, which dies with the runner);
+    prepared: workload.prepare's object as its zygote made it."""
     try:
         job = Job.read(job_path)
     except ValueError as exc:
@@ -495,6 +537,8 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
     sys.dont_write_bytecode = True
 
     inputs = verify_inputs(job.inputs)
+    if prepared is NOT_PREPARED:
+        prepared = prepare(job, inputs)
     # What this run imports from the workload folder, digested before any import: the runner
     # stored the folder at the campaign's start, and a run whose digest is not the stored
     # one fails the campaign (harness/comparison.py).
@@ -534,7 +578,7 @@ def main(job_path: str, parent_pid: int | None = None) -> int:
         raise SystemExit(f"workload.entry: cannot import '{job.workload.entry}': {describe(exc)}"
                          f"{hints(exc)}") from None
     ctx = SimpleNamespace(params=job.workload.params or {}, inputs=inputs, slots=job.slots, label=job.label,
-                          variant=job.variant, tree=tree)
+                          variant=job.variant, tree=tree, prepared=prepared)
     suite = is_suite(job)
     try:
         workload = setup(ctx)

@@ -79,13 +79,29 @@ def preload(modules: list[str]) -> str | None:
                         "or leave it out of launch.preload)")
     finally:
         sys.path.insert(0, first)
-    for name in sorted(set(sys.modules) - before):
-        path = getattr(sys.modules[name], "__file__", None)
-        # a relative __file__ names no place (torch.classes says "_classes.py"): only a real path is judged
-        if isinstance(path, str) and os.path.isabs(path) and os.path.realpath(path).startswith(tree + os.sep):
-            return (f"preload imported {name} from the variant's tree ({path}): the code under test is imported "
-                    "by each run, not by the zygote; take it out of launch.preload")
+    found = worker.from_tree(set(sys.modules) - before, tree)
+    if found:
+        return (f"preload imported {found} from the variant's tree: the code under test is imported by each run, "
+                "not by the zygote; take it out of launch.preload")
     return None
+
+
+def prepared_for(job_path: str) -> tuple[object, str | None]:
+    """workload.prepare's object for this zygote's runs, made at its first request (the job names
+    the prepare, its params and inputs, the same in every run of the campaign), and why it could
+    not be (None when it was): each run fails with that line, as a fresh worker's would."""
+    try:
+        job = worker.Job.read(job_path)
+        made = worker.prepare(job, worker.verify_inputs(job.inputs))
+    except SystemExit as exc:
+        return None, str(exc.code)
+    except (OSError, ValueError) as exc:
+        return None, f"job file {job_path}: {exc}"
+    count = threads()
+    if count not in (None, 1):
+        return None, (f"workload.prepare: {count} threads after it ran; a process that forks must have one (set its "
+                      "libraries' thread counts to 1 in the campaign's env, or run under `launch: fresh`)")
+    return made, None
 
 
 def say(fd: int, message: dict) -> None:
@@ -94,8 +110,9 @@ def say(fd: int, message: dict) -> None:
         data = data[os.write(fd, data):]
 
 
-def child(request: dict, reader, replies: int, zygote_pid: int) -> int:
-    """In the forked child: become what a fresh worker is, then run the worker's main."""
+def child(request: dict, reader, replies: int, zygote_pid: int, prepared: tuple) -> int:
+    """In the forked child: become what a fresh worker is, then run the worker's main with what
+    the zygote prepared (or end with why it could not)."""
     reader.close()
     os.close(replies)
     os.setsid()
@@ -115,15 +132,18 @@ def child(request: dict, reader, replies: int, zygote_pid: int) -> int:
     tempfile.tempdir = None  # found again from this run's TMPDIR
     sys.path[0] = os.getcwd()  # `python -m` puts the cwd first; worker.main takes it out again
     sys.argv = [worker.__file__, request["job"]]
-    return worker.main(request["job"], parent_pid=zygote_pid)
+    made, refused = prepared
+    if refused:
+        raise SystemExit(refused)
+    return worker.main(request["job"], parent_pid=zygote_pid, prepared=made)
 
 
-def end_child(request: dict, reader, replies: int, zygote_pid: int) -> None:
+def end_child(request: dict, reader, replies: int, zygote_pid: int, prepared: tuple) -> None:
     """Run the child and end it without the interpreter's teardown, with the exit code and
     message the interpreter would give its SystemExit (or traceback)."""
     code: int | str | None  # SystemExit's code may be any of these; os._exit gets an int
     try:
-        code = child(request, reader, replies, zygote_pid)
+        code = child(request, reader, replies, zygote_pid, prepared)
     except SystemExit as exc:
         code = exc.code
     except BaseException:  # noqa: BLE001 - what the interpreter would print, then exit 1
@@ -159,18 +179,21 @@ def main() -> int:
     os.close(null)
     reader = os.fdopen(requests, "rb", buffering=0)
     say(replies, {"ready": me, "threads": threads(), "preloaded": list(PRELOADED) + sys.argv[2:]})
+    prepared = None
     while True:
         line = reader.readline(1 << 20)
         if not line:
             return 0
         request = json.loads(line)
+        if prepared is None:  # once, before its first fork: every run of a zygote has the same job but its label
+            prepared = prepared_for(request["job"])
         if threads() not in (None, 1):
             sys.exit(f"zygote: {threads()} threads; a process that forks must have one")
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            end_child(request, reader, replies, me)
+            end_child(request, reader, replies, me, prepared)
         say(replies, {"pid": pid})
         _, status, usage = os.wait4(pid, 0)  # its rusage: the kernel's high-water mark of its resident set
         say(replies, {"pid": pid, "exit": os.waitstatus_to_exitcode(status), "maxrss_bytes": usage.ru_maxrss * 1024})

@@ -56,6 +56,7 @@ class Workload:
     params: dict[str, Any]
     sys_path: tuple[str, ...] = ()  # folders of the revision tree put first on sys.path (e.g. src)
     items: int | None = None  # run only this many of the workload's items, evenly spread
+    prepare: str | None = None  # MODULE:FUNCTION outside the trees: what setup() needs that no revision's code makes
 
 
 @dataclass(frozen=True)
@@ -442,8 +443,9 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
 
 
 def _workload(r: _Reader, value: Any) -> Workload:
-    wl = r.mapping(value, "workload", {"entry", "path", "params", "sys_path", "items"}, {"entry"})
+    wl = r.mapping(value, "workload", {"entry", "path", "params", "sys_path", "items", "prepare"}, {"entry"})
     entry = r.string(wl["entry"], "workload.entry", ENTRY_RE, "'module:function'")
+    prepare = r.string(wl["prepare"], "workload.prepare", ENTRY_RE, "'module:function'") if "prepare" in wl else None
     params = wl.get("params", {})
     if params is None:
         params = {}
@@ -459,7 +461,8 @@ def _workload(r: _Reader, value: Any) -> Workload:
     items = wl.get("items")
     if items is not None:
         items = int(r.number(items, "workload.items", 1, MAX_ITEMS, integer=True))
-    return Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params, sys_path, items)
+    return Workload(entry, r.path(wl["path"], "workload.path") if "path" in wl else None, params, sys_path, items,
+                    prepare)
 
 
 def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, notes, target, base, candidate,

@@ -267,3 +267,63 @@ def test_checkers_refuse_edited_launch_records(zygote_demo, tmp_path, edit, says
 def test_a_fresh_bundle_naming_a_zygote_is_refused(demo_bundle_master, tmp_path):
     result = _edited(demo_bundle_master, tmp_path, _edit_run("A1", lambda r: r["launch"].update(generation=1)))
     assert result.returncode != 0 and "a fresh run names a zygote or a generation" in result.stdout, result.stdout
+
+
+# --- workload.prepare: what setup() needs that no revision's code makes ----------------------------
+PREPARED = """
+import os
+
+import numpy as np
+
+def setup(ctx):
+    return Work(ctx.prepared)
+
+class Work:
+    items = ["i0", "i1", "i2"]
+
+    def __init__(self, prepared):
+        self.prepared = prepared
+
+    def run(self, item):
+        return {"out": np.array([self.prepared["table"][item]])}
+
+    def metrics(self):
+        return {"prepared_by": self.prepared["pid"], "run_by": os.getpid()}
+"""
+PREPARE = """
+import os
+
+def prepare(ctx):
+    return {"pid": os.getpid(), "table": {f"i{k}": k * ctx.params["scale"] for k in range(3)}}
+"""
+
+
+def prepared_campaign(tmp: Path, launch, prepare_source: str = PREPARE, entry: str = "prep:prepare") -> Path:
+    campaign = small_campaign(tmp, PREPARED, "work:setup", order="ABBA", launch=launch)
+    (tmp / "workloads" / "prep.py").write_text(prepare_source)
+    text = campaign.read_text().replace("  entry: work:setup\n", f"  entry: work:setup\n  prepare: {entry}\n")
+    campaign.write_text(text.replace("  params: {}\n", "  params: {scale: 7}\n"))
+    return campaign
+
+
+@pytest.mark.parametrize("launch", ["zygote", "fresh"])
+def test_workload_prepare_is_made_by_the_zygote_before_it_forks_or_by_each_fresh_worker(tmp_path, launch):
+    out = tmp_path / "b"
+    result = harness("run", prepared_campaign(tmp_path, launch), "--out", out)
+    assert result.returncode == 0, result.stdout + result.stderr
+    checkers_accept(out)
+    assert doc(out, C.CAMPAIGN_JSON)["workload"]["prepare"] == "prep:prepare"
+    for run in runs(out):
+        made_by, ran_in = run["metrics"]["prepared_by"], run["metrics"]["run_by"]
+        if launch == "zygote":  # made once by the zygote that forked this run, not by the run itself
+            assert made_by == run["launch"]["zygote"] != ran_in, run["label"]
+        else:
+            assert made_by == ran_in == run["pid"], run["label"]
+
+
+def test_a_prepare_that_imports_the_code_under_test_fails_the_run_in_one_line(tmp_path):
+    campaign = prepared_campaign(tmp_path, "zygote", "import pkg\n\ndef prepare(ctx):\n    return {}\n")
+    result = harness("run", campaign, "--out", tmp_path / "b")
+    assert result.returncode != 0
+    said = result.stdout + result.stderr
+    assert "workload.prepare" in said and ("pkg" in said) and "Traceback" not in result.stderr, said

@@ -174,6 +174,8 @@ CASES = [
     ("workload/entry", "mod.:setup", "workload.entry: expected 'module:function'"),
     ("workload/entry", "mod:Class.setup", "workload.entry: expected 'module:function'"),
     ("workload/entry", "mod:setup\n", "workload.entry: expected 'module:function'"),
+    ("workload/prepare", "prep", "workload.prepare: expected 'module:function'"),
+    ("workload/prepare", 3, "workload.prepare: expected 'module:function'"),
     ("workload/params", [1], "workload.params: expected a mapping"),
     ("workload/params", {"x": float("nan")}, "workload.params.x: expected a finite number"),
     ("workload/params", {"x": [1, float("inf")]}, "workload.params.x[1]: expected a finite number"),
