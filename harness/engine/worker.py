@@ -208,13 +208,14 @@ def verify_inputs(inputs: dict[str, JobInput]) -> dict[str, Path]:
     return paths
 
 
-def from_tree(names, tree: str) -> str | None:
-    """The first of these modules whose file lies inside the revision's tree (realpath), or None.
-    A relative __file__ names no place (torch.classes says "_classes.py"): only a real path is judged."""
+def from_tree(names, tree: str) -> tuple[str, str] | None:
+    """(name, file) of the first of these modules whose file lies inside the revision's tree
+    (realpath), or None. A relative __file__ names no place (torch.classes says "_classes.py"):
+    only a real path is judged."""
     for name in sorted(names):
         path = getattr(sys.modules.get(name), "__file__", None)
         if isinstance(path, str) and os.path.isabs(path) and os.path.realpath(path).startswith(tree + os.sep):
-            return f"{name} ({path})"
+            return name, path
     return None
 
 
@@ -241,8 +242,9 @@ def prepare(job: Job, inputs: dict) -> object:
         sys.path[:] = saved
     found = from_tree(set(sys.modules) - before, tree)
     if found:
-        raise SystemExit(f"workload.prepare imported {found} from the revision's tree: what it makes must come "
-                         "from outside the code under test (a library, the workload folder, an input)")
+        raise SystemExit(f"workload.prepare imported {found[0]} from the revision's tree ({found[1]}): what it "
+                         "makes must come from outside the code under test (a library, the workload folder, an "
+                         "input)")
     return made
 
 

@@ -81,8 +81,8 @@ def preload(modules: list[str]) -> str | None:
         sys.path.insert(0, first)
     found = worker.from_tree(set(sys.modules) - before, tree)
     if found:
-        return (f"preload imported {found} from the variant's tree: the code under test is imported by each run, "
-                "not by the zygote; take it out of launch.preload")
+        return (f"preload imported {found[0]} from the variant's tree ({found[1]}): the code under test is imported "
+                "by each run, not by the zygote; take it out of launch.preload")
     return None
 
 

@@ -196,7 +196,7 @@ def test_a_job_reads_back_as_written_and_another_schema_is_refused_in_one_line(t
     written = dataclasses.replace(job("A1"), inputs={"corpus": records.JobInput("/data/corpus", "a" * 64)})
     data = records.to_json(written)
     assert set(data) == JOB_KEYS and set(data["workload"]) == {"entry", "params", "path", "exclude", "sys_path",
-                                                                 "items"}
+                                                                 "items", "prepare"}
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
     assert records.Job.read(path) == written
