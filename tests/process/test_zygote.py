@@ -150,10 +150,10 @@ def test_a_against_a_under_zygote_makes_no_claim(tmp_path):
 
 
 def _preload_in(cwd: Path, modules: list, **env) -> str:
-    """What harness.engine.zygote.preload says of modules, run as a zygote is (cwd first on sys.path)."""
+    """What harness.worker.zygote.preload says of modules, run as a zygote is (cwd first on sys.path)."""
     import os
 
-    code = ("import sys; from harness.engine.zygote import preload; "
+    code = ("import sys; from harness.worker.zygote import preload; "
             f"print(preload({modules!r}) or 'ready'); print(len(sys.path))")
     out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
                          env={**os.environ, **env})
@@ -193,7 +193,7 @@ def test_a_signal_to_harness_run_leaves_no_child_and_no_zygote(tmp_path, sig):
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
         faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc, 60.0)
-        zygotes = [p for p in psutil.Process(proc.pid).children() if "harness.engine.zygote" in " ".join(p.cmdline())]
+        zygotes = [p for p in psutil.Process(proc.pid).children() if "harness.worker.zygote" in " ".join(p.cmdline())]
         assert len(zygotes) == 2  # A1's stays for A2, B1's forked the hanging child
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
