@@ -372,9 +372,9 @@ def test_python_3_9_imports_the_room():
 
 # --- names from before the room -------------------------------------------------------------------
 def test_a_bundle_naming_the_worker_as_before_its_room_still_verifies(tmp_path, monkeypatch):
-    """An instruction run's command names the worker's module (contract.WORKER_MODULE); a bundle
-    made while it was harness.engine.worker (evidence/demo_instructions) reads as the same, and any
-    other module is refused by both checkers."""
+    """An instruction run's command names the worker's module (contract.WORKER_MODULE); a bundle of
+    this schema made while it was harness.engine.worker reads as the same, and any other module is
+    refused by both checkers."""
     honest = instruction_bundle(tmp_path / "i", monkeypatch)
     rel = C.instructions_path("IA1")
     assert C.WORKER_MODULE in json.loads((honest / rel).read_text())["command"]
