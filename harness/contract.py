@@ -93,13 +93,33 @@ DTYPE_RE = re.compile(r"^([<>|=]?)([biufc])(\d+)$")
 OXUM_RE = re.compile(r"^[0-9]{1,19}\.[0-9]{1,9}\Z")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 # `suite:` campaigns (docs/suites.md): an existing benchmark suite run through the harness's own
-# workload entry for its kind (harness/engine/suites/). Such an item may give no outputs (a
+# workload entry for its kind (harness/worker/suites/). Such an item may give no outputs (a
 # benchmark that returns None, or something that is not data): its record then has neither fields
 # nor an error, and the run's metrics (suite.outputs) say why. Both checkers allow that for these
 # entries only; every other workload's item has fields or an error.
-SUITE_ENTRIES = {"asv": "harness.engine.suites.asv:setup",
-                 "pytest-benchmark": "harness.engine.suites.pytest_suite:setup",
-                 "pytest-codspeed": "harness.engine.suites.pytest_suite:setup"}
+SUITE_ENTRIES = {"asv": "harness.worker.suites.asv:setup",
+                 "pytest-benchmark": "harness.worker.suites.pytest_suite:setup",
+                 "pytest-codspeed": "harness.worker.suites.pytest_suite:setup"}
+# The worker's module: every run is `python -m WORKER_MODULE JOB.json` (an instruction run's under
+# valgrind, and both checkers hold its recorded command to that).
+WORKER_MODULE = "harness.worker"
+# The same code under the names it had before the worker had a package of its own (harness/engine/,
+# issue 34): a bundle made then records these, and both checkers read them as the names above.
+FORMER_NAMES = {"harness.engine.worker": WORKER_MODULE,
+                "harness.engine.suites.asv:setup": SUITE_ENTRIES["asv"],
+                "harness.engine.suites.pytest_suite:setup": SUITE_ENTRIES["pytest-benchmark"]}
+
+
+def current_name(name):
+    """A recorded module or entry name as it is named now (FORMER_NAMES); any other value as it is."""
+    return FORMER_NAMES.get(name, name) if isinstance(name, str) else name
+
+
+def is_suite_entry(entry) -> bool:
+    """Whether a workload entry is the harness's adapter for an existing suite (SUITE_ENTRIES)."""
+    return current_name(entry) in SUITE_ENTRIES.values()
+
+
 PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger
 VARIANTS = {"A": "base", "B": "candidate"}
 RUN_STATUSES = ("ok", "failed", "timeout")

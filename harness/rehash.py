@@ -893,7 +893,7 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
                         + (f"; missing {short(missing[:3])}" if missing else "") + ")", "plan")
     total, all_stored = 0.0, True
     workload = campaign.get("workload") if isinstance(campaign, dict) else None
-    suite = isinstance(workload, dict) and workload.get("entry") in C.SUITE_ENTRIES.values()
+    suite = isinstance(workload, dict) and C.is_suite_entry(workload.get("entry"))
     for item in record["items"]:
         name = short(item["id"])
         if item["wall_s"] <= 0:  # a timed item takes some time, even one that fails
@@ -1206,9 +1206,9 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
             return out, False
         cmd = record["command"]
         if cmd[:2] != ["setarch", "-R"] or not all(flag in cmd for flag in C.REGION_FLAGS) \
-                or "harness.engine.worker" not in cmd:
+                or C.WORKER_MODULE not in [C.current_name(arg) for arg in cmd]:
             check.fail(rel, f"command {short(cmd)} is not `setarch -R valgrind {' '.join(C.REGION_FLAGS)} ... -m "
-                            "harness.engine.worker` (only that counts the measured region alone)", "identity")
+                            f"{C.WORKER_MODULE}` (only that counts the measured region alone)", "identity")
         if not record["valgrind"].startswith("valgrind-"):
             check.fail(rel, f"valgrind {short(record['valgrind'])} is not a `valgrind --version` line", "identity")
         check_interpreter(check, rel, record, env)

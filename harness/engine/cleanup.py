@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from harness import records
-from harness.engine.prctl import become_subreaper  # noqa: F401 (the runner's side of the process controls)
+from harness.worker.prctl import become_subreaper  # noqa: F401 (the runner's side of the process controls)
 
 
 def reap_orphans() -> None:

@@ -2,15 +2,16 @@
 
 An instruction run is a fresh worker started under `setarch -R valgrind --tool=callgrind`
 with collection off at start and toggled on only inside `sys.call_tracing`, the C function
-the worker calls the item loop through (`measured`): imports, setup, parity work and the
-interpreter's start and exit are not counted. `sys.call_tracing` is a debugger's hook that
-workloads do not call; if one did, its call would toggle collection off inside the region.
+the worker calls the item loop through (harness/worker/main.py `measured`): imports, setup,
+parity work and the interpreter's start and exit are not counted. `sys.call_tracing` is a
+debugger's hook that workloads do not call; if one did, its call would toggle collection off
+inside the region.
 Callgrind's default is no cache simulation, so the one event is Ir (instructions executed).
 
 The environment that makes counts repeat run to run is fixed here and recorded in every
 instruction record: PYTHONHASHSEED=0 (the runner sets it for every worker), address-space
-randomisation off (`setarch -R`), one thread for the BLAS/OpenMP pools. Stdlib only: the
-worker imports `measured` before the code under test.
+randomisation off (`setarch -R`), one thread for the BLAS/OpenMP pools. This module is the
+runner's side (the probe, the command, the count); the worker's is that one call.
 """
 from __future__ import annotations
 
@@ -28,11 +29,6 @@ PROBE_TIMEOUT_S = 120.0
 
 class InstructionsError(Exception):
     """One line: what is wrong with an instruction run or its tools, and the fix."""
-
-
-def measured(loop) -> None:
-    """Run loop() with callgrind collecting (nothing is counted outside it)."""
-    sys.call_tracing(loop, ())
 
 
 def valgrind() -> str | None:

@@ -43,7 +43,6 @@ SHARED = ("the revisions' trees and the harness's scratch folder (a run that cha
 FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-WORKER = "harness.engine.worker"
 # The pre-flight's timing notes: a base item under MIN_ITEM_S is mostly the process's own jitter
 # (a repeat of it moved by 300-1400% here under load); TIMED_ITEM_S is what to aim for.
 MIN_ITEM_S, TIMED_ITEM_S = 1e-3, 1e-2
@@ -553,7 +552,7 @@ class Runner:
                 python: str, prefix: tuple = ()):
         """One worker through the launcher; its job file beside its log."""
         (run_dir / "job.json").write_text(json.dumps(records.to_json(job)))
-        argv = [*prefix, python, "-m", WORKER, str(run_dir / "job.json")]
+        argv = [*prefix, python, "-m", C.WORKER_MODULE, str(run_dir / "job.json")]
         env = {**env, **own_folders(run_dir, self.campaign.env)}
         return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
 

@@ -1,5 +1,5 @@
 """`launch: zygote`: a LocalLauncher whose timed and stage runs are forked by a zygote
-(harness/engine/zygote.py) instead of started as a new interpreter.
+(harness/worker/zygote.py) instead of started as a new interpreter.
 
 Per variant, one zygote at a time: started in the variant's tree with the run's interpreter and
 environment, before the run's process is timed; its generation g serves that variant's runs
@@ -28,8 +28,7 @@ from harness import contract as C
 from harness.engine.launch import POLL_S, WATCH_S, Exit, Launch, LocalLauncher
 from harness.records import Job, Launched, Process
 
-ZYGOTE = "harness.engine.zygote"
-WORKER = "harness.engine.worker"
+ZYGOTE = "harness.worker.zygote"
 # What may differ between the runs one zygote forks: the run's own folders (the child sets its
 # environment exactly; these are read lazily, never at interpreter start). Any other difference
 # in the environment, the interpreter or the tree makes a new zygote.
@@ -92,7 +91,7 @@ class ZygoteLauncher(LocalLauncher):
     def forks(launch: Launch) -> bool:
         """A timed or stage run's worker with no prefix (an instruction run's valgrind is one)."""
         return launch.role == "worker" and C.LABEL_RE.match(launch.label) is not None \
-            and launch.argv[1:3] == ["-m", WORKER] and len(launch.argv) == 4
+            and launch.argv[1:3] == ["-m", C.WORKER_MODULE] and len(launch.argv) == 4
 
     def run(self, launch: Launch) -> Exit:
         if not self.forks(launch):

@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engine import environment, prctl
+from harness.engine import environment
+from harness.worker import prctl
 
 POLL_S = 0.5
 GRACE_S = 30.0  # after SIGTERM, before SIGKILL: `harness run` seals its failed bundle meanwhile

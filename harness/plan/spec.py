@@ -118,7 +118,7 @@ class Campaign:
     noise_floor_sha256: str | None = None
     instructions: Instructions | None = None  # None: `metrics: [wall]`, no instruction runs
     max_ulp: int | None = None  # `parity: {max_ulp: N}`: floats may differ by N units in the last place
-    launch: str = C.DEFAULT_LAUNCH  # `launch: zygote`: runs forked from a per-variant zygote (harness/engine/zygote.py)
+    launch: str = C.DEFAULT_LAUNCH  # `launch: zygote`: runs forked from a per-variant zygote (harness/worker/zygote.py)
     preload: tuple[str, ...] = ()  # `launch: {mode: zygote, preload: [...]}`: libraries each zygote imports first
     # `interference: {max_steal: S, min_cpu_per_wall: X}`: the bounds that mark a run disturbed, as declared
     # (None: not declared, the contract's); campaign.json records them with the defaults filled in
@@ -634,7 +634,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
 def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:
     """`launch:` fresh | zygote | {mode: zygote, preload: [module, ...]}: the libraries both variants
     import from outside their trees (transformers, torch), which each zygote imports once before it
-    forks, so that no run pays for them (harness/engine/zygote.py refuses one from the tree)."""
+    forks, so that no run pays for them (harness/worker/zygote.py refuses one from the tree)."""
     launch = top.get("launch", C.DEFAULT_LAUNCH)
     modes = ("fresh (a new interpreter per run, the default), zygote (runs forked from a per-variant process "
              "that has imported the harness's worker) or {mode: zygote, preload: [transformers, ...]}")

@@ -4,7 +4,7 @@ the suite's own tool reads it: for asv a regular expression searched in the benc
 by and, or, not and parentheses, each a case-insensitive substring of the test's names).
 
 Standard library only and Python 3.9's syntax: the spec validates `select` with it, and the
-worker (harness/engine/suites/), running in the user's interpreter, applies it.
+worker (harness/worker/suites/), running in the user's interpreter, applies it.
 """
 from __future__ import annotations
 

@@ -292,7 +292,7 @@ def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
     from harness import contract as C
 
     workload = campaign.get("workload") or {}
-    if workload.get("entry") not in C.SUITE_ENTRIES.values() or not runs:
+    if not C.is_suite_entry(workload.get("entry")) or not runs:
         return []
     params = workload.get("params") or {}
     info = (runs[0].get("metrics") or {}).get("suite") or {}

@@ -36,7 +36,7 @@ class Load:
     which fails a run that leaves processes behind, does not count them as the run's."""
 
     def __enter__(self):
-        from harness.engine import prctl
+        from harness.worker import prctl
 
         prctl.prctl(prctl.PR_SET_CHILD_SUBREAPER, 0)
         try:

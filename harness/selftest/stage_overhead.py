@@ -7,7 +7,7 @@ import json
 import statistics
 import time
 
-from harness.engine.stagetimer import StageTimer
+from harness.worker.stagetimer import StageTimer
 
 
 def add_arguments(parser) -> None:

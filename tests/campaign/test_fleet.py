@@ -427,6 +427,6 @@ def test_usage_errors_are_one_line(tmp_path):
 
 def test_ray_stays_out_of_the_cli_and_the_runner():
     code = ("import sys; import harness.cli as c; c.build_parser(); import harness.engine.runner, "
-            "harness.engine.worker, harness.engine.environment; print('ray' in sys.modules)")
+            "harness.worker.main, harness.engine.environment; print('ray' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr

@@ -32,7 +32,7 @@ def _ours(pid: int) -> bool:
         cmd = " ".join(proc.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
-    return cmd == "sleep 300" or "harness.engine.worker" in cmd
+    return cmd == "sleep 300" or "-m harness.worker " in cmd
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ def test_the_load_generator_is_not_ours_and_stops():
 
     import psutil
 
-    from harness.engine import prctl
     from harness.selftest.noise import Load
+    from harness.worker import prctl
 
     prctl.become_subreaper()  # as inside a campaign: orphans would come back to us
     try:

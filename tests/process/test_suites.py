@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from checks_support import forge, problems
 from conftest import harness, make_target, no_traceback
-from harness import rehash
+from harness import contract as C, rehash
 from harness.files import read_json
 from harness.judge.verify import verify
 
@@ -151,23 +152,38 @@ def test_a_suite_runs_unchanged_to_a_verified_bundle_with_parity_hashed(target, 
     assert "Stages: not given by this benchmark" in summary.stdout
 
 
-def test_an_item_without_outputs_is_allowed_for_suites_only(target, tmp_path):
-    """The checkers' rule: neither fields nor an error is a suite's benchmark that gave none; in a
-    workload's bundle it is still a broken record."""
-    where, _, _ = target
-    out = where / "out-asv"
-    if not out.is_dir():
-        pytest.skip("needs the asv bundle of the test above")
+@pytest.fixture
+def asv_copy(target, tmp_path) -> Path:
+    """A private copy of the asv bundle the test above made, free to forge."""
     import shutil
 
-    copy = tmp_path / "b"
-    shutil.copytree(out, copy)
+    out = target[0] / "out-asv"
+    if not out.is_dir():
+        pytest.skip("needs the asv bundle of the test above")
+    return Path(shutil.copytree(out, tmp_path / "b"))
+
+
+def test_an_item_without_outputs_is_allowed_for_suites_only(asv_copy):
+    """The checkers' rule: neither fields nor an error is a suite's benchmark that gave none; in a
+    workload's bundle it is still a broken record."""
+    copy = asv_copy
     path = copy / "data" / "campaign.json"
     doc = json.loads(path.read_text())
     doc["workload"]["entry"] = "my_workload:setup"
     path.write_text(json.dumps(doc))
     problems = rehash.rehash(str(copy)).problems
     assert any("neither fields nor an error" in p for p in problems), problems
+
+
+def test_a_bundle_naming_the_adapter_as_before_the_worker_moved_still_verifies(asv_copy):
+    """A bundle made while the adapters were harness.engine.suites.* (contract.FORMER_NAMES): both
+    checkers read its entry as the adapter's, and its summary still shows the suite."""
+    copy = asv_copy
+    assert read_json(copy / C.CAMPAIGN_JSON)["workload"]["entry"] == C.SUITE_ENTRIES["asv"]
+    forge(copy, {C.CAMPAIGN_JSON: lambda c: c["workload"].update(entry="harness.engine.suites.asv:setup")},
+          rederive=False)
+    assert problems(copy) == ([], [])
+    assert "Outputs: not given by this benchmark for" in harness("summary", copy).stdout
 
 
 def test_a_suite_that_cannot_run_is_one_line_and_no_bundle(target):

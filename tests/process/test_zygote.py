@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import CAMPAIGNS, harness, small_campaign
+from conftest import CAMPAIGNS, ROOT, harness, small_campaign
 from harness import contract as C
 from harness.judge.reproduce import claim, judge_timing
 from harness.selftest import tamper
@@ -149,14 +149,16 @@ def test_a_against_a_under_zygote_makes_no_claim(tmp_path):
     assert_all_gone(out)
 
 
-def _preload_in(cwd: Path, modules: list, **env) -> str:
-    """What harness.engine.zygote.preload says of modules, run as a zygote is (cwd first on sys.path)."""
+def _preload_in(cwd: Path, modules: list, path: str = "", **env) -> str:
+    """What harness.worker.zygote.preload says of modules, run as a zygote is (cwd first on sys.path,
+    this checkout's harness on PYTHONPATH as the runner puts its copy, then `path`)."""
     import os
 
-    code = ("import sys; from harness.engine.zygote import preload; "
+    code = ("import sys; from harness.worker.zygote import preload; "
             f"print(preload({modules!r}) or 'ready'); print(len(sys.path))")
+    env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), path]))}
     out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, **env})
+                         env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -167,7 +169,7 @@ def test_a_zygote_never_preloads_the_code_under_test(tmp_path):
     said = _preload_in(tmp_path, ["undertest"])
     assert "preload undertest: ModuleNotFoundError" in said, said
     # reached another way (here PYTHONPATH), a module from the tree is refused by where it lies
-    said = _preload_in(tmp_path, ["json", "undertest"], PYTHONPATH=str(tmp_path))
+    said = _preload_in(tmp_path, ["json", "undertest"], path=str(tmp_path))
     assert "preload imported undertest from the variant's tree" in said and "launch.preload" in said, said
 
 
@@ -193,7 +195,7 @@ def test_a_signal_to_harness_run_leaves_no_child_and_no_zygote(tmp_path, sig):
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
         faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc, 60.0)
-        zygotes = [p for p in psutil.Process(proc.pid).children() if "harness.engine.zygote" in " ".join(p.cmdline())]
+        zygotes = [p for p in psutil.Process(proc.pid).children() if "harness.worker.zygote" in " ".join(p.cmdline())]
         assert len(zygotes) == 2  # A1's stays for A2, B1's forked the hanging child
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)

@@ -14,7 +14,7 @@ from fakes import Model, run_fake, run_record
 from harness import contract as C, rehash, records
 from harness.bundle import read
 from harness.comparison import analysis
-from harness.engine import worker
+from harness.worker import main as worker
 from harness.judge.verify import verify
 from harness.plan import spec
 

@@ -191,7 +191,7 @@ JOB_KEYS = {"schema", "mode", "label", "variant", "index", "sha", "tree", "paren
 def test_a_job_reads_back_as_written_and_another_schema_is_refused_in_one_line(tmp_path):
     from fakes import job
     from harness import records
-    from harness.engine import worker
+    from harness.worker import main as worker
 
     written = dataclasses.replace(job("A1"), inputs={"corpus": records.JobInput("/data/corpus", "a" * 64)})
     data = records.to_json(written)

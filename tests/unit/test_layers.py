@@ -9,7 +9,9 @@ from conftest import ROOT
 
 # Bottom first. contract and rehash: the closed contract and its standard-library checker;
 # then the records, the bundle on disk, the statistics, the exit codes and words, the plan,
-# the engine that runs it, signatures, the judges, the renderers, fleets, self-tests, commands.
+# the worker that runs in the code under test's interpreter (its own room besides:
+# tests/unit/test_worker_room.py), the engine that runs the plan, signatures, the judges, the
+# renderers, fleets, self-tests, commands.
 LAYERS = [
     {"contract"},
     {"rehash", "records", "files"},
@@ -18,6 +20,7 @@ LAYERS = [
     {"outcomes"},
     {"clone"},
     {"plan"},
+    {"worker"},
     {"engine"},
     {"attest"},
     {"judge"},

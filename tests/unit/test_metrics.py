@@ -14,7 +14,7 @@ import pytest
 from checks_support import forge, problems, refused
 from fakes import Model, run_fake
 from harness import cli, contract as C, outcomes
-from harness.engine import worker
+from harness.worker import main as worker
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from harness.engine.stagetimer import StageError, StageTimer, install
+from harness.worker.stagetimer import StageError, StageTimer, install
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""Existing benchmark suites as campaign items (harness/engine/suites/, docs/suites.md), in this
+"""Existing benchmark suites as campaign items (harness/worker/suites/, docs/suites.md), in this
 process: asv discovery and its params expansion from a module's text, the pytest-benchmark
 fixture's stand-in and pytest's parametrize ids, what a return value becomes as outputs, the
 select rules, and the spec's one-line refusals."""
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from harness.engine.suites import asv, common, pytest_suite
+from harness.worker.suites import asv, common, pytest_suite
 from harness.plan import spec
 from harness.plan.suite import SelectError, keyword_matcher, matcher
 
@@ -297,7 +297,7 @@ def test_spec_turns_a_suite_into_the_harness_entry_for_its_kind():
     c = spec.loads(BASE + b"suite: {kind: pytest-codspeed, path: bench, select: 'a or b', sys_path: [src], items: 2}",
                    Path("/tmp/c.yaml"))
     assert c.suite == spec.Suite("pytest-codspeed", "bench", "a or b")
-    assert c.workload == spec.Workload("harness.engine.suites.pytest_suite:setup", None,
+    assert c.workload == spec.Workload("harness.worker.suites.pytest_suite:setup", None,
                                        {"kind": "pytest-codspeed", "path": "bench", "select": "a or b"}, ("src",), 2)
     assert spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"items": 3}).workload.items == 3
     with pytest.raises(spec.SpecError, match="--param: a suite campaign has no params"):

@@ -1,4 +1,4 @@
-"""One run of a campaign, in a fresh process: `python -m harness.engine.worker JOB.json`.
+"""One run of a campaign, in a fresh process: `python -m harness.worker JOB.json`.
 
 Protocol (the parent wrote JOB.json, a harness.records.Job): verify inputs, import the code
 under test from this revision's tree only, install stage instrumentation, set the workload up,
@@ -7,8 +7,7 @@ threads. Outputs are hashed and stored and the result (harness.records.WorkerRes
 after the timer stops. Exit 0 means the result was written; anything else is a failed run.
 
 It may run under the campaign's own interpreter (`python:`), CPython 3.9 or newer with numpy:
-it and what it imports (contract, records, files, plan/workload, engine/prctl, engine/stagetimer,
-bundle/arrays, engine/instructions) use the standard library and numpy only, and 3.9's syntax.
+it and what it imports keep to the worker's room (harness/worker/__init__.py).
 """
 from __future__ import annotations
 
@@ -224,7 +223,7 @@ def prepare(job: Job, inputs: dict) -> object:
     that no revision's code makes (a tokenizer, a model's weights, a corpus), made by the
     campaign's prepare(ctx) (ctx.params, ctx.inputs) with the revision's tree off sys.path; a
     module it imports from the tree is refused. A zygote makes it once, before it forks its
-    runs (harness/engine/zygote.py); a fresh worker here, at the same point of its start."""
+    runs (harness/worker/zygote.py); a fresh worker here, at the same point of its start."""
     if not job.workload.prepare:
         return None
     tree = os.path.realpath(job.tree)
@@ -335,7 +334,7 @@ def store_outputs(item_id: str, outputs, arrays_dir: Path, allow_empty: bool = F
 def stage_homes(stages: dict) -> dict:
     """Where each stage's function is defined, when that is not where its path names it (a
     re-export: `pkg:func` with func from pkg.impl, whose own callers never see a wrapper on pkg)."""
-    from harness.engine import stagetimer
+    from harness.worker import stagetimer
 
     out = {}
     for name, path in stages.items():
@@ -482,11 +481,17 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
     return wall, results, region
 
 
+def measured(loop) -> None:
+    """Run loop() with callgrind collecting: an instruction run's worker is started under
+    valgrind with collection toggled on only inside `sys.call_tracing` (contract.REGION_FLAGS,
+    harness/engine/instructions.py), so nothing outside this call is counted."""
+    sys.call_tracing(loop, ())
+
+
 def count_items(workload, items: list[str], result_path: str, workload_digest: str | None) -> int:
     """An instruction run: the items in order on this thread, through the one call that
-    callgrind collects inside (harness.instructions.measured); outputs are dropped, not
-    stored (the wall runs carry parity)."""
-    from harness.engine.instructions import measured
+    callgrind collects inside (measured); outputs are dropped, not stored (the wall runs
+    carry parity)."""
     from harness.files import atomic_write_json, harness_source_digest
 
     sync = getattr(workload, "sync", None) or (lambda: None)
@@ -517,14 +522,14 @@ NOT_PREPARED = object()  # main's `prepared` when no zygote made it: the worker 
 
 def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PREPARED) -> int:
     """parent_pid: the process this worker dies with, when not the runner the job names (a child
-    of a zygote, harness/engine/zygote.py, dies with its zygote, which dies with the runner);
+    of a zygote, harness/worker/zygote.py, dies with its zygote, which dies with the runner);
     prepared: workload.prepare's object as its zygote made it."""
     try:
         job = Job.read(job_path)
     except ValueError as exc:
         raise SystemExit(f"job file {job_path}: {exc}") from None
     from harness import contract
-    from harness.engine.prctl import die_with_parent
+    from harness.worker.prctl import die_with_parent
 
     die_with_parent(job.parent_pid if parent_pid is None else parent_pid)
     started_at, before = now_iso(), machine_snapshot()
@@ -543,7 +548,7 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
         prepared = prepare(job, inputs)
     # What this run imports from the workload folder, digested before any import: the runner
     # stored the folder at the campaign's start, and a run whose digest is not the stored
-    # one fails the campaign (harness/comparison.py).
+    # one fails the campaign (harness/comparison/derive.py).
     from harness.plan.workload import WorkloadError, folder_digest
 
     try:
@@ -551,8 +556,8 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
     except (WorkloadError, OSError) as exc:
         raise SystemExit(f"workload.path: {exc}") from None
 
-    from harness.engine import stagetimer
     from harness.files import atomic_write_json, harness_source_digest
+    from harness.worker import stagetimer
 
     # Failures name the campaign key that leads to them (the pre-flight prints these lines),
     # and where in the user's code they were raised.
@@ -635,7 +640,7 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
     stage_modules = {name: origin(path.partition(":")[0], tree) for name, path in job.stages.items()
                      if installed.get(name)}
     # What this worker measured; the runner makes it a run record (harness.records.RunRecord.of).
-    measured = WorkerResult(
+    result = WorkerResult(
         wall_s=wall, items=item_records,
         stages={name: StageTotals(**t) for name, t in timer.totals(job.stages).items()},
         stages_installed=installed,
@@ -648,11 +653,5 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
         harness_source_sha256=harness_source_digest(), workload_sha256=workload_digest,
         python=Interpreter.current(), started_at=started_at, ended_at=now_iso(),
         interference=region["interference"], memory=memory_over(region["memory"], memory_status()))
-    atomic_write_json(job.result_path, to_json(measured))
+    atomic_write_json(job.result_path, to_json(result))
     return 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m harness.engine.worker JOB.json")
-    sys.exit(main(sys.argv[1]))

@@ -27,7 +27,7 @@ import types
 from collections import Counter
 from pathlib import Path
 
-from harness.engine.suites.common import SuiteError, SuiteWorkload, origin, raiser
+from harness.worker.suites.common import SuiteError, SuiteWorkload, origin, raiser
 
 TIMED = ("time_", "track_")
 NOT_RUN = ("mem_", "peakmem_", "timeraw_")

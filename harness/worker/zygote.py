@@ -1,9 +1,9 @@
-"""A zygote (`launch: zygote`): `python -m harness.engine.zygote RUNNER_PID [MODULE ...]`,
+"""A zygote (`launch: zygote`): `python -m harness.worker.zygote RUNNER_PID [MODULE ...]`,
 started by harness/engine/zygote_launcher.py in a variant's tree, under that variant's interpreter
 and environment. It imports what every worker imports before the code under test (the worker
 module and the harness modules it imports), then the campaign's `launch.preload` (the libraries
 both variants import from outside their trees: transformers, torch), and then, for each request,
-forks one child that runs exactly what `python -m harness.engine.worker JOB.json` runs.
+forks one child that runs exactly what `python -m harness.worker JOB.json` runs.
 
 Two things it refuses, with a line naming the module: a preloaded module imported from the
 variant's tree (the code under test: each run imports that itself), and more than one thread
@@ -24,8 +24,8 @@ sys.argv as a fresh worker's. Once the worker's main has returned (its result wr
 raised SystemExit, the child flushes its streams and ends with os._exit, as multiprocessing's
 forked children do: the interpreter's teardown of every module the zygote preloaded (0.7 s a run
 with torch and transformers loaded) is skipped, and with it atexit handlers and the join of
-non-daemon threads, which a finished run's measurement no longer needs. Standard library only,
-CPython 3.9 or newer (it runs under the campaign's own interpreter).
+non-daemon threads, which a finished run's measurement no longer needs. It runs under the
+campaign's own interpreter, in the worker's room (harness/worker/__init__.py).
 """
 from __future__ import annotations
 
@@ -36,18 +36,19 @@ import sys
 # What a worker imports before it imports the code under test (worker.main's own imports,
 # lazy ones included), imported once here: the share of start-up a zygote saves.
 import harness.contract  # noqa: F401
-import harness.engine.instructions  # noqa: F401
-import harness.engine.prctl as prctl
-import harness.engine.stagetimer  # noqa: F401
-import harness.engine.worker as worker
 import harness.files  # noqa: F401
 import harness.plan.workload  # noqa: F401
 import harness.records  # noqa: F401
+import harness.worker.main as worker
+import harness.worker.prctl as prctl
+import harness.worker.stagetimer  # noqa: F401
 
 # The harness's own modules those imports brought in, as this process holds them (reported to the
 # launcher): read from sys.modules, so the list cannot drift from the imports above.
 PRELOADED = tuple(sorted(name for name in sys.modules if (name == "harness" or name.startswith("harness."))
                           and name != __name__))
+# What `python -m harness.worker` puts in sys.argv[0]: a forked child's sys.argv is a fresh worker's.
+ENTRY = os.path.join(os.path.dirname(worker.__file__), "__main__.py")
 
 
 def threads() -> int | None:
@@ -131,7 +132,7 @@ def child(request: dict, reader, replies: int, zygote_pid: int, prepared: tuple)
 
     tempfile.tempdir = None  # found again from this run's TMPDIR
     sys.path[0] = os.getcwd()  # `python -m` puts the cwd first; worker.main takes it out again
-    sys.argv = [worker.__file__, request["job"]]
+    sys.argv = [ENTRY, request["job"]]
     made, refused = prepared
     if refused:
         raise SystemExit(refused)
@@ -165,7 +166,7 @@ def end_child(request: dict, reader, replies: int, zygote_pid: int, prepared: tu
 
 def main() -> int:
     if len(sys.argv) < 2 or not sys.argv[1].isdigit():
-        sys.exit("usage: python -m harness.engine.zygote RUNNER_PID [MODULE ...]")
+        sys.exit("usage: python -m harness.worker.zygote RUNNER_PID [MODULE ...]")
     prctl.die_with_parent(int(sys.argv[1]))
     refused = preload(sys.argv[2:])
     if refused:

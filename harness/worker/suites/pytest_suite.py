@@ -37,7 +37,7 @@ import sys
 import types
 from pathlib import Path
 
-from harness.engine.suites.common import SuiteError, SuiteWorkload, origin, raiser
+from harness.worker.suites.common import SuiteError, SuiteWorkload, origin, raiser
 
 MISSING = object()
 
@@ -344,6 +344,6 @@ def setup(ctx):
 
 
 def import_test(path: Path):
-    from harness.engine.suites.common import import_file
+    from harness.worker.suites.common import import_file
 
     return import_file(path)

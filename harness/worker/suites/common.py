@@ -214,8 +214,8 @@ def import_file(path: Path, first: bool = False):
 
 
 def origin(module, tree: Path) -> str:
-    """Where a module was imported from: the worker's own rule (harness.engine.worker.origin)."""
-    from harness.engine.worker import origin as origin_of
+    """Where a module was imported from: the worker's own rule (harness.worker.main.origin)."""
+    from harness.worker.main import origin as origin_of
 
     return origin_of(module.__name__, tree)
 
