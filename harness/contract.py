@@ -103,21 +103,11 @@ SUITE_ENTRIES = {"asv": "harness.worker.suites.asv:setup",
 # The worker's module: every run is `python -m WORKER_MODULE JOB.json` (an instruction run's under
 # valgrind, and both checkers hold its recorded command to that).
 WORKER_MODULE = "harness.worker"
-# The same code under the names it had before the worker had a package of its own (harness/engine/,
-# issue 34): a bundle made then records these, and both checkers read them as the names above.
-FORMER_NAMES = {"harness.engine.worker": WORKER_MODULE,
-                "harness.engine.suites.asv:setup": SUITE_ENTRIES["asv"],
-                "harness.engine.suites.pytest_suite:setup": SUITE_ENTRIES["pytest-benchmark"]}
-
-
-def current_name(name):
-    """A recorded module or entry name as it is named now (FORMER_NAMES); any other value as it is."""
-    return FORMER_NAMES.get(name, name) if isinstance(name, str) else name
 
 
 def is_suite_entry(entry) -> bool:
     """Whether a workload entry is the harness's adapter for an existing suite (SUITE_ENTRIES)."""
-    return current_name(entry) in SUITE_ENTRIES.values()
+    return entry in SUITE_ENTRIES.values()
 
 
 PREFLIGHT_RUNS = ("check:base", "check:candidate")  # the pre-flight workers' rows in the ledger

@@ -194,8 +194,6 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
     if "interference" not in campaign and parsed.interference is None:
         del want["interference"]  # a bundle of an earlier run schema, whose YAML declares none (rehash binds it)
     for path, expected, got in rehash.diff(want, campaign):
-        if path == "workload.entry" and C.current_name(got) == expected:
-            continue  # a suite's adapter under its former name (a bundle made before harness/worker/)
         if path not in records.CAMPAIGN_RESOLVED:
             check.fail(C.CAMPAIGN_JSON, f"{path} is {rehash.short(got)}, campaign.yaml gives "
                                               f"{rehash.short(expected)}", "campaign")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checks_support import forge, problems
+from checks_support import problems
 from conftest import harness, make_target, no_traceback
-from harness import contract as C, rehash
+from harness import rehash
 from harness.files import read_json
 from harness.judge.verify import verify
 
@@ -173,17 +173,6 @@ def test_an_item_without_outputs_is_allowed_for_suites_only(asv_copy):
     path.write_text(json.dumps(doc))
     problems = rehash.rehash(str(copy)).problems
     assert any("neither fields nor an error" in p for p in problems), problems
-
-
-def test_a_bundle_naming_the_adapter_as_before_the_worker_moved_still_verifies(asv_copy):
-    """A bundle made while the adapters were harness.engine.suites.* (contract.FORMER_NAMES): both
-    checkers read its entry as the adapter's, and its summary still shows the suite."""
-    copy = asv_copy
-    assert read_json(copy / C.CAMPAIGN_JSON)["workload"]["entry"] == C.SUITE_ENTRIES["asv"]
-    forge(copy, {C.CAMPAIGN_JSON: lambda c: c["workload"].update(entry="harness.engine.suites.asv:setup")},
-          rederive=False)
-    assert problems(copy) == ([], [])
-    assert "Outputs: not given by this benchmark for" in harness("summary", copy).stdout
 
 
 def test_a_suite_that_cannot_run_is_one_line_and_no_bundle(target):

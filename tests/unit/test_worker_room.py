@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from checks_support import forge, instruction_bundle, problems, refused
 from conftest import ROOT
-from harness import contract as C
 
 PACKAGE = ROOT / "harness"
 WORKER = "harness.worker"
@@ -368,28 +366,3 @@ def test_python_3_9_imports_the_room():
         pytest.skip(f"{python} has no numpy: {len(names) - len(needs_numpy)} modules imported, "
                     f"{', '.join(sorted(needs_numpy))} only compiled (tests/campaign/test_interpreters.py "
                     "builds a 3.9 venv with numpy)")
-
-
-# --- names from before the room -------------------------------------------------------------------
-def test_a_bundle_naming_the_worker_as_before_its_room_still_verifies(tmp_path, monkeypatch):
-    """An instruction run's command names the worker's module (contract.WORKER_MODULE); a bundle of
-    this schema made while it was harness.engine.worker reads as the same, and any other module is
-    refused by both checkers."""
-    honest = instruction_bundle(tmp_path / "i", monkeypatch)
-    rel = C.instructions_path("IA1")
-    assert C.WORKER_MODULE in json.loads((honest / rel).read_text())["command"]
-
-    def rename(was, now):
-        return lambda r: r.update(command=[now if arg == was else arg for arg in r["command"]])
-    forge(honest, {rel: rename(C.WORKER_MODULE, "harness.engine.worker")}, rederive=False)
-    assert problems(honest) == ([], [])
-    forge(honest, {rel: rename("harness.engine.worker", "harness.engine.other")}, rederive=False)
-    for lines in problems(honest):
-        assert refused(lines, rel, "[identity]", f"-m {C.WORKER_MODULE}`"), lines
-
-
-def test_former_names_read_as_the_names_now():
-    assert C.current_name("harness.engine.worker") == C.WORKER_MODULE
-    assert all(C.is_suite_entry(old) for old in C.FORMER_NAMES if old.endswith(":setup"))
-    assert not C.is_suite_entry("harness.engine.worker") and not C.is_suite_entry(["x"])
-    assert C.current_name(["harness.engine.worker"]) == ["harness.engine.worker"]
