@@ -35,11 +35,11 @@ def claim(bundle, signer: str | None = None) -> dict:
     from harness.attest.claim import predicate
 
     c = bundle.comparison
-    stats = c["stats"]
-    seq = stats.get("sequential")
-    per = stats.get("per_item") or {}
-    ins = c.get("instructions") if isinstance(c.get("instructions"), dict) else None
-    wall = c.get("wall") or {}
+    stats = c.stats
+    seq = stats.sequential
+    per = stats.per_item
+    ins = c.instructions
+    wall = c.wall
     pythons = {v: sorted({f"{r.python.implementation} {r.python.version}" for r in bundle.runs
                           if r.ok and r.variant == v and r.python is not None}) for v in ("base", "candidate")}
     return {
@@ -47,22 +47,22 @@ def claim(bundle, signer: str | None = None) -> dict:
         "bundle": {"name": bundle.path.name, "digest": bundle.digest},
         "claim": predicate(bundle),
         "signed_by": signer,
-        "rounds": {"n": stats["rounds"]["n"],
-                   "stopped": seq["stopped"] if isinstance(seq, dict) else "fixed count",
-                   "first_look": seq["first"] if isinstance(seq, dict) else None,
-                   "cap": seq["cap"] if isinstance(seq, dict) else None},
-        "band": stats["band"], "claim_band": stats["claim_band"],
-        "per_item": {"items": per.get("items", 0), "regressed": per.get("regressed", 0),
-                     "improved": per.get("improved", 0), "band": per.get("band"),
-                     "worst": [{"id": r["id"], "ratio": r["ratio"], "ci95": r["ci95"]} for r in per.get("table", [])]},
-        "wall": {k: _num(wall.get(k)) for k in ("base_mean_s", "candidate_mean_s", "speedup")},
-        "instructions": None if ins is None else {"verdict": ins.get("verdict"), "ratio": ins.get("ratio"),
-                                                  "change_pct": ins.get("change_pct")},
-        "metrics": [{k: m[k] for k in ("name", "unit", "of", "n", "base", "candidate", "ratio", "ci95", "band",
-                                       "verdict")} for m in c["metrics"]],
+        "rounds": {"n": stats.rounds.n,
+                   "stopped": seq.stopped if seq is not None else "fixed count",
+                   "first_look": seq.first if seq is not None else None,
+                   "cap": seq.cap if seq is not None else None},
+        "band": stats.band, "claim_band": stats.claim_band,
+        "per_item": {"items": per.items if per else 0, "regressed": per.regressed if per else 0,
+                     "improved": per.improved if per else 0, "band": per.band if per else None,
+                     "worst": [{"id": r.id, "ratio": r.ratio, "ci95": r.ci95} for r in (per.table if per else [])]},
+        "wall": {"base_mean_s": wall.base_mean_s, "candidate_mean_s": wall.candidate_mean_s, "speedup": wall.speedup},
+        "instructions": None if ins is None else {"verdict": ins.verdict, "ratio": ins.ratio,
+                                                  "change_pct": ins.change_pct},
+        "metrics": [{k: getattr(m, k) for k in ("name", "unit", "of", "n", "base", "candidate", "ratio", "ci95",
+                                                "band", "verdict")} for m in c.metrics],
         "parity": outcomes.parity_text(c),
         "python": pythons,
-        "warnings": list(stats["warnings"]) + [w for w in [outcomes.disagreement(c)] if w],
+        "warnings": list(stats.warnings) + [w for w in [outcomes.disagreement(c)] if w],
     }
 
 
