@@ -23,10 +23,6 @@ def dumps(doc) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
-def _num(x):
-    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-
-
 def claim(bundle, signer: str | None = None) -> dict:
     """The claim as one JSON object (SCHEMAS["claim"]): the attestation predicate, the bundle's
     folder name and digest, how the rounds stopped, the worst items, wall means, instruction
@@ -74,8 +70,10 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
     """github-action-benchmark's custom format (tool `customSmallerIsBetter`): the campaign's
     candidate/base ratio, each of the worst items' (contract.PER_ITEM_SHOWN at most), every other
     metric's ratio, and the candidate's mean timed wall in seconds; range the interval's half-width."""
-    doc = claim(bundle, signer)
-    name, verdict, digest = cell(doc["claim"]["campaign"], 64), cell(doc["claim"]["verdict"], 64), bundle.digest
+    from harness.attest.claim import predicate
+
+    said, c = predicate(bundle), bundle.comparison
+    name, verdict, digest = cell(said["campaign"], 64), cell(said["verdict"], 64), bundle.digest
 
     def entry(what, value, unit, ci=None, note=""):
         row = {"name": what, "unit": unit, "value": value}
@@ -86,17 +84,16 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
         return row
 
     out = []
-    claimed = doc["claim"]
-    if _num(claimed["ratio"]) is not None:
-        out.append(entry(name, claimed["ratio"], "ratio (candidate/base)", claimed["ci95"],
-                         f"; {doc['rounds']['n']} rounds"))
-    for row in doc["per_item"]["worst"]:
-        if _num(row["ratio"]) is not None:
-            out.append(entry(f"{name}/{cell(row['id'], 120)}", row["ratio"], "ratio (candidate/base)", row["ci95"]))
-    for m in doc["metrics"]:
-        if m["name"] != C.HEADLINE and _num(m["ratio"]) is not None:
-            out.append(entry(f"{name} {C.METRIC[m['name']].title}", m["ratio"], "ratio (candidate/base)", m["ci95"],
-                             f"; {m['name']} verdict {m['verdict']}"))
-    if doc["wall"]["candidate_mean_s"] is not None:
-        out.append(entry(f"{name} candidate mean timed wall", doc["wall"]["candidate_mean_s"], "s"))
+    paired, per = c.stats.paired, c.stats.per_item
+    if paired.geomean_ratio is not None:
+        out.append(entry(name, paired.geomean_ratio, "ratio (candidate/base)", paired.ci95,
+                         f"; {c.stats.rounds.n} rounds"))
+    for row in per.table if per else []:
+        out.append(entry(f"{name}/{cell(row.id, 120)}", row.ratio, "ratio (candidate/base)", row.ci95))
+    for m in c.other_metrics():
+        if m.ratio is not None:
+            out.append(entry(f"{name} {m.title}", m.ratio, "ratio (candidate/base)", m.ci95,
+                             f"; {m.name} verdict {m.verdict}"))
+    if c.wall.candidate_mean_s is not None:
+        out.append(entry(f"{name} candidate mean timed wall", c.wall.candidate_mean_s, "s"))
     return dumps(out)
