@@ -6,9 +6,12 @@ spelled here and nowhere else: a new code is one line here and its use.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness import contract as C
+
+if TYPE_CHECKING:
+    from harness.bundle.model import Comparison, MetricEntry, Stats
 
 # --- exit codes -----------------------------------------------------------------------------
 OK = 0
@@ -48,40 +51,27 @@ assert set(EXIT_CODES) == set(C.VERDICTS) and set(REPRODUCTION_CODES) == set(C.R
 assert set(BISECT_CODES) == set(C.BISECT_ENDINGS)
 
 
-def run_code(comparison: dict) -> int:
+def run_code(comparison: Comparison) -> int:
     """`harness run`'s own code: did the campaign produce evidence (0), outputs that disagree
     (3), or no evidence (4)."""
-    if comparison["status"] != "complete":
+    if not comparison.complete:
         return FAILED
-    return OK if comparison["parity"]["agree"] else PARITY
+    return OK if comparison.parity.agree else PARITY
 
 
-def exit_code(comparison: dict, metric: str = "wall") -> int:
+def exit_code(comparison: Comparison, metric: str = "wall") -> int:
     """0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
-    2 unusable (no stats / unknown verdict). Another metric (contract.METRIC_NAMES, e.g.
+    2 unusable (an unknown verdict). Another metric (contract.METRIC_NAMES, e.g.
     "instructions", "memory"): its own entry's verdict gives the code (2 when the campaign did
     not measure it); a failed campaign and a parity mismatch keep theirs."""
-    if not isinstance(comparison, dict):
-        return UNUSABLE
-    if comparison.get("status") != "complete":
+    if not comparison.complete:
         return FAILED
-    parity = comparison.get("parity")
-    if not isinstance(parity, dict) or parity.get("agree") is not True:
+    if comparison.parity.agree is not True:
         return PARITY
-    stats = comparison.get("stats")
-    if not isinstance(stats, dict):
-        return UNUSABLE
     if metric != C.HEADLINE:
-        entry = metric_entry(comparison, metric)
-        return EXIT_CODES.get(entry.get("verdict"), UNUSABLE) if entry is not None else UNUSABLE
-    return EXIT_CODES.get(stats.get("verdict"), UNUSABLE)
-
-
-def metric_entry(comparison: dict, name: str) -> dict | None:
-    """comparison.json's `metrics` entry of that name, or None when the campaign did not measure it."""
-    entries = comparison.get("metrics")
-    found = [m for m in entries if isinstance(m, dict) and m.get("name") == name] if isinstance(entries, list) else []
-    return found[0] if found else None
+        entry = comparison.metric(metric)
+        return EXIT_CODES.get(entry.verdict, UNUSABLE) if entry is not None else UNUSABLE
+    return EXIT_CODES.get(comparison.stats.verdict, UNUSABLE)
 
 
 def quantity(value: float, unit: str) -> str:
@@ -93,97 +83,88 @@ def quantity(value: float, unit: str) -> str:
     return f"{value:,.0f}"
 
 
-def metric_text(comparison: dict, entry: dict) -> str:
+def metric_text(comparison: Comparison, entry: MetricEntry) -> str:
     """"peak memory: equal, candidate/base 1.0049 [1.0034, 1.0064] (43.3 MiB -> 43.5 MiB)": a metric
     other than the headline with its own verdict (instruction counts say more: instructions_text)."""
-    title = C.METRIC[entry["name"]].title
-    if entry["name"] == "instructions":
-        return instructions_text(comparison) or f"{title}: {entry['verdict']}"
-    if entry["ratio"] is None:
-        return f"{title}: not measured ({entry['verdict_reason']})"
-    ci = f" [{entry['ci95'][0]:.4f}, {entry['ci95'][1]:.4f}]" if entry["ci95"] else ""
-    moved = (f" ({quantity(entry['base'], entry['unit'])} -> {quantity(entry['candidate'], entry['unit'])})"
-             if entry["base"] is not None and entry["candidate"] is not None else "")
-    return f"{title}: {entry['verdict']}, candidate/base {entry['ratio']:.4f}{ci}{moved}"
+    if entry.name == "instructions":
+        return instructions_text(comparison) or f"{entry.title}: {entry.verdict}"
+    if entry.ratio is None:
+        return f"{entry.title}: not measured ({entry.verdict_reason})"
+    ci = f" [{entry.ci95[0]:.4f}, {entry.ci95[1]:.4f}]" if entry.ci95 else ""
+    moved = (f" ({quantity(entry.base, entry.unit)} -> {quantity(entry.candidate, entry.unit)})"
+             if entry.base is not None and entry.candidate is not None else "")
+    return f"{entry.title}: {entry.verdict}, candidate/base {entry.ratio:.4f}{ci}{moved}"
 
 
-def other_metrics(comparison: dict) -> list[dict]:
-    """The entries of every metric but the headline, in the contract's order."""
-    entries = comparison.get("metrics")
-    return [m for m in entries if isinstance(m, dict) and m.get("name") != C.HEADLINE] if isinstance(entries, list) \
-        else []
-
-
-def per_item_text(stats: dict) -> str | None:
+def per_item_text(stats: Stats) -> str | None:
     """"2 of 14 items regressed beyond +-2.0%, worst s3 1.31x": what the geometric mean hides,
     against the band it names."""
-    per = stats.get("per_item")
-    if not isinstance(per, dict) or not per.get("items"):
+    per = stats.per_item
+    if per is None or not per.items:
         return None
-    text = f"{per['regressed']} of {per['items']} items regressed beyond +-{100 * per['band']:.1f}%"
-    worst = per.get("worst")
-    if worst:
-        text += f", worst {worst['id']} {worst['ratio']:.4f}"
+    text = f"{per.regressed} of {per.items} items regressed beyond +-{100 * per.band:.1f}%"
+    if per.worst:
+        text += f", worst {per.worst.id} {per.worst.ratio:.4f}"
     return text
 
 
-def instructions_text(comparison: dict) -> str | None:
+def instructions_text(comparison: Comparison) -> str | None:
     """"instructions: improved, candidate/base 0.9901 (-0.99%, repeated exactly, 2+2 runs of 3
     items, band +-0.2%)": the second metric's own verdict beside the wall's, or None."""
-    ins = comparison.get("instructions")
-    if not isinstance(ins, dict):
+    ins = comparison.instructions
+    if ins is None:
         return None
-    if ins.get("ratio") is None:
+    if ins.ratio is None:
         return "instructions: no ok instruction run of both variants"
-    runs = f"{len(ins['base']['counts'])}+{len(ins['candidate']['counts'])} runs of {ins['items']} items"
-    if ins["repeated"]:
+    runs = f"{len(ins.base.counts)}+{len(ins.candidate.counts)} runs of {ins.items} items"
+    if ins.repeated:
         how = "repeated exactly"
     else:
-        spread = max(ins[v]["spread_pct"] or 0.0 for v in ("base", "candidate"))
+        spread = max(side.spread_pct or 0.0 for side in (ins.base, ins.candidate))
         how = f"did NOT repeat: runs of one variant up to {spread:.4f}% apart"
-    return (f"instructions: {ins['verdict']}, candidate/base {ins['ratio']:.4f} ({ins['change_pct']:+.2f}%, {how}, "
-            f"{runs}, band +-{100 * ins['band']:.1f}%)")
+    return (f"instructions: {ins.verdict}, candidate/base {ins.ratio:.4f} ({ins.change_pct:+.2f}%, {how}, "
+            f"{runs}, band +-{100 * ins.band:.1f}%)")
 
 
-def disagreement(comparison: dict) -> str | None:
+def disagreement(comparison: Comparison) -> str | None:
     """The warning when wall and instructions point opposite ways, else None."""
-    ins = comparison.get("instructions")
-    if not isinstance(ins, dict) or not ins.get("disagrees"):
+    ins = comparison.instructions
+    if ins is None or not ins.disagrees:
         return None
-    return (f"wall says {comparison['stats']['verdict']} but instructions went the other way "
-            f"({ins['change_pct']:+.2f}%): I/O, parallelism or memory effects that instruction counts do not see")
+    return (f"wall says {comparison.stats.verdict} but instructions went the other way "
+            f"({ins.change_pct:+.2f}%): I/O, parallelism or memory effects that instruction counts do not see")
 
 
-def parity_text(comparison: dict) -> str:
+def parity_text(comparison: Comparison) -> str:
     """Parity in words that scale with the tolerance: "parity identical" for byte-identical
     outputs; under a declared `max_ulp` "within N ULP (close, not identical)", never "equal" or
     "identical" (only 0 ULP apart, NaN payloads or zero signs, is "equal in value")."""
-    p = comparison["parity"]
-    if p["identical"]:
+    p = comparison.parity
+    if p.identical:
         return "parity identical"
-    tol = p.get("tolerance")
-    if p["agree"] and tol:
-        if not tol["max_ulp_seen"]:
-            return (f"outputs equal in value, 0 ULP apart ({tol['fields_within']} field(s) differ only in NaN "
+    tol = p.tolerance
+    if p.agree and tol:
+        if not tol.max_ulp_seen:
+            return (f"outputs equal in value, 0 ULP apart ({tol.fields_within} field(s) differ only in NaN "
                     "payloads or the sign of zero: not byte-identical)")
-        return (f"outputs within {tol['max_ulp']} ULP (close, not identical: max seen {tol['max_ulp_seen']} ULP, "
-                f"{tol['fields_within']} field(s) not bit-identical)")
+        return (f"outputs within {tol.max_ulp} ULP (close, not identical: max seen {tol.max_ulp_seen} ULP, "
+                f"{tol.fields_within} field(s) not bit-identical)")
     return "parity mismatch"
 
 
-def rounds_text(stats: dict) -> str:
+def rounds_text(stats: Stats) -> str:
     """How many rounds and which interval: a sequential campaign says how it stopped."""
-    n, seq = stats["rounds"]["n"], stats.get("sequential")
+    n, seq = stats.rounds.n, stats.sequential
     if not seq:
         return f"{n} rounds, 95% CI"
-    if seq["stopped"] == "decided":
+    if seq.stopped == "decided":
         return f"{n} rounds, decided at the look after round {n}, 95% interval valid at every look"
-    if seq["stopped"] == "cap":
-        return f"{n} rounds, no look decided by the cap of {seq['cap']}, 97.5% CI at the cap"
+    if seq.stopped == "cap":
+        return f"{n} rounds, no look decided by the cap of {seq.cap}, 97.5% CI at the cap"
     return f"{n} rounds, ended before a look decided"
 
 
-def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str:
+def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
     The timing is shown whatever parity says; exit_word introduces the code (`harness run`
@@ -195,40 +176,38 @@ def line(comparison: dict, exit_word: str = "exit", metric: str = "wall") -> str
     code = exit_code(comparison, metric)
     if code == FAILED:
         return (f"verdict: campaign failed ({exit_word} {code}): "
-                f"{comparison.get('reason') or 'status ' + str(comparison.get('status'))}")
-    stats: Any = comparison.get("stats")  # JSON: exit_code found it a dict where code is not FAILED, PARITY or UNUSABLE
+                f"{comparison.reason or 'status ' + str(comparison.status)}")
+    stats = comparison.stats
     if code == UNUSABLE:
-        what = (f"no {C.METRIC[metric].title} metric" if metric != C.HEADLINE and isinstance(stats, dict)
-                else "no usable stats")
+        what = f"no {C.METRIC[metric].title} metric" if metric != C.HEADLINE else "no usable stats"
         return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"
-    word = stats["verdict"] if code != PARITY else f"parity mismatch, timing {stats['verdict']}"
-    gate = metric_entry(comparison, metric) if metric != C.HEADLINE else None
+    word = stats.verdict if code != PARITY else f"parity mismatch, timing {stats.verdict}"
+    gate = comparison.metric(metric) if metric != C.HEADLINE else None
     if gate is not None and code != PARITY:
-        word = f"{gate['verdict']} by {C.METRIC[metric].title}, wall {stats['verdict']}"
+        word = f"{gate.verdict} by {gate.title}, wall {stats.verdict}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
-    paired = stats.get("paired") or {}
-    if paired.get("geomean_ratio") is not None and paired.get("ci95"):
-        lo, hi = paired["ci95"]
-        floor = f", noise floor {100 * stats['floor']:.1f}%" if stats.get("floor") else ""
-        wider = stats.get("claim_band")
-        wider = f", claims +-{100 * float(wider):.1f}%" if wider and wider > stats["band"] else ""
-        parts.append(f"candidate/base {paired['geomean_ratio']:.4f} [{lo:.4f}, {hi:.4f}] ({paired.get('metric')}, "
-                     f"{rounds_text(stats)}, band +-{100 * float(stats['band']):.1f}%{wider}{floor})")
-    elif stats.get("verdict_reason"):
-        parts.append(stats["verdict_reason"])
-    wall = comparison.get("wall") or {}
-    if wall.get("base_mean_s") is not None and wall.get("candidate_mean_s") is not None:
-        txt = f"wall {wall['base_mean_s']:.3f} s -> {wall['candidate_mean_s']:.3f} s"
-        if wall.get("saving_pct") is not None and wall.get("speedup") is not None:
-            txt += f" ({wall['saving_pct']:.1f}% saving, {wall['speedup']:.3f}x)"
+    paired = stats.paired
+    if paired.geomean_ratio is not None and paired.ci95:
+        lo, hi = paired.ci95
+        floor = f", noise floor {100 * stats.floor:.1f}%" if stats.floor else ""
+        wider = f", claims +-{100 * stats.claim_band:.1f}%" if stats.claim_band > stats.band else ""
+        parts.append(f"candidate/base {paired.geomean_ratio:.4f} [{lo:.4f}, {hi:.4f}] ({paired.metric}, "
+                     f"{rounds_text(stats)}, band +-{100 * stats.band:.1f}%{wider}{floor})")
+    elif stats.verdict_reason:
+        parts.append(stats.verdict_reason)
+    wall = comparison.wall
+    if wall.base_mean_s is not None and wall.candidate_mean_s is not None:
+        txt = f"wall {wall.base_mean_s:.3f} s -> {wall.candidate_mean_s:.3f} s"
+        if wall.saving_pct is not None and wall.speedup is not None:
+            txt += f" ({wall.saving_pct:.1f}% saving, {wall.speedup:.3f}x)"
         parts.append(txt)
     items = per_item_text(stats)
     if items:
         parts.append(items)
-    parts.extend(metric_text(comparison, entry) for entry in other_metrics(comparison))
+    parts.extend(metric_text(comparison, entry) for entry in comparison.other_metrics())
     parts.append(parity_text(comparison) if code != PARITY else f"parity mismatch: {explain(comparison)}")
     text = parts[0] + ": " + "; ".join(parts[1:])
-    warnings = (stats.get("warnings") or []) + [w for w in [disagreement(comparison)] if w]
+    warnings = list(stats.warnings) + [w for w in [disagreement(comparison)] if w]
     if warnings:
         text += "; warnings: " + "; ".join(warnings)
     return text

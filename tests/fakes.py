@@ -243,3 +243,44 @@ def record(label: str, variant: str, items: list, wall_s: float = 1.0, status: s
         stages_installed={}, imported_from=records.Imports(), metrics={}, machine=records.Machine(cores=2),
         harness_source_sha256=None, workload_sha256=None, python=None, worker_started_at=None, worker_ended_at=None,
         pid=1, launch=records.Launched(), process=records.Process(0.0, wall_s, wall_s), log=records.Log("", 0, "", 0, False))
+
+
+# --- a comparison.json by hand, for the readers (harness/bundle/model.py) --------------------------
+def _stats_doc() -> dict:
+    return {"method": "paired rounds", "threshold": 0.02, "floor": None, "band": 0.02, "claim_band": 0.02,
+            "rounds": {"n": 0, "min": 0, "pairs": [], "unpaired": [], "log_ratios": [], "sd_log": None,
+                       "t_quantile": None, "typical_deviation": None},
+            "sequential": None,
+            "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
+                       "run_ratio": None},
+            "per_item": None, "drift": None, "load": {"overloaded": []},
+            "verdict": "inconclusive", "verdict_reason": "", "warnings": []}
+
+
+def comparison_doc(**parts) -> dict:
+    """A complete comparison.json (every declared key; nothing measured) with `parts` merged
+    in, level by level: a dict merges into the level it names, anything else replaces it."""
+    doc = {"schema": C.SCHEMAS["comparison"], "campaign": "hand", "status": "complete", "reason": None, "order": "",
+           "items": {"planned": 0, "of": 0}, "runs": [],
+           "wall": {"timer": "perf_counter", "base_mean_s": None, "candidate_mean_s": None, "saving_s": None,
+                    "saving_pct": None, "speedup": None},
+           "stages": {},
+           "parity": {"identical": True, "agree": True, "tolerance": None, "reference": None, "items": 0,
+                      "fields_compared": 0, "fields_identical": 0, "error_returns": 0, "errors_identical": True,
+                      "call_counts_identical": True, "golden": None, "mismatch_count": 0, "mismatches": [],
+                      "note": None, "divergence": []},
+           "stats": _stats_doc(), "instructions": None, "metrics": []}
+
+    def merge(into: dict, changes: dict) -> dict:
+        for key, value in changes.items():
+            into[key] = merge(dict(into[key]), value) if isinstance(value, dict) and isinstance(into.get(key), dict) \
+                else value
+        return into
+    return merge(doc, parts)
+
+
+def comparison(**parts):
+    """comparison_doc(**parts) as the readers take it (harness.bundle.model.Comparison)."""
+    from harness.bundle.model import Comparison
+
+    return Comparison.of(comparison_doc(**parts))

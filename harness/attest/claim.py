@@ -10,6 +10,7 @@ import datetime as dt
 import json
 
 from harness import outcomes
+from harness.records import to_json
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://github.com/abba-harness/abba-harness/attestation/claim/v1"
@@ -29,24 +30,21 @@ def _object(value) -> dict:
 def predicate(bundle) -> dict:
     """What the bundle claims, from its records. bundle: a harness.bundle.read.Bundle (loaded
     through the one reader; the caller verified it, or compares this with a signed claim)."""
-    comparison, campaign = _object(bundle.comparison), _object(bundle.campaign)
+    comparison, campaign = bundle.comparison, _object(bundle.campaign)
     revisions = _object(campaign.get("revisions"))
-    stats = _object(comparison.get("stats"))
-    paired = _object(stats.get("paired"))
-    parity = _object(comparison.get("parity"))
+    stats, parity = comparison.stats, comparison.parity
     code = outcomes.exit_code(comparison)
     word = {outcomes.FAILED: "campaign failed", outcomes.PARITY: "parity mismatch",
-            outcomes.UNUSABLE: "unusable"}.get(code, stats.get("verdict"))
+            outcomes.UNUSABLE: "unusable"}.get(code, stats.verdict)
     claim = {
         "campaign": campaign.get("name"),
         "revisions": {v: _object(revisions.get(v)).get("sha") for v in ("base", "candidate")},
-        "status": comparison.get("status"),
+        "status": comparison.status,
         "verdict": word,
         "exit_code": code,
-        "ratio": paired.get("geomean_ratio"),
-        "ci95": paired.get("ci95"),
-        "parity": {"identical": parity.get("identical"), "agree": parity.get("agree"),
-                   "tolerance": parity.get("tolerance")},
+        "ratio": stats.paired.geomean_ratio,
+        "ci95": stats.paired.ci95,
+        "parity": {"identical": parity.identical, "agree": parity.agree, "tolerance": to_json(parity.tolerance)},
         "machine": bundle.machine.text(),
         "harness_version": _object(bundle.environment).get("harness_version"),
         "ended_at": _iso(_object(bundle.runner).get("ended_at")),

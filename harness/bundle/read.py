@@ -5,7 +5,8 @@ It parses; it does not judge. A caller that needs a bundle it can trust verifies
 (harness/judge/verify.py): the loader only refuses what it cannot read, one line naming the file
 (BundleError). Files are read as the checkers read them: no symlink followed, no FIFO or device
 opened, each under the limit the contract gives its kind, each JSON strict (contract.parse_json, the checkers' parser),
-and the records come back as the named types of harness/records.py."""
+and the records come back as the named types of harness/records.py, comparison.json as the model of
+harness/bundle/model.py."""
 from __future__ import annotations
 
 import hashlib
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, overload
 
 from harness import contract as C
+from harness.bundle.model import Comparison
 from harness.bundle.write import BundleError
 from harness.files import NotReadable, read_regular
 from harness.records import InstructionRecord, MachineClass, RunRecord
@@ -67,7 +69,7 @@ class Bundle:
     path: Path
     digest: Optional[str]
     campaign: dict
-    comparison: dict  # empty only where load(unsealed=True) found none yet (seal re-derives it)
+    model: Optional[Comparison]  # None only from load(unsealed=True) (seal re-derives it): read .comparison
     runs: list[RunRecord]  # in execution order
     instructions: list[InstructionRecord]  # in execution order
     runner: dict
@@ -77,6 +79,13 @@ class Bundle:
     workload: dict
     golden: Optional[dict]
     reproduction: Optional[dict]  # only in a bundle `harness reproduce` made
+
+    @property
+    def comparison(self) -> Comparison:
+        """data/comparison.json, typed (harness/bundle/model.py)."""
+        if self.model is None:
+            raise BundleError(f"{self.path}: no comparison.json read (a staging folder: `harness seal` re-derives it)")
+        return self.model
 
     @property
     def machine(self) -> MachineClass:
@@ -94,7 +103,7 @@ class Bundle:
 def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
     """The bundle's records (BundleError when one cannot be read as its kind). unsealed: a
     staging folder a failed write left (`harness seal`), whose comparison.json may be missing
-    (comparison then None: it is re-derived from the records)."""
+    (model then None: it is re-derived from the records)."""
     bundle = Path(bundle_dir)
     if not bundle.is_dir():
         raise BundleError(f"{bundle}: not a directory")
@@ -140,9 +149,16 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
                                                      (campaign.get("instructions") or {}).get("order", ""),
                                                      C.spread_of(campaign))]
         instructions.sort(key=lambda r: order.index(r.label) if r.label in order else len(order))
+    sealed, model = digest(bundle), None
+    if unsealed:
+        doc(C.COMPARISON, required=False)  # read as before, when there: seal re-derives it
+    else:
+        try:
+            model = Comparison.of(doc(C.COMPARISON))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BundleError(f"{bundle / C.COMPARISON}: not a comparison of this harness ({exc})") from None
     return Bundle(
-        path=bundle, digest=digest(bundle), campaign=campaign, comparison=doc(C.COMPARISON, required=not unsealed) or {},
-        runs=runs,
+        path=bundle, digest=sealed, campaign=campaign, model=model, runs=runs,
         instructions=instructions, runner=runner, environment=doc(C.ENVIRONMENT), cleanup=doc(C.CLEANUP),
         inputs=doc(C.INPUTS), workload=doc(C.WORKLOAD), golden=doc(C.GOLDEN, required=False),
         reproduction=doc(C.REPRODUCTION, required=False))

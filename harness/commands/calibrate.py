@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from harness import contract as C
+from harness.bundle.model import Comparison
 from harness.plan import spec
 from harness import outcomes as verdict
 from harness.commands import error
@@ -31,9 +32,8 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-def floor_of(stats: dict) -> float | None:
+def floor_of(ci: list[float] | None) -> float | None:
     """The noise floor an A-vs-A interval gives: the farthest its bounds lie from 1."""
-    ci = (stats.get("paired") or {}).get("ci95")
     if not ci:
         return None
     return round(min(0.5, max(0.0, 1.0 - ci[0], ci[1] - 1.0)), 6)
@@ -65,25 +65,25 @@ def main(args) -> int:
         return error("calibrate", exc)
     except Interrupted as exc:
         return error("calibrate", exc, code=verdict.FAILED)
-    result = outcome.comparison
-    floor = floor_of(result["stats"])
+    result = Comparison.of(outcome.comparison)  # what the runner derived and sealed
+    paired = result.stats.paired
+    floor = floor_of(paired.ci95)
     from harness.render.text import term
 
     print(term(f"bundle: {outcome.out} (digest {outcome.digest})"))
     print(term(verdict.line(result)))
-    if result["status"] != "complete" or floor is None:
-        return error("calibrate", f"no noise floor: {result['reason'] or result['stats']['verdict_reason']}",
+    if not result.complete or floor is None or paired.ci95 is None or paired.geomean_ratio is None:
+        return error("calibrate", f"no noise floor: {result.reason or result.stats.verdict_reason}",
                      code=verdict.FAILED)
-    paired = result["stats"]["paired"]
     environment = read_json(outcome.out / C.ENVIRONMENT)
     doc = records.noise_floor(campaign=campaign.name, bundle_digest=outcome.digest,
                               machine=records.MachineClass.of(environment),
                               started_at=read_json(outcome.out / C.RUNNER)["started_at"],
-                              rounds=result["stats"]["rounds"]["n"], ratio=paired["geomean_ratio"],
-                              ci95=paired["ci95"], floor=floor)
+                              rounds=result.stats.rounds.n, ratio=paired.geomean_ratio,
+                              ci95=paired.ci95, floor=floor)
     raw = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
     atomic_write_bytes(target, raw)  # a full disk: WriteFailed, one line (cli), no half-written floor
-    print(f"noise floor: {100 * floor:.2f}% (A-vs-A {paired['geomean_ratio']:.4f} "
-          f"[{paired['ci95'][0]:.4f}, {paired['ci95'][1]:.4f}] over {doc['rounds']} rounds) -> {target}")
+    print(f"noise floor: {100 * floor:.2f}% (A-vs-A {paired.geomean_ratio:.4f} "
+          f"[{paired.ci95[0]:.4f}, {paired.ci95[1]:.4f}] over {result.stats.rounds.n} rounds) -> {target}")
     print(f"pin it in {campaign.source.name}:\nnoise_floor: {{path: {target.name}, sha256: {sha256_bytes(raw)}}}")
     return verdict.OK

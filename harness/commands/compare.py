@@ -20,6 +20,7 @@ import datetime as dt
 from pathlib import Path
 
 from harness import contract as C, outcomes
+from harness.bundle.model import Comparison
 from harness.commands import error
 from harness.render.text import term
 
@@ -121,11 +122,10 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
                      "machine": tcell(d.machine.text()),
                      "rounds": str(d.campaign["rounds"] or len(d.campaign["order"])),
                      "items": str(len(d.runner["items"])),
-                     "speed-up": f"{c['wall']['speedup']:.3f}x" if c["wall"]["speedup"] else "n/a",
-                     "candidate/base [95% CI]": ratio_text(c["stats"]["paired"]["geomean_ratio"],
-                                                           c["stats"]["paired"]["ci95"]),
+                     "speed-up": f"{c.wall.speedup:.3f}x" if c.wall.speedup else "n/a",
+                     "candidate/base [95% CI]": ratio_text(c.stats.paired.geomean_ratio, c.stats.paired.ci95),
                      "verdict": verdict_word(c)})
-        found = c["stages"]
+        found = c.stages
         for name in stage_order(found):  # the reference's order first: where its base time went
             stages.setdefault(name, {"stage": tcell(name)}).update(stage_cells(found[name], prefix=f"{n} "))
     print(table(rows))
@@ -170,16 +170,17 @@ def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None)
     if code:
         return code
     try:
-        comparison = read.read_json(path, limit=read.limit_of(C.COMPARISON))
+        document = read.read_json(path, limit=read.limit_of(C.COMPARISON))
     except read.BundleError as exc:
         return error("compare", exc, code=outcomes.UNUSABLE)
     if no_verify:  # unverified: at least the contract's shape, or no verdict
-        problems = rehash.conform("comparison", comparison)
+        problems = rehash.conform("comparison", document)
         if problems:
             where, problem = problems[0]
             return error("compare", f"{path}: {where}: {problem} (not a comparison.json of {C.FORMAT})",
                          code=outcomes.UNUSABLE)
-    if metric != C.HEADLINE and outcomes.metric_entry(comparison, metric) is None:
+    comparison = Comparison.of(document)  # verified, or of the contract's shape (conform)
+    if metric != C.HEADLINE and comparison.metric(metric) is None:
         more = " (metrics: [wall, instructions] adds them)" if metric == "instructions" else ""
         return error("compare", f"--metric {metric}: this campaign measured no {C.METRIC[metric].title}{more}",
                      code=outcomes.UNUSABLE)

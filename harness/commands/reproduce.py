@@ -128,8 +128,8 @@ def main(args) -> int:
     for line in reproduce.divergence_lines(r["outputs"]["divergence"]):
         print(term(line))
     print(f"timing: {term(reproduce.timing_text(r['timing']))}")
-    if result.comparison["status"] != "complete":
-        print(f"run: {term(result.comparison['reason'])}")
+    if not new.comparison.complete:
+        print(f"run: {term(new.comparison.reason)}")
     code = outcomes.REPRODUCTION_CODES[r["verdict"]]
     print(f"verdict: {r['verdict']} (exit {code}): {term(r['reason'])}")
     return code

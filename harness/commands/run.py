@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import contract as C
+from harness.bundle.model import Comparison
 from harness.plan import spec
 from harness.bundle.write import BundleError
 from harness.commands import error
@@ -101,34 +102,33 @@ def main(args) -> int:
         code, signed = sign_sealed("run", key, outcome.out, force=args.force)
         if code:
             return code
-    result = outcome.comparison
+    result = Comparison.of(outcome.comparison)  # what the runner derived and sealed
     for warning in runner.warnings + [runner.unanchored] * bool(runner.unanchored):
         print(f"warning: {term(warning)}")
     if outcome.note:
         print(f"note: {term(outcome.note)}")
     print(f"bundle: {term(outcome.out)}")
-    print(f"status: {result['status']}" + (f" ({term(result['reason'])})" if result["reason"] else "")
+    print(f"status: {result.status}" + (f" ({term(result.reason)})" if result.reason else "")
           + (" as its comparison.json says, but the bundle does NOT verify" if refused else ""))
-    wall = result["wall"]
-    if wall["speedup"] is not None:
-        print(f"wall: base {wall['base_mean_s']:.3f} s, candidate {wall['candidate_mean_s']:.3f} s, "
-              f"speedup {wall['speedup']:.3f}x ({wall['saving_pct']:.1f}% saved)")
+    wall = result.wall
+    if wall.speedup is not None:
+        print(f"wall: base {wall.base_mean_s:.3f} s, candidate {wall.candidate_mean_s:.3f} s, "
+              f"speedup {wall.speedup:.3f}x ({wall.saving_pct:.1f}% saved)")
     for line in stage_summary(result):
         print(line)
-    items = result["items"]
-    print(f"items: {items['planned']} of the {items['of']} the workload gives"
-          + (" (workload.items picks them)" if items["planned"] < items["of"] else ""))
-    p = result["parity"]
+    items = result.items
+    print(f"items: {items.planned} of the {items.of} the workload gives"
+          + (" (workload.items picks them)" if items.planned < items.of else ""))
     print(term(parity_line(result, outcome.out)))
     for line in suite_lines(outcome.out):
         print(term(line))
     for line in divergence_lines(result):
         print(term(line))
-    golden = p.get("golden")
+    golden = result.parity.golden
     if golden:
-        subset = golden["items_checked"] < golden["items"]
-        print(f"golden: {'identical' if golden['identical'] else 'DIFFERS'} on {golden['items_checked']} of "
-              f"{golden['items']} golden items" + (" (this campaign runs a subset)" if subset else ""))
+        subset = golden.items_checked < golden.items
+        print(f"golden: {'identical' if golden.identical else 'DIFFERS'} on {golden.items_checked} of "
+              f"{golden.items} golden items" + (" (this campaign runs a subset)" if subset else ""))
     # The verdict as `harness compare` gives it; this command's own exit code is below.
     if refused:
         for problem in refused[:5]:
@@ -165,7 +165,7 @@ def suite_lines(out: Path) -> list[str]:
     return []
 
 
-def parity_line(result: dict, out: Path) -> str:
+def parity_line(result: Comparison, out: Path) -> str:
     """The parity summary. A failed campaign with nothing compared says so rather than
     "NOT identical (0/0 fields)"; recorded errors are counted per run when they differ,
     since the reference's count alone ("0 recorded errors") hides what differs."""
@@ -173,31 +173,31 @@ def parity_line(result: dict, out: Path) -> str:
     from harness.files import read_json
     from harness.outcomes import parity_text
 
-    p = result["parity"]
-    ok = [r for r in result["runs"] if r["status"] == "ok"]
-    if result["status"] != "complete" and not p["fields_compared"]:
-        why = p.get("note") or f"{len(ok)} ok run(s), none to compare with the reference"
+    p = result.parity
+    ok = result.ok_runs()
+    if not result.complete and not p.fields_compared:
+        why = p.note or f"{len(ok)} ok run(s), none to compare with the reference"
         return f"parity: not compared, the campaign failed ({why})"
-    if not p["fields_compared"] and p["identical"]:  # a suite whose benchmarks gave no outputs
-        return (f"parity: no outputs to compare (0 fields, {p['items']} items); recorded errors "
-                + ("identical" if p["errors_identical"] else "differ"))
+    if not p.fields_compared and p.identical:  # a suite whose benchmarks gave no outputs
+        return (f"parity: no outputs to compare (0 fields, {p.items} items); recorded errors "
+                + ("identical" if p.errors_identical else "differ"))
     per = fields_per_pair(result)
     errors = {}
     for run in ok:
         try:
-            items = read_json(out / C.run_path(run["label"]))["items"]
-            errors[run["label"]] = sum(1 for item in items if item["error"] is not None)
+            items = read_json(out / C.run_path(run.label))["items"]
+            errors[run.label] = sum(1 for item in items if item["error"] is not None)
         except (OSError, ValueError, KeyError, TypeError):
             errors = {}
             break
-    if p["errors_identical"] or not errors:
-        counted = f"{p['error_returns']} recorded errors"
+    if p.errors_identical or not errors:
+        counted = f"{p.error_returns} recorded errors"
     else:
         counted = "recorded errors differ (per run: " + ", ".join(f"{k} {n}" for k, n in errors.items()) + ")"
-    scope = "" if result["status"] == "complete" else f" over the {len(ok)} ok runs of a failed campaign"
-    word = "identical" if p["identical"] else parity_text(result).removeprefix("outputs ") if p["agree"] else \
+    scope = "" if result.complete else f" over the {len(ok)} ok runs of a failed campaign"
+    word = "identical" if p.identical else parity_text(result).removeprefix("outputs ") if p.agree else \
         "NOT identical"
-    return (f"parity{scope}: {word} ({p['fields_identical']}/"
-            f"{p['fields_compared']} fields" + (f", {per} per run compared with the reference" if per else "")
-            + f", {p['items']} items, {counted})")
+    return (f"parity{scope}: {word} ({p.fields_identical}/"
+            f"{p.fields_compared} fields" + (f", {per} per run compared with the reference" if per else "")
+            + f", {p.items} items, {counted})")
 

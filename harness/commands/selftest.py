@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from harness import contract as C
+from harness.bundle.model import Comparison
 from harness.clone import clone_file
 
 
@@ -56,7 +57,7 @@ DEMO = "campaigns/demo.yaml"  # in a clone: harness.clone.clone_file finds it or
 DEMO_INSTRUCTIONS = "campaigns/demo_instructions.yaml"
 
 
-def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
+def _demo_variant(out: Path, **changes) -> tuple[Comparison, float]:
     """Run the demo campaign with some top-level keys or workload params changed."""
     import time
 
@@ -74,7 +75,7 @@ def _demo_variant(out: Path, **changes) -> tuple[dict, float]:
     t0 = time.monotonic()
     outcome = Runner(campaign, out).run()
     assert outcome is not None  # not check_only: run() seals a bundle
-    return outcome.comparison, time.monotonic() - t0
+    return Comparison.of(outcome.comparison), time.monotonic() - t0
 
 
 def _timed_checks(bundle: Path) -> tuple[float, int, float, int]:
@@ -97,16 +98,16 @@ def _scale() -> int:
         result, took = _demo_variant(Path(tmp) / "abba8", order="ABBA" * 8,
                                      timeouts={"run_s": 120, "campaign_s": 1800})
         tv, rv, tr, rr = _timed_checks(Path(tmp) / "abba8")
-        print(f"demo campaign, order ABBA x 8 ({len(result['runs'])} runs): {result['status']} in {took:.1f} s; "
+        print(f"demo campaign, order ABBA x 8 ({len(result.runs)} runs): {result.status} in {took:.1f} s; "
               f"verify {tv:.2f} s (exit {rv}), rehash.py {tr:.2f} s (exit {rr})")
-        ok = result["status"] == "complete" and rv == rr == 0
+        ok = result.complete and rv == rr == 0
         result, took = _demo_variant(Path(tmp) / "many", order="AB", slots=1,
                                      params={"items": 4999, "length": 64, "window": 4})
         files = sum(1 for p in (Path(tmp) / "many").rglob("*") if p.is_file())
         tv, rv, tr, rr = _timed_checks(Path(tmp) / "many")
-        print(f"bundle of {files} files (demo, 5,000 items, order AB, made in {took:.1f} s): {result['status']}; "
+        print(f"bundle of {files} files (demo, 5,000 items, order AB, made in {took:.1f} s): {result.status}; "
               f"verify {tv:.2f} s (exit {rv}), rehash.py {tr:.2f} s (exit {rr})")
-        ok = ok and result["status"] == "complete" and rv == rr == 0
+        ok = ok and result.complete and rv == rr == 0
     return 0 if ok else 1
 
 
@@ -124,9 +125,9 @@ def _campaign(tmp: Path, rel: str, name: str, **overrides) -> Path | None:
     except (spec.SpecError, OSError, PreflightError) as exc:
         print(f"harness selftest: error: {rel}: {exc}", file=sys.stderr)
         return None
-    if outcome.comparison["status"] != "complete":
-        print(f"harness selftest: error: {rel} {outcome.comparison['status']}: {outcome.comparison['reason']}",
-              file=sys.stderr)
+    result = Comparison.of(outcome.comparison)
+    if not result.complete:
+        print(f"harness selftest: error: {rel} {result.status}: {result.reason}", file=sys.stderr)
         return None
     return out
 

@@ -1,13 +1,18 @@
 """Parity: every field of every item of every run against the reference run (the first
 base run), byte for byte through the array digests; recorded errors must match too. Where
 fields differ, the divergence report says by how much; with `parity: {max_ulp: N}` floats may
-differ by at most N units in the last place (then the outputs "agree", never "identical")."""
+differ by at most N units in the last place (then the outputs "agree", never "identical").
+`explain`, `divergence_lines` and `fields_per_pair` read a verified comparison (its model)."""
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import contract as C
+
+if TYPE_CHECKING:
+    from harness.bundle.model import Comparison
 
 
 def compare_runs(reference, others: list) -> tuple[dict, list[dict]]:
@@ -204,75 +209,75 @@ def _max_ulp(ia, ib) -> int:
     return int(np.where(oa >= ob, ua - ub, ub - ua).max())  # modular uint64: the distance is < 2**64
 
 
-def explain(comparison: dict) -> str:
+def explain(comparison: Comparison) -> str:
     """Why parity failed, by class (outputs, recorded errors, call counts, golden), naming
     the first differing item or stage and, for call counts, the fix."""
-    p = comparison.get("parity") or {}
-    if p.get("note"):
-        return p["note"]
+    p = comparison.parity
+    if p.note:
+        return p.note
     reasons = []
-    over = (p.get("tolerance") or {}).get("over_bound") or {}
-    if over:
+    over = p.tolerance.over_bound if p.tolerance else {}
+    if p.tolerance and over:
         dtypes = ", ".join(f"{name}: at most {bound} ULP" for name, bound in over.items())
-        reasons.append(f"parity.max_ulp {p['tolerance'].get('max_ulp')} is over the bound of the differing fields' "
+        reasons.append(f"parity.max_ulp {p.tolerance.max_ulp} is over the bound of the differing fields' "
                        f"dtype ({dtypes}; a wider tolerance lets more than the low half of the significand move), "
                        "so it covers none of them; declare a max_ulp within the bound")
-    mismatches = p.get("mismatches") or []
+    mismatches = p.mismatches
     unstable = _nondeterministic(comparison)
     if unstable:
         reasons.append(unstable)
-    errors = [m for m in mismatches if m.get("field") is None and str(m.get("reason", "")).startswith("error differs")]
+    errors = [m for m in mismatches if m.field is None and m.reason.startswith("error differs")]
     # An item that raised in one run has no fields there: its missing fields are the error's.
-    raised = {(m.get("run"), m.get("item")) for m in errors}
-    outputs = [m for m in mismatches if m.get("field") and (m.get("run"), m.get("item")) not in raised]
+    raised = {(m.run, m.item) for m in errors}
+    outputs = [m for m in mismatches if m.field and (m.run, m.item) not in raised]
     if outputs:
         m = outputs[0]
-        reasons.append(f"outputs differ in {p.get('mismatch_count', len(mismatches))} place(s), first "
-                       f"{m.get('run')} item {m.get('item')} field {m.get('field')} ({m.get('reason')})")
+        reasons.append(f"outputs differ in {p.mismatch_count} place(s), first "
+                       f"{m.run} item {m.item} field {m.field} ({m.reason})")
     elif mismatches and not errors:
         m = mismatches[0]
-        reasons.append(f"items differ, first {m.get('run')} item {m.get('item')}: {m.get('reason')}")
-    if p.get("errors_identical") is False:
+        reasons.append(f"items differ, first {m.run} item {m.item}: {m.reason}")
+    if p.errors_identical is False:
         if errors:
             m = errors[0]
-            detail = str(m["reason"]).removeprefix("error differs: ")
-            reasons.append(f"recorded errors differ in {len(errors)} place(s), first {m.get('run')} item "
-                           f"{m.get('item')} ({p.get('reference')} vs {m.get('run')}: {detail})")
+            detail = m.reason.removeprefix("error differs: ")
+            reasons.append(f"recorded errors differ in {len(errors)} place(s), first {m.run} item "
+                           f"{m.item} ({p.reference} vs {m.run}: {detail})")
         else:
             reasons.append("recorded errors differ between base and candidate")
-    if p.get("call_counts_identical") is False:
+    if p.call_counts_identical is False:
         reasons.append(_call_counts(comparison))
-    golden = p.get("golden")
-    if isinstance(golden, dict) and not golden.get("identical"):
-        failing = golden.get("failing") or [{}]
-        reasons.append(f"golden digests differ ({failing[0].get('items_differing')} item(s) in run "
-                       f"{failing[0].get('run')})")
+    golden = p.golden
+    if golden is not None and not golden.identical:
+        first = golden.failing[0] if golden.failing else None
+        reasons.append(f"golden digests differ ({first and first.items_differing} item(s) in run "
+                       f"{first and first.run})")
     return "; ".join(reasons) or "outputs differ between base and candidate"
 
 
-def _nondeterministic(comparison: dict) -> str | None:
+def _nondeterministic(comparison: Comparison) -> str | None:
     """Base runs that differ from the reference (the first base run) ran the same code:
     the workload's outputs are not a function of its inputs (a timing, an unseeded random
     value, an address), and parity cannot judge the change until that field goes."""
-    p = comparison.get("parity") or {}
-    base = {r.get("label") for r in comparison.get("runs") or [] if r.get("variant") == "base"}
-    same = [m for m in p.get("mismatches") or [] if m.get("run") in base and m.get("run") != p.get("reference")]
+    p = comparison.parity
+    base = {r.label for r in comparison.runs if r.variant == "base"}
+    same = [m for m in p.mismatches if m.run in base and m.run != p.reference]
     if not same:
         return None
-    fields = sorted({m["field"] for m in same if m.get("field")})
+    fields = sorted({m.field for m in same if m.field})
     m = same[0]
     what = f"field(s) {', '.join(repr(f) for f in fields)}" if fields else "recorded errors"
-    return (f"the workload is not deterministic: base runs {p.get('reference')} and {m.get('run')} ran the same "
-            f"code and differ in {what} (first item {m.get('item')}); return only what the code computes "
+    return (f"the workload is not deterministic: base runs {p.reference} and {m.run} ran the same "
+            f"code and differ in {what} (first item {m.item}); return only what the code computes "
             "from its inputs (a timing or an unseeded random value belongs in metrics()), then re-run")
 
 
-def _call_counts(comparison: dict) -> str:
-    for name, row in (comparison.get("stages") or {}).items():
-        calls = row.get("calls_per_run")
+def _call_counts(comparison: Comparison) -> str:
+    for name, row in comparison.stages.items():
+        calls = row.calls_per_run
         if not isinstance(calls, dict):
             continue
-        if set(calls) == {"base", "candidate"} and row.get("calls") == "equal":
+        if set(calls) == {"base", "candidate"} and row.calls == "equal":
             return (f"stage call counts differ: '{name}' is called {calls['base']} times per base run and "
                     f"{calls['candidate']} per candidate run; if the change is meant to call it less, mark it "
                     f"`calls: per_variant` in the campaign's stages")
@@ -281,10 +286,10 @@ def _call_counts(comparison: dict) -> str:
     return "stage call counts differ"
 
 
-def divergence_lines(comparison: dict, limit: int = 3) -> list[str]:
+def divergence_lines(comparison: Comparison, limit: int = 3) -> list[str]:
     """How far apart differing fields are (comparison.json parity.divergence), one line per
     field over every listed run and item, for the output of `harness run`."""
-    rows = (comparison.get("parity") or {}).get("divergence") or []
+    rows = comparison.parity.divergence
     by_field: dict[str, list[dict]] = {}
     for row in rows:
         by_field.setdefault(str(row.get("field")), []).append(row)
@@ -314,12 +319,11 @@ def divergence_lines(comparison: dict, limit: int = 3) -> list[str]:
     return lines
 
 
-def fields_per_pair(comparison: dict) -> int | None:
+def fields_per_pair(comparison: Comparison) -> int | None:
     """fields_compared counts every ok run against the reference; per pair is that over
     the ok runs other than the reference (768 per pair = 2304 over ABBA's three pairs)."""
-    p = comparison.get("parity") or {}
-    others = sum(1 for r in comparison.get("runs") or [] if r.get("status") == "ok") - 1
-    total = p.get("fields_compared")
-    if not isinstance(total, int) or others < 1 or total % others:
+    others = len(comparison.ok_runs()) - 1
+    total = comparison.parity.fields_compared
+    if others < 1 or total % others:
         return None
     return total // others

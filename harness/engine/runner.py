@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness import contract as C, outcomes, records
 from harness.bundle import write as bundle
+from harness.bundle.model import Comparison
 from harness.comparison import analysis, derive as comparison
 from harness.engine import instructions
 from harness.engine.environment import InterpreterError, mismatch as interpreter_mismatch
@@ -57,7 +58,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        return outcomes.run_code(self.comparison)
+        return outcomes.run_code(Comparison.of(self.comparison))
 
 
 class Interrupted(Exception):

@@ -110,13 +110,13 @@ def table_lines(docs: list[Placed], base: Path | None = None) -> tuple[list[str]
     rows = []
     for doc in docs:
         c = doc.bundle.comparison
-        speedup = c["wall"]["speedup"]
+        speedup = c.wall.speedup
         rows.append({"node": text.cell(doc.node), "bundle": text.cell(_rel(doc.bundle.path, base)),
                      "machine": text.cell(doc.bundle.machine.text()),
                      "speed-up": f"{speedup:.3f}x" if speedup else "n/a",
-                     "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c)),
+                     "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c.stats)),
                      "verdict": text.verdict_word(c),
-                     "parity": "identical" if c["parity"]["identical"] else "NOT identical",
+                     "parity": "identical" if c.parity.identical else "NOT identical",
                      "outputs base": doc.outputs["base"] or "n/a",
                      "outputs candidate": doc.outputs["candidate"] or "n/a"})
     lines = [*text.table(rows).splitlines(), ""]  # one row a line: callers escape line by line
@@ -135,8 +135,7 @@ def table_lines(docs: list[Placed], base: Path | None = None) -> tuple[list[str]
     classes = {text.cell(doc.bundle.machine.text()) for doc in docs}
     lines.append(f"machines: {len(classes)} machine class{'es' if len(classes) > 1 else ''} "
                  f"({'; '.join(sorted(classes))})")
-    ratios = [reproduce.claim(doc.bundle.comparison)["ratio"] for doc in docs]
-    ratios = [r for r in ratios if isinstance(r, (int, float)) and r > 0]
+    ratios = [r for doc in docs for r in [doc.bundle.comparison.stats.paired.geomean_ratio] if r is not None and r > 0]
     if len(ratios) >= 2:
         lo, hi = min(ratios), max(ratios)
         logs = [math.log(r) for r in ratios]

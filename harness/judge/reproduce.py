@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness import contract as C, records
 from harness.bundle import read
+from harness.bundle.model import Comparison, Stats
 from harness.files import WriteFailed, write_failed
 from harness.judge import agreement
 
@@ -56,12 +57,11 @@ class Refused(Exception):
 
 
 # --------------------------------------------------------------------------- the claim
-def claim(comparison: dict) -> dict:
-    """A bundle's timing claim: its candidate/base ratio, 95% interval, verdict and timed items."""
-    stats = comparison["stats"]
-    paired = stats["paired"]
-    return {"ratio": paired["geomean_ratio"], "ci95": paired["ci95"], "verdict": stats["verdict"],
-            "items": paired["items"]}
+def claim(stats: Stats) -> dict:
+    """A bundle's timing claim (its comparison's stats): its candidate/base ratio, 95% interval,
+    verdict and timed items."""
+    paired = stats.paired
+    return {"ratio": paired.geomean_ratio, "ci95": paired.ci95, "verdict": stats.verdict, "items": paired.items}
 
 
 def claim_on(original: read.Bundle, ids: set) -> dict:
@@ -71,14 +71,12 @@ def claim_on(original: read.Bundle, ids: set) -> dict:
 
     from harness.comparison import analysis
 
-    floor = None
     runs = [dataclasses.replace(r, items=[it for it in r.items if it.id in ids]) for r in original.runs]
-    if original.comparison["stats"]["floor"] is not None:
-        floor = original.comparison["stats"]["floor"]
+    floor = original.comparison.stats.floor
     threshold = original.campaign["threshold"]
     stats = analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
                                        original.campaign.get("interference"), threshold, floor)
-    return claim({"stats": stats})
+    return claim(Stats.of(stats))
 
 
 def ratio_text(c: dict) -> str:
@@ -145,11 +143,11 @@ def scope(original: read.Bundle, reproduction: read.Bundle) -> dict:
             "same_items": same, "missing": len(missing), "extra": len(extra), "note": note}
 
 
-def verdict(comparison: dict, outputs: dict, timing: dict, scope_: dict) -> tuple[str, str]:
+def verdict(comparison: Comparison, outputs: dict, timing: dict, scope_: dict) -> tuple[str, str]:
     """The reproduction's word and its reason, the strongest finding first."""
-    if comparison["status"] != "complete":
-        return "run failed", f"the re-run failed: {comparison['reason']}"
-    if not outputs["agree"] or not comparison["parity"]["agree"]:
+    if not comparison.complete:
+        return "run failed", f"the re-run failed: {comparison.reason}"
+    if not outputs["agree"] or not comparison.parity.agree:
         return "outputs differ", f"outputs: {outputs['why']}"
     if timing["word"] == "not reproduced":
         return "not reproduced", timing["reason"]
@@ -165,10 +163,10 @@ def receipt(original: read.Bundle, reproduction: read.Bundle) -> dict:
     ma, mb = original.machine, reproduction.machine
     same, why = agreement.same_class(ma, mb)
     outputs = agreement.compare_outputs(original.runs, reproduction.runs, same)
-    claimed = claim(original.comparison)
+    claimed = claim(original.comparison.stats)
     ran = set(reproduction.runner["items"])
     held_to = claimed if ran >= set(original.runner["items"]) else claim_on(original, ran)
-    measured = claim(reproduction.comparison)
+    measured = claim(reproduction.comparison.stats)
     timing = {**judge_timing(held_to, measured), "claimed": claimed,
               "overloaded": analysis.overloaded([r for r in reproduction.runs if r.ok])}
     scope_ = scope(original, reproduction)

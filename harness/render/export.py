@@ -23,10 +23,6 @@ def dumps(doc) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
-def _num(x):
-    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-
-
 def claim(bundle, signer: str | None = None) -> dict:
     """The claim as one JSON object (SCHEMAS["claim"]): the attestation predicate, the bundle's
     folder name and digest, how the rounds stopped, the worst items, wall means, instruction
@@ -35,11 +31,11 @@ def claim(bundle, signer: str | None = None) -> dict:
     from harness.attest.claim import predicate
 
     c = bundle.comparison
-    stats = c["stats"]
-    seq = stats.get("sequential")
-    per = stats.get("per_item") or {}
-    ins = c.get("instructions") if isinstance(c.get("instructions"), dict) else None
-    wall = c.get("wall") or {}
+    stats = c.stats
+    seq = stats.sequential
+    per = stats.per_item
+    ins = c.instructions
+    wall = c.wall
     pythons = {v: sorted({f"{r.python.implementation} {r.python.version}" for r in bundle.runs
                           if r.ok and r.variant == v and r.python is not None}) for v in ("base", "candidate")}
     return {
@@ -47,22 +43,22 @@ def claim(bundle, signer: str | None = None) -> dict:
         "bundle": {"name": bundle.path.name, "digest": bundle.digest},
         "claim": predicate(bundle),
         "signed_by": signer,
-        "rounds": {"n": stats["rounds"]["n"],
-                   "stopped": seq["stopped"] if isinstance(seq, dict) else "fixed count",
-                   "first_look": seq["first"] if isinstance(seq, dict) else None,
-                   "cap": seq["cap"] if isinstance(seq, dict) else None},
-        "band": stats["band"], "claim_band": stats["claim_band"],
-        "per_item": {"items": per.get("items", 0), "regressed": per.get("regressed", 0),
-                     "improved": per.get("improved", 0), "band": per.get("band"),
-                     "worst": [{"id": r["id"], "ratio": r["ratio"], "ci95": r["ci95"]} for r in per.get("table", [])]},
-        "wall": {k: _num(wall.get(k)) for k in ("base_mean_s", "candidate_mean_s", "speedup")},
-        "instructions": None if ins is None else {"verdict": ins.get("verdict"), "ratio": ins.get("ratio"),
-                                                  "change_pct": ins.get("change_pct")},
-        "metrics": [{k: m[k] for k in ("name", "unit", "of", "n", "base", "candidate", "ratio", "ci95", "band",
-                                       "verdict")} for m in c["metrics"]],
+        "rounds": {"n": stats.rounds.n,
+                   "stopped": seq.stopped if seq is not None else "fixed count",
+                   "first_look": seq.first if seq is not None else None,
+                   "cap": seq.cap if seq is not None else None},
+        "band": stats.band, "claim_band": stats.claim_band,
+        "per_item": {"items": per.items if per else 0, "regressed": per.regressed if per else 0,
+                     "improved": per.improved if per else 0, "band": per.band if per else None,
+                     "worst": [{"id": r.id, "ratio": r.ratio, "ci95": r.ci95} for r in (per.table if per else [])]},
+        "wall": {"base_mean_s": wall.base_mean_s, "candidate_mean_s": wall.candidate_mean_s, "speedup": wall.speedup},
+        "instructions": None if ins is None else {"verdict": ins.verdict, "ratio": ins.ratio,
+                                                  "change_pct": ins.change_pct},
+        "metrics": [{k: getattr(m, k) for k in ("name", "unit", "of", "n", "base", "candidate", "ratio", "ci95",
+                                                "band", "verdict")} for m in c.metrics],
         "parity": outcomes.parity_text(c),
         "python": pythons,
-        "warnings": list(stats["warnings"]) + [w for w in [outcomes.disagreement(c)] if w],
+        "warnings": list(stats.warnings) + [w for w in [outcomes.disagreement(c)] if w],
     }
 
 
@@ -74,8 +70,10 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
     """github-action-benchmark's custom format (tool `customSmallerIsBetter`): the campaign's
     candidate/base ratio, each of the worst items' (contract.PER_ITEM_SHOWN at most), every other
     metric's ratio, and the candidate's mean timed wall in seconds; range the interval's half-width."""
-    doc = claim(bundle, signer)
-    name, verdict, digest = cell(doc["claim"]["campaign"], 64), cell(doc["claim"]["verdict"], 64), bundle.digest
+    from harness.attest.claim import predicate
+
+    said, c = predicate(bundle), bundle.comparison
+    name, verdict, digest = cell(said["campaign"], 64), cell(said["verdict"], 64), bundle.digest
 
     def entry(what, value, unit, ci=None, note=""):
         row = {"name": what, "unit": unit, "value": value}
@@ -86,17 +84,16 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
         return row
 
     out = []
-    claimed = doc["claim"]
-    if _num(claimed["ratio"]) is not None:
-        out.append(entry(name, claimed["ratio"], "ratio (candidate/base)", claimed["ci95"],
-                         f"; {doc['rounds']['n']} rounds"))
-    for row in doc["per_item"]["worst"]:
-        if _num(row["ratio"]) is not None:
-            out.append(entry(f"{name}/{cell(row['id'], 120)}", row["ratio"], "ratio (candidate/base)", row["ci95"]))
-    for m in doc["metrics"]:
-        if m["name"] != C.HEADLINE and _num(m["ratio"]) is not None:
-            out.append(entry(f"{name} {C.METRIC[m['name']].title}", m["ratio"], "ratio (candidate/base)", m["ci95"],
-                             f"; {m['name']} verdict {m['verdict']}"))
-    if doc["wall"]["candidate_mean_s"] is not None:
-        out.append(entry(f"{name} candidate mean timed wall", doc["wall"]["candidate_mean_s"], "s"))
+    paired, per = c.stats.paired, c.stats.per_item
+    if paired.geomean_ratio is not None:
+        out.append(entry(name, paired.geomean_ratio, "ratio (candidate/base)", paired.ci95,
+                         f"; {c.stats.rounds.n} rounds"))
+    for row in per.table if per else []:
+        out.append(entry(f"{name}/{cell(row.id, 120)}", row.ratio, "ratio (candidate/base)", row.ci95))
+    for m in c.other_metrics():
+        if m.ratio is not None:
+            out.append(entry(f"{name} {m.title}", m.ratio, "ratio (candidate/base)", m.ci95,
+                             f"; {m.name} verdict {m.verdict}"))
+    if c.wall.candidate_mean_s is not None:
+        out.append(entry(f"{name} candidate mean timed wall", c.wall.candidate_mean_s, "s"))
     return dumps(out)

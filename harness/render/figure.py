@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -23,6 +24,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 BASE, CANDIDATE, LOAD = "#1f77b4", "#d62728", "#ff7f0e"
+if TYPE_CHECKING:
+    from harness.bundle.model import Instructions, Stage, Stats
+
 ITEMS_SHOWN = 24  # per-item rows drawn: the worst and the best halves when there are more
 
 
@@ -31,26 +35,26 @@ def render(bundle, path: os.PathLike | str) -> None:
     from harness.comparison import analysis
 
     c = bundle.comparison
-    stats = c["stats"]
+    stats = c.stats
     ok = analysis.usable_runs(bundle.runs)
     timed = [r for r in ok if r.timed]
-    overloaded = set(stats["load"]["overloaded"])
-    has_instr = bool(c.get("instructions") and c["instructions"].get("ratio") is not None)
-    panels = 4 if (c.get("stages") or has_instr) else 3
+    overloaded = set(stats.load.overloaded)
+    ins = c.instructions if c.instructions is not None and c.instructions.ratio is not None else None
+    panels = 4 if (c.stages or ins) else 3
     fig = plt.figure(figsize=(11, 3.4 * panels))
-    grid = fig.add_gridspec(panels, 2 if (c.get("stages") and has_instr) else 1)
+    grid = fig.add_gridspec(panels, 2 if (c.stages and ins) else 1)
     name = _short(bundle.name, 80)
     _rounds(fig.add_subplot(grid[0, :]), stats, overloaded, name)
     _items(fig.add_subplot(grid[1, :]), bundle, timed, stats)
     _walls(fig.add_subplot(grid[2, :]), timed, overloaded)
     if panels == 4:
-        if c.get("stages") and has_instr:
-            _stages(fig.add_subplot(grid[3, 0]), c["stages"])
-            _instructions(fig.add_subplot(grid[3, 1]), c["instructions"])
-        elif c.get("stages"):
-            _stages(fig.add_subplot(grid[3, :]), c["stages"])
-        else:
-            _instructions(fig.add_subplot(grid[3, :]), c["instructions"])
+        if c.stages and ins:
+            _stages(fig.add_subplot(grid[3, 0]), c.stages)
+            _instructions(fig.add_subplot(grid[3, 1]), ins)
+        elif c.stages:
+            _stages(fig.add_subplot(grid[3, :]), c.stages)
+        elif ins:
+            _instructions(fig.add_subplot(grid[3, :]), ins)
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
     plt.close(fig)
@@ -79,9 +83,9 @@ def _log_scale(ax, which: str = "y", digits: int = 3) -> None:
     axis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
 
 
-def _rounds(ax, stats: dict, overloaded: set, name: str) -> None:
-    pairs = stats["rounds"]["pairs"]
-    logs = stats["rounds"]["log_ratios"]
+def _rounds(ax, stats: Stats, overloaded: set, name: str) -> None:
+    pairs = stats.rounds.pairs
+    logs = stats.rounds.log_ratios
     x = list(range(1, len(logs) + 1))
     y = [math.exp(v) for v in logs]
     ax.plot(x, y, "o-", color="#444444", markersize=3, linewidth=0.8, label="round's ratio (mean over items)")
@@ -89,24 +93,24 @@ def _rounds(ax, stats: dict, overloaded: set, name: str) -> None:
     if hit:
         ax.scatter(*zip(*hit), s=60, facecolors="none", edgecolors=LOAD, linewidths=1.5,
                    label="a run of the round disturbed by other work", zorder=3)
-    ratio, ci = stats["paired"]["geomean_ratio"], stats["paired"]["ci95"]
+    ratio, ci = stats.paired.geomean_ratio, stats.paired.ci95
     if ratio:
         ax.axhline(ratio, color=CANDIDATE, linewidth=1.2, label=f"ratio {ratio:.4f}")
     if ci:
         ax.axhspan(ci[0], ci[1], color=CANDIDATE, alpha=0.15, label=f"95% interval [{ci[0]:.4f}, {ci[1]:.4f}]")
-    band = stats["band"]
+    band = stats.band
     ax.axhspan(1 - band, 1 + band, color="#2ca02c", alpha=0.08, label=f"equal band +-{100 * band:.1f}%")
     ax.axhline(1.0, color="#2ca02c", linewidth=0.6, linestyle=":")
     _log_scale(ax, "y")  # ratios multiply: 0.5 and 2 lie as far from 1
     ax.set_xlabel("round (execution order)")
     ax.set_ylabel("candidate / base")
-    ax.set_title(f"{name}: {stats['verdict']}, {len(logs)} rounds")
+    ax.set_title(f"{name}: {stats.verdict}, {len(logs)} rounds")
     if x:
         _thin(ax, len(x))
     ax.legend(loc="best", fontsize=7, framealpha=0.8)
 
 
-def _items(ax, bundle, timed: list, stats: dict) -> None:
+def _items(ax, bundle, timed: list, stats: Stats) -> None:
     """Each item's ratio and interval over the rounds (the same statistic the verdict uses)."""
     from harness.comparison import analysis
 
@@ -131,7 +135,7 @@ def _items(ax, bundle, timed: list, stats: dict) -> None:
     ax.set_yticks(y)
     ax.set_yticklabels([_short(item) for *_, item in shown], fontsize=7)
     ax.invert_yaxis()
-    band = stats["band"]
+    band = stats.band
     ax.axvspan(1 - band, 1 + band, color="#2ca02c", alpha=0.08)
     ax.axvline(1.0, color="#2ca02c", linewidth=0.6, linestyle=":")
     _log_scale(ax, "x")
@@ -168,13 +172,13 @@ def _walls(ax, timed: list, overloaded: set) -> None:
     ax.legend(loc="upper left", fontsize=7)
 
 
-def _stages(ax, stages: dict) -> None:
+def _stages(ax, stages: dict[str, Stage]) -> None:
     from harness.render.text import stage_order
 
     names = stage_order(stages)[:12]
     y = range(len(names))
-    base = [stages[n]["base_self_cpu_s"] or 0.0 for n in names]
-    cand = [stages[n]["candidate_self_cpu_s"] or 0.0 for n in names]
+    base = [stages[n].base_self_cpu_s or 0.0 for n in names]
+    cand = [stages[n].candidate_self_cpu_s or 0.0 for n in names]
     ax.barh([v - 0.2 for v in y], base, height=0.4, color=BASE, label="base")
     ax.barh([v + 0.2 for v in y], cand, height=0.4, color=CANDIDATE, label="candidate")
     ax.set_yticks(list(y))
@@ -185,15 +189,15 @@ def _stages(ax, stages: dict) -> None:
     ax.legend(fontsize=7)
 
 
-def _instructions(ax, ins: dict) -> None:
-    for k, (variant, color) in enumerate((("base", BASE), ("candidate", CANDIDATE))):
-        counts = ins[variant]["counts"]
+def _instructions(ax, ins: Instructions) -> None:
+    for k, (side, color) in enumerate(((ins.base, BASE), (ins.candidate, CANDIDATE))):
+        counts = side.counts
         ax.scatter([k] * len(counts), counts, color=color, s=20)
     ax.set_xticks([0, 1])
     ax.set_xticklabels(["base", "candidate"])
     ax.set_ylabel("instructions (measured region)")
     _log_scale(ax, "y", digits=6)
-    ax.set_title(f"instructions: {ins['verdict']}, ratio {ins['ratio']:.4f}", fontsize=9)
+    ax.set_title(f"instructions: {ins.verdict}, ratio {ins.ratio:.4f}", fontsize=9)
 
 
 def _short(text: str, width: int = 28) -> str:

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness import contract as C, outcomes
 from harness.render.text import (cell, code, fence, md_lines, metrics_table, num, ratio_text, shell_word, stage_order,
                                  suite_text, table)
+
+if TYPE_CHECKING:
+    from harness.bundle.model import Comparison, ItemRatio, Stats
 
 GITHUB_LIMIT = 1 << 20  # bytes: GitHub's limit on one step's job summary ($GITHUB_STEP_SUMMARY)
 COMMENT_LIMIT = 65536  # characters: GitHub's limit on an issue or pull-request comment's body
@@ -106,7 +110,7 @@ def _join(parts: list[Section]) -> str:
 
 def sections(bundle, shown: str, signer: str | None = None, long: bool = False) -> list[Section]:
     c, campaign = bundle.comparison, bundle.campaign
-    stats = c["stats"]
+    stats = c.stats
     head = [f"### Performance evidence: {cell(bundle.name)}", ""]
     if campaign["description"]:
         described = [ln for ln in str(campaign["description"]).splitlines() if ln.strip()]
@@ -117,7 +121,7 @@ def sections(bundle, shown: str, signer: str | None = None, long: bool = False) 
         head += [text, ""]
     head += [_verdict(c, campaign), ""]
     out = [Section("verdict", head, True)]
-    if c.get("metrics"):
+    if c.metrics:
         out.append(Section("metrics table", [metrics_table(c), ""]))
     items = _items(stats, long)
     if items:
@@ -125,9 +129,9 @@ def sections(bundle, shown: str, signer: str | None = None, long: bool = False) 
     out.append(Section("outputs", [_outputs(bundle), ""], True))
     out.append(Section("interpreter and machine", [_setting(bundle), ""], True))
     notes = []
-    if c.get("instructions"):
+    if c.instructions:
         notes.append(cell(outcomes.instructions_text(c)) + ".")
-    warnings = list(stats["warnings"]) + [w for w in [outcomes.disagreement(c)] if w]
+    warnings = list(stats.warnings) + [w for w in [outcomes.disagreement(c)] if w]
     for warning in warnings if long else warnings[:WARNINGS_SHOWN]:
         notes.append(f"Warning: {cell(warning, 600 if long else 200)}.")
     if len(warnings) > WARNINGS_SHOWN and not long:
@@ -139,77 +143,77 @@ def sections(bundle, shown: str, signer: str | None = None, long: bool = False) 
         out.append(Section("instructions, warnings and suite notes", [*notes, ""], True))
     if long:
         out += _long(bundle)
-    digest = (f"Status {c['status']}" + (f" ({cell(c['reason'])})" if c["reason"] else "")
+    digest = (f"Status {c.status}" + (f" ({cell(c.reason)})" if c.reason else "")
               + f"; bundle digest (SHA-256 of `tagmanifest-sha256.txt`) {code(bundle.digest)}"
               + (f"; signed by {cell(signer)}" if signer else "") + ".")
     out.append(Section("digest and commands", [digest, "", *_how_to_check(bundle, shown)], True))
     return out
 
 
-def _rounds(stats: dict, campaign: dict) -> str:
+def _rounds(stats: Stats, campaign: dict) -> str:
     """How many rounds, and how the campaign stopped: its sequential looks when it had them."""
-    n = stats["rounds"]["n"]
-    seq = stats.get("sequential")
-    if isinstance(seq, dict):
-        if seq["stopped"] == "decided":
-            return f"decided after {n} rounds (sequential looks from round {seq['first']}, cap {seq['cap']})"
-        if seq["stopped"] == "cap":
-            return f"no look decided by the cap of {seq['cap']} rounds"
-        return f"ended after {n} of at most {seq['cap']} rounds before a look decided"
+    n = stats.rounds.n
+    seq = stats.sequential
+    if seq is not None:
+        if seq.stopped == "decided":
+            return f"decided after {n} rounds (sequential looks from round {seq.first}, cap {seq.cap})"
+        if seq.stopped == "cap":
+            return f"no look decided by the cap of {seq.cap} rounds"
+        return f"ended after {n} of at most {seq.cap} rounds before a look decided"
     if campaign["rounds"]:
         return f"{n} rounds (a fixed count)"
     return f"{n} rounds of the order {code(campaign['order'])}"
 
 
-def _verdict(c: dict, campaign: dict) -> str:
-    stats, paired, wall = c["stats"], c["stats"]["paired"], c["wall"]
+def _verdict(c: Comparison, campaign: dict) -> str:
+    stats, paired, wall = c.stats, c.stats.paired, c.wall
     base, cand = (campaign["revisions"][v] for v in ("base", "candidate"))
     code_ = outcomes.exit_code(c)
     word = {outcomes.FAILED: "Campaign failed", outcomes.PARITY: "Parity mismatch",
-            outcomes.UNUSABLE: "Unusable"}.get(code_, str(stats["verdict"]).capitalize())
+            outcomes.UNUSABLE: "Unusable"}.get(code_, str(stats.verdict).capitalize())
     line = f"**{cell(word)}** (`harness compare` exit {code_})"
-    if paired["ci95"]:
-        seq = stats.get("sequential")
-        level = ("interval valid at every look" if isinstance(seq, dict) and seq["stopped"] == "decided" else
-                 f"{100 * C.SEQ_LAST_LEVEL:g}% interval" if isinstance(seq, dict) and seq["stopped"] == "cap"
+    if paired.ci95:
+        seq = stats.sequential
+        level = ("interval valid at every look" if seq is not None and seq.stopped == "decided" else
+                 f"{100 * C.SEQ_LAST_LEVEL:g}% interval" if seq is not None and seq.stopped == "cap"
                  else "95% interval")
-        line += (f": candidate/base {ratio_text(paired['geomean_ratio'], paired['ci95'])} ({level}, "
-                 f"{cell(paired['metric'])} over {paired['items']} items, equal band +-{100 * stats['band']:.1f}%"
-                 + (f", claims had to clear +-{100 * stats['claim_band']:.1f}% under load or drift"
-                    if stats["claim_band"] > stats["band"] else "") + ")")
+        line += (f": candidate/base {ratio_text(paired.geomean_ratio, paired.ci95)} ({level}, "
+                 f"{cell(paired.metric)} over {paired.items} items, equal band +-{100 * stats.band:.1f}%"
+                 + (f", claims had to clear +-{100 * stats.claim_band:.1f}% under load or drift"
+                    if stats.claim_band > stats.band else "") + ")")
     else:
-        line += f": {cell(stats['verdict_reason'])}"
+        line += f": {cell(stats.verdict_reason)}"
     rounds = _rounds(stats, campaign)
-    if rounds not in str(stats["verdict_reason"]):
+    if rounds not in stats.verdict_reason:
         line += f"; {rounds}"
     line += ", each round one base and one candidate run in fresh processes."
-    if wall["speedup"]:
-        line += (f" Mean timed wall {wall['base_mean_s']:.3f} s -> {wall['candidate_mean_s']:.3f} s "
-                 f"({wall['speedup']:.3f}x).")
+    if wall.speedup:
+        line += (f" Mean timed wall {wall.base_mean_s:.3f} s -> {wall.candidate_mean_s:.3f} s "
+                 f"({wall.speedup:.3f}x).")
     revs = " ".join(f"{label} {code(r['sha'])}" + (f" ({cell(r['rev'], 80)})" if r["rev"] != r["sha"] else "")
                     for label, r in (("Base", base), ("candidate", cand)))
     return line + f"\n\n{revs.replace(' candidate', '; candidate', 1)}."
 
 
-def _items(stats: dict, long: bool) -> list[str]:
-    per = stats.get("per_item")
-    if not per or not per.get("items"):
+def _items(stats: Stats, long: bool) -> list[str]:
+    per = stats.per_item
+    if not per or not per.items:
         return []
-    rows = per["table"] if long else per["table"][:ITEMS_SHOWN]
-    band, enough = per["band"], stats["rounds"]["n"] >= C.MIN_ROUNDS
+    rows = per.table if long else per.table[:ITEMS_SHOWN]
+    band, enough = per.band, stats.rounds.n >= C.MIN_ROUNDS
 
-    def beyond(row):
-        ci = row.get("ci95")
+    def beyond(row: ItemRatio) -> str:
+        ci = row.ci95
         if not enough or not ci:
             return "n/a"
         return "regressed" if ci[0] > 1 + band else "improved" if ci[1] < 1 - band else "within"
 
-    shown = [{"item": cell(r["id"], 120), "candidate/base": num(r["ratio"], 4),
-              "95% interval": f"[{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]" if r.get("ci95") else "n/a",
+    shown = [{"item": cell(r.id, 120), "candidate/base": num(r.ratio, 4),
+              "95% interval": f"[{r.ci95[0]:.4f}, {r.ci95[1]:.4f}]" if r.ci95 else "n/a",
               f"beyond +-{100 * band:.1f}%": beyond(r)} for r in rows]
-    more = per["items"] - len(rows)
-    judged = (f"{per['regressed']} of {per['items']} regressed and {per['improved']} improved beyond +-{100 * band:.1f}%"
-              if enough else f"none of the {per['items']} judged beyond +-{100 * band:.1f}% ({stats['rounds']['n']} "
+    more = per.items - len(rows)
+    judged = (f"{per.regressed} of {per.items} regressed and {per.improved} improved beyond +-{100 * band:.1f}%"
+              if enough else f"none of the {per.items} judged beyond +-{100 * band:.1f}% ({stats.rounds.n} "
               f"rounds, fewer than the {C.MIN_ROUNDS} a per-item verdict needs)")
     return [f"Per item, worst first: {judged}" + (f" ({more} more not shown)" if more else "") + ":", "",
             table(shown, right=("candidate/base",)), ""]
@@ -217,35 +221,35 @@ def _items(stats: dict, long: bool) -> list[str]:
 
 def _outputs(bundle) -> str:
     c = bundle.comparison
-    parity = c["parity"]
+    parity = c.parity
     fields = {f for r in bundle.runs if r.ok for it in r.items for f in it.fields}
     dtypes = sorted({f.dtype for r in bundle.runs if r.ok for it in r.items for f in it.fields.values()})
-    golden = parity["golden"]
+    golden = parity.golden
     ok_runs = [r for r in bundle.runs if r.ok]
-    giving = sum(1 for it in ok_runs[0].items if it.fields) if ok_runs else parity["items"]
-    of_items = f"{parity['items']} items" if giving == parity["items"] else \
-        f"the {giving} items that give outputs (of {parity['items']})"
-    if parity["identical"] and not parity["fields_compared"]:
-        sentence = f"Outputs: none to compare (no item gave outputs; {parity['items']} items)"
-    elif parity["identical"]:
+    giving = sum(1 for it in ok_runs[0].items if it.fields) if ok_runs else parity.items
+    of_items = f"{parity.items} items" if giving == parity.items else \
+        f"the {giving} items that give outputs (of {parity.items})"
+    if parity.identical and not parity.fields_compared:
+        sentence = f"Outputs: none to compare (no item gave outputs; {parity.items} items)"
+    elif parity.identical:
         names = sorted(fields)
-        sentence = (f"Outputs: all {parity['fields_identical']} fields of {of_items} byte-identical in "
+        sentence = (f"Outputs: all {parity.fields_identical} fields of {of_items} byte-identical in "
                     f"every run (fields {', '.join(cell(f, 80) for f in names[:8])}"
                     + (f" and {len(names) - 8} more" if len(names) > 8 else "")
                     + f"; dtypes {', '.join(cell(d, 40) for d in dtypes[:8])}; dtype, shape and raw bytes, "
                     "NaN payloads included)")
-    elif parity["agree"]:
+    elif parity.agree:
         sentence = f"Outputs: {cell(outcomes.parity_text(c))}"
     else:
         from harness.comparison.parity import explain
 
         sentence = f"Outputs DIFFER: {cell(explain(c), 600)}"
-    sentence += (f"; {parity['error_returns']} recorded error return(s), "
-                 + ("identical" if parity["errors_identical"] else "not identical")
-                 + f"; stage call counts {'identical' if parity['call_counts_identical'] else 'NOT identical'}")
+    sentence += (f"; {parity.error_returns} recorded error return(s), "
+                 + ("identical" if parity.errors_identical else "not identical")
+                 + f"; stage call counts {'identical' if parity.call_counts_identical else 'NOT identical'}")
     if golden:
-        sentence += (f"; golden file {'identical' if golden['identical'] else 'DIFFERS'} on "
-                     f"{golden['items_checked']} of its {golden['items']} items")
+        sentence += (f"; golden file {'identical' if golden.identical else 'DIFFERS'} on "
+                     f"{golden.items_checked} of its {golden.items} items")
     return sentence + "."
 
 
@@ -263,7 +267,7 @@ def _setting(bundle) -> str:
              cell(env.get("os"), 120) if env.get("os") else None]
     return (f"Interpreter {python}; machine {cell(bundle.machine.text())}"
             + "".join(f", {x}" for x in extra if x)
-            + f"; {campaign['slots']} work slot(s); {c['items']['planned']} of the {c['items']['of']} items the "
+            + f"; {campaign['slots']} work slot(s); {c.items.planned} of the {c.items.of} items the "
             "workload gives.")
 
 
@@ -272,18 +276,18 @@ def _long(bundle) -> list[Section]:
     rows = [{"run": cell(r.label), "variant": cell(r.variant.capitalize()), "timed wall (s)": num(r.wall_s, 3),
              "status": cell(r.status)} for r in bundle.runs]
     out = [Section("run table", ["The runs in execution order:", "", table(rows, right=("timed wall (s)",)), ""])]
-    if c["stages"]:
+    if c.stages:
         stage_rows = []
-        for name in stage_order(c["stages"]):
-            s = c["stages"][name]
-            calls = s["calls_per_run"]
+        for name in stage_order(c.stages):
+            s = c.stages[name]
+            calls = s.calls_per_run
             if isinstance(calls, dict):
                 calls = ", ".join(f"{cell(k)} {v:,}" for k, v in sorted(calls.items()))
             else:
                 calls = f"{calls:,}"
             stage_rows.append({"stage": cell(name), "calls/run": calls,
-                               "base self CPU (s)": num(s["base_self_cpu_s"], 3),
-                               "candidate self CPU (s)": num(s["candidate_self_cpu_s"], 3)})
+                               "base self CPU (s)": num(s.base_self_cpu_s, 3),
+                               "candidate self CPU (s)": num(s.candidate_self_cpu_s, 3)})
         out.append(Section("stage table", [
             "Summed worker-thread CPU per run, each stage excluding its instrumented child stages (stage runs; no "
             "interval: read it as where the time went, not as a second verdict):", "",

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness import contract as C
+if TYPE_CHECKING:
+    from harness.bundle.model import Comparison, Stage
 
 NA = "n/a"
 STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that dominate base CPU
@@ -198,84 +199,74 @@ def ratio_text(ratio: Any, ci: Any) -> str:
     return f"{ratio:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
 
 
-def metrics_table(comparison: dict, esc=cell) -> str:
+def metrics_table(comparison: Comparison, esc=cell) -> str:
     """Every metric of comparison.json `metrics` in one table: its own verdict, the candidate/base
     ratio with its interval (instruction counts have none: exact counts), the mean per run of each
     variant in its unit, and its equal band."""
     from harness import outcomes
 
     rows = []
-    for m in comparison.get("metrics") or []:
-        ratio = m["ratio"]
-        shown = (ratio_text(ratio, m["ci95"]) if m["ci95"] else f"{ratio:.4f} (no interval)") if ratio is not None \
+    for m in comparison.metrics:
+        shown = (ratio_text(m.ratio, m.ci95) if m.ci95 else f"{m.ratio:.4f} (no interval)") if m.ratio is not None \
             else "not measured"
-        moved = (f"{outcomes.quantity(m['base'], m['unit'])} -> {outcomes.quantity(m['candidate'], m['unit'])}"
-                 if m["base"] is not None and m["candidate"] is not None else NA)
-        rows.append({"metric": C.METRIC[m["name"]].title, "verdict": esc(m["verdict"]), "candidate/base": shown,
-                     "base -> candidate (mean per run)": moved, "band": f"+-{100 * m['band']:.1f}%",
-                     "of": esc(m["of"], 120)})
+        moved = (f"{outcomes.quantity(m.base, m.unit)} -> {outcomes.quantity(m.candidate, m.unit)}"
+                 if m.base is not None and m.candidate is not None else NA)
+        rows.append({"metric": m.title, "verdict": esc(m.verdict), "candidate/base": shown,
+                     "base -> candidate (mean per run)": moved, "band": f"+-{100 * m.band:.1f}%",
+                     "of": esc(m.of, 120)})
     return table(rows)
 
 
-def verdict_word(comparison: dict) -> str:
+def verdict_word(comparison: Comparison) -> str:
     """The one word a summary row shows for a comparison."""
     from harness import outcomes
 
     code_ = outcomes.exit_code(comparison)
     words = {outcomes.UNUSABLE: "unusable", outcomes.PARITY: "parity mismatch", outcomes.FAILED: "campaign failed"}
-    return words.get(code_) or cell(comparison["stats"]["verdict"])
+    return words.get(code_) or cell(comparison.stats.verdict)
 
 
 # --- stage tables --------------------------------------------------------------------------------
-def _stage_ratio(s: dict) -> float | None:
-    b, c = s.get("base_self_cpu_s"), s.get("candidate_self_cpu_s")
-    if isinstance(b, (int, float)) and isinstance(c, (int, float)) and not isinstance(b, bool) \
-            and not isinstance(c, bool) and b > 0:
-        return c / b
-    return None
-
-
-def stage_order(stages: dict) -> list[str]:
+def stage_order(stages: dict[str, Stage]) -> list[str]:
     """Stage names, most base self CPU first (ties by name): where the base's time went."""
     def base(name):
-        v = (stages[name] or {}).get("base_self_cpu_s")
-        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else -1.0
+        v = stages[name].base_self_cpu_s
+        return v if v is not None else -1.0
     return sorted(stages, key=lambda name: (-base(name), str(name)))
 
 
-def stage_cells(s: dict, prefix: str = "") -> dict:
+def stage_cells(s: Stage, prefix: str = "") -> dict:
     """One stage's base and candidate self CPU and their ratio, as every stage table shows them."""
-    return {f"{prefix}base self": num(s.get("base_self_cpu_s"), 4),
-            f"{prefix}candidate self": num(s.get("candidate_self_cpu_s"), 4),
-            f"{prefix}candidate/base": num(_stage_ratio(s), 3)}
+    return {f"{prefix}base self": num(s.base_self_cpu_s, 4),
+            f"{prefix}candidate self": num(s.candidate_self_cpu_s, 4),
+            f"{prefix}candidate/base": num(s.ratio, 3)}
 
 
-def stage_table(stages: dict, top: int | None = None, incl: bool = True, esc=cell) -> tuple[str, int]:
+def stage_table(stages: dict[str, Stage], top: int | None = None, incl: bool = True, esc=cell) -> tuple[str, int]:
     """The stage self CPU table, most base self CPU first, and how many stages `top` left out;
     esc: how a stage's name is escaped (`cell` on a page, `tcell` on a terminal)."""
     names = stage_order(stages)
     rows = []
     for name in names[:top]:
-        s = stages[name] or {}
-        calls = s.get("calls_per_run")
+        s = stages[name]
+        calls = s.calls_per_run
         if isinstance(calls, dict):
             calls = ", ".join(f"{k}: {calls[k]}" for k in sorted(calls))  # escaped once, below
         row = {"stage": esc(name), "calls per run": esc(calls) if isinstance(calls, str) else num(calls),
                **stage_cells(s)}
         if incl:
-            row.update({"base incl": num(s.get("base_incl_cpu_s"), 4),
-                        "candidate incl": num(s.get("candidate_incl_cpu_s"), 4)})
-        if s.get("base_installed") is False or s.get("candidate_installed") is False:
+            row.update({"base incl": num(s.base_incl_cpu_s, 4), "candidate incl": num(s.candidate_incl_cpu_s, 4)})
+        if not (s.base_installed and s.candidate_installed):
             row["stage"] += " (not installed in every run)"
         rows.append(row)
     right = ("calls per run", "base self", "candidate self", "candidate/base", "base incl", "candidate incl")
     return table(rows, right=right), len(names) - len(rows)
 
 
-def stage_summary(comparison: dict) -> list[str]:
+def stage_summary(comparison: Comparison) -> list[str]:
     """The short stage table `harness run` and `harness compare` print: the top stages by base
     self CPU, so a terminal shows where the time went without opening REPORT.md."""
-    stages = comparison.get("stages") or {}
+    stages = comparison.stages
     if not stages:
         return []
     text, left = stage_table(stages, top=STAGES_SHOWN, incl=False, esc=tcell)

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.bundle.model import Comparison
+
 # Busy for the first half of each 0.6 s of the wall clock, like another job that comes and
 # goes. All of them in phase (a free-running loop each drifted apart, and then one core was
 # always free); each ends by itself when the self-test's process is gone, or after 2 hours.
@@ -73,7 +75,7 @@ def _process(pid: int):
         return None
 
 
-def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: float, work: int) -> dict:
+def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: float, work: int) -> Comparison:
     import yaml
 
     from harness.plan import spec
@@ -91,7 +93,7 @@ def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: floa
     runner = Runner(campaign, out)
     outcome = runner.run()
     assert outcome is not None  # not check_only: run() seals a bundle
-    comparison = outcome.comparison
+    comparison = Comparison.of(outcome.comparison)
     if (runner.interrupted or "").startswith("interrupted by"):  # Ctrl-C or SIGTERM ends the self-test too
         raise SystemExit(f"harness selftest noise: {runner.interrupted}; the self-test stopped")
     return comparison
@@ -121,19 +123,19 @@ def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int
                         t0 = time.monotonic()
                         c = one_campaign(demo, Path(tmp) / f"{name}-{kind}-{k}".replace(" ", "_").replace("%", ""),
                                          rounds, factor, work)
-                        s = c["stats"]
-                        if c["status"] != "complete" or not s["paired"]["ci95"]:
+                        s = c.stats
+                        if not c.complete or not s.paired.ci95:
                             failed += 1
-                            print(f"{name}, {kind} #{k + 1}: {c['status']}: {c['reason'] or s['verdict_reason']}")
+                            print(f"{name}, {kind} #{k + 1}: {c.status}: {c.reason or s.verdict_reason}")
                             continue
-                        lo, hi = s["paired"]["ci95"]
-                        rows[kind].append((s["verdict"], s["paired"]["geomean_ratio"], lo, hi))
-                        wider = f", claims +-{100 * s['claim_band']:.1f}%" if s["claim_band"] > s["band"] else ""
-                        loaded_runs = len(s["load"]["overloaded"])
-                        print(f"{name}, {kind} #{k + 1}: {s['verdict']} {s['paired']['geomean_ratio']:.4f} "
-                              f"[{lo:.4f}, {hi:.4f}], band +-{100 * s['band']:.1f}%{wider}, "
-                              f"{loaded_runs} of {2 * s['rounds']['n']} runs overloaded"
-                              f"{', drift flagged' if s['drift']['flagged'] else ''} "
+                        lo, hi = s.paired.ci95
+                        rows[kind].append((s.verdict, s.paired.geomean_ratio, lo, hi))
+                        wider = f", claims +-{100 * s.claim_band:.1f}%" if s.claim_band > s.band else ""
+                        loaded_runs = len(s.load.overloaded)
+                        print(f"{name}, {kind} #{k + 1}: {s.verdict} {s.paired.geomean_ratio:.4f} "
+                              f"[{lo:.4f}, {hi:.4f}], band +-{100 * s.band:.1f}%{wider}, "
+                              f"{loaded_runs} of {2 * s.rounds.n} runs overloaded"
+                              f"{', drift flagged' if s.drift and s.drift.flagged else ''} "
                               f"({time.monotonic() - t0:.0f} s)", flush=True)
             aa, fx = rows["A-vs-A"], rows[effect_kind]
             claims = sum(v in ("improved", "regressed") for v, *_ in aa)

@@ -138,17 +138,15 @@ def test_the_instructions_section_is_derived_alike_by_both_checkers(counts, wall
 
 def test_the_verdict_line_shows_instructions_and_flags_disagreement_in_direction():
     instr = [_instr("IA1", 1000), _instr("IA2", 1000), _instr("IB1", 1010), _instr("IB2", 1010)]
-    c = {"status": "complete", "parity": {"identical": True, "agree": True},
-         "stats": {"verdict": "improved", "rounds": {"n": 5}, "band": 0.02, "warnings": [],
-                   "paired": {"geomean_ratio": 0.9, "ci95": [0.85, 0.95], "metric": "item wall_s"}},
-         "wall": {}, "instructions": comparison.instructions_section(instr, {"verdict": "improved"})}
-    text = verdict.line(c)
+    parts = {"stats": {"verdict": "improved", "rounds": {"n": 5}, "band": 0.02, "warnings": [],
+                       "paired": {"geomean_ratio": 0.9, "ci95": [0.85, 0.95], "metric": "item wall_s"}}}
+    ins = comparison.instructions_section(instr, {"verdict": "improved"})
+    text = verdict.line(fakes.comparison(**parts, instructions=ins, metrics=[C.instructions_entry(ins)]))
     # the counts' own verdict beside the wall's: 1% more instructions, outside the +-0.2% band
     assert ("instructions: regressed, candidate/base 1.0100 (+1.00%, repeated exactly, 2+2 runs of 2 items, "
             "band +-0.2%)") in text
     assert "wall says improved but instructions went the other way (+1.00%)" in text
-    del c["instructions"]
-    assert "instructions" not in verdict.line(c)
+    assert "instructions" not in verdict.line(fakes.comparison(**parts))
 
 
 # --- under valgrind ------------------------------------------------------------------------

@@ -25,7 +25,7 @@ pytest.importorskip("cryptography")
 
 from conftest import CAMPAIGNS, ROOT, harness, no_traceback  # noqa: E402
 from fakes import Model, run_fake  # noqa: E402
-from harness import contract as C, outcomes  # noqa: E402
+from harness import contract as C, outcomes, records  # noqa: E402
 from harness.attest import claim, dsse, keys  # noqa: E402
 from harness.attest.check import attestation_path  # noqa: E402
 from harness.bundle import read  # noqa: E402
@@ -148,11 +148,12 @@ def reseal(bundle: Path, changed: Path) -> None:
 def test_the_signed_claim_is_the_bundle_s(signed):
     predicate = statement_of(signed)["predicate"]
     b = read.load(signed)
-    paired = b.comparison["stats"]["paired"]
-    assert predicate["campaign"] == "model" and predicate["verdict"] == b.comparison["stats"]["verdict"] == "improved"
+    paired = b.comparison.stats.paired
+    assert predicate["campaign"] == "model" and predicate["verdict"] == b.comparison.stats.verdict == "improved"
     assert predicate["exit_code"] == outcomes.exit_code(b.comparison) == outcomes.OK
-    assert (predicate["ratio"], predicate["ci95"]) == (paired["geomean_ratio"], paired["ci95"])
-    assert predicate["parity"] == {k: b.comparison["parity"][k] for k in ("identical", "agree", "tolerance")}
+    assert (predicate["ratio"], predicate["ci95"]) == (paired.geomean_ratio, paired.ci95)
+    assert predicate["parity"] == {k: records.to_json(getattr(b.comparison.parity, k))
+                                   for k in ("identical", "agree", "tolerance")}
     assert predicate["machine"] == b.machine.text()
     assert predicate["revisions"] == {v: b.campaign["revisions"][v]["sha"] for v in ("base", "candidate")}
     assert predicate["reproduction"] is None and predicate["signed_at"].endswith("Z")

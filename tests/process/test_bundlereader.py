@@ -19,7 +19,7 @@ from harness.records import InstructionRecord, MachineClass, RunRecord
 def test_one_loader_reads_every_record_the_readers_use(demo_bundle):
     b = bundlereader.load(demo_bundle)
     assert all(isinstance(r, RunRecord) for r in b.runs) and b.instructions == []
-    assert [r.label for r in b.runs] == b.campaign["labels"] == [r["label"] for r in b.comparison["runs"]]
+    assert [r.label for r in b.runs] == b.campaign["labels"] == [r.label for r in b.comparison.runs]
     assert b.runner["runs_started"] == len(b.runs) and b.inputs["schema"] == C.SCHEMAS["inputs"]
     assert b.workload["digest"] == b.runs[0].workload_sha256 and b.reproduction is None
     assert b.digest == bundlereader.digest(demo_bundle) and len(b.digest) == 64

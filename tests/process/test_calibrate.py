@@ -15,10 +15,10 @@ from harness.commands.calibrate import floor_of
 
 
 def test_floor_is_the_farthest_bound_from_one():
-    assert floor_of({"paired": {"ci95": [0.97, 1.01]}}) == 0.03
-    assert floor_of({"paired": {"ci95": [0.995, 1.04]}}) == 0.04
-    assert floor_of({"paired": {"ci95": [1.01, 1.02]}}) == 0.02  # a biased A-vs-A: the whole offset
-    assert floor_of({"paired": {"ci95": None}}) is None
+    assert floor_of([0.97, 1.01]) == 0.03
+    assert floor_of([0.995, 1.04]) == 0.04
+    assert floor_of([1.01, 1.02]) == 0.02  # a biased A-vs-A: the whole offset
+    assert floor_of(None) is None
 
 
 def demo_copy(where, **extra):
@@ -64,7 +64,7 @@ def test_calibration_runs_one_sha_on_both_sides_and_verifies(calibrated):
     campaign = json.loads((where / "aa" / C.CAMPAIGN_JSON).read_text())
     assert campaign["revisions"]["base"]["sha"] == campaign["revisions"]["candidate"]["sha"]
     assert doc["schema"] == C.SCHEMAS["noise_floor"] and doc["campaign"] == "demo"
-    assert doc["floor"] == floor_of({"paired": {"ci95": doc["ci95"]}}) and doc["rounds"] == 5
+    assert doc["floor"] == floor_of(doc["ci95"]) and doc["rounds"] == 5
     for check in checkers(where / "aa"):
         assert check.returncode == 0, check.stdout + check.stderr
     again = harness("calibrate", where / "demo.yaml", "--out", where / "aa2")

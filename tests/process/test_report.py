@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import harness
-from fakes import Model, run_fake
+from fakes import Model, comparison, run_fake
 from harness import contract as C
 from harness.cli import main as cli
 from harness.judge.survey import find_bundles, survey
@@ -54,12 +54,14 @@ def test_the_report_is_deterministic(repo):
 
 
 def test_stage_tables_most_base_cpu_first_and_the_short_one_capped():
-    stages = {f"s{i}": {"calls_per_run": 1, "base_self_cpu_s": float(i), "candidate_self_cpu_s": 1.0,
-                        "base_incl_cpu_s": float(i), "candidate_incl_cpu_s": 1.0} for i in range(8)}
-    full, left = stage_table(stages)
+    stage = {"calls_per_run": 1, "calls": "equal", "candidate_self_cpu_s": 1.0, "candidate_incl_cpu_s": 1.0,
+             "base_installed": True, "candidate_installed": True}
+    c = comparison(stages={f"s{i}": {**stage, "base_self_cpu_s": float(i), "base_incl_cpu_s": float(i)}
+                           for i in range(8)})
+    full, left = stage_table(c.stages)
     assert left == 0 and [line.split("|")[1].strip() for line in full.splitlines()[2:]] == \
         [f"s{i}" for i in range(7, -1, -1)]
-    short = stage_summary({"stages": stages})
+    short = stage_summary(c)
     assert "3 smaller stage(s) left out" in short[0] and short[1].count("\n") == 6
 
 

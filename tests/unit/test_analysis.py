@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from fakes import run_record, with_machine
+from fakes import comparison, run_record, with_machine
 from harness import rehash, records
 from harness.comparison import analysis
 from harness import outcomes as verdict
@@ -162,7 +162,7 @@ def test_per_item_truth_names_the_worst():
     assert s["verdict"] == "improved" and per["items"] == 6 and per["regressed"] == 2
     assert per["worst"]["id"] == "i2" and per["worst"]["ratio"] == pytest.approx(2.1)
     assert [row["id"] for row in per["table"][:2]] == ["i2", "i1"]
-    line = verdict.line({"status": "complete", "parity": {"identical": True, "agree": True}, "wall": {}, "stats": s})
+    line = verdict.line(comparison(stats=s))
     assert "2 of 6 items regressed beyond +-2.0%, worst i2 2.1000" in line
 
 
@@ -170,7 +170,7 @@ def test_every_warning_is_on_the_verdict_line():
     runs = rounds_of([0.8] * 3)
     runs[0] = with_machine(runs[0], loadavg_before=[9.0])
     s = same(runs)
-    line = verdict.line({"status": "complete", "parity": {"identical": True, "agree": True}, "wall": {}, "stats": s})
+    line = verdict.line(comparison(stats=s))
     assert line.startswith("verdict: inconclusive (exit 6)") and "\n" not in line
     for warning in s["warnings"]:
         assert warning in line

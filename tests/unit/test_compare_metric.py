@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from checks_support import instruction_bundle
-from fakes import Model, run_fake
+from fakes import Model, comparison, run_fake
 from harness import cli, outcomes
 
 
@@ -44,7 +44,10 @@ def test_metric_instructions_without_counts_is_one_line_and_exit_2(tmp_path, cap
 
 
 def test_the_verdict_line_for_instructions_follows_their_code():
-    c = {"status": "complete", "parity": {"agree": True, "identical": True}, "stats": {"verdict": "regressed"},
-         "metrics": [{"name": "wall", "verdict": "regressed"}, {"name": "instructions", "verdict": "equal"}]}
+    entry = {"unit": "s", "of": "", "n": 0, "base": None, "candidate": None, "ratio": None, "ci95": None, "band": 0.02,
+             "verdict_reason": ""}
+    metrics = [{**entry, "name": "wall", "verdict": "regressed"}, {**entry, "name": "instructions", "verdict": "equal"}]
+    c = comparison(stats={"verdict": "regressed"}, metrics=metrics)
     assert outcomes.exit_code(c) == outcomes.REGRESSED and outcomes.exit_code(c, "instructions") == outcomes.OK
-    assert outcomes.exit_code({**c, "metrics": c["metrics"][:1]}, "instructions") == outcomes.UNUSABLE
+    assert outcomes.exit_code(comparison(stats={"verdict": "regressed"}, metrics=metrics[:1]),
+                              "instructions") == outcomes.UNUSABLE

@@ -46,14 +46,14 @@ def test_rounds_auto_stops_at_the_first_look_that_decides(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(items=6, item_s=0.1), rounds="auto", budget_s=60, min_rounds=4,
                           seed=7)
     bundle = read.load(outcome.out)
-    seq = bundle.comparison["stats"]["sequential"]
+    stats = bundle.comparison.stats
+    seq = stats.sequential
     pace = sum(r.process.wall_s for r in bundle.runs[:2])
-    assert seq["cap"] == C.auto_rounds(60, pace, 4) > bundle.campaign["rounds"] >= 4
-    assert seq["stopped"] == "decided" and [row["round"] for row in seq["looks"]] == \
-        list(range(4, bundle.campaign["rounds"] + 1))
-    assert [row["verdict"] for row in seq["looks"]][:-1] == ["inconclusive"] * (len(seq["looks"]) - 1)
-    assert bundle.comparison["stats"]["verdict"] == seq["looks"][-1]["verdict"] == "improved"
-    assert bundle.comparison["stats"]["paired"]["ci95"] == seq["looks"][-1]["ci95"]
+    assert seq.cap == C.auto_rounds(60, pace, 4) > bundle.campaign["rounds"] >= 4
+    assert seq.stopped == "decided" and [row.round for row in seq.looks] == list(range(4, bundle.campaign["rounds"] + 1))
+    assert [row.verdict for row in seq.looks][:-1] == ["inconclusive"] * (len(seq.looks) - 1)
+    assert stats.verdict == seq.looks[-1].verdict == "improved"
+    assert stats.paired.ci95 == seq.looks[-1].ci95
     assert bundle.campaign["order"] == C.round_order(bundle.campaign["rounds"], bundle.campaign["seed"], 0, 4)
     assert len(bundle.runs) == len(bundle.campaign["order"])
     assert not rehash.rehash(str(outcome.out)).problems
@@ -64,11 +64,12 @@ def test_rounds_auto_without_a_decision_runs_to_the_cap(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(items=6, item_s=1.0, ratio=1.0), rounds="auto", budget_s=30,
                           min_rounds=4, seed=7)  # a pinned shuffle: the verdict at the cap is a draw
     bundle = read.load(outcome.out)
-    seq = bundle.comparison["stats"]["sequential"]
-    assert bundle.campaign["rounds"] == seq["cap"] and seq["stopped"] == "cap"
-    assert all(row["verdict"] == "inconclusive" for row in seq["looks"])
-    assert bundle.comparison["stats"]["verdict"] in ("inconclusive", "equal")  # the 97.5% fixed-count interval
-    assert "no look decided before the budget's cap" in bundle.comparison["stats"]["verdict_reason"]
+    stats = bundle.comparison.stats
+    seq = stats.sequential
+    assert bundle.campaign["rounds"] == seq.cap and seq.stopped == "cap"
+    assert all(row.verdict == "inconclusive" for row in seq.looks)
+    assert stats.verdict in ("inconclusive", "equal")  # the 97.5% fixed-count interval
+    assert "no look decided before the budget's cap" in stats.verdict_reason
     assert not rehash.rehash(str(outcome.out)).problems
 
 
@@ -152,8 +153,8 @@ def _truncate_to(bundle, rounds):
 def test_both_checkers_refuse_a_stop_the_looks_did_not_make(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(items=4, item_s=0.5, ratio=1.0), rounds="auto", budget_s=40,
                           min_rounds=4, seed=7)
-    seq = read.load(outcome.out).comparison["stats"]["sequential"]
-    assert seq["stopped"] == "cap" and seq["cap"] > 5
+    seq = read.load(outcome.out).comparison.stats.sequential
+    assert seq.stopped == "cap" and seq.cap > 5
     # stopped early, as if a look had decided: the re-derived looks say none did
     short = tmp_path / "short"
     shutil.copytree(outcome.out, short)
@@ -177,8 +178,8 @@ def test_both_checkers_refuse_a_campaign_that_went_on_after_a_look_decided(tmp_p
     outcome, _ = run_fake(tmp_path, Model(items=4, item_s=0.1), rounds="auto", budget_s=20, min_rounds=4,
                           seed=7)
     bundle = read.load(outcome.out)
-    seq = bundle.comparison["stats"]["sequential"]
-    assert bundle.campaign["rounds"] == seq["cap"] > 5 and seq["looks"][0]["verdict"] == "improved"
+    seq = bundle.comparison.stats.sequential
+    assert bundle.campaign["rounds"] == seq.cap > 5 and seq.looks[0].verdict == "improved"
     for lines in problems(outcome.out):
         assert refused(lines, "the look after round 4 decided, but the campaign went on"), lines
 

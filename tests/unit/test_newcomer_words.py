@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from fakes import Model, ModelLauncher, record, run_fake, write_fake_campaign
+from fakes import Model, ModelLauncher, comparison, record, run_fake, write_fake_campaign
 from harness import cli, contract as C, outcomes, records, rehash
+from harness.bundle.model import Comparison, Stats
 from harness.comparison import analysis
 from harness.engine import progress as progress_module
 from harness.engine.progress import Progress, Silent
@@ -163,7 +164,7 @@ def test_outputs_that_already_differ_are_noted_at_the_pre_flight_and_the_campaig
                                "parity will fail; if the change moves floats in their last bits by design, declare "
                                "`parity: {max_ulp: N}`"]
     assert outcome.exit_code == outcomes.PARITY
-    line = outcomes.line(outcome.comparison)
+    line = outcomes.line(Comparison.of(outcome.comparison))
     assert line.startswith("verdict: parity mismatch, timing improved (exit 3): candidate/base ")
 
 
@@ -173,7 +174,7 @@ def test_a_declared_ulp_tolerance_says_within_and_never_identical_or_equal(tmp_p
     is there."""
     runner, outcome, _ = run_model(tmp_path, Model(differ=True), parity={"max_ulp": 4})
     assert runner.warnings[0].endswith("parity will fail")  # the fix is declared already
-    line = outcomes.line(outcome.comparison)
+    line = outcomes.line(Comparison.of(outcome.comparison))
     assert line.startswith("verdict: improved (exit 0): candidate/base ")
     assert "; outputs within 4 ULP (close, not identical: max seen 1 ULP, " in line
     assert "outputs equal" not in line
@@ -217,8 +218,7 @@ def test_an_interval_too_wide_to_decide_is_not_contradicted_never_reproduced(cla
     assert timing["word"] == "not contradicted" and timing["holds"] is True
     assert timing["reason"].endswith(f"but the re-run is inconclusive: too wide to say {claimed['verdict']} itself")
     scope = {"same_items": True, "note": "the same 6 items; 5 rounds, as the original"}
-    word, _ = reproduce.verdict({"status": "complete", "parity": {"agree": True}}, {"agree": True, "why": "identical"},
-                                timing, scope)
+    word, _ = reproduce.verdict(comparison(), {"agree": True, "why": "identical"}, timing, scope)
     assert word == "not contradicted" and outcomes.REPRODUCTION_CODES[word] == outcomes.NOT_CONTRADICTED
 
 
@@ -243,7 +243,7 @@ def test_the_per_item_line_counts_regressions_against_the_band_it_prints():
     stats = analysis.analyze(runs, 0.02)
     per = stats["per_item"]
     assert stats["claim_band"] > stats["band"] == 0.02 and per["band"] == stats["claim_band"]
-    text = outcomes.per_item_text(stats)
+    text = outcomes.per_item_text(Stats.of(stats))
     printed = float(text.split("beyond +-")[1].split("%")[0]) / 100
     lows = {row["id"]: row["ci95"][0] for row in per["table"]}
     beyond_printed = sorted(i for i, lo in lows.items() if lo > 1 + printed)

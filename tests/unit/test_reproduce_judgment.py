@@ -69,7 +69,7 @@ def test_a_claim_the_rerun_contradicts_is_not_reproduced_whatever_its_own_interv
     original, _ = run_fake(tmp_path / "a", Model(ratio=0.5, seed=1))
     _forge_walls(original.out, [100.0, 3000.0, 30.0, 9000.0, 400.0, 5.0])
     forged = read.load(original.out)
-    lo, hi = forged.comparison["stats"]["paired"]["ci95"]
+    lo, hi = forged.comparison.stats.paired.ci95
     assert hi / lo > 1000  # the author's door is wide open
     rerun, _ = run_fake(tmp_path / "b", Model(ratio=0.5, seed=2))
     receipt = reproduce.receipt(forged, read.load(rerun.out))

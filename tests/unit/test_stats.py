@@ -11,8 +11,10 @@ import math
 import numpy as np
 import pytest
 
+import fakes
 from fakes import run_record
 from harness import rehash, records
+from harness.bundle.model import Comparison
 from harness.comparison import analysis, stats
 from harness.contract import MIN_ROUNDS
 from harness.outcomes import exit_code as verdict_exit_code, line as verdict_line
@@ -147,15 +149,14 @@ def comparison(verdict="improved", status="complete", identical=True, tolerance=
     """tolerance: {max_ulp, max_ulp_seen, fields_within} when the campaign declared parity.max_ulp
     and every mismatch lies within it (then the outputs agree without being identical)."""
     mismatch = {"run": "B1", "item": "x", "field": "out", "reason": "bytes differ"}
-    return {"status": status, "reason": "worker B1 crashed" if status != "complete" else None,
-            "parity": {"identical": identical, "agree": identical or tolerance is not None, "tolerance": tolerance,
-                       "mismatch_count": 0 if identical else 1, "mismatches": [] if identical else [mismatch]},
-            "wall": {"base_mean_s": 1.0, "candidate_mean_s": 0.8, "saving_s": 0.2,
-                     "saving_pct": 20.0, "speedup": 1.25},
-            "stats": {"verdict": verdict, "threshold": 0.02, "band": 0.02, "claim_band": 0.02, "floor": None,
-                      "rounds": {"n": 6}, "warnings": [],
-                      "paired": {"metric": "item wall_s", "geomean_ratio": 0.8,
-                                 "ci95": [0.78, 0.82]}}}
+    return fakes.comparison(
+        status=status, reason="worker B1 crashed" if status != "complete" else None,
+        parity={"identical": identical, "agree": identical or tolerance is not None, "tolerance": tolerance,
+                "mismatch_count": 0 if identical else 1, "mismatches": [] if identical else [mismatch]},
+        wall={"base_mean_s": 1.0, "candidate_mean_s": 0.8, "saving_s": 0.2, "saving_pct": 20.0, "speedup": 1.25},
+        stats={"verdict": verdict, "threshold": 0.02, "band": 0.02, "claim_band": 0.02, "floor": None,
+               "rounds": {"n": 6}, "warnings": [],
+               "paired": {"metric": "item wall_s", "geomean_ratio": 0.8, "ci95": [0.78, 0.82]}})
 
 
 @pytest.mark.parametrize("kwargs,code,word", [
@@ -201,8 +202,11 @@ def test_verdict_line_content():
     assert "1.000 s -> 0.800 s" in line and "20.0% saving" in line
 
 
-def test_exit_code_without_stats_is_unusable():
-    c = comparison()
-    del c["stats"]
-    assert verdict_exit_code(c) == 2
-    assert verdict_exit_code([]) == 2
+def test_a_comparison_without_stats_is_no_comparison():
+    # the readers take the model, built only from a document of the contract's shape
+    doc = fakes.comparison_doc()
+    del doc["stats"]
+    with pytest.raises(KeyError):
+        Comparison.of(doc)
+    with pytest.raises(TypeError):
+        Comparison.of([])

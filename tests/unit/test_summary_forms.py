@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fakes import Model, ModelLauncher, run_fake
+from fakes import Model, ModelLauncher, comparison, run_fake
 from harness import contract as C
 from harness.bundle import read
 from harness.cli import main as cli
@@ -36,10 +36,10 @@ def page(bundle, *args, capsys) -> str:
 
 def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, capsys):
     text = page(big, capsys=capsys)
-    comparison = read.load(big).comparison
-    seq = comparison["stats"]["sequential"]
+    stats = read.load(big).comparison.stats
+    seq = stats.sequential
     assert len(text.splitlines()) <= 60, text
-    assert seq["stopped"] == "decided" and f"decided after {comparison['stats']['rounds']['n']} rounds" in text
+    assert seq.stopped == "decided" and f"decided after {stats.rounds.n} rounds" in text
     assert "interval valid at every look" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| case-")]
     assert len(rows) == summary.ITEMS_SHOWN and "(1495 more not shown)" in text
@@ -52,8 +52,9 @@ def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, cap
 def test_a_fixed_count_and_a_cap_are_said_as_such(tmp_path, capsys):
     outcome, _ = run_fake(tmp_path, rounds=5)
     assert "; 5 rounds (a fixed count), each round" in page(outcome.out, capsys=capsys)
-    comparison = {"rounds": {"n": 9}, "sequential": {"stopped": "cap", "first": 5, "cap": 9}}
-    assert summary._rounds(comparison, {"rounds": None}) == "no look decided by the cap of 9 rounds"
+    sequential = {"method": "", "first": 5, "cap": 9, "looks": [], "stopped": "cap"}
+    stats = comparison(stats={"rounds": {"n": 9}, "sequential": sequential}).stats
+    assert summary._rounds(stats, {"rounds": None}) == "no look decided by the cap of 9 rounds"
 
 
 @pytest.mark.parametrize("long", [False, True])
@@ -91,20 +92,20 @@ def test_the_json_form_is_the_signed_claim_and_more(big, capsys):
     bundle = read.load(big)
     assert doc["schema"] == C.SCHEMAS["claim"] and doc["bundle"] == {"name": big.name, "digest": bundle.digest}
     assert doc["claim"] == predicate(bundle) and doc["claim"]["verdict"] == "improved"
-    assert doc["rounds"]["stopped"] == "decided" and doc["rounds"]["n"] == bundle.comparison["stats"]["rounds"]["n"]
+    assert doc["rounds"]["stopped"] == "decided" and doc["rounds"]["n"] == bundle.comparison.stats.rounds.n
     assert len(doc["per_item"]["worst"]) == C.PER_ITEM_SHOWN and doc["per_item"]["items"] == 1500
 
 
 def test_the_benchmark_action_form_is_githubs_custom_format(big, capsys):
     rows = json.loads(page(big, "--format", "benchmark-action", capsys=capsys))
     bundle = read.load(big)
-    paired = bundle.comparison["stats"]["paired"]
+    paired = bundle.comparison.stats.paired
     assert all(set(row) <= {"name", "unit", "value", "range", "extra"} and {"name", "unit", "value"} <= set(row)
                and isinstance(row["value"], float) for row in rows)
     first = rows[0]
     assert first["name"] == "model" and first["unit"] == "ratio (candidate/base)"
-    assert first["value"] == paired["geomean_ratio"]
-    assert first["range"] == f"\u00b1{(paired['ci95'][1] - paired['ci95'][0]) / 2:.4f}"
+    assert first["value"] == paired.geomean_ratio
+    assert first["range"] == f"\u00b1{(paired.ci95[1] - paired.ci95[0]) / 2:.4f}"
     assert "campaign verdict improved" in first["extra"] and bundle.digest in first["extra"]
     assert len([r for r in rows if r["name"].startswith("model/")]) == C.PER_ITEM_SHOWN
     assert rows[-1]["unit"] == "s"

@@ -12,6 +12,7 @@ import numpy as np
 from checks_support import forge, problems, refused
 from fakes import Model, run_fake
 from harness import contract as C, outcomes
+from harness.bundle.model import Comparison
 
 
 class Float32Model(Model):
@@ -38,7 +39,8 @@ def test_a_float32_campaign_over_its_dtypes_bound_is_a_parity_mismatch_both_chec
     assert c["status"] == "complete", c["reason"]
     assert c["parity"]["agree"] is False and c["parity"]["tolerance"]["over_bound"] == {"float32": 4096}
     assert outcome.exit_code == outcomes.PARITY
-    assert "(float32: at most 4096 ULP; " in outcomes.line(c) and "equal" not in outcomes.line(c)
+    line = outcomes.line(Comparison.of(c))
+    assert "(float32: at most 4096 ULP; " in line and "equal" not in line
     r, v = problems(outcome.out)
     assert r == [] and v == []  # an honest mismatch is valid evidence
 

@@ -1,0 +1,389 @@
+"""comparison.json as named types: the read side of a verified comparison.
+
+Every reader of a comparison (the verdict line and exit codes in harness/outcomes.py, the
+renderers, the judges, the commands, the attestation's claim, the fleet's table) reads these
+frozen dataclasses instead of spelling string keys. Each one mirrors one level of
+contract.FIELDS["comparison"], field for field and in its order (tests/unit/test_model.py holds
+the two together: a key the contract adds or drops fails it until the model follows), and
+`Comparison.of` builds the whole tree from the parsed JSON by one generic constructor that
+reads each field's annotation.
+
+Only a document the contract accepts is built: a verified bundle's (harness/bundle/read.py), or
+one `rehash.conform` passed (`harness compare --no-verify`), or the one the runner itself
+derived. The constructor checks containers (a dict where a record is, a list where a list is;
+TypeError or KeyError otherwise) but not leaves: the checkers bind those. The writer
+(harness/comparison/) and both checkers keep building and diffing plain JSON.
+
+It sits in the bundle's layer because the one reader hands it out (Bundle.comparison).
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from harness import contract as C
+
+
+# --- the generic constructor --------------------------------------------------------------------
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def build(kind: Any, value: Any) -> Any:
+    """value (parsed JSON) as kind: a dataclass of this module from its object (a key the
+    contract marks optional may be absent: its default), list[X] and dict[str, X] element by
+    element, X | None as X unless null; any other annotation takes the value as it is."""
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        (inner,) = [a for a in typing.get_args(kind) if a is not type(None)]
+        return build(inner, value)
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        if not isinstance(value, dict):
+            raise TypeError(f"{kind.__name__}: expected an object, got {type(value).__name__}")
+        hints, kwargs = _hints(kind), {}
+        for f in dataclasses.fields(kind):
+            if f.name not in value and f.default is not dataclasses.MISSING:
+                continue
+            if f.name not in value:
+                raise KeyError(f"{kind.__name__}.{f.name}")
+            kwargs[f.name] = build(hints[f.name], value[f.name])
+        return kind(**kwargs)
+    if origin is list:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        (inner,) = typing.get_args(kind)
+        return [build(inner, v) for v in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        _, inner = typing.get_args(kind)
+        return {k: build(inner, v) for k, v in value.items()}
+    return value
+
+
+# --- the document, level by level (contract.FIELDS["comparison"]) ---------------------------------
+@dataclass(frozen=True)
+class Items:
+    planned: int
+    of: int
+
+
+@dataclass(frozen=True)
+class RunRow:
+    label: str
+    variant: str
+    sha: str
+    wall_s: Optional[float]
+    exit_code: Optional[int]
+    status: str
+
+
+@dataclass(frozen=True)
+class Wall:
+    timer: str
+    base_mean_s: Optional[float]
+    candidate_mean_s: Optional[float]
+    saving_s: Optional[float]
+    saving_pct: Optional[float]
+    speedup: Optional[float]
+
+
+@dataclass(frozen=True)
+class Stage:
+    calls_per_run: Any  # one count, {variant: count} or {label: count}
+    calls: str
+    base_self_cpu_s: Optional[float]
+    base_incl_cpu_s: Optional[float]
+    candidate_self_cpu_s: Optional[float]
+    candidate_incl_cpu_s: Optional[float]
+    base_installed: bool
+    candidate_installed: bool
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """Candidate over base self CPU, None without a positive base."""
+        b, c = self.base_self_cpu_s, self.candidate_self_cpu_s
+        return c / b if b is not None and c is not None and b > 0 else None
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    max_ulp: int
+    max_ulp_seen: int
+    fields_within: int
+    over_bound: dict[str, int]
+
+
+@dataclass(frozen=True)
+class GoldenFailing:
+    run: str
+    items_differing: int
+
+
+@dataclass(frozen=True)
+class Golden:
+    items: int
+    items_checked: int
+    runs: int
+    identical: bool
+    failing: list[GoldenFailing]
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    run: str
+    item: str
+    field: Optional[str]
+    reason: str
+    reference_digest: Optional[str] = None
+    digest: Optional[str] = None
+    max_ulp: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Parity:
+    identical: bool
+    agree: bool
+    tolerance: Optional[Tolerance]
+    reference: Optional[str]
+    items: int
+    fields_compared: int
+    fields_identical: int
+    error_returns: int
+    errors_identical: bool
+    call_counts_identical: bool
+    golden: Optional[Golden]
+    mismatch_count: int
+    mismatches: list[Mismatch]
+    note: Optional[str]
+    divergence: list[dict]  # open rows (contract: parity.divergence[].**), measured by harness verify
+
+
+@dataclass(frozen=True)
+class Rounds:
+    n: int
+    min: int
+    pairs: list[list[str]]
+    unpaired: list[str]
+    log_ratios: list[float]
+    sd_log: Optional[float]
+    t_quantile: Optional[float]
+    typical_deviation: Optional[float]
+
+
+@dataclass(frozen=True)
+class Look:
+    round: int
+    ci95: Optional[list[float]]
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Sequential:
+    method: str
+    first: int
+    cap: int
+    looks: list[Look]
+    stopped: str
+
+
+@dataclass(frozen=True)
+class Paired:
+    metric: str
+    items: int
+    items_excluded: int
+    geomean_ratio: Optional[float]
+    ci95: Optional[list[float]]
+    run_ratio: Optional[float]
+
+
+@dataclass(frozen=True)
+class ItemRatio:
+    id: str
+    ratio: float
+    ci95: Optional[list[float]]
+
+
+@dataclass(frozen=True)
+class PerItem:
+    items: int
+    band: float
+    regressed: int
+    improved: int
+    worst: Optional[ItemRatio]
+    table: list[ItemRatio]
+    more: int
+
+
+@dataclass(frozen=True)
+class DriftSide:
+    first: list[str]
+    last: list[str]
+    first_s: float
+    last_s: float
+    change_pct: float
+
+
+@dataclass(frozen=True)
+class DriftRatio:
+    first_rounds: list[int]
+    last_rounds: list[int]
+    first: float
+    last: float
+    change_pct: float
+    noise_pct: float
+
+
+@dataclass(frozen=True)
+class Drift:
+    base: Optional[DriftSide]
+    candidate: Optional[DriftSide]
+    ratio: Optional[DriftRatio]
+    effect_pct: float
+    max_abs_drift_pct: Optional[float]
+    flagged: bool
+    rule: str
+
+
+@dataclass(frozen=True)
+class Load:
+    overloaded: list[str]
+
+
+@dataclass(frozen=True)
+class Without:
+    rounds: int
+    geomean_ratio: Optional[float]
+    ci95: Optional[list[float]]
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Interference:
+    max_steal: float
+    min_cpu_per_wall: Optional[float]
+    steal_runs: int
+    freq_runs: int
+    disturbed: list[str]
+    disturbed_rounds: list[int]
+    without: Optional[Without]
+    holds: bool
+
+
+@dataclass(frozen=True)
+class Stats:
+    method: str
+    threshold: float
+    floor: Optional[float]
+    band: float
+    claim_band: float
+    rounds: Rounds
+    sequential: Optional[Sequential]
+    paired: Paired
+    per_item: Optional[PerItem]
+    drift: Optional[Drift]
+    load: Load
+    # present exactly when campaign.json's interference is (None when absent)
+    interference: Optional[Interference] = dataclasses.field(default=None, kw_only=True)
+    verdict: str
+    verdict_reason: str
+    warnings: list[str]
+
+    @classmethod
+    def of(cls, doc: dict) -> Stats:
+        """comparison.json's `stats` (or what analysis.analyze derives) as a Stats."""
+        return build(cls, doc)
+
+
+@dataclass(frozen=True)
+class InstructionSide:
+    runs: list[str]
+    counts: list[int]
+    repeated: bool
+    spread_pct: Optional[float]
+
+
+@dataclass(frozen=True)
+class Instructions:
+    tool: str
+    items: int
+    base: InstructionSide
+    candidate: InstructionSide
+    ratio: Optional[float]
+    change_pct: Optional[float]
+    repeated: bool
+    detected: bool
+    direction: Optional[str]
+    disagrees: bool
+    band: float
+    verdict: str
+    verdict_reason: str
+
+
+@dataclass(frozen=True)
+class MetricEntry:
+    """One metric's entry (contract.METRIC_DEFINITIONS), one shape for every metric."""
+    name: str
+    unit: str
+    of: str
+    n: int
+    base: Optional[float]
+    candidate: Optional[float]
+    ratio: Optional[float]
+    ci95: Optional[list[float]]
+    band: float
+    verdict: str
+    verdict_reason: str
+
+    @property
+    def title(self) -> str:
+        return C.METRIC[self.name].title
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """data/comparison.json of a verified bundle."""
+    schema: str
+    campaign: str
+    status: str
+    reason: Optional[str]
+    order: str
+    items: Items
+    runs: list[RunRow]
+    wall: Wall
+    stages: dict[str, Stage]
+    parity: Parity
+    stats: Stats
+    instructions: Optional[Instructions]
+    metrics: list[MetricEntry]
+
+    @classmethod
+    def of(cls, doc: dict) -> Comparison:
+        """The model of a parsed comparison.json the contract accepts (KeyError or TypeError for
+        a document whose shape is not the contract's)."""
+        return build(cls, doc)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    def metric(self, name: str) -> Optional[MetricEntry]:
+        """The `metrics` entry of that name, or None when the campaign did not measure it."""
+        return next((m for m in self.metrics if m.name == name), None)
+
+    def other_metrics(self) -> list[MetricEntry]:
+        """The entries of every metric but the headline, in the contract's order."""
+        return [m for m in self.metrics if m.name != C.HEADLINE]
+
+    def ok_runs(self) -> list[RunRow]:
+        return [r for r in self.runs if r.status == "ok"]
