@@ -13,6 +13,16 @@ checks (it imports this file), then re-derives comparison.json once more with th
 code and re-reads campaign.yaml; this script keeps its own, independent re-derivation of the
 numbers.
 
+Its re-derivation is a port, said plainly: `derive`, `derive_stats`, `sequential_stats`,
+`with_interference` and `metrics_section` follow harness/comparison/derive.py, analysis.py and
+metrics.py step by step (the same formulas, written again over plain JSON with the standard
+library: its own t quantile, trimmed mean and winsorized variance, no numpy, no records), so a
+reviewer can read the one beside the other. What the two share is only the policy the contract
+holds (the verdict rule, the confidence sequence, the stop, the metric entries), never code of the
+writer's. A port agrees with the writer by construction, not by independence of method: the
+tests hold the two to the same JSON on every bundle they make, and a bug written into both would
+pass both; `harness reproduce` (a measurement again, not a re-derivation) is what tests a claim.
+
 The contract decides, never the bundle: a file of a kind it does not declare, a key it does
 not declare at any level, a bag-info line it does not name, or a schema id that is not the
 current one is refused. Each problem is one line naming the file and, for record rules, the
@@ -2056,7 +2066,7 @@ def instructions_section(instr, wall_verdict):
 
 
 def metrics_section(runs, stats, wall, instructions, threshold):
-    """comparison.json `metrics` (harness/comparison/metrics.py is the harness's own): the
+    """comparison.json `metrics`, a port of harness/comparison/metrics.py over plain JSON: the
     headline's entry from stats and wall; each other "rounds" metric of contract.METRIC_DEFINITIONS
     from the paired timed rounds' records, read here by its field path; the instruction counts'."""
     labels = {r["label"]: r for r in runs}
