@@ -13,15 +13,56 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CAMPAIGNS = ROOT / "campaigns"
 TIERS = ("unit", "process", "campaign")
+TESTS = ROOT / "tests"
+
+
+def _tier_selectable(tier: str, markexpr: str) -> bool:
+    """Whether `-m markexpr` can select any test of a tier's folder: every test there carries
+    that tier's marker and no other tier's, so the expression is tried with the tier's name
+    true, the other tiers' false and every assignment of the other names it mentions. True
+    when in doubt (an expression pytest's parser refuses, a marker with arguments)."""
+    import itertools
+    import re
+
+    from _pytest.mark.expression import Expression
+
+    try:
+        expression = Expression.compile(markexpr)
+    except SyntaxError:
+        return True
+    words = re.findall(r"([\w.-]+)\s*(\(?)", markexpr)
+    if any(paren and word not in ("and", "or", "not") for word, paren in words):
+        return True
+    others = sorted({word for word, _ in words} - {"and", "or", "not", *TIERS})
+    if len(others) > 8:
+        return True
+    for values in itertools.product((False, True), repeat=len(others)):
+        truth = dict(zip(others, values), **{t: t == tier for t in TIERS})
+        if expression.evaluate(lambda name, **kwargs: truth.get(name, False)):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A tier folder `-m` cannot select is not collected: `pytest -m unit` then never imports
+    the process and campaign tiers' modules (torch among their imports); the tests it runs
+    are the same, and the others are left out rather than deselected."""
+    markexpr = config.option.markexpr
+    if markexpr and collection_path.name in TIERS and collection_path.parent.resolve() == TESTS:
+        return None if _tier_selectable(collection_path.name, markexpr) else True
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
     """Each test takes its tier's marker from the folder it lives in (tests/unit, tests/process,
-    tests/campaign); a test outside them is an error, so no test escapes the tiers."""
+    tests/campaign); a test outside them is an error, so no test escapes the tiers, and so is
+    a test marked with another tier's name (pytest_ignore_collect counts on it)."""
     for item in items:
         parts = Path(str(item.fspath)).relative_to(Path(__file__).parent).parts
         if parts[0] not in TIERS:
             raise pytest.UsageError(f"{item.nodeid}: tests live in tests/unit, tests/process or tests/campaign")
+        if any(mark.name in TIERS and mark.name != parts[0] for mark in item.iter_markers()):
+            raise pytest.UsageError(f"{item.nodeid}: a test's tier is its folder ({parts[0]}), never a marker")
         item.add_marker(getattr(pytest.mark, parts[0]))
 
 
