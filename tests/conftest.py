@@ -66,6 +66,58 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(getattr(pytest.mark, parts[0]))
 
 
+# --- the static gate (tests/unit/test_types.py): mypy in a process of its own, started when the
+# first unit test starts, so it runs on the second core beside the unit tests (which start no
+# worker and read fake clocks), never beside a process or campaign test's real measurements -------
+MYPY = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+        "--cache-dir", str(ROOT / ".cache" / "mypy"), str(ROOT / "harness")]
+TYPES_TEST = TESTS / "unit" / "test_types.py"
+_mypy_run = pytest.StashKey[dict]()
+
+
+def start_mypy(config) -> dict:
+    """mypy over harness/ started (once per session): {"proc", "out", "err"}, its output in
+    files of its own so a long report never blocks it."""
+    if _mypy_run not in config.stash:
+        import tempfile
+
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        proc = subprocess.Popen(MYPY, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        config.stash[_mypy_run] = {"proc": proc, "out": out, "err": err}
+    return config.stash[_mypy_run]
+
+
+def mypy_result(config, timeout: float = 900) -> tuple[str, str, int]:
+    """(stdout, stderr, exit status) of the session's mypy run, waited for."""
+    run = start_mypy(config)
+    status = run["proc"].wait(timeout=timeout)
+    run["out"].seek(0)
+    run["err"].seek(0)
+    return run["out"].read().decode(errors="replace"), run["err"].read().decode(errors="replace"), status
+
+
+_mypy_wanted = pytest.StashKey[bool]()
+
+
+def pytest_collection_finish(session):
+    session.config.stash[_mypy_wanted] = any(item.path == TYPES_TEST for item in session.items)
+
+
+def pytest_runtest_setup(item):
+    if item.config.stash.get(_mypy_wanted, False) and item.path.is_relative_to(TESTS / "unit"):
+        start_mypy(item.config)
+
+
+def pytest_unconfigure(config):
+    run = config.stash.get(_mypy_run, None)
+    if run is not None:
+        if run["proc"].poll() is None:  # the session ended first (-x, an interrupt)
+            run["proc"].kill()
+            run["proc"].wait()
+        run["out"].close()
+        run["err"].close()
+
+
 def harness(*args, cwd=None, timeout=600, env=None) -> subprocess.CompletedProcess:
     """Run `python -m harness ARGS` as a user would; returns the completed process (text)."""
     return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], cwd=cwd or ROOT,
