@@ -140,6 +140,30 @@ def demo_bundle(demo_bundle_master, tmp_path) -> Path:
     return copy
 
 
+# --- the unit tier's fake bundles shared by modules that read them, each made once per session
+# (about a second each): read one as it is, or copy it before forging (checks_support keeps a
+# bundle's campaign file beside it, in the bundle's parent folder) ------------------------------
+@pytest.fixture(scope="session")
+def full_fake(tmp_path_factory) -> Path:
+    """checks_support.full_bundle: a fake bundle with every part a campaign can give it."""
+    from checks_support import full_bundle
+
+    return full_bundle(tmp_path_factory.mktemp("full"))
+
+
+@pytest.fixture(scope="session")
+def counted_fake(tmp_path_factory) -> Path:
+    """checks_support.instruction_bundle: a fake bundle with instruction runs (valgrind's probe
+    stubbed while it is made)."""
+    from checks_support import instruction_bundle
+
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        return instruction_bundle(tmp_path_factory.mktemp("counted") / "b", monkeypatch)
+    finally:
+        monkeypatch.undo()
+
+
 # --- helpers for tests that build their own tiny targets (test_runner, test_lock, ...) ---
 
 def make_target(where: Path, base: dict[str, str], candidate: dict[str, str]) -> tuple[Path, Path]:
