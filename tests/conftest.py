@@ -118,6 +118,26 @@ def pytest_unconfigure(config):
         run["err"].close()
 
 
+# --- the unit tier does not wait for the disk: os.fsync is a no-op around each unit test (its
+# fixtures' setup and teardown included). A unit test cannot observe durability (no power is
+# cut), and the harness's atomic writes fsync every file: thousands of waits of 1 to 4 ms on the
+# shared machine's disk. The call is still made where the code makes it, and a test that
+# patches os.fsync itself (tests/unit/test_full_disk.py's full disk) gets its own patch. ----------
+def _no_fsync(fd: int) -> None:
+    os.fstat(fd)  # a closed or bad descriptor still raises, as fsync would
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not item.path.is_relative_to(TESTS / "unit"):
+        return (yield)
+    real, os.fsync = os.fsync, _no_fsync
+    try:
+        return (yield)
+    finally:
+        os.fsync = real
+
+
 def harness(*args, cwd=None, timeout=600, env=None) -> subprocess.CompletedProcess:
     """Run `python -m harness ARGS` as a user would; returns the completed process (text)."""
     return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], cwd=cwd or ROOT,
