@@ -1705,9 +1705,12 @@ def _depth(value, limit):
     while stack:
         v, d = stack.pop()
         members = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
-        if members and d >= limit:
-            return False
-        stack.extend((x, d + 1) for x in members if isinstance(x, (dict, list)))
+        if members:
+            if d >= limit:
+                return False
+            for x in members:
+                if isinstance(x, (dict, list)):
+                    stack.append((x, d + 1))
     return True
 
 

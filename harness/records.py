@@ -53,7 +53,7 @@ def _shape(cls) -> tuple:
 def _from(cls, data: dict):
     """cls from its JSON object: nested records by the class's NESTED map (key -> (shape, type))."""
     kwargs = {}
-    for name, has_default, shape, kind in _shape(cls):
+    for name, has_default, shape, kind in _SHAPES.get(cls) or _shape(cls):
         if name not in data and has_default:
             continue  # a key an earlier schema lacks (contract.PREVIOUS_SCHEMAS): its default
         value = data[name]
