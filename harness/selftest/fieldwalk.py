@@ -100,15 +100,28 @@ def declared(doc: str, concrete: list[str]) -> str | None:
         key = concrete[0] if doc == "bag-info" else "*"
         return key if key in fields_of(doc) else None
     best, score = None, None
-    for path, field in fields_of(doc).items():
-        pattern = tokens(path)
-        if field.type == "any" and pattern[-1] != "**":  # any JSON below it: as "**" would
-            pattern = pattern + ["**"]
-        if _matches(pattern, concrete):
-            s = (-pattern.count("**"), len(pattern) if "**" not in pattern else 0, -pattern.count("*"))
-            if score is None or s > score:
-                best, score = path, s
+    for path, pattern, s in _patterns(doc):
+        if _matches(pattern, concrete) and (score is None or s > score):
+            best, score = path, s
     return best
+
+
+_PATTERNS: dict[str, list[tuple[str, list[str], tuple[int, int, int]]]] = {}
+
+
+def _patterns(doc: str) -> list[tuple[str, list[str], tuple[int, int, int]]]:
+    """(declared path, its tokens, how specific it is) for each field of a document, worked out
+    once per document (the contract is a constant; rehash.tree holds its nodes the same way)."""
+    if doc not in _PATTERNS:
+        out = []
+        for path, field in fields_of(doc).items():
+            pattern = tokens(path)
+            if field.type == "any" and pattern[-1] != "**":  # any JSON below it: as "**" would
+                pattern = pattern + ["**"]
+            out.append((path, pattern,
+                        (-pattern.count("**"), len(pattern) if "**" not in pattern else 0, -pattern.count("*"))))
+        _PATTERNS[doc] = out
+    return _PATTERNS[doc]
 
 
 def _matches(pattern: list[str], concrete: list[str]) -> bool:
