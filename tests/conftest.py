@@ -68,7 +68,8 @@ def pytest_collection_modifyitems(config, items):
 
 # --- the static gate (tests/unit/test_types.py): mypy in a process of its own, started when the
 # first unit test starts, so it runs on the second core beside the unit tests (which start no
-# worker and read fake clocks), never beside a process or campaign test's real measurements -------
+# worker, read fake clocks and watch no real process), never beside a process or campaign test's
+# real measurements and process ledgers (one that comes after unit tests waits for it first) -----
 MYPY = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
         "--cache-dir", str(ROOT / ".cache" / "mypy"), str(ROOT / "harness")]
 TYPES_TEST = TESTS / "unit" / "test_types.py"
@@ -104,8 +105,11 @@ def pytest_collection_finish(session):
 
 
 def pytest_runtest_setup(item):
-    if item.config.stash.get(_mypy_wanted, False) and item.path.is_relative_to(TESTS / "unit"):
-        start_mypy(item.config)
+    if item.path.is_relative_to(TESTS / "unit"):
+        if item.config.stash.get(_mypy_wanted, False):
+            start_mypy(item.config)
+    elif _mypy_run in item.config.stash:  # a process or campaign test after unit tests: mypy is done first
+        item.config.stash[_mypy_run]["proc"].wait()
 
 
 def pytest_unconfigure(config):
