@@ -1696,15 +1696,21 @@ def _finite_float(text):
 
 
 def _depth(value, limit):
+    """Whether every value in value (itself at depth 1, a member one deeper than its container)
+    lies at most limit deep. Only containers are visited: a member's depth is its container's
+    plus one, so a container with members at limit is already too deep."""
+    if limit < 1:
+        return False
     stack = [(value, 1)]
     while stack:
         v, d = stack.pop()
-        if d > limit:
-            return False
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
+        members = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+        if members:
+            if d >= limit:
+                return False
+            for x in members:
+                if isinstance(x, (dict, list)):
+                    stack.append((x, d + 1))
     return True
 
 

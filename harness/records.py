@@ -37,22 +37,33 @@ def to_json(value: Any) -> Any:
     return value
 
 
+_SHAPES: dict = {}  # record class -> its fields as _from reads them, worked out once per class
+
+
+def _shape(cls) -> tuple:
+    """(name, has a default, shape, type) for each field of cls, shape and type from its NESTED map."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        nested = getattr(cls, "NESTED", {})
+        shape = _SHAPES[cls] = tuple((f.name, f.default is not dataclasses.MISSING, *nested.get(f.name, (None, None)))
+                                     for f in dataclasses.fields(cls))
+    return shape
+
+
 def _from(cls, data: dict):
     """cls from its JSON object: nested records by the class's NESTED map (key -> (shape, type))."""
-    nested = getattr(cls, "NESTED", {})
     kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data and f.default is not dataclasses.MISSING:
+    for name, has_default, shape, kind in _SHAPES.get(cls) or _shape(cls):
+        if name not in data and has_default:
             continue  # a key an earlier schema lacks (contract.PREVIOUS_SCHEMAS): its default
-        value = data[f.name]
-        shape, kind = nested.get(f.name, (None, None))
+        value = data[name]
         if value is not None and shape == "one":
             value = _from(kind, value)
         elif shape == "list":
             value = [_from(kind, v) for v in value]
         elif shape == "map":
             value = {k: _from(kind, v) for k, v in value.items()}
-        kwargs[f.name] = value
+        kwargs[name] = value
     return cls(**kwargs)
 
 

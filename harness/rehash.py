@@ -2106,7 +2106,7 @@ def metric_rounds(reads, pairs):
         for a, b in pairs:
             ma, mb = by_id(a), by_id(b)
             d.append(math.fsum(math.log(mb[i][key] / ma[i][key]) for i in items) / len(items))
-        totals = {r["label"]: math.fsum(by_id(r)[i][key] for i in items) for r in runs}
+        totals = {r["label"]: math.fsum(m[i][key] for i in items) for r, m in zip(runs, maps)}
         return d, totals, f"item {key} over {len(items)} items"
     values = {}
     for r in runs:

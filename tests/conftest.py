@@ -13,16 +13,133 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CAMPAIGNS = ROOT / "campaigns"
 TIERS = ("unit", "process", "campaign")
+TESTS = ROOT / "tests"
+
+
+def _tier_selectable(tier: str, markexpr: str) -> bool:
+    """Whether `-m markexpr` can select any test of a tier's folder: every test there carries
+    that tier's marker and no other tier's, so the expression is tried with the tier's name
+    true, the other tiers' false and every assignment of the other names it mentions. True
+    when in doubt (an expression pytest's parser refuses, a marker with arguments)."""
+    import itertools
+    import re
+
+    from _pytest.mark.expression import Expression
+
+    try:
+        expression = Expression.compile(markexpr)
+    except SyntaxError:
+        return True
+    words = re.findall(r"([\w.-]+)\s*(\(?)", markexpr)
+    if any(paren and word not in ("and", "or", "not") for word, paren in words):
+        return True
+    others = sorted({word for word, _ in words} - {"and", "or", "not", *TIERS})
+    if len(others) > 8:
+        return True
+    for values in itertools.product((False, True), repeat=len(others)):
+        truth = dict(zip(others, values), **{t: t == tier for t in TIERS})
+        if expression.evaluate(lambda name, **kwargs: truth.get(name, False)):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A tier folder `-m` cannot select is not collected: `pytest -m unit` then never imports
+    the process and campaign tiers' modules (torch among their imports); the tests it runs
+    are the same, and the others are left out rather than deselected."""
+    markexpr = config.option.markexpr
+    if markexpr and collection_path.name in TIERS and collection_path.parent.resolve() == TESTS:
+        return None if _tier_selectable(collection_path.name, markexpr) else True
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
     """Each test takes its tier's marker from the folder it lives in (tests/unit, tests/process,
-    tests/campaign); a test outside them is an error, so no test escapes the tiers."""
+    tests/campaign); a test outside them is an error, so no test escapes the tiers, and so is
+    a test marked with another tier's name (pytest_ignore_collect counts on it)."""
     for item in items:
         parts = Path(str(item.fspath)).relative_to(Path(__file__).parent).parts
         if parts[0] not in TIERS:
             raise pytest.UsageError(f"{item.nodeid}: tests live in tests/unit, tests/process or tests/campaign")
+        if any(mark.name in TIERS and mark.name != parts[0] for mark in item.iter_markers()):
+            raise pytest.UsageError(f"{item.nodeid}: a test's tier is its folder ({parts[0]}), never a marker")
         item.add_marker(getattr(pytest.mark, parts[0]))
+
+
+# --- the static gate (tests/unit/test_types.py): mypy in a process of its own, started when the
+# first unit test starts, so it runs on the second core beside the unit tests (which start no
+# worker, read fake clocks and watch no real process), never beside a process or campaign test's
+# real measurements and process ledgers (one that comes after unit tests waits for it first) -----
+MYPY = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+        "--cache-dir", str(ROOT / ".cache" / "mypy"), str(ROOT / "harness")]
+TYPES_TEST = TESTS / "unit" / "test_types.py"
+_mypy_run = pytest.StashKey[dict]()
+
+
+def start_mypy(config) -> dict:
+    """mypy over harness/ started (once per session): {"proc", "out", "err"}, its output in
+    files of its own so a long report never blocks it."""
+    if _mypy_run not in config.stash:
+        import tempfile
+
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        proc = subprocess.Popen(MYPY, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        config.stash[_mypy_run] = {"proc": proc, "out": out, "err": err}
+    return config.stash[_mypy_run]
+
+
+def mypy_result(config, timeout: float = 900) -> tuple[str, str, int]:
+    """(stdout, stderr, exit status) of the session's mypy run, waited for."""
+    run = start_mypy(config)
+    status = run["proc"].wait(timeout=timeout)
+    run["out"].seek(0)
+    run["err"].seek(0)
+    return run["out"].read().decode(errors="replace"), run["err"].read().decode(errors="replace"), status
+
+
+_mypy_wanted = pytest.StashKey[bool]()
+
+
+def pytest_collection_finish(session):
+    session.config.stash[_mypy_wanted] = any(item.path == TYPES_TEST for item in session.items)
+
+
+def pytest_runtest_setup(item):
+    if item.path.is_relative_to(TESTS / "unit"):
+        if item.config.stash.get(_mypy_wanted, False):
+            start_mypy(item.config)
+    elif _mypy_run in item.config.stash:  # a process or campaign test after unit tests: mypy is done first
+        item.config.stash[_mypy_run]["proc"].wait()
+
+
+def pytest_unconfigure(config):
+    run = config.stash.get(_mypy_run, None)
+    if run is not None:
+        if run["proc"].poll() is None:  # the session ended first (-x, an interrupt)
+            run["proc"].kill()
+            run["proc"].wait()
+        run["out"].close()
+        run["err"].close()
+
+
+# --- the unit tier does not wait for the disk: os.fsync is a no-op around each unit test (its
+# fixtures' setup and teardown included). A unit test cannot observe durability (no power is
+# cut), and the harness's atomic writes fsync every file: thousands of waits of 1 to 4 ms on the
+# shared machine's disk. The call is still made where the code makes it, and a test that
+# patches os.fsync itself (tests/unit/test_full_disk.py's full disk) gets its own patch. ----------
+def _no_fsync(fd: int) -> None:
+    os.fstat(fd)  # a closed or bad descriptor still raises, as fsync would
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not item.path.is_relative_to(TESTS / "unit"):
+        return (yield)
+    real, os.fsync = os.fsync, _no_fsync
+    try:
+        return (yield)
+    finally:
+        os.fsync = real
 
 
 def harness(*args, cwd=None, timeout=600, env=None) -> subprocess.CompletedProcess:
@@ -45,6 +162,30 @@ def demo_bundle(demo_bundle_master, tmp_path) -> Path:
     copy = tmp_path / "bundle"
     shutil.copytree(demo_bundle_master, copy, symlinks=True)
     return copy
+
+
+# --- the unit tier's fake bundles shared by modules that read them, each made once per session
+# (about a second each): read one as it is, or copy it before forging (checks_support keeps a
+# bundle's campaign file beside it, in the bundle's parent folder) ------------------------------
+@pytest.fixture(scope="session")
+def full_fake(tmp_path_factory) -> Path:
+    """checks_support.full_bundle: a fake bundle with every part a campaign can give it."""
+    from checks_support import full_bundle
+
+    return full_bundle(tmp_path_factory.mktemp("full"))
+
+
+@pytest.fixture(scope="session")
+def counted_fake(tmp_path_factory) -> Path:
+    """checks_support.instruction_bundle: a fake bundle with instruction runs (valgrind's probe
+    stubbed while it is made)."""
+    from checks_support import instruction_bundle
+
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        return instruction_bundle(tmp_path_factory.mktemp("counted") / "b", monkeypatch)
+    finally:
+        monkeypatch.undo()
 
 
 # --- helpers for tests that build their own tiny targets (test_runner, test_lock, ...) ---

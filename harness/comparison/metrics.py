@@ -53,7 +53,8 @@ def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], thr
         items, _ = usable_items(runs, key)
         logs = round_logs(pairs, items, key) if items else []
         d = [math.fsum(row) / len(row) for row in logs]
-        totals = {r.label: math.fsum(getattr(r.item_map()[i], key) for i in items) for r in runs}
+        maps = [r.item_map() for r in runs]  # once per run, not once per item
+        totals = {r.label: math.fsum(getattr(m[i], key) for i in items) for r, m in zip(runs, maps)}
         of = f"item {key} over {len(items)} items"
     else:
         values = {r.label: run_value(r, metric.reads) for r in runs}

@@ -302,8 +302,13 @@ def plan(root: Path, original: Path | None = None) -> list[Mutation]:
 
 # --- running --------------------------------------------------------------------------------------
 def judge(root: Path, m: Mutation, repo: Path | None = None, original: Path | None = None) -> None:
+    """Run the checkers whose verdict the expectation reads (fieldwalk.judge): none for a free
+    entry, harness verify alone for a verify-only rule, both where both must refuse."""
     from harness.judge import verify
 
+    if m.expect == "free":
+        m.line = "free: the map's entries are the user's own"
+        return
     v_lines: Sequence[str]
     try:
         report = verify.verify(root, repo if m.expect == "repo" else None,
@@ -312,16 +317,16 @@ def judge(root: Path, m: Mutation, repo: Path | None = None, original: Path | No
         v_lines = report.problems or [report.unusable or ""]
     except Exception as exc:  # noqa: BLE001 - a checker that crashes refused nothing
         m.verify, v_lines = False, [f"harness verify crashed: {exc.__class__.__name__}: {exc}"]
-    try:
-        check = rehash.rehash(str(root))
-        m.rehash, r_lines = bool(check.problems), check.problems
-    except rehash.Unusable as exc:
-        m.rehash, r_lines = True, [str(exc)]
-    except Exception as exc:  # noqa: BLE001
-        m.rehash, r_lines = False, [f"rehash.py crashed: {exc.__class__.__name__}: {exc}"]
-    if m.expect == "free":
-        m.line = "free: the map's entries are the user's own"
-    elif m.caught:
+    r_lines: Sequence[str] = []
+    if m.expect == "both":
+        try:
+            check = rehash.rehash(str(root))
+            m.rehash, r_lines = bool(check.problems), check.problems
+        except rehash.Unusable as exc:
+            m.rehash, r_lines = True, [str(exc)]
+        except Exception as exc:  # noqa: BLE001
+            m.rehash, r_lines = False, [f"rehash.py crashed: {exc.__class__.__name__}: {exc}"]
+    if m.caught:
         m.line = (v_lines or r_lines or [""])[0]
     else:
         missed = [name for name, ok in (("harness verify", m.verify), ("rehash.py", m.rehash))

@@ -61,8 +61,8 @@ class Mutation:
     rel: str  # the file edited
     where: str  # the concrete path edited
     expect: str  # "both", "verify", "repo", "original" or "free"
-    verify: bool = False  # refused by harness verify (with --repo or --original where expected)
-    rehash: bool = False  # refused by rehash.py
+    verify: bool = False  # refused by harness verify (with --repo or --original where expected; not run when free)
+    rehash: bool = False  # refused by rehash.py (run only where both must refuse)
     line: str = ""  # the first problem line, or why nothing was refused
 
     @property
@@ -100,15 +100,28 @@ def declared(doc: str, concrete: list[str]) -> str | None:
         key = concrete[0] if doc == "bag-info" else "*"
         return key if key in fields_of(doc) else None
     best, score = None, None
-    for path, field in fields_of(doc).items():
-        pattern = tokens(path)
-        if field.type == "any" and pattern[-1] != "**":  # any JSON below it: as "**" would
-            pattern = pattern + ["**"]
-        if _matches(pattern, concrete):
-            s = (-pattern.count("**"), len(pattern) if "**" not in pattern else 0, -pattern.count("*"))
-            if score is None or s > score:
-                best, score = path, s
+    for path, pattern, s in _patterns(doc):
+        if _matches(pattern, concrete) and (score is None or s > score):
+            best, score = path, s
     return best
+
+
+_PATTERNS: dict[str, list[tuple[str, list[str], tuple[int, int, int]]]] = {}
+
+
+def _patterns(doc: str) -> list[tuple[str, list[str], tuple[int, int, int]]]:
+    """(declared path, its tokens, how specific it is) for each field of a document, worked out
+    once per document (the contract is a constant; rehash.tree holds its nodes the same way)."""
+    if doc not in _PATTERNS:
+        out = []
+        for path, field in fields_of(doc).items():
+            pattern = tokens(path)
+            if field.type == "any" and pattern[-1] != "**":  # any JSON below it: as "**" would
+                pattern = pattern + ["**"]
+            out.append((path, pattern,
+                        (-pattern.count("**"), len(pattern) if "**" not in pattern else 0, -pattern.count("*"))))
+        _PATTERNS[doc] = out
+    return _PATTERNS[doc]
 
 
 def _matches(pattern: list[str], concrete: list[str]) -> bool:
@@ -308,8 +321,14 @@ def apply(root: Path, doc: str, rel: str, where: tuple, value, original: Path | 
 
 
 def judge(root: Path, m: Mutation, repo: Path | None, original: Path | None = None) -> None:
+    """Run the checkers whose verdict the mutation's expectation reads: none for a free one
+    (no checker has to refuse it; m.verify and m.rehash stay False), harness verify alone where
+    only verify can bind it (verify, repo, original), both where both must refuse it."""
     from harness.judge import verify
 
+    if m.expect == "free":
+        m.line = "free: " + (unbound(m.doc, m.field, m.kind) or free_reason(m.doc, m.field) or "")
+        return
     v_lines: Sequence[str]
     try:
         report = verify.verify(root, repo if m.expect == "repo" else None,
@@ -318,18 +337,18 @@ def judge(root: Path, m: Mutation, repo: Path | None, original: Path | None = No
         v_lines = report.problems or [report.unusable or ""]
     except Exception as exc:  # noqa: BLE001 - a checker that crashes refused nothing
         m.verify, v_lines = False, [f"harness verify crashed: {exc.__class__.__name__}: {exc}"]
-    try:
-        check = rehash.rehash(str(root))
-        m.rehash = bool(check.problems)
-        r_lines = check.problems
-    except rehash.Unusable as exc:
-        m.rehash, r_lines = True, [str(exc)]
-    except Exception as exc:  # noqa: BLE001
-        m.rehash, r_lines = False, [f"rehash.py crashed: {exc.__class__.__name__}: {exc}"]
-    if m.caught and m.expect != "free":
+    r_lines: Sequence[str] = []
+    if m.expect == "both":
+        try:
+            check = rehash.rehash(str(root))
+            m.rehash = bool(check.problems)
+            r_lines = check.problems
+        except rehash.Unusable as exc:
+            m.rehash, r_lines = True, [str(exc)]
+        except Exception as exc:  # noqa: BLE001
+            m.rehash, r_lines = False, [f"rehash.py crashed: {exc.__class__.__name__}: {exc}"]
+    if m.caught:
         m.line = (v_lines or r_lines or [""])[0]
-    elif m.expect == "free":
-        m.line = "free: " + (unbound(m.doc, m.field, m.kind) or free_reason(m.doc, m.field) or "")
     else:
         missed = [name for name, ok in (("harness verify", m.verify), ("rehash.py", m.rehash))
                   if not ok and (name == "harness verify" or m.expect == "both")]

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from checks_support import instruction_bundle
 from fakes import Model, comparison, run_fake
 from harness import cli, outcomes
 
 
-@pytest.fixture(scope="module")
-def counted(tmp_path_factory):
-    monkeypatch = pytest.MonkeyPatch()
-    try:
-        return instruction_bundle(tmp_path_factory.mktemp("counted") / "b", monkeypatch)
-    finally:
-        monkeypatch.undo()
+@pytest.fixture
+def counted(counted_fake):
+    return counted_fake  # read only: compare writes nothing into the bundle
 
 
 def verdict(capsys) -> str:

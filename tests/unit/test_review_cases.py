@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from checks_support import (bag_info, failed_bundle, forge, full_bundle, instruction_bundle, problems, refused,
+from checks_support import (bag_info, failed_bundle, forge, instruction_bundle, problems, refused,
                             reproduction, set_bag)
 from fakes import Model, run_fake
 from harness import contract as C
@@ -19,9 +19,9 @@ from harness.selftest import tamper
 RE_RUN = "re-run its campaign with this harness"
 
 
-@pytest.fixture(scope="module")
-def full(tmp_path_factory):
-    return full_bundle(tmp_path_factory.mktemp("full"))
+@pytest.fixture
+def full(full_fake):
+    return full_fake  # the session's: never forged in place (bundle below is a private copy)
 
 
 @pytest.fixture
@@ -77,10 +77,10 @@ def test_an_extra_bag_info_claim_is_refused(bundle):
 
 
 # --- instruction counts ---------------------------------------------------------------------------
-def test_instruction_counts_multiplied_are_refused(tmp_path, monkeypatch):
+def test_instruction_counts_multiplied_are_refused(tmp_path, counted_fake):
     """The base's counts x60, re-derived into comparison.json: more than a core retires in the
     items' walls. The same x60 written into comparison.json alone: not what the records give."""
-    honest = instruction_bundle(tmp_path / "i", monkeypatch)
+    honest = counted_fake  # the session's instruction bundle: forged only in copies
     assert problems(honest) == ([], [])
     records = shutil.copytree(honest, tmp_path / "records")
     forge(records, {C.instructions_path(label): lambda r: r.update(instructions=r["instructions"] * 60)

@@ -29,14 +29,20 @@ def big(tmp_path_factory):
     return outcome.out
 
 
+@pytest.fixture(scope="module")
+def loaded(big):
+    """big, loaded once for the tests that read its records (none changes them)."""
+    return read.load(big)
+
+
 def page(bundle, *args, capsys) -> str:
     assert cli(["summary", str(bundle), *args]) == 0
     return capsys.readouterr().out
 
 
-def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, capsys):
+def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, loaded, capsys):
     text = page(big, capsys=capsys)
-    stats = read.load(big).comparison.stats
+    stats = loaded.comparison.stats
     seq = stats.sequential
     assert len(text.splitlines()) <= 60, text
     assert seq.stopped == "decided" and f"decided after {stats.rounds.n} rounds" in text
@@ -66,8 +72,8 @@ def test_the_comment_form_fits_githubs_limit_and_carries_its_marker(big, capsys,
     assert len(github.encode()) <= summary.GITHUB_LIMIT and github.startswith("### Performance evidence: model")
 
 
-def test_a_form_over_its_limit_leaves_out_whole_sections_and_says_which(big):
-    bundle = read.load(big)
+def test_a_form_over_its_limit_leaves_out_whole_sections_and_says_which(loaded):
+    bundle = loaded
     parts = summary.sections(bundle, "out/b", long=True)
     full = summary._join(parts)
     limit = len(full) - 100
@@ -85,20 +91,20 @@ def test_a_form_over_its_limit_leaves_out_whole_sections_and_says_which(big):
         summary.bounded(parts, 100, len, "a tiny limit")
 
 
-def test_the_json_form_is_the_signed_claim_and_more(big, capsys):
+def test_the_json_form_is_the_signed_claim_and_more(big, loaded, capsys):
     from harness.attest.claim import predicate
 
     doc = json.loads(page(big, "--format", "json", capsys=capsys))
-    bundle = read.load(big)
+    bundle = loaded
     assert doc["schema"] == C.SCHEMAS["claim"] and doc["bundle"] == {"name": big.name, "digest": bundle.digest}
     assert doc["claim"] == predicate(bundle) and doc["claim"]["verdict"] == "improved"
     assert doc["rounds"]["stopped"] == "decided" and doc["rounds"]["n"] == bundle.comparison.stats.rounds.n
     assert len(doc["per_item"]["worst"]) == C.PER_ITEM_SHOWN and doc["per_item"]["items"] == 1500
 
 
-def test_the_benchmark_action_form_is_githubs_custom_format(big, capsys):
+def test_the_benchmark_action_form_is_githubs_custom_format(big, loaded, capsys):
     rows = json.loads(page(big, "--format", "benchmark-action", capsys=capsys))
-    bundle = read.load(big)
+    bundle = loaded
     paired = bundle.comparison.stats.paired
     assert all(set(row) <= {"name", "unit", "value", "range", "extra"} and {"name", "unit", "value"} <= set(row)
                and isinstance(row["value"], float) for row in rows)

@@ -12,25 +12,19 @@ import shutil
 
 import pytest
 
-from checks_support import failed_bundle, full_bundle, instruction_bundle, reproduction, ulp_bundle
+from checks_support import failed_bundle, full_bundle, reproduction, ulp_bundle
 from conftest import ROOT
 from harness import contract as C
 from harness.selftest import closedworld, fieldwalk
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory):
+def bundles(tmp_path_factory, full_fake, counted_fake):
     """{name: (bundle, original)} for a bundle with every part, its reproduction, one with
-    instruction runs, one within max_ulp and one that failed."""
+    instruction runs, one within max_ulp and one that failed (the walks work on copies)."""
     where = tmp_path_factory.mktemp("walks")
-    full = full_bundle(where / "full")
-    monkeypatch = pytest.MonkeyPatch()
-    try:
-        counted = instruction_bundle(where / "counted", monkeypatch)
-    finally:
-        monkeypatch.undo()
-    return {"full": (full, None), "reproduction": (reproduction(full, where / "again"), full),
-            "instructions": (counted, None), "ulp": (ulp_bundle(where / "ulp"), None),
+    return {"full": (full_fake, None), "reproduction": (reproduction(full_fake, where / "again"), full_fake),
+            "instructions": (counted_fake, None), "ulp": (ulp_bundle(where / "ulp"), None),
             "failed": (failed_bundle(where / "failed"), None)}
 
 
