@@ -81,8 +81,17 @@ def _export(name):
     return one
 
 
+def text(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+    """For a terminal or a CI log: what `harness compare BUNDLE` prints (the verdict line, who
+    signed it, the top stages), every piece of bundle text through the terminal's owner."""
+    from harness.render.text import stage_summary, term
+
+    lines = [term(outcomes.line(bundle.comparison))] + ([term(f"signed by {signer}")] if signer else [])
+    return "\n".join(lines + stage_summary(bundle.comparison)) + "\n"
+
+
 FORMS = {"markdown": render, "github": github, "comment": comment, "json": _export("claim_json"),
-         "benchmark-action": _export("benchmark_action")}
+         "benchmark-action": _export("benchmark_action"), "text": text}
 
 
 def bounded(parts: list[Section], limit: int, size, why: str) -> str:

@@ -264,6 +264,14 @@ def test_the_json_forms_of_a_hostile_bundle_are_ascii_and_hold_no_markup(hostile
             markdown_is_inert(row["extra"])
 
 
+def test_the_text_form_of_a_hostile_bundle_shows_every_control_escaped(hostile, capsys):
+    """`summary --format text` is the terminal's text: no control byte of the bundle reaches it raw."""
+    assert cli(["summary", str(hostile), "--format", "text"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("verdict: regressed (exit 5): ")
+    assert not any(raw in out for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x07"))
+
+
 def test_a_suites_lines_on_the_terminal_carry_no_markdown_escapes(tmp_path):
     """`harness run` of a `suite:` campaign prints what its benchmarks gave on a terminal: the
     path, the `select` regular expression and a return's type name as typed (an escaped

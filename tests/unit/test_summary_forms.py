@@ -124,6 +124,12 @@ def test_the_marker_is_an_html_comment_nothing_can_end():
         assert "--" not in inner and ">" not in inner and "<" not in inner and "\n" not in inner
 
 
+def test_the_text_form_is_what_compare_prints(big, capsys):
+    assert cli(["compare", str(big)]) == 0
+    printed = capsys.readouterr().out
+    assert page(big, "--format", "text", capsys=capsys) == printed
+
+
 def test_the_command_offers_every_form():
     from harness.commands.summary import FORMS
 
