@@ -3,7 +3,8 @@ quotes, from a bundle that verifies (harness/render/summary.py says what each fo
 short Markdown by default, `--long` adding the run and stage tables and every warning; FORM
 `github` for $GITHUB_STEP_SUMMARY (within 1 MiB), `comment` for a pull-request comment updated
 in place (within 65,536 characters, behind an HTML marker naming the campaign), `json` and
-`benchmark-action` for dashboards, `text` for a terminal or a CI log. Exit 0, 1 the bundle does not verify, or with --trust its
+`benchmark-action` for dashboards, `text` for a terminal or a CI log, `report` for the bundle's
+REPORT.md section. Exit 0, 1 the bundle does not verify, or with --trust its
 signature does not hold (nothing printed to paste), 2 unusable input (a trust file that cannot
 be used too)."""
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from harness import outcomes
 from harness.commands import error
 
-FORMS = ("markdown", "github", "comment", "json", "benchmark-action", "text")  # harness/render/summary.py FORMS
+FORMS = ("markdown", "github", "comment", "json", "benchmark-action", "text", "report")  # render/summary.py FORMS
 HELP = "print a verified bundle's claim for a pull request: Markdown, a job summary, a PR comment or JSON"
 
 
@@ -27,7 +28,7 @@ def add_parser(sub) -> None:
                    help="markdown (default), github ($GITHUB_STEP_SUMMARY, at most 1 MiB), comment (a pull-request "
                         "comment, at most 65,536 characters, with a marker to update it in place), json, "
                         "benchmark-action (github-action-benchmark's customSmallerIsBetter), text (what `harness "
-                        "compare` prints, for a terminal or a CI log)")
+                        "compare` prints, for a terminal or a CI log), report (the bundle's REPORT.md section)")
     p.set_defaults(func=main)
 
 

@@ -90,8 +90,19 @@ def text(bundle, shown: str, signer: str | None = None, long: bool = False) -> s
     return "\n".join(lines + stage_summary(bundle.comparison)) + "\n"
 
 
+def report_section(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+    """The bundle's section of REPORT.md (harness/render/report.py) as `harness report` writes it,
+    without the picture and the reproductions found beside it (those need the evidence folder)."""
+    from pathlib import Path
+
+    from harness.judge.survey import Entry
+    from harness.render import report
+
+    return report.section(Entry(path=Path(shown), bundle=bundle, signer=signer), Path("."))
+
+
 FORMS = {"markdown": render, "github": github, "comment": comment, "json": _export("claim_json"),
-         "benchmark-action": _export("benchmark_action"), "text": text}
+         "benchmark-action": _export("benchmark_action"), "text": text, "report": report_section}
 
 
 def bounded(parts: list[Section], limit: int, size, why: str) -> str:

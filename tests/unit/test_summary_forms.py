@@ -130,6 +130,11 @@ def test_the_text_form_is_what_compare_prints(big, capsys):
     assert page(big, "--format", "text", capsys=capsys) == printed
 
 
+def test_the_report_form_is_the_bundles_report_section(big, capsys):
+    text = page(big, "--format", "report", capsys=capsys)
+    assert text.startswith("## model\n") and "### Metrics" in text and "### Output parity" in text  # its name
+
+
 def test_the_command_offers_every_form():
     from harness.commands.summary import FORMS
 
