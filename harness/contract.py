@@ -779,10 +779,14 @@ PCT = dict(lo=-1e9, hi=1e9)
 RATIO = dict(lo=0.0, hi=1e9)
 COUNT = dict(lo=0, hi=2**53)
 BYTES = dict(lo=0, hi=2**50)  # a resident set (1 PiB: beyond any machine)
-# Linux keeps resident-page counts per CPU and folds them in batches (percpu_counter, at least 32
-# pages a CPU): the kernel's mark of a reaped process may read below what /proc showed the worker
-# by up to a batch a CPU (seen here: 10 pages). Twice that, per core of the machine.
-RSS_SLACK_BYTES = 64 * 4096
+# Linux keeps resident-page counts per CPU and folds them in batches (percpu_counter_batch,
+# max(32, 2 x CPUs) pages a CPU): the kernel's mark of a reaped process may read below what /proc
+# showed the worker by up to a batch a CPU (seen: 10 pages on 2 cores, 36 pages on a 16-core Xeon).
+# Twice that bound.
+def rss_slack_bytes(cores):
+    """How far below /proc's high-water mark the kernel's mark of a reaped process may read."""
+    cores = max(1, cores or 1)
+    return 2 * max(32, 2 * cores) * cores * 4096
 
 MACHINE = {  # a machine class as the environment, a golden or a noise-floor file states it
     "cpu_model": F("str?", "free", size=512),
@@ -804,7 +808,7 @@ PROCESS = {
     "process.ended_at": F("time", "physics: inside the runner's span, not before its start", lo=T0, hi=T1),
     "process.wall_s": F("num", "physics: within end - start, within the run timeout, holds the timed wall", **SECONDS),
     "process.maxrss_bytes": F("int?", "physics: the kernel's high-water mark of the reaped process's resident set "
-                                      "(its rusage), at least the worker's loop peak less RSS_SLACK_BYTES a core; "
+                                      "(its rusage), at least the worker's loop peak less rss_slack_bytes; "
                                       "it carries the launcher's "
                                       "across exec and fork, so it bounds from above only (null: not read)",
                               **BYTES),

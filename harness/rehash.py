@@ -1042,10 +1042,10 @@ def check_memory(check, rel, record):
     if mem["reset"] and start is not None and loop is not None and start > loop:
         check.fail(rel, f"memory.loop_start_bytes {start} above the loop's peak {loop}, though the mark was reset "
                         "at that start", "physics")
-    maxrss, cores = record["process"]["maxrss_bytes"], record["machine"]["cores"] or 1
-    if maxrss is not None and loop is not None and loop > maxrss + C.RSS_SLACK_BYTES * cores:
+    maxrss, slack = record["process"]["maxrss_bytes"], C.rss_slack_bytes(record["machine"]["cores"])
+    if maxrss is not None and loop is not None and loop > maxrss + slack:
         check.fail(rel, f"memory.loop_peak_bytes {loop} above the kernel's mark of the reaped process {maxrss} "
-                        f"(and its per-CPU slack of {C.RSS_SLACK_BYTES * cores} bytes)", "physics")
+                        f"(and its per-CPU slack of {slack} bytes)", "physics")
 
 
 def check_generation(check, campaign, runs):

@@ -117,8 +117,8 @@ def test_a_forged_memory_reading_is_refused_by_both_checkers(heavier, tmp_path, 
 
 def test_a_reading_above_the_kernels_mark_of_the_reaped_process_is_refused(heavier, tmp_path):
     found = forged(heavier.out, tmp_path, "A3",
-                   lambda r: r["process"].update(maxrss_bytes=r["memory"]["loop_peak_bytes"] - 1 - C.RSS_SLACK_BYTES
-                                                 * r["machine"]["cores"]))
+                   lambda r: r["process"].update(maxrss_bytes=r["memory"]["loop_peak_bytes"] - 1
+                                                 - C.rss_slack_bytes(r["machine"]["cores"])))
     assert all(refused(lines, "data/runs/A3.json", "kernel's mark") for lines in found), found
 
 
