@@ -22,6 +22,7 @@ import pytest
 
 from conftest import CAMPAIGNS, ROOT, harness, small_campaign
 from harness import contract as C
+from harness.bundle.model import Stats
 from harness.judge.reproduce import claim, judge_timing
 from harness.selftest import tamper
 
@@ -108,7 +109,7 @@ def test_the_demo_under_zygote_agrees_with_fresh_processes(zygote_demo, demo_bun
                 for it in r["items"] for name, f in it["fields"].items()} for b in (fresh, zygote)]
     assert digests[0] == digests[1]
     # the same claim by the reproduce rule, each way
-    a, b = claim(doc(fresh, C.COMPARISON)), claim(doc(zygote, C.COMPARISON))
+    a, b = (claim(Stats.of(doc(x, C.COMPARISON)["stats"])) for x in (fresh, zygote))
     assert a["verdict"] == b["verdict"] == "improved"
     assert judge_timing(a, b)["word"] == "reproduced", judge_timing(a, b)
     assert judge_timing(b, a)["word"] == "reproduced", judge_timing(b, a)
