@@ -11,7 +11,6 @@ code under test's error for a history it cannot map.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -19,29 +18,17 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import spanfind_inputs  # noqa: E402  (this folder: the inputs, loaded by library code alone)
 from spanfind.tokenize import tokenize_history  # noqa: E402  (the revision's tree)
 
 
 class SpanFindWorkload:
     def __init__(self, ctx) -> None:
-        # The class AutoTokenizer resolves for this tokenizer, loaded directly: AutoTokenizer imports
-        # transformers' model configuration and with it torch (1.3 s a fresh process here), which
-        # tokenizing never uses; the outputs are the same bytes (the golden digests hold them).
-        from transformers.tokenization_utils_tokenizers import TokenizersBackend
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()  # long renders exceed model_max_length; irrelevant here
-        params = ctx.params or {}
-        self.tokenizer = TokenizersBackend.from_pretrained(str(ctx.inputs["tokenizer"]), local_files_only=True)
-        self.chat_template = params.get("chat_template")
-        limit = params.get("sources")
-        self.views: dict[str, dict] = {}
-        with open(ctx.inputs["corpus"], encoding="utf-8") as handle:
-            for line in handle:
-                view = json.loads(line)
-                if limit is not None and view["source"] >= int(limit):
-                    continue
-                self.views[view["id"]] = view
+        # What no revision's code makes (the tokenizer, the corpus) comes from `workload.prepare`
+        # when the campaign names it (a zygote then loads it once, before it forks), else from here.
+        prepared = getattr(ctx, "prepared", None) or spanfind_inputs.prepare(ctx)
+        self.tokenizer, self.views = prepared["tokenizer"], prepared["views"]
+        self.chat_template = (ctx.params or {}).get("chat_template")
         self.items = list(self.views)
 
     def run(self, item: str) -> dict:
