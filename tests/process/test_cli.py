@@ -45,10 +45,11 @@ def test_demo_end_to_end(tmp_path):
     comparison = read_json(out / "data" / "comparison.json")
     # The short stage table (issue 21.6): most base self CPU first, as REPORT.md orders it.
     head = next(k for k, line in enumerate(lines) if line.startswith("stage self CPU (s per run"))
+    from harness.bundle.model import Comparison
     from harness.render.text import stage_order
 
     shown = [line.split("|")[1].strip().split(" ")[0] for line in lines[head + 3:head + 3 + len(comparison["stages"])]]
-    assert shown == stage_order(comparison["stages"])[:len(shown)] and shown
+    assert shown == stage_order(Comparison.of(comparison).stages)[:len(shown)] and shown
     assert comparison["status"] == "complete" and comparison["parity"]["identical"]
     assert comparison["parity"]["error_returns"] == 1 and comparison["parity"]["errors_identical"]
     golden = comparison["parity"]["golden"]
