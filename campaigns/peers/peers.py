@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -325,6 +326,23 @@ def aa_commit(clone: Path, base: str) -> str:
     return sha
 
 
+def with_bench_of(clone: Path, base: str, cand: str) -> str:
+    """A commit on top of base whose tree is base's with BENCH taken from cand, so both sides run
+    one benchmark file (for a change that adds its own benchmark); fixed dates, so its SHA repeats;
+    kept alive by refs/peers/base. Everything else, the code under test included, is base's."""
+    env = dict(os.environ, GIT_AUTHOR_NAME="peers", GIT_AUTHOR_EMAIL="peers@local", GIT_AUTHOR_DATE=AA_DATE,
+               GIT_COMMITTER_NAME="peers", GIT_COMMITTER_EMAIL="peers@local", GIT_COMMITTER_DATE=AA_DATE)
+    with tempfile.TemporaryDirectory() as tmp:  # a private index: the clone's own is left alone
+        env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+        git(clone, "read-tree", base, env=env)
+        blob = git(clone, "rev-parse", "--verify", f"{cand}:{BENCH}")
+        git(clone, "update-index", "--add", "--cacheinfo", f"100644,{blob},{BENCH}", env=env)
+        tree = git(clone, "write-tree", env=env)
+    sha = git(clone, "commit-tree", tree, "-p", base, "-m", f"peers: the base with {BENCH} of {cand[:12]}", env=env)
+    git(clone, "update-ref", "refs/peers/base", sha)
+    return sha
+
+
 def timed(cmd: list, log: Path, env=None, timeout=3600, cwd=None) -> tuple:
     """Run cmd, its output to log; (seconds, exit code or 'timeout')."""
     t0 = time.perf_counter()
@@ -428,6 +446,9 @@ def main(argv=None) -> int:
                    help="where to clone from when --clone is absent")
     p.add_argument("--base", default="7f7afab19^")
     p.add_argument("--candidate", default="7f7afab19")
+    p.add_argument("--candidate-bench", action="store_true",
+                   help=f"the base runs the candidate's {BENCH} (a change that adds its own benchmark, such as "
+                        "c1c468d52): the base becomes a commit on it with that one file replaced")
     p.add_argument("--grid", type=int, default=10, help="N of the N x N grid (the asv benchmark's param)")
     p.add_argument("--select", default=None,
                    help=r"asv select for the harness (default AllShortestPathsGrid\.time_all_shortest_paths\(N\))")
@@ -459,6 +480,8 @@ def main(argv=None) -> int:
         subprocess.run(["git", "clone", "-q", args.mirror, str(clone)], check=True)
     base = git(clone, "rev-parse", "--verify", args.base + "^{commit}")
     cand = git(clone, "rev-parse", "--verify", args.candidate + "^{commit}")
+    if args.candidate_bench:
+        base = with_bench_of(clone, base, cand)
     aa = aa_commit(clone, base)
 
     out = args.out.resolve()
@@ -480,6 +503,7 @@ def main(argv=None) -> int:
 
     mach = machine()
     meta = {"machine": mach, "clone": str(clone), "base": base, "candidate": cand, "aa_commit": aa,
+            "base_given": args.base, "candidate_bench": args.candidate_bench,
             "grid": args.grid, "select": select, "setup": setup, "stmt": stmt, "tools": tools,
             "repeat": args.repeat, "aa_repeat": aa_n, "started": stamp,
             "command": " ".join([sys.executable, *map(str, sys.argv if argv is None else [__file__, *argv])]),
