@@ -557,20 +557,30 @@ def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds=MAX_ROUNDS):
 
 
 # --- sequential rounds: an interval valid at every look decides when a campaign stops ----------
-# After each round from the first look, the interval of the mean per-round log ratio is the
-# confidence sequence of a mixture of one-sample t-test Bayes factors (Lai 1976; Perez-Ortiz,
-# Lardy, de Heide & Grunwald 2024: the Bayes factor of the scale-invariant data is a
-# nonnegative martingale under the null, so by Ville's inequality it exceeds 1/alpha at ANY
-# look with probability at most alpha). The runs' scale is unknown and handled exactly by
-# that invariance, not plugged in. SEQ_ALPHA is spent over all looks; the last look at the
-# budget's cap, which time alone sets, spends the rest on the fixed-count trimmed-t interval
-# at SEQ_LAST_LEVEL: a false claim needs one of the two to miss, so at most 2.5% + 2.5%.
+# After each round from the first look, the interval of the per-round log ratios' centre is the
+# intersection of two confidence sequences, each valid at every look by Ville's inequality (a
+# nonnegative martingale under the tested value exceeds 1/alpha at ANY look with probability at
+# most alpha), so by the union bound the pair misses with probability at most their sum:
+# - for the mean, a mixture of one-sample t-test Bayes factors (Lai 1976; Perez-Ortiz, Lardy,
+#   de Heide & Grunwald 2024: the Bayes factor of the scale-invariant data is a martingale), the
+#   runs' unknown scale handled exactly by that invariance, not plugged in; it decides a clean
+#   large change within a few rounds;
+# - for the median, the signs of the rounds against each value (a Beta-binomial Bayes factor
+#   against a share of 1/2): no moment and no scale, so a slow spell that doubles one run moves
+#   it by one rank where it widens the t-mixture for the rest of the campaign.
+# Their centres agree when the log ratios are symmetric about the effect, which the shuffled
+# order gives when the noise does not depend on the variant. SEQ_ALPHA is spent over all looks;
+# the last look at the budget's cap, which time alone sets, spends the rest on the fixed-count
+# trimmed-t interval at SEQ_LAST_LEVEL: a false claim needs one of them to miss, so at most
+# 2.5% + 2.5%.
 SEQ_ALPHA = 0.025
+SEQ_T_ALPHA, SEQ_SIGN_ALPHA = 0.02, 0.005  # SEQ_ALPHA split: the signs cannot bound before ~12 rounds
 SEQ_LAST_LEVEL = 0.975
 SEQ_GRID = (0.1, 1.0, 10.0, 100.0)  # prior variances of the standardized effect, equal weights
-SEQ_METHOD = ("sequential: after each round from the first look, a t-mixture confidence sequence (97.5% at every "
-              "look) of the mean per-round log ratio; stops when it decides; at the budget's cap the 97.5% trimmed-t "
-              "interval")
+SIGN_PRIOR = 0.5  # Beta(a, a) on the share below a value: Jeffreys', bounded from the fewest rounds
+SEQ_METHOD = ("sequential: after each round from the first look, the intersection of a t-mixture confidence sequence "
+              "of the mean per-round log ratio (98% at every look) and a sign confidence sequence of their median "
+              "(99.5%); stops when it decides; at the budget's cap the 97.5% trimmed-t interval")
 
 
 def _log_mixture(t2, n):
@@ -587,10 +597,10 @@ def _log_mixture(t2, n):
 
 
 @functools.lru_cache(maxsize=None)
-def _t2_bound(n):
-    """The squared t statistic at which the mixture reaches 1/SEQ_ALPHA after n values (None:
-    it never does, every mean is still possible). It depends on n alone."""
-    target = math.log(1.0 / SEQ_ALPHA)
+def _t2_bound(n, alpha):
+    """The squared t statistic at which the mixture reaches 1/alpha after n values (None:
+    it never does, every mean is still possible). It depends on n and alpha alone."""
+    target = math.log(1.0 / alpha)
     # As t2 grows the mixture tends to the mean of c^((n-1)/2): below 1/alpha no mean is ruled out.
     limit = [0.5 * (n - 1) * math.log(1.0 + n * g) for g in SEQ_GRID]
     top = max(limit)
@@ -605,19 +615,64 @@ def _t2_bound(n):
     return hi
 
 
-def confidence_sequence(values):
-    """[lo, hi] of the mean of `values` (per-round log ratios), valid at every look at level
-    1 - SEQ_ALPHA, or None while it is unbounded (too few rounds, or no spread to scale by)."""
+def t_sequence(values, alpha):
+    """[lo, hi] of the mean of `values` from the t-mixture at level 1 - alpha, valid at every
+    look; None while unbounded (too few values, or no spread to scale by)."""
     n = len(values)
     if n < 3:
         return None
     m = math.fsum(values) / n
     s = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
-    bound = _t2_bound(n)
+    bound = _t2_bound(n, alpha)
     if bound is None or s == 0.0:
         return None
     half = math.sqrt(bound) * s / math.sqrt(n)
     return [m - half, m + half]
+
+
+def _log_sign_factor(k, n):
+    """log of the Bayes factor of k of n values below a point, under a Beta(SIGN_PRIOR,
+    SIGN_PRIOR) prior on their share against the share 1/2 the median gives: a nonnegative
+    martingale of the signs when the point is the median."""
+    a = SIGN_PRIOR
+    return (math.lgamma(a + k) + math.lgamma(a + n - k) - math.lgamma(2 * a + n)
+            - 2 * math.lgamma(a) + math.lgamma(2 * a) + n * math.log(2.0))
+
+
+@functools.lru_cache(maxsize=None)
+def _sign_rank(n, alpha):
+    """The smallest k (1-based rank) whose sign factor stays below 1/alpha after n values:
+    every point between the k-th smallest and the k-th largest value is still possible (None:
+    every point is, the sequence is unbounded). It depends on n and alpha alone."""
+    target = math.log(1.0 / alpha)
+    for k in range(0, n // 2 + 1):
+        if _log_sign_factor(k, n) < target:
+            return k if k > 0 else None
+    return None
+
+
+def sign_sequence(values, alpha):
+    """[lo, hi] of the median of `values` from the signs at level 1 - alpha, valid at every look
+    (the median only: no moment, no scale, so a slow spell's outlier moves it by one rank);
+    None while unbounded."""
+    n = len(values)
+    k = _sign_rank(n, alpha) if n else None
+    if k is None:
+        return None
+    ordered = sorted(values)
+    return [ordered[k - 1], ordered[n - k]]
+
+
+def confidence_sequence(values):
+    """[lo, hi] of the per-round log ratios' centre, valid at every look at level 1 - SEQ_ALPHA,
+    or None while it is unbounded: the intersection of the t-mixture's sequence for the mean (at
+    SEQ_T_ALPHA) and the signs' for the median (at SEQ_SIGN_ALPHA). Two that do not meet cannot
+    both hold the centre: that look decides nothing (None), as before either is bounded."""
+    both = [cs for cs in (t_sequence(values, SEQ_T_ALPHA), sign_sequence(values, SEQ_SIGN_ALPHA)) if cs is not None]
+    if not both:
+        return None
+    lo, hi = max(cs[0] for cs in both), min(cs[1] for cs in both)
+    return [lo, hi] if lo <= hi else None
 
 
 def sequence_ratio(values):
