@@ -73,7 +73,7 @@ class PreflightError(SpecError):
         self.problems = problems
 
 
-def timing_notes(seen: dict, band: float, counts_instructions: bool) -> list[str]:
+def timing_notes(seen: dict, band: float, counts_instructions: bool, suite: bool = False) -> list[str]:
     """Notes from each revision's pre-flight item repeated in one process (the first repeat
     left out: a fresh process warms up): a base item too short to time; and, for items long
     enough to time, repeats that moved by more than the verdict's band, where instruction
@@ -94,10 +94,12 @@ def timing_notes(seen: dict, band: float, counts_instructions: bool) -> list[str
         median = statistics.median(walls)
         if median < MIN_ITEM_S:
             if variant == "base":
+                times = math.ceil(TIMED_ITEM_S / max(median, 1e-9))
+                fix = (f"give `suite: {{number: {times}}}` (or more) so that a timed item calls it {times} times"
+                       if suite else f"have run() repeat its work about {times} times")
                 notes.append(
                     f"pre-flight: item {result['item']} takes {1e3 * median:.3g} ms in the base: too short to "
-                    "time against a process's own jitter; have run() repeat its work about "
-                    f"{math.ceil(TIMED_ITEM_S / max(median, 1e-9))} times, so that an item takes "
+                    f"time against a process's own jitter; {fix}, so that an item takes "
                     f"{1e3 * TIMED_ITEM_S:.0f} ms or more")
             continue
         kept = walls[:-1] if len(walls) >= 4 else walls
@@ -609,7 +611,8 @@ class Runner:
                                 f"{_first_difference(base['items'], cand['items'])}): both revisions must run the same "
                                 "items")
             self.items_all = list(base["items"])
-            self.warnings += timing_notes(seen, self.campaign.threshold, self.campaign.instructions is not None)
+            self.warnings += timing_notes(seen, self.campaign.threshold, self.campaign.instructions is not None,
+                                          self.campaign.suite is not None)
             if base["item"] == cand["item"] and base["fields"] != cand["fields"]:
                 differ = sorted(n for n in set(base["fields"]) | set(cand["fields"])
                                 if base["fields"].get(n) != cand["fields"].get(n))

@@ -13,6 +13,7 @@ from harness import contract as C
 from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIMEOUT_S, DEFAULT_INSTRUCTION_RUNS,
                               DEFAULT_FIRST_LOOK, DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
                               DEFAULT_THRESHOLD, ENTRY_RE, ENV_KEY_RE, HEX64_RE, MAX_INSTRUCTION_RUNS, MAX_ITEMS,
+                              MAX_SUITE_NUMBER,
                               MAX_ROUNDS, MAX_RUNS, MAX_SEED, MAX_SLOTS, MAX_TIMEOUT_S, METRICS, NAME_RE, OVERRIDES)
 
 # The campaign's limits and defaults are the contract's (harness/contract.py): the bundle a
@@ -413,12 +414,13 @@ def _sys_path(r: _Reader, value: Any, key: str) -> tuple[str, ...]:
 
 
 def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
-    """`suite: {kind, path, select, sys_path, items}` -> the suite and the workload that runs it:
-    the harness's entry for the kind, handed kind, path and select as its params (so campaign.json
-    records them where it records any workload's)."""
+    """`suite: {kind, path, select, sys_path, items, number}` -> the suite and the workload that
+    runs it: the harness's entry for the kind, handed kind, path, select and number as its params
+    (so campaign.json records them where it records any workload's). `number` is asv's: how many
+    calls of each benchmark one timed item makes, for a benchmark too short to time in one call."""
     from harness.plan.suite import SelectError, matcher
 
-    s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items"}, {"kind", "path"})
+    s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items", "number"}, {"kind", "path"})
     kind = s["kind"]
     if not isinstance(kind, str) or kind not in C.SUITE_ENTRIES:
         raise r.fail("suite.kind", "one of " + ", ".join(C.SUITE_ENTRIES), kind)
@@ -438,7 +440,9 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     items = s.get("items")
     if items is not None:
         items = int(r.number(items, "suite.items", 1, MAX_ITEMS, integer=True))
-    params = {"kind": kind, "path": path, "select": select}
+    params: dict[str, Any] = {"kind": kind, "path": path, "select": select}
+    if "number" in s:  # only when given: campaign.json of a suite without it stays as it was
+        params["number"] = int(r.number(s["number"], "suite.number", 1, MAX_SUITE_NUMBER, integer=True))
     return Suite(kind, path, select), Workload(C.SUITE_ENTRIES[kind], None, params, sys_path, items)
 
 

@@ -274,6 +274,16 @@ def stage_summary(comparison: Comparison) -> list[str]:
     return [head + (f"; {left} smaller stage(s) left out (REPORT.md has all):" if left else ":"), text]
 
 
+def _calls(number: Any) -> str:
+    """How many calls a timed item made, from a run's suite metrics (a bundle's text: only a whole
+    number or a mapping is read, anything else reads as once)."""
+    if isinstance(number, int) and not isinstance(number, bool) and number > 1:
+        return f"{number} times per timed item"
+    if isinstance(number, dict) and number:
+        return f"as its own `number` says ({len(number)} benchmark(s) more than once)"
+    return "once"
+
+
 def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
     """What a `suite:` campaign's benchmarks gave, in sentences (none for a workload): the suite,
     how many items' outputs were hashed, and for the rest what they returned instead ("outputs:
@@ -293,7 +303,8 @@ def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
     without = [it["id"] for it in items if it.get("error") is None and not it.get("fields")]
     lines = [f"Suite: {esc(params.get('kind'))} benchmarks of {esc(params.get('path'))}"
              + (f" selected by {esc(params.get('select'))}" if params.get("select") else "")
-             + f", {len(items)} items, each run calling each benchmark once (its setup before the clock)"
+             + f", {len(items)} items, each run calling each benchmark {_calls(info.get('number'))} (its setup "
+               "before the clock)"
              + (f"; {esc(info['pytest'], 300)}" if info.get("pytest") else "")]
     if without:
         reasons: dict = {}

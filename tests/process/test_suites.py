@@ -126,11 +126,16 @@ def campaign(where: Path, tree: Path, patch: Path, name: str, suite: dict) -> Pa
      {"bench/test_core.py::test_work[20000]": "hashed: int", "bench/test_core.py::test_work[40000]": "hashed: int",
       "bench/test_core.py::test_pedantic": "hashed: int"},
      {"bench/test_core.py::test_box": "not data: returned pkg.core.Box"}),
-], ids=["asv", "pytest-benchmark"])
+    ({"kind": "asv", "path": "benchmarks/benchmarks", "select": "time_", "number": 3},
+     {"bench_core.time_table": "hashed: ndarray float64 [8]"},
+     {"bench_core.Work.time_work(20000)": "not given: returned None",
+      "bench_core.Work.time_work(40000)": "not given: returned None"}),
+], ids=["asv", "pytest-benchmark", "asv-number"])
 def test_a_suite_runs_unchanged_to_a_verified_bundle_with_parity_hashed(target, suite, given, not_given):
     where, tree, patch = target
-    yaml_path = campaign(where, tree, patch, f"suite-{suite['kind']}", suite)
-    out = where / f"out-{suite['kind']}"
+    tag = suite["kind"] + ("-number" if "number" in suite else "")
+    yaml_path = campaign(where, tree, patch, f"suite-{tag}", suite)
+    out = where / f"out-{tag}"
     result = harness("run", yaml_path, "--out", out)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "outputs: not given by this benchmark for" in result.stdout
@@ -142,6 +147,7 @@ def test_a_suite_runs_unchanged_to_a_verified_bundle_with_parity_hashed(target, 
         assert {i: fields[i] for i in given} == {i: ["return"] for i in given}
         assert {i: fields[i] for i in not_given} == {i: [] for i in not_given}
         assert record["metrics"]["suite"]["outputs"] == {**given, **not_given}
+        assert record["metrics"]["suite"]["number"] == suite.get("number", 1)
     report = verify(out)
     assert report.exit_code == 0, report.problems or report.unusable
     assert not rehash.rehash(str(out)).problems
@@ -150,6 +156,9 @@ def test_a_suite_runs_unchanged_to_a_verified_bundle_with_parity_hashed(target, 
     summary = harness("summary", out)
     assert "Outputs: not given by this benchmark for" in summary.stdout
     assert "Stages: not given by this benchmark" in summary.stdout
+    calls = f"calling each benchmark {suite['number']} times per timed item" if "number" in suite else \
+        "calling each benchmark once"
+    assert calls in result.stdout and calls in summary.stdout
 
 
 @pytest.fixture

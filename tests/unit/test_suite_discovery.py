@@ -283,6 +283,11 @@ BASE = b"name: s\ntarget: {repo: /tmp/r}\nbase: {rev: HEAD~1}\ncandidate: {rev: 
     (b"suite: {kind: asv, path: x, select: '(['}", "suite.select: expected a readable selection"),
     (b"suite: {kind: pytest-benchmark, path: x, select: 'a and'}", "suite.select: expected a readable selection"),
     (b"suite: {kind: asv, path: x, params: {}}", "suite.params: expected one of the known keys"),
+    (b"suite: {kind: asv, path: x, number: 0}", "suite.number: expected"),
+    (b"suite: {kind: asv, path: x, number: 2.5}", "suite.number: expected"),
+    (b"suite: {kind: asv, path: x, number: '9'}", "suite.number: expected"),
+    (b"suite: {kind: asv, path: x, number: true}", "suite.number: expected"),
+    (b"suite: {kind: asv, path: x, number: 1000001}", "suite.number: expected"),
     (b"suite: {kind: asv, path: x}\nworkload: {entry: 'a:b'}", "a suite (an existing benchmark suite, docs/suites.md), "
                                                                "not both"),
     (b"", "workload: expected a value (required key is missing; or `suite:`"),
@@ -300,5 +305,58 @@ def test_spec_turns_a_suite_into_the_harness_entry_for_its_kind():
     assert c.workload == spec.Workload("harness.worker.suites.pytest_suite:setup", None,
                                        {"kind": "pytest-codspeed", "path": "bench", "select": "a or b"}, ("src",), 2)
     assert spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"items": 3}).workload.items == 3
+    numbered = spec.loads(BASE + b"suite: {kind: asv, path: b, number: 40}", Path("/tmp/c.yaml")).workload.params
+    assert numbered == {"kind": "asv", "path": "b", "select": None, "number": 40}
     with pytest.raises(spec.SpecError, match="--param: a suite campaign has no params"):
         spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"params": {"a": 1}})
+
+
+COUNTED = {
+    "bm_unit_n/__init__.py": "",
+    "bm_unit_n/bench_n.py": """
+        CALLS = {"plain": 0, "own": 0}
+
+        def time_plain():
+            CALLS["plain"] += 1
+            return CALLS["plain"]
+
+        class Own:
+            number = 7
+
+            def time_own(self):
+                CALLS["own"] += 1
+                return CALLS["own"]
+
+        class Calibrated:
+            number = 0  # asv: calibrate per process; the harness keeps one call
+
+            def time_zero(self):
+                return 1
+    """,
+}
+
+
+def test_a_timed_item_makes_number_calls_the_last_ones_return_its_outputs(tmp_path, isolated):
+    write(tmp_path, COUNTED)
+    wl = asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": "bm_unit_n", "select": None}))
+    calls = sys.modules["bm_unit_n.bench_n"].CALLS
+    assert wl.run("bench_n.time_plain") == 1 and calls["plain"] == 1
+    assert wl.run("bench_n.Own.time_own") == 7 and calls["own"] == 7  # the benchmark's own number
+    assert wl.run("bench_n.Calibrated.time_zero") == 1
+    assert wl.metrics()["suite"]["number"] == {"bench_n.Own.time_own": 7}
+    wl = asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": "bm_unit_n", "select": "time_",
+                                                          "number": 3}))
+    assert wl.run("bench_n.time_plain") == 4 and wl.run("bench_n.Own.time_own") == 10  # the campaign's wins
+    assert wl.metrics()["suite"]["number"] == 3
+    assert asv.calls_per_item(None, True) == 1 and asv.calls_per_item(None, -2) == 1 and asv.calls_per_item(None, 2.0) == 1
+
+
+def test_pytest_items_make_the_campaigns_number_of_calls(tmp_path, isolated):
+    write(tmp_path, PYTEST)
+    ctx = SimpleNamespace(tree=tmp_path, params={"kind": "pytest-benchmark", "path": "pb_unit", "select": None,
+                                                 "number": 4})
+    wl = pytest_suite.setup(ctx)
+    assert wl.metrics()["suite"]["number"] == 4
+    counted = []
+    wl._calls = {item: (lambda item=item: counted.append(item) or len(counted)) for item in wl.items}
+    assert wl.run(wl.items[0]) == 4 and counted == [wl.items[0]] * 4

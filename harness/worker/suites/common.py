@@ -1,8 +1,9 @@
 """What the suite adapters share: the workload they give the worker, the refusal, and what a
 benchmark's return value becomes as outputs.
 
-The worker calls `run(item)` inside its timer: it is one call of the benchmarked callable and
-nothing else (its setup ran in `setup()`, before the clock). What the call returned goes through
+The worker calls `run(item)` inside its timer: it is `number` calls of the benchmarked callable
+(1 unless the campaign's suite.number or an asv benchmark's own `number` says more) and nothing
+else (its setup ran in `setup()`, before the clock). What the last call returned goes through
 `suite_outputs(item, returned)` after the timer stops: data (numpy arrays, bytes, str, numbers,
 and lists, tuples, dicts and sets of those) becomes the output field `return` and is hashed for
 parity; None and anything else gives no outputs, and `metrics()["suite"]["outputs"]` says so per
@@ -150,18 +151,25 @@ def outputs_of(value) -> tuple[dict, str]:
 
 
 class SuiteWorkload:
-    """The worker's workload for a suite: items are the selected benchmarks, each run one call."""
+    """The worker's workload for a suite: items are the selected benchmarks, each timed item
+    `number` calls of one (asv's number: a benchmark far shorter than a process's own jitter is
+    timed over many calls, as asv and pyperf do), the last call's return value its outputs."""
 
-    def __init__(self, kind: str, calls: dict, info: dict, teardowns: list | None = None):
+    def __init__(self, kind: str, calls: dict, info: dict, teardowns: list | None = None,
+                 numbers: dict | None = None):
         self.kind = kind
         self.items = list(calls)
         self._calls = calls  # item -> a callable of no arguments: the benchmark, set up
+        self._numbers = numbers or {}  # item -> calls per timed item, where not 1
         self._info = info
         self._notes: dict = {}
         self._teardowns = teardowns or []
 
     def run(self, item: str):
-        return self._calls[item]()
+        call = self._calls[item]
+        for _ in range(self._numbers.get(item, 1) - 1):
+            call()
+        return call()
 
     def suite_outputs(self, item: str, returned) -> dict:
         outputs, note = outputs_of(returned)

@@ -17,8 +17,9 @@ collection does, for what a benchmark needs:
 - The `benchmark` fixture is a stand-in: during `setup()`, before the clock, the test is called
   once with it; `benchmark(fn, *args, **kwargs)` and `benchmark.pedantic(fn, args=, kwargs=,
   setup=, teardown=, rounds=, iterations=)` record fn and its arguments, call it once and return its
-  result to the test (so the test's own assertions run). A timed run then calls fn once per item:
-  rounds, iterations and warm-up are the harness's (one call per item per run). With pedantic's
+  result to the test (so the test's own assertions run). A timed run then calls fn once per item
+  (`suite.number` times when the campaign gives it): rounds, iterations and warm-up are the
+  harness's. With pedantic's
   `setup`, the arguments for each timed call are made before the clock; its `teardown` runs after
   the timed loop. A test that raises is that item's recorded error in every run.
 - `select`: a pytest `-k` expression over the test's names (file, class, test with its parameters,
@@ -340,7 +341,9 @@ def setup(ctx):
                        f"files ({origin(runner, tree)}); its collection, fixtures and plugins were not run")
             if runner is not None else None,
             "pedantic": {k: {kk: repr(vv)[:40] for kk, vv in v.items()} for k, v in list(pedantic.items())[:200]}}
-    return SuiteWorkload(kind, calls, info, teardowns)
+    number = params.get("number", 1)
+    info["number"] = number
+    return SuiteWorkload(kind, calls, info, teardowns, {item: number for item in calls} if number > 1 else None)
 
 
 def import_test(path: Path):
