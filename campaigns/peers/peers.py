@@ -13,11 +13,16 @@ What each tool is asked, per repetition, for the change (base -> candidate) and 
   PYTHONPATH; for A-vs-A the same tree twice), then `python -m pyperf compare_to -v`; its
   verdict is compare_to's: faster, slower or not significant.
 - hyperfine: `hyperfine -N --export-json` of the two commands (a fresh interpreter that imports
-  networkx, builds the grid and runs the statement once); the verdict is this script's Welch
-  t-test on the exported times: p < 0.05 gives faster or slower by the mean ratio.
+  the benchmark, runs its setup and calls it once); the verdict is this script's Welch t-test on
+  the exported times: p < 0.05 gives faster or slower by the mean ratio.
 - the harness: `harness run` of a campaign (`rounds: auto`, the sequential default) over the
-  networkx asv benchmark; its verdict and ratio from the bundle's comparison.json. A-vs-A is the
+  same asv benchmark; its verdict and ratio from the bundle's comparison.json. A-vs-A is the
   base against an empty commit on top of it (the harness refuses one SHA on both sides).
+
+Every tool runs one asv benchmark of the library's own (`--bench FILE --benchmark Class.method
+--param VALUE`; by default networkx's AllShortestPathsGrid at N = 10): pyperf and hyperfine call
+the benchmark's class as asv would (instance, setup(param), method(param)), the harness selects
+it by its asv name, so the three time the same call on the same trees.
 
 Time to a verdict is the tool's whole process time (pyperf: both timeit processes and
 compare_to; hyperfine: its process and the Welch test; the harness: `harness run`).
@@ -47,6 +52,8 @@ KINDS = ("change", "aa")
 CLAIMS = {"faster", "slower", "improved", "regressed"}
 DETECT = {"faster", "improved"}
 BENCH = "benchmarks/benchmarks/benchmark_shortest_path.py"
+BENCHMARK = "AllShortestPathsGrid.time_all_shortest_paths"
+PARAM = "10"
 AA_DATE = "2000-01-01T00:00:00+0000"  # fixed, so the A-vs-A commit has the same SHA every run
 
 
@@ -326,7 +333,7 @@ def aa_commit(clone: Path, base: str) -> str:
     return sha
 
 
-def with_bench_of(clone: Path, base: str, cand: str) -> str:
+def with_bench_of(clone: Path, base: str, cand: str, bench: str = BENCH) -> str:
     """A commit on top of base whose tree is base's with BENCH taken from cand, so both sides run
     one benchmark file (for a change that adds its own benchmark); fixed dates, so its SHA repeats;
     kept alive by refs/peers/base. Everything else, the code under test included, is base's."""
@@ -335,10 +342,10 @@ def with_bench_of(clone: Path, base: str, cand: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:  # a private index: the clone's own is left alone
         env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
         git(clone, "read-tree", base, env=env)
-        blob = git(clone, "rev-parse", "--verify", f"{cand}:{BENCH}")
-        git(clone, "update-index", "--add", "--cacheinfo", f"100644,{blob},{BENCH}", env=env)
+        blob = git(clone, "rev-parse", "--verify", f"{cand}:{bench}")
+        git(clone, "update-index", "--add", "--cacheinfo", f"100644,{blob},{bench}", env=env)
         tree = git(clone, "write-tree", env=env)
-    sha = git(clone, "commit-tree", tree, "-p", base, "-m", f"peers: the base with {BENCH} of {cand[:12]}", env=env)
+    sha = git(clone, "commit-tree", tree, "-p", base, "-m", f"peers: the base with {bench} of {cand[:12]}", env=env)
     git(clone, "update-ref", "refs/peers/base", sha)
     return sha
 
@@ -357,22 +364,67 @@ def timed(cmd: list, log: Path, env=None, timeout=3600, cwd=None) -> tuple:
     return time.perf_counter() - t0, rc
 
 
-def env_for(tree: Path) -> dict:
-    return dict(os.environ, PYTHONPATH=str(tree))
+def bench_module(bench: str, tree: Path) -> tuple:
+    """(the folder to put on sys.path, the benchmark module's dotted name), by asv's rule that the
+    harness's asv suite follows: the package is the highest folder above the file that holds an
+    __init__.py (the file's own folder when none does)."""
+    path = Path(bench)
+    folder = path.parent
+    while folder.parent != Path(".") and (tree / folder.parent / "__init__.py").is_file():
+        folder = folder.parent
+    dotted = ".".join((folder.name, *path.relative_to(folder).with_suffix("").parts))
+    return folder.parent, dotted
 
 
-def setup_stmt(grid: int) -> tuple:
-    return (f"import networkx as nx; G = nx.grid_2d_graph({grid}, {grid})",
-            f"for _ in nx.all_shortest_paths(G, (0, 0), ({grid - 1}, {grid - 1})): pass")
+def parse_param(text):
+    """--param as asv holds it: a Python literal (10, 'x', (1, 2)) when it reads as one, else the
+    string itself; None (no --param) for a benchmark without parameters."""
+    if text is None:
+        return None
+    import ast
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def asv_select(benchmark: str, param) -> str:
+    """The harness's select for one benchmark and one parameter: its asv name, anchored, so
+    `time_x(10)` matches neither `time_x(100)` nor `time_x_more(10)`."""
+    name = benchmark if param is None else f"{benchmark}({param!r})"
+    return r"(^|\.)" + re.escape(name) + "$"
+
+
+def setup_stmt(dotted: str, benchmark: str, param) -> tuple:
+    """pyperf's setup and statement: the benchmark called as asv calls it (a class is made, its
+    setup run with the parameter, then the method timed with it; a function is called alone)."""
+    cls, _, meth = benchmark.rpartition(".")
+    arg = "" if param is None else "p"
+    given = f"p = {param!r}; " if param is not None else ""
+    if cls:
+        return (f"from {dotted} import {cls} as Bench; {given}b = Bench(); "
+                f"getattr(b, 'setup', lambda *a: None)({arg})", f"b.{meth}({arg})")
+    return f"from {dotted} import {meth} as f; {given}".rstrip("; "), f"f({arg})"
+
+
+def calls_for(per_call_s: float, item_s: float = 0.01) -> int:
+    """suite.number for a benchmark whose one call takes per_call_s: enough calls for item_s (the
+    harness pre-flight's 10 ms), 1 for a call that long already."""
+    return max(1, math.ceil(item_s / max(per_call_s, 1e-9))) if per_call_s < item_s else 1
+
+
+def env_for(tree: Path, bench_dir: Path = None) -> dict:
+    paths = [str(tree)] + ([str(tree / bench_dir)] if bench_dir is not None else [])
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
 
 
 def run_pyperf(a: Path, b: Path, work: Path, args, fast: bool) -> dict:
-    setup, stmt = setup_stmt(args.grid)
+    setup, stmt = args.setup_stmt
     log, total = work / "log.txt", 0.0
     for side, tree in (("a", a), ("b", b)):
-        cmd = [args.python, "-m", "pyperf", "timeit", "--name", f"all_shortest_paths_grid{args.grid}",
+        cmd = [args.python, "-m", "pyperf", "timeit", "--name", args.benchmark,
                *(["--fast"] if fast else []), "-o", work / f"{side}.json", "-s", setup, stmt]
-        dt, rc = timed(cmd, log, env=env_for(tree), timeout=args.timeout)
+        dt, rc = timed(cmd, log, env=env_for(tree, args.bench_dir), timeout=args.timeout)
         total += dt
         if rc != 0:
             return {"wall_s": total, "verdict": "timeout" if rc == "timeout" else "error", "ratio": None,
@@ -395,7 +447,7 @@ def run_pyperf(a: Path, b: Path, work: Path, args, fast: bool) -> dict:
 
 def run_hyperfine(a: Path, b: Path, work: Path, args) -> dict:
     script = work.parent.parent / "stmt.py"
-    cmds = [f"env PYTHONPATH={tree} {args.python} {script} {args.grid}" for tree in (a, b)]
+    cmds = [f"env PYTHONPATH={env_for(tree, args.bench_dir)['PYTHONPATH']} {args.python} {script}" for tree in (a, b)]
     cmd = [args.hyperfine, "-N", "--style", "basic", "--export-json", work / "hyperfine.json", "-n", "base", cmds[0],
            "-n", "candidate" if a != b else "base-again", cmds[1]]
     t0 = time.perf_counter()
@@ -410,13 +462,15 @@ def run_hyperfine(a: Path, b: Path, work: Path, args) -> dict:
             "detail": {"welch": test, "runs": [len(r["times"]) for r in results]}}
 
 
-def campaign_yaml(clone: Path, base: str, cand: str, select: str, name: str) -> str:
+def campaign_yaml(clone: Path, base: str, cand: str, select: str, name: str, bench: str = BENCH,
+                  benchmark: str = BENCHMARK, number: int = 1) -> str:
     return (f"name: {name}\n"
-            f"description: peers.py - networkx asv AllShortestPathsGrid, {base[:9]} -> {cand[:9]}\n"
+            f"description: {json.dumps(f'peers.py - asv {benchmark}, {base[:9]} -> {cand[:9]}')}\n"
             f"target: {{repo: {json.dumps(str(clone))}}}\n"
             f"base: {{rev: \"{base}\"}}\n"
             f"candidate: {{rev: \"{cand}\"}}\n"
-            f"suite:\n  kind: asv\n  path: {BENCH}\n  select: {json.dumps(select)}\n"
+            f"suite:\n  kind: asv\n  path: {json.dumps(bench)}\n  select: {json.dumps(select)}\n"
+            + (f"  number: {number}\n" if number > 1 else "") +
             f"rounds: auto\n")
 
 
@@ -441,17 +495,25 @@ def run_harness(yaml: Path, work: Path, args) -> dict:
 # --------------------------------------------------------------------------- main
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--clone", type=Path, default=Path("/tmp/nx"), help="networkx clone (default /tmp/nx)")
+    p.add_argument("--clone", type=Path, default=Path("/tmp/nx"), help="the library's clone (default /tmp/nx)")
     p.add_argument("--mirror", default="/work/.mirror/networkx+networkx/repo",
                    help="where to clone from when --clone is absent")
     p.add_argument("--base", default="7f7afab19^")
     p.add_argument("--candidate", default="7f7afab19")
     p.add_argument("--candidate-bench", action="store_true",
-                   help=f"the base runs the candidate's {BENCH} (a change that adds its own benchmark, such as "
-                        "c1c468d52): the base becomes a commit on it with that one file replaced")
-    p.add_argument("--grid", type=int, default=10, help="N of the N x N grid (the asv benchmark's param)")
-    p.add_argument("--select", default=None,
-                   help=r"asv select for the harness (default AllShortestPathsGrid\.time_all_shortest_paths\(N\))")
+                   help="the base runs the candidate's --bench file (a change that adds its own benchmark, such "
+                        "as c1c468d52): the base becomes a commit on it with that one file replaced")
+    p.add_argument("--number", default="auto",
+                   help="the harness's suite.number, calls per timed item (default auto: enough calls of the "
+                        "benchmark, timed in the base, for 10 ms, as the harness's pre-flight advises; pyperf "
+                        "calibrates its own loops)")
+    p.add_argument("--library", default="networkx",
+                   help="the package under test, which must import from each side's tree (default networkx)")
+    p.add_argument("--bench", default=BENCH, help=f"the asv benchmark file, in the repository (default {BENCH})")
+    p.add_argument("--benchmark", default=BENCHMARK, help=f"Class.method or function in it (default {BENCHMARK})")
+    p.add_argument("--param", default=PARAM,
+                   help=f"the benchmark's parameter as asv holds it, a Python literal or a plain string (default "
+                        f"{PARAM}); --param '' for a benchmark without one")
     p.add_argument("--repeat", type=int, default=3, help="repetitions of the change per tool")
     p.add_argument("--aa-repeat", type=int, default=None, help="repetitions of A-vs-A per tool (default --repeat)")
     p.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
@@ -466,7 +528,10 @@ def main(argv=None) -> int:
     if bad:
         p.error(f"--tools: unknown {','.join(bad)} (known: {','.join(TOOLS)})")
     aa_n = args.repeat if args.aa_repeat is None else args.aa_repeat
-    select = args.select or rf"AllShortestPathsGrid\.time_all_shortest_paths\({args.grid}\)"
+    param = parse_param(args.param or None)
+    if args.number != "auto" and not (args.number.isdigit() and 1 <= int(args.number) <= 1_000_000):
+        p.error(f"--number: expected auto or a whole number from 1 to 1000000, got {args.number!r}")
+    select = asv_select(args.benchmark, param)
 
     if "hyperfine" in tools and not shutil.which(args.hyperfine):
         p.error("hyperfine not found: install it (apt-get install -y hyperfine) or leave it out with --tools")
@@ -481,7 +546,7 @@ def main(argv=None) -> int:
     base = git(clone, "rev-parse", "--verify", args.base + "^{commit}")
     cand = git(clone, "rev-parse", "--verify", args.candidate + "^{commit}")
     if args.candidate_bench:
-        base = with_bench_of(clone, base, cand)
+        base = with_bench_of(clone, base, cand, args.bench)
     aa = aa_commit(clone, base)
 
     out = args.out.resolve()
@@ -489,22 +554,36 @@ def main(argv=None) -> int:
     run_dir = out / stamp
     run_dir.mkdir(parents=True)
     trees = {"base": export(clone, base, out / "trees" / base[:12]), "candidate": export(clone, cand, out / "trees" / cand[:12])}
-    for name, tree in trees.items():  # the statement imports networkx from the tree, not elsewhere
-        got = subprocess.run([args.python, "-c", "import networkx; print(networkx.__file__)"], env=env_for(tree),
-                             capture_output=True, text=True, check=True).stdout.strip()
-        if not Path(got).resolve().is_relative_to(tree):
-            p.error(f"{name}: networkx imported from {got}, not from {tree}: uninstall networkx from {args.python}")
-    setup, stmt = setup_stmt(args.grid)
-    (run_dir / "stmt.py").write_text(f"import sys\nN = int(sys.argv[1])\nimport networkx as nx\n"
-                                     f"G = nx.grid_2d_graph(N, N)\n"
-                                     f"for _ in nx.all_shortest_paths(G, (0, 0), (N - 1, N - 1)):\n    pass\n")
-    (run_dir / "change.yaml").write_text(campaign_yaml(clone, base, cand, select, "peers_nx_change"))
-    (run_dir / "aa.yaml").write_text(campaign_yaml(clone, base, aa, select, "peers_nx_aa"))
+    args.bench_dir, dotted = bench_module(args.bench, trees["base"])
+    args.setup_stmt = setup, stmt = setup_stmt(dotted, args.benchmark, param)
+    per_call = {}
+    for name, tree in trees.items():  # the library and its benchmark import from the tree, not elsewhere
+        probe = (f"import time, {args.library} as lib, {dotted} as m; print(lib.__file__); print(m.__file__); "
+                 f"{setup}; {stmt}\nt = []\nfor _ in range(5):\n    t0 = time.perf_counter(); {stmt}; "
+                 f"t.append(time.perf_counter() - t0)\nprint(sorted(t)[2])")
+        got = subprocess.run([args.python, "-c", probe], env=env_for(tree, args.bench_dir), capture_output=True,
+                             text=True)
+        if got.returncode != 0:
+            last = (got.stderr.strip().splitlines() or ["no message"])[-1]
+            p.error(f"{name}: the benchmark does not run from {tree}: {last}")
+        lines = got.stdout.splitlines()
+        for mod, where in zip((args.library, dotted), lines):
+            if not Path(where).resolve().is_relative_to(tree):
+                p.error(f"{name}: {mod} imported from {where}, not from {tree}: uninstall it from {args.python}")
+        per_call[name] = float(lines[-1])
+    number = calls_for(per_call["base"]) if args.number == "auto" else int(args.number)
+    (run_dir / "stmt.py").write_text(f"{setup}\n{stmt}\n")
+    (run_dir / "change.yaml").write_text(campaign_yaml(clone, base, cand, select, "peers_change", args.bench,
+                                                       args.benchmark, number))
+    (run_dir / "aa.yaml").write_text(campaign_yaml(clone, base, aa, select, "peers_aa", args.bench, args.benchmark,
+                                                   number))
 
     mach = machine()
     meta = {"machine": mach, "clone": str(clone), "base": base, "candidate": cand, "aa_commit": aa,
             "base_given": args.base, "candidate_bench": args.candidate_bench,
-            "grid": args.grid, "select": select, "setup": setup, "stmt": stmt, "tools": tools,
+            "bench": args.bench, "benchmark": args.benchmark, "param": param, "select": select, "number": number,
+            "per_call_s": per_call, "setup": setup,
+            "stmt": stmt, "tools": tools,
             "repeat": args.repeat, "aa_repeat": aa_n, "started": stamp,
             "command": " ".join([sys.executable, *map(str, sys.argv if argv is None else [__file__, *argv])]),
             "versions": versions(args)}

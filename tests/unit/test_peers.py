@@ -1,9 +1,11 @@
 """campaigns/peers/peers.py's pure parts: reading pyperf compare_to, the Welch test, the outcome
-of a repetition and the table. No process is started."""
+of a repetition, the table, and how any asv benchmark is called and selected. No process is
+started."""
 from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 
 import pytest
 
@@ -156,3 +158,46 @@ def test_table_gives_times_net_of_a_host_stop_and_marks_it():
     row = [c.strip() for c in md.splitlines()[2].split("|")[1:-1]]
     assert row[1] == "40 [30, 50]" and row[2] == "2 of 2 (faster, faster*)"
     assert "1 of 2 tool runs (marked *) were stopped by the host for 900 s" in md
+
+
+def test_any_asv_benchmark_is_called_as_asv_calls_it_and_selected_by_its_name(tmp_path, monkeypatch):
+    package = tmp_path / "benchmarks" / "peersbench"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "bench_paths.py").write_text("calls = []\n"
+                                            "class Grid:\n"
+                                            "    def setup(self, n): self.n = n\n"
+                                            "    def time_paths(self, n): calls.append((self.n, n))\n")
+    folder, dotted = peers.bench_module("benchmarks/peersbench/bench_paths.py", tmp_path)
+    assert (folder, dotted) == (peers.Path("benchmarks"), "peersbench.bench_paths")
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")  # a package one level up: asv's rule climbs
+    assert peers.bench_module("benchmarks/peersbench/bench_paths.py", tmp_path) == (
+        peers.Path("."), "benchmarks.peersbench.bench_paths")
+
+    assert peers.parse_param("10") == 10 and peers.parse_param("'w(10)'") == "w(10)"
+    assert peers.parse_param("wheel_graph(1000)") == "wheel_graph(1000)" and peers.parse_param(None) is None
+    monkeypatch.syspath_prepend(str(tmp_path / folder))
+    setup, stmt = peers.setup_stmt(dotted, "Grid.time_paths", 10)
+    env = {}
+    try:
+        exec(setup, env)
+        exec(stmt, env)
+        assert env["b"].n == 10 and sys.modules[dotted].calls == [(10, 10)]
+    finally:  # the package this test made is not left for another test to import
+        for name in [n for n in sys.modules if n == "benchmarks" or n.startswith("benchmarks.")]:
+            del sys.modules[name]
+    assert peers.setup_stmt("m", "time_f", None) == ("from m import time_f as f", "f()")
+
+    import re
+    select = re.compile(peers.asv_select("Grid.time_paths", 10))
+    assert select.search("bench_paths.Grid.time_paths(10)")
+    assert not select.search("bench_paths.Grid.time_paths(100)") and not select.search("bench_paths.Grid.time_paths_more(10)")
+    assert re.compile(peers.asv_select("H.time_h", "w(10)")).search("m.H.time_h('w(10)')")
+
+
+def test_the_harness_is_given_enough_calls_per_timed_item_for_a_short_benchmark():
+    assert peers.calls_for(0.0002) == 50 and peers.calls_for(0.004) == 3
+    assert peers.calls_for(0.01) == 1 and peers.calls_for(2.0) == 1
+    text = peers.campaign_yaml(peers.Path("/tmp/nx"), "a" * 40, "b" * 40, "x", "n", "b/b/m.py", "C.time_x", 50)
+    assert "  number: 50\n" in text and '"peers.py - asv C.time_x, aaaaaaaaa -> bbbbbbbbb"' in text
+    assert "number" not in peers.campaign_yaml(peers.Path("/tmp/nx"), "a" * 40, "b" * 40, "x", "n")
