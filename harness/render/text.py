@@ -276,11 +276,9 @@ def stage_summary(comparison: Comparison) -> list[str]:
 
 def _calls(number: Any) -> str:
     """How many calls a timed item made, from a run's suite metrics (a bundle's text: only a whole
-    number or a mapping is read, anything else reads as once)."""
+    number is read, anything else reads as once)."""
     if isinstance(number, int) and not isinstance(number, bool) and number > 1:
         return f"{number} times per timed item"
-    if isinstance(number, dict) and number:
-        return f"as its own `number` says ({len(number)} benchmark(s) more than once)"
     return "once"
 
 

@@ -12,10 +12,10 @@ asv's discovery does.
   each called with the item's parameters, all before the clock, in item order; a setup that raises
   NotImplementedError skips the item (asv: "skipped"); any other error is the item's recorded error
   in every run. `teardown`s run after the timed loop.
-- Calls per timed item: the campaign's `suite.number`, else the benchmark's own `number` (asv's
-  calls per sample) when it declares a positive one, else 1; the item's wall is all its calls.
-  `repeat`, `rounds`, `warmup_time`, `sample_time` and `timeout` are asv's own sampling and are
-  not used: the campaign's rounds of fresh processes are the samples.
+- Calls per timed item: the campaign's `suite.number` (default 1); the item's wall is all its
+  calls. The benchmark's own `number`, `repeat`, `rounds`, `warmup_time`, `sample_time` and
+  `timeout` are asv's own sampling and are not used: the campaign's rounds of fresh processes are
+  the samples, and a count read from each side's benchmark file could differ between the sides.
 - `select`: a regular expression searched in the benchmark's name, with or without its
   parameters (`asv run --bench`).
 """
@@ -30,7 +30,6 @@ import types
 from collections import Counter
 from pathlib import Path
 
-from harness.contract import MAX_SUITE_NUMBER as MAX_NUMBER
 from harness.worker.suites.common import SuiteError, SuiteWorkload, origin, raiser
 
 TIMED = ("time_", "track_")
@@ -163,17 +162,6 @@ def discover(path: Path, select, notes: dict) -> list:
     return out
 
 
-def calls_per_item(given, declared) -> int:
-    """Calls per timed item: the campaign's `suite.number` when it gives one; else the benchmark's
-    own `number` attribute (asv's calls per sample) when a positive whole number; else 1. asv's 0
-    (calibrate) is not followed: a count chosen per process would differ between the two sides."""
-    if given is not None:
-        return int(given)
-    if isinstance(declared, int) and not isinstance(declared, bool) and 0 < declared <= MAX_NUMBER:
-        return declared
-    return 1
-
-
 def setup(ctx):
     params = ctx.params
     tree = Path(ctx.tree)
@@ -187,7 +175,7 @@ def setup(ctx):
             if notes["not_imported"] else ""
         raise SuiteError(f"no asv benchmark (time_*, track_*) under {params['path']} matches select "
                          f"{params.get('select')!r}{why}")
-    calls, teardowns, skipped, caches, modules, numbers = {}, [], {}, {}, {}, {}
+    calls, teardowns, skipped, caches, modules = {}, [], {}, {}, {}
     for item, name, what, module, combo in found:
         modules[module.__name__] = origin(module, tree)
         try:
@@ -199,7 +187,6 @@ def setup(ctx):
             else:
                 func, sources = what, [what, module]
             args = tuple(combo)
-            numbers[item] = calls_per_item(params.get("number"), _first(sources, "number"))
             cache = _first(sources, "setup_cache")
             if cache is not None:
                 key = getattr(cache, "__func__", cache)
@@ -219,8 +206,6 @@ def setup(ctx):
     if not calls:
         raise SuiteError(f"every selected asv benchmark was skipped by its setup ({len(skipped)}): "
                          f"{next(iter(skipped.items()))[0]}")
-    numbers = {item: n for item, n in numbers.items() if item in calls and n > 1}
     info = {"kind": "asv", "path": params["path"], "select": params.get("select"), "benchmarks": len(calls),
-            "number": params.get("number") or dict(list(numbers.items())[:200]) or 1,
             "skipped": skipped, "not_imported": notes["not_imported"], "not_run": notes["not_run"][:200], "modules": modules}
-    return SuiteWorkload("asv", calls, info, teardowns, numbers)
+    return SuiteWorkload("asv", calls, info, teardowns, params.get("number", 1))

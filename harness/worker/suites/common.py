@@ -2,7 +2,7 @@
 benchmark's return value becomes as outputs.
 
 The worker calls `run(item)` inside its timer: it is `number` calls of the benchmarked callable
-(1 unless the campaign's suite.number or an asv benchmark's own `number` says more) and nothing
+(the campaign's suite.number, 1 unless it says more) and nothing
 else (its setup ran in `setup()`, before the clock). What the last call returned goes through
 `suite_outputs(item, returned)` after the timer stops: data (numpy arrays, bytes, str, numbers,
 and lists, tuples, dicts and sets of those) becomes the output field `return` and is hashed for
@@ -152,22 +152,22 @@ def outputs_of(value) -> tuple[dict, str]:
 
 class SuiteWorkload:
     """The worker's workload for a suite: items are the selected benchmarks, each timed item
-    `number` calls of one (asv's number: a benchmark far shorter than a process's own jitter is
-    timed over many calls, as asv and pyperf do), the last call's return value its outputs."""
+    `number` calls of one (the campaign's suite.number, asv's word: a benchmark far shorter than a
+    process's own jitter is timed over many calls, as asv and pyperf do), the last call's return
+    value its outputs."""
 
-    def __init__(self, kind: str, calls: dict, info: dict, teardowns: list | None = None,
-                 numbers: dict | None = None):
+    def __init__(self, kind: str, calls: dict, info: dict, teardowns: list | None = None, number: int = 1):
         self.kind = kind
         self.items = list(calls)
         self._calls = calls  # item -> a callable of no arguments: the benchmark, set up
-        self._numbers = numbers or {}  # item -> calls per timed item, where not 1
+        self._number = number
         self._info = info
         self._notes: dict = {}
         self._teardowns = teardowns or []
 
     def run(self, item: str):
         call = self._calls[item]
-        for _ in range(self._numbers.get(item, 1) - 1):
+        for _ in range(self._number - 1):
             call()
         return call()
 
@@ -179,7 +179,7 @@ class SuiteWorkload:
     def metrics(self) -> dict:
         notes = dict(self._notes)
         given = sum(1 for n in notes.values() if n.startswith("hashed"))
-        return {"suite": {**self._info, "outputs": notes,
+        return {"suite": {**self._info, "number": self._number, "outputs": notes,
                           "outputs_given": given, "outputs_not_given": len(notes) - given}}
 
     def close(self) -> None:

@@ -341,9 +341,7 @@ def setup(ctx):
                        f"files ({origin(runner, tree)}); its collection, fixtures and plugins were not run")
             if runner is not None else None,
             "pedantic": {k: {kk: repr(vv)[:40] for kk, vv in v.items()} for k, v in list(pedantic.items())[:200]}}
-    number = params.get("number", 1)
-    info["number"] = number
-    return SuiteWorkload(kind, calls, info, teardowns, {item: number for item in calls} if number > 1 else None)
+    return SuiteWorkload(kind, calls, info, teardowns, params.get("number", 1))
 
 
 def import_test(path: Path):
