@@ -365,15 +365,13 @@ def timed(cmd: list, log: Path, env=None, timeout=3600, cwd=None) -> tuple:
 
 
 def bench_module(bench: str, tree: Path) -> tuple:
-    """(the folder to put on sys.path, the benchmark module's dotted name), by asv's rule that the
-    harness's asv suite follows: the package is the highest folder above the file that holds an
-    __init__.py (the file's own folder when none does)."""
-    path = Path(bench)
-    folder = path.parent
-    while folder.parent != Path(".") and (tree / folder.parent / "__init__.py").is_file():
-        folder = folder.parent
-    dotted = ".".join((folder.name, *path.relative_to(folder).with_suffix("").parts))
-    return folder.parent, dotted
+    """(the folder, relative to the tree, to put on sys.path; the benchmark module's dotted name):
+    the harness's own asv rule (harness.worker.suites.asv.module_of), so pyperf and hyperfine
+    import the module the harness times."""
+    from harness.worker.suites.asv import module_of
+
+    folder, dotted = module_of(tree / bench)
+    return folder.parent.relative_to(tree), dotted
 
 
 def parse_param(text):
@@ -410,7 +408,7 @@ def setup_stmt(dotted: str, benchmark: str, param) -> tuple:
 def calls_for(per_call_s: float, item_s: float = 0.01) -> int:
     """suite.number for a benchmark whose one call takes per_call_s: enough calls for item_s (the
     harness pre-flight's 10 ms), 1 for a call that long already."""
-    return max(1, math.ceil(item_s / max(per_call_s, 1e-9))) if per_call_s < item_s else 1
+    return math.ceil(item_s / max(per_call_s, 1e-9)) if per_call_s < item_s else 1
 
 
 def env_for(tree: Path, bench_dir: Path = None) -> dict:

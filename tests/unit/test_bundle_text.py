@@ -298,3 +298,9 @@ def test_a_suites_lines_on_the_terminal_carry_no_markdown_escapes(tmp_path):
     assert "\\_" not in shown and "&lt;" not in shown and "\\|" not in shown
     page = "\n".join(text.suite_text(campaign, [record]))
     assert "test\\_attrs\\_collections.py" in page and "&lt;locals&gt;" in page and "\x1b" not in page
+    for number, said in (("3\n```\n<b>@someone\x1b[2K", "once"), (True, "once"), (57, "57 times per timed item")):
+        record["metrics"]["suite"]["number"] = number  # a bundle's count: only a whole number is read
+        (tmp_path / C.run_path("A1")).write_text(json.dumps(record))
+        for shown in ("\n".join(suite_lines(tmp_path)), "\n".join(text.suite_text(campaign, [record]))):
+            assert f"calling each benchmark {said} (its setup" in shown
+            assert "\x1b" not in shown and "<b>" not in shown and "@someone" not in shown

@@ -99,6 +99,16 @@ def _modules(folder: Path, package: str):
     return out
 
 
+def module_of(path: Path) -> tuple:
+    """One benchmark file's (package folder, dotted module name), as asv imports it: the package
+    is the highest folder above the file that holds an __init__.py, its parent goes on sys.path."""
+    folder = path.parent
+    while (folder.parent / "__init__.py").is_file():
+        folder = folder.parent
+    inner = path.relative_to(folder).with_suffix("").parts
+    return folder, ".".join((folder.name, *inner)) if inner != ("__init__",) else folder.name
+
+
 def discover(path: Path, select, notes: dict) -> list:
     """Every selected benchmark: (item id, name, function or (class, method name), module).
     path: asv's benchmark folder (every module in it is imported, as asv does), or one .py file
@@ -106,12 +116,9 @@ def discover(path: Path, select, notes: dict) -> list:
     import importlib
 
     if path.is_file() and path.suffix == ".py":
-        folder = path.parent
-        while (folder.parent / "__init__.py").is_file():
-            folder = folder.parent
+        folder, dotted = module_of(path)
         package = folder.name
-        inner = path.relative_to(folder).with_suffix("").parts
-        dotted_names = [".".join((package, *inner)) if inner != ("__init__",) else package]
+        dotted_names = [dotted]
     elif path.is_dir():
         folder, package = path, path.name
         dotted_names = _modules(folder, package)
