@@ -26,7 +26,7 @@ NOT_CONTRADICTED = 8  # reproduce: the re-run could not tell (too wide, or no cl
 PARTIAL = 9  # reproduce: the two bundles do not cover the same items
 WRITE_FAILED = 10  # a write failed (a full disk, a quota, a read-only folder), or another OS error stopped a campaign: nothing half-written, the runs kept
 NO_CULPRIT = 12  # bisect: cannot tell which commit (spread, inconclusive, not monotone)
-NOT_REGRESSED = 13  # bisect: bad is not slower than good, nothing to find
+NOTHING_TO_FIND = 13  # bisect: bad is not slower (or faster) than good, as it was asked
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
 def error(command: str, *lines, code: int = UNUSABLE) -> int:
@@ -45,7 +45,7 @@ RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FA
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
                       "partial": PARTIAL, "outputs differ": PARITY, "run failed": FAILED}
 # `harness bisect`, by how the search ended (contract.BISECT_ENDINGS).
-BISECT_CODES = {"culprit": OK, "not regressed": NOT_REGRESSED, "spread": NO_CULPRIT, "inconclusive": NO_CULPRIT,
+BISECT_CODES = {"culprit": OK, "nothing to find": NOTHING_TO_FIND, "spread": NO_CULPRIT, "inconclusive": NO_CULPRIT,
                 "not monotone": NO_CULPRIT, "outputs differ": PARITY, "failed": FAILED, "stopped": FAILED}
 assert set(EXIT_CODES) == set(C.VERDICTS) and set(REPRODUCTION_CODES) == set(C.REPRODUCTION_VERDICTS)
 assert set(BISECT_CODES) == set(C.BISECT_ENDINGS)
