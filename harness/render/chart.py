@@ -58,10 +58,9 @@ def rounds_chart(stats: Stats) -> list[str]:
     values = [math.exp(-v if faster else v) for v in shown]
     n = len(logs)
     which = f"rounds 1-{len(shown)} of {n}" if len(shown) < n else f"{n} rounds"
-    title = (f"Speed-up per round: base time / candidate time, {which} (the line at 1: no change)" if faster else
-             f"Slow-down per round: candidate time / base time, {which} (the line at 1: no change)")
+    title = f"{'Speed-up' if faster else 'Slow-down'} per round, {which} (line at 1: no change)"
     return ["```mermaid", SIZE, "xychart-beta", f'  title "{title}"',
             f'  x-axis "round" [{", ".join(str(k + 1) for k in range(len(shown)))}]',
-            f'  y-axis "{"x faster" if faster else "x slower"}" 0 --> {_top(values)}',
+            f'  y-axis "{"base / candidate time" if faster else "candidate / base time"}" 0 --> {_top(values)}',
             f"  bar [{', '.join(_value(v) for v in values)}]",
             f"  line [{', '.join('1' for _ in values)}]", "```"]

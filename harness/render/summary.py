@@ -4,13 +4,16 @@ gives (FORMS, the one seam): `markdown` (the default), `github` for a job summar
 workflow updates in place (at most COMMENT_LIMIT characters, behind a `marker`), and the two
 JSON forms of harness/render/export.py.
 
-The Markdown is short by default: the verdict (ratio, interval, how many rounds and how the
-campaign stopped), the worst items, parity in one sentence, the interpreter and machine, the
-instruction counts when there are some, the digest, and the commands a reviewer runs from a
-clone of the repository. `--long` adds the runs in execution order, the stage CPU table, every
-warning in full and cleanup. Every figure is read from the bundle, every piece of its text goes
-through harness/render/text.py; nothing else is said. A form with a size limit leaves out whole
-sections from the end, saying which, never a cut line."""
+The Markdown is what a reviewer reads in ten seconds, short by default (SHORT_LINES): the verdict
+and its one figure, the candidate/base ratio as a factor with its interval ("1.97x faster
+[1.28x, 3.03x]", outcomes.speed), how it was measured, and in plain words why an interval that
+reads as a change is not one (a band load widened); per item its base and candidate times in
+ms, its change and its own verdict; the metrics; a chart GitHub draws itself (render/chart.py);
+the notes as a list; the digest and the commands a reviewer runs from a clone. `--long` adds the
+runs in execution order, the stage CPU table, every warning in full and cleanup. Every figure is
+read from the bundle, every piece of its text goes through this page's `cell` (render/text.py's,
+with the machine's absolute paths shown by name); nothing else is said. A form with a size limit
+leaves out whole sections from the end, saying which, never a cut line."""
 from __future__ import annotations
 
 import re
@@ -214,7 +217,7 @@ def _verdict(c: Comparison, campaign: dict) -> list[str]:
         lines += [f"{cell(c.reason or stats.verdict_reason, 600)}.", ""]
     if paired.ci95:
         how = (f"{_rounds(stats, campaign).capitalize()}, each round one base and one candidate run in fresh "
-               f"processes. The figure is candidate time over base time ({paired.geomean_ratio:.4f}), the geometric "
+               f"processes. The figure is candidate time over base time ({paired.geomean_ratio:.4g}), the geometric "
                f"mean over {paired.items} items of {cell(paired.metric)}, shown as a factor with {_level(stats)}; "
                f"equal band {band(stats.band)}.")
     else:
