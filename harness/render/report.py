@@ -263,7 +263,9 @@ def render(entries: list, root: Path, sources: str) -> str:
              "load or drift a claim must also clear the rounds' noise (docs/statistics.md).", ""]
     if not entries:
         return "\n".join(lines + ["No bundles.", ""])
-    lines += [summary(entries, root), ""] + how_to_check()
+    lines += [summary(entries, root), "", "`change [interval]` is each campaign's one figure: its candidate/base ratio "
+              "as a factor, with its interval in the same form; the mean timed wall per run of each variant is in its "
+              "section's verdict line, in seconds, not as a second factor.", ""] + how_to_check()
     for e in entries:
         lines.append(section(e, root))
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -374,3 +374,15 @@ def test_an_inconclusive_search_names_the_commands_to_run_next(tmp_path):
     assert f"--band 0.5 --out {tmp_path / 'out'}.3" in lines[2]  # twice the probes' 29.3%, at most 50%
     receipt["ending"] = "culprit"
     assert bisect.next_steps(p, receipt, "c.yaml", tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("kw, says", [({"band": 0.7}, "--band 0.7: expected a share above 0 and at most 0.5"),
+                                      ({"band": 0.0}, "--band 0: expected a share above 0"),
+                                      ({"budget_s": 0.5}, "--budget 0.5: expected seconds per step"),
+                                      ({"find": "sideways"}, "--find 'sideways': expected one of either, slower, faster")])
+def test_a_bisect_that_cannot_start_says_why_in_one_line(tmp_path, kw, says):
+    from harness.judge import bisect
+
+    with pytest.raises(bisect.BisectError) as refused:
+        bisect.plan(tmp_path / "none.yaml", "a", "b", **kw)
+    assert str(refused.value).startswith(says) and "\n" not in str(refused.value)
