@@ -271,6 +271,7 @@ def test_the_comment_workflow_posts_the_verified_claim_once_then_updates_its_own
     assert calls[2].startswith("api --method POST repos/owner/repo/issues/7/comments -F body=@") and len(calls) == 3
     assert body.splitlines()[0] == "<!-- abba-harness:ci-demo -->" and len(body) <= 65536
     assert re.search(r"\*\*Improved: [0-9.,]+x faster \[[0-9.,]+x, [0-9.,]+x\]\*\* \(`harness compare` exit 0\)", body)
+    assert "```sh\nharness verify abba --repo .\n" in body  # the bundle as the reviewer's download has it
     # a second push: the bot's own comment is updated in place; one the pull request's author
     # posted first with the same marker is never taken for it
     marker = body.splitlines()[0]
