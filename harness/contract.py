@@ -28,11 +28,11 @@ SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
     "result": "abba-harness/result/v2",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
-    "bisect": "abba-harness/bisect/v1",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
+    "bisect": "abba-harness/bisect/v2",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
     "claim": "abba-harness/claim/v1",  # harness summary --format json: the claim for dashboards, not part of a bundle
     "run": "abba-harness/run/v7",
     "instructions": "abba-harness/instructions/v4",
-    "campaign": "abba-harness/campaign/v9",
+    "campaign": "abba-harness/campaign/v10",
     "comparison": "abba-harness/comparison/v7",
     "environment": "abba-harness/environment/v3",
     "revisions": "abba-harness/revisions/v3",
@@ -308,7 +308,8 @@ ZYGOTE_RUNS = 4
 MAX_PRELOAD = 32  # `launch: {mode: zygote, preload: [...]}`: the libraries a zygote imports, at most
 METRICS = ("wall", "instructions")
 CALL_MODES = ("equal", "per_variant")
-OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params", "metrics")
+# budget_s and threshold: what `harness bisect` sets on each step (its per-step budget, the probes' band)
+OVERRIDES = ("base", "candidate", "order", "rounds", "items", "params", "metrics", "budget_s", "threshold")
 
 # --- statistics: policy (harness/comparison/analysis.py and rehash.py each derive the numbers)
 METHOD = "paired rounds, 20%-trimmed Tukey-McLaughlin t interval over per-round log ratios"
@@ -1072,6 +1073,9 @@ FIELDS = {
         "overrides.params.**": F("any", "campaign: campaign.yaml re-read with them"),
         "overrides.metrics": F("list", "campaign: campaign.yaml re-read with them", size=2, optional=True),
         "overrides.metrics[]": F("enum", "campaign: campaign.yaml re-read with them", values=METRICS),
+        "overrides.budget_s": F("num", "campaign: campaign.yaml re-read with them", lo=1.0, hi=MAX_TIMEOUT_S,
+                                optional=True),
+        "overrides.threshold": F("num", "campaign: campaign.yaml re-read with them", lo=0.0, hi=0.5, optional=True),
         "revisions": F("dict", "identity: base and candidate"),
         "revisions.base": F("dict", "identity: the base revision"),
         "revisions.base.rev": F("str", "campaign: campaign.yaml", size=256),
@@ -1850,7 +1854,7 @@ def t_quantile(p, df):
     return _T_QUANTILES[key]
 
 
-# --- harness bisect: the first commit where a campaign regresses -------------------------------
+# --- harness bisect: the first commit that made a campaign slower, or faster ---------------------
 # OUT/bisect.json (a receipt beside its step bundles, not part of one) and OUT/steps/NN-<sha12>/,
 # one sealed bundle per step. The search rule below is the one the command follows and both
 # checkers re-apply to the steps' verified verdicts.
@@ -1862,12 +1866,16 @@ MAX_BISECT_STEPS = 2 + MAX_BISECT_COMMITS.bit_length()  # the endpoint, the halv
 MAX_BISECT_BYTES = 2 << 20  # bisect.json
 # A step's verdict: the wall verdict of a complete campaign whose outputs agree, else what stopped it.
 BISECT_STEP_VERDICTS = VERDICTS + ("outputs differ", "failed")
-# How a search ends. culprit: one commit named; not regressed: bad is not slower than good; spread:
-# the slow-down crosses the band at a commit whose own step does not regress; inconclusive: a step
-# could not tell; not monotone: a probe is faster than good while bad is slower; outputs differ,
-# failed: a step's; stopped: the search ended before the rule did (interrupted, a pre-flight problem).
-BISECT_ENDINGS = ("culprit", "not regressed", "spread", "inconclusive", "not monotone", "outputs differ", "failed",
-                  "stopped")
+# What a search looks for: the commit that made it slower, faster, or either (the ends' own verdict
+# says which: bad improved against good, a speed-up; regressed, a slow-down).
+BISECT_FIND = ("either", "slower", "faster")
+# How a search ends. culprit: one commit named; nothing to find: bad is not slower (faster) than
+# good; spread: the change crosses the band at a commit whose own step does not; inconclusive: a
+# step could not tell; not monotone: a probe moved the other way; outputs differ, failed: a step's;
+# stopped: the search ended before the rule did (interrupted, a pre-flight problem).
+BISECT_ENDINGS = ("culprit", "nothing to find", "spread", "inconclusive", "not monotone", "outputs differ",
+                  "failed", "stopped")
+MAX_PROBE_BAND = 0.5  # verdict.threshold's own bound (spec)
 
 _B = "bisect: "
 RECEIPT_FIELDS = {  # receipts beside bundles, not part of one: read by the checkers' own modes
@@ -1879,6 +1887,13 @@ RECEIPT_FIELDS = {  # receipts beside bundles, not part of one: read by the chec
         "bad": F("gitsha", _B + "the last of commits, the first step's candidate"),
         "good_rev": F("str", "free: the revision as the user gave it; its SHA is bound", size=256),
         "bad_rev": F("str", "free: the revision as the user gave it; its SHA is bound", size=256),
+        "find": F("enum", _B + "the search rule's input: what it looks for (either: the ends' verdict says)",
+                  values=BISECT_FIND),
+        "threshold": F("num", _B + "the search rule's input: the first step's band (the campaign file's "
+                                   "verdict.threshold, or --band)", lo=0.0, hi=MAX_PROBE_BAND),
+        "band": F("num?", _B + "the search rule's input: every step's band (--band); null: the probes' band from the "
+                               "ends' ratio (bisect_band)", lo=0.0, hi=MAX_PROBE_BAND),
+        "budget_s": F("num", _B + "every step bundle's budget_s", lo=1.0, hi=MAX_TIMEOUT_S),
         "commits": F("list", _B + "the search's input, first-parent good..bad oldest first (`verify --repo` "
                                   "reads the repository's)", size=MAX_BISECT_COMMITS),
         "commits[]": F("gitsha", _B + "each once, good never among them"),
@@ -1888,6 +1903,8 @@ RECEIPT_FIELDS = {  # receipts beside bundles, not part of one: read by the chec
         "steps[].folder": F("str", _B + "steps/NN-<candidate's first 12 hex digits>", size=64),
         "steps[].base": F("gitsha", _B + "the step bundle's base SHA; the rule's"),
         "steps[].candidate": F("gitsha", _B + "the step bundle's candidate SHA; the rule's"),
+        "steps[].band": F("num", _B + "the step bundle's verdict.threshold (stats.threshold); the rule's",
+                          lo=0.0, hi=MAX_PROBE_BAND),
         "steps[].digest": F("sha256", _B + "the step bundle's digest (SHA-256 of its tag manifest)"),
         "steps[].verdict": F("enum", _B + "the step bundle's verdict (bisect_verdict)", values=BISECT_STEP_VERDICTS),
         "steps[].ratio": F("num?", _B + "the step bundle's candidate/base ratio", **RATIO),
@@ -1902,9 +1919,10 @@ RECEIPT_FIELDS = {  # receipts beside bundles, not part of one: read by the chec
 
 
 def bisect_step(comparison):
-    """(verdict, ratio, interval) of a step from its verified comparison.json: "failed" for a
-    campaign that did not complete, "outputs differ" when parity fails, else the wall verdict,
-    with the paired geometric-mean ratio and its interval."""
+    """(verdict, ratio, interval, band) of a step from its verified comparison.json: "failed" for
+    a campaign that did not complete, "outputs differ" when parity fails, else the wall verdict,
+    with the paired geometric-mean ratio, its interval and the band it was judged against (the
+    campaign's verdict.threshold)."""
     stats = comparison.get("stats") if isinstance(comparison.get("stats"), dict) else {}
     paired = stats.get("paired") if isinstance(stats.get("paired"), dict) else {}
     ratio, interval = paired.get("geomean_ratio"), paired.get("ci95")
@@ -1914,7 +1932,18 @@ def bisect_step(comparison):
         verdict = "outputs differ"
     else:
         verdict = stats.get("verdict") if stats.get("verdict") in VERDICTS else "failed"
-    return verdict, ratio, list(interval) if interval else None
+    return verdict, ratio, list(interval) if interval else None, stats.get("threshold")
+
+
+def bisect_band(ratio, threshold):
+    """The probes' band, from the ends' ratio: half the change in log space (sqrt(ratio)), so a
+    probe reads "equal" while it is nearer good and beyond the band once it is nearer bad, and each
+    decides in as few rounds as the change's size allows; at least the first step's threshold, at
+    most MAX_PROBE_BAND, to 4 decimals."""
+    if not isinstance(ratio, (int, float)) or not ratio > 0:
+        return threshold
+    half = math.sqrt(ratio) - 1 if ratio > 1 else 1 - math.sqrt(ratio)
+    return max(threshold, min(MAX_PROBE_BAND, math.floor(half * 1e4) / 1e4))
 
 
 class BisectOff(ValueError):
@@ -1922,57 +1951,68 @@ class BisectOff(ValueError):
 
     def __init__(self, index, want):
         self.index, self.want = index, want
-        super().__init__(f"step {index + 1} should compare {want[0][:12]} -> {want[1][:12]}")
+        super().__init__(f"step {index + 1} should compare {want[0][:12]} -> {want[1][:12]} with band {want[2]:g}")
 
 
-def bisect_search(good, commits, steps):
+def bisect_search(good, commits, steps, find="either", threshold=DEFAULT_THRESHOLD, band=None):
     """The search rule, replayed over the steps so far. commits: the first-parent commits
     good..bad, oldest first (bad last; good is the first one's first parent); steps: dicts of
-    base, candidate, verdict, ratio, interval, in order. Every probe is compared with good (a
-    monotone history reads "equal" before the culprit and "regressed" from it on):
+    base, candidate, band, verdict, ratio, interval, in order; find: "slower", "faster" or
+    "either" (BISECT_FIND); threshold: the first step's band; band: every step's band, or None
+    for the probes' band from the ends' ratio (bisect_band). Every probe is compared with good (a
+    history whose change came in one commit reads "equal" before it and "moved" from it on):
 
-      1. good -> bad: regressed goes on; equal or improved ends "not regressed", else it ends.
-      2. binary search: lo = good (equal), hi = bad (regressed); while a commit lies between,
-         good -> the middle one: regressed moves hi there, equal moves lo there; improved ends
-         "not monotone", inconclusive ends "inconclusive" (no neighbour is tried: the history
+      1. good -> bad: the change it looks for (regressed for slower, improved for faster; either
+         takes whichever it reads) goes on; equal, or the other way, ends "nothing to find";
+         inconclusive ends "inconclusive".
+      2. binary search: lo = good (equal), hi = bad (moved); while a commit lies between, good ->
+         the middle one: moved moves hi there, equal moves lo there; the other way ends "not
+         monotone", inconclusive ends "inconclusive" (no neighbour is tried: the history
          between is what the search cannot read).
-      3. hi is the first commit slower than good. Unless its parent is good (that step is its
-         own), its parent -> hi: regressed names hi the culprit; equal ends "spread" (no single
-         commit makes the slow-down); inconclusive ends "inconclusive", improved "not monotone".
+      3. hi is the first commit moved from good. Unless its parent is good (that step is its
+         own), its parent -> hi: moved names hi the culprit; equal ends "spread" (no single commit
+         makes the change); inconclusive and the other way end as above.
       A step that failed or whose outputs differ ends the search with that word.
 
-    Returns {"next": (base, candidate) or None, "ending", "culprit", "reason"}: next is the step
-    the rule asks for when the steps so far do not end it. BisectOff when a recorded step is not
-    the one the rule asks for; a step past the end is the caller's to refuse (len(steps) >
-    "used")."""
+    Returns {"next": (base, candidate, band) or None, "ending", "culprit", "reason", "used",
+    "direction" ("slower", "faster", or None while unknown), "range" (lo, hi: the commits between
+    which the change lies as far as the steps so far tell; lo may be good)}: next is the step the
+    rule asks for when the steps so far do not end it. BisectOff when a recorded step is not the
+    one the rule asks for; a step past the end is the caller's to refuse (len(steps) > "used")."""
     asked = []
+    bad = commits[-1]
+    state = {"direction": None if find == "either" else find, "range": (good, bad)}
+    moved = {"slower": "regressed", "faster": "improved"}
 
-    def ask(base, candidate):
+    def ask(base, candidate, step_band):
         k = len(asked)
-        asked.append((base, candidate))
+        asked.append((base, candidate, step_band))
         if k >= len(steps):
             return None
         s = steps[k]
-        if (s["base"], s["candidate"]) != (base, candidate):
-            raise BisectOff(k, (base, candidate))
+        if (s["base"], s["candidate"], s.get("band")) != (base, candidate, step_band):
+            raise BisectOff(k, (base, candidate, step_band))
         return s
 
     def done(ending, culprit, reason):
-        return {"next": None, "ending": ending, "culprit": culprit, "reason": reason, "used": len(asked)}
+        return {"next": None, "ending": ending, "culprit": culprit, "reason": reason, "used": len(asked), **state}
 
     def need():
-        return {"next": asked[-1], "ending": None, "culprit": None, "reason": None, "used": len(asked) - 1}
+        return {"next": asked[-1], "ending": None, "culprit": None, "reason": None, "used": len(asked) - 1, **state}
+
+    def name(sha):
+        return "good" if sha == good else ("bad" if sha == bad else sha[:12])
 
     def text(s):
         ratio, iv = s.get("ratio"), s.get("interval")
-        where = f"step {asked.index((s['base'], s['candidate'])) + 1:02d} ({_name(s['base'])} -> " \
-                f"{_name(s['candidate'])})"
+        where = f"step {[a[:2] for a in asked].index((s['base'], s['candidate'])) + 1:02d} ({name(s['base'])} -> " \
+                f"{name(s['candidate'])})"
         if ratio is None:
             return f"{where} {s['verdict']}"
         return f"{where} {s['verdict']}, candidate/base {ratio:.4f}" + (f" [{iv[0]:.4f}, {iv[1]:.4f}]" if iv else "")
 
-    def _name(sha):
-        return "good" if sha == good else ("bad" if sha == commits[-1] else sha[:12])
+    def change():
+        return "slow-down" if state["direction"] == "slower" else "speed-up"
 
     def stop_on(s, what):
         """The ending of a step that does not move the search (None: it does)."""
@@ -1984,54 +2024,64 @@ def bisect_search(good, commits, steps):
             return done("outputs differ", None, f"cannot tell: {text(s)}: the outputs differ, so the timing "
                                                 "compares different work; find where the outputs change first")
         if v == "inconclusive":
-            return done("inconclusive", None, f"cannot tell: {text(s)}: {what}; a wider band (verdict.threshold) "
-                                              "or a larger budget_s may decide")
-        if v == "improved":
-            return done("not monotone", None, f"cannot tell: {text(s)} while bad is slower than good: the history "
-                                              "is not monotone (a slow-down and a speed-up between them); bisect a "
-                                              "narrower range")
+            return done("inconclusive", None, f"cannot tell: {text(s)}: {what}; a larger budget per step "
+                                              "(--budget), a wider band (--band) or a narrower range may decide")
+        if v in ("improved", "regressed") and v != moved[state["direction"]]:
+            return done("not monotone", None, f"cannot tell: {text(s)} while bad is {state['direction']} than "
+                                              "good: the history is not monotone (a slow-down and a speed-up "
+                                              "between them); bisect a narrower range")
         return None
 
-    bad = commits[-1]
-    s = ask(good, bad)
+    s = ask(good, bad, threshold if band is None else band)
     if s is None:
         return need()
-    if s["verdict"] in ("equal", "improved"):
-        faster = "faster than" if s["verdict"] == "improved" else "as fast as"
-        return done("not regressed", None, f"bad is {faster} good ({text(s)}): no regression to find")
-    ended = stop_on(s, "whether bad is slower than good")
+    v = s["verdict"]
+    if state["direction"] is None and v in moved.values():
+        state["direction"] = "slower" if v == "regressed" else "faster"
+    if v == "equal":
+        return done("nothing to find", None, f"bad is as fast as good within the band: no change to find ({text(s)})")
+    if v in moved.values() and v != moved[state["direction"]]:
+        found = "faster" if v == "improved" else "slower"
+        return done("nothing to find", None, f"bad is {found} than good: no {change()} to find (leave --find out, "
+                                             f"or give --find {found}, to find the commit that made it {found}) "
+                                             f"({text(s)})")
+    ended = stop_on(s, "whether bad differs from good")
     if ended:
         return ended
+    want = moved[state["direction"]]
+    step_band = bisect_band(s.get("ratio"), threshold) if band is None else band
     lo, hi = -1, len(commits) - 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        s = ask(good, commits[mid])
+        s = ask(good, commits[mid], step_band)
         if s is None:
             return need()
-        if s["verdict"] == "regressed":
+        if s["verdict"] == want:
             hi = mid
         elif s["verdict"] == "equal":
             lo = mid
         else:
-            return stop_on(s, "the probe is neither equal to good nor beyond the band: the noise, or a slow-down "
+            return stop_on(s, f"the probe is neither equal to good nor beyond the band: the noise, or a {change()} "
                               "spread over several commits")
+        state["range"] = (good if lo < 0 else commits[lo], commits[hi])
     first = [x for x in steps[:len(asked)] if x["candidate"] == commits[hi] and x["base"] == good][0]
+    way = state["direction"]
     if hi == 0:
-        return done("culprit", commits[0], f"{commits[0][:12]} is the first commit slower than good, and good is "
-                                           f"its parent: {text(first)}")
-    s = ask(commits[hi - 1], commits[hi])
+        return done("culprit", commits[0], f"{commits[0][:12]} is the first commit {way} than good, and good is its "
+                                           f"parent: {text(first)}")
+    s = ask(commits[hi - 1], commits[hi], step_band)
     if s is None:
         return need()
     if s["verdict"] == "equal":
-        return done("spread", None, f"cannot tell: the slow-down is spread over several commits ({text(first)}, "
+        return done("spread", None, f"cannot tell: the {change()} is spread over several commits ({text(first)}, "
                                     f"but against its own parent {text(s)}: no single commit makes it)")
-    ended = stop_on(s, "the first commit beyond the band against its own parent: the slow-down may be spread "
+    ended = stop_on(s, f"the first commit beyond the band against its own parent: the {change()} may be spread "
                        "over several commits")
     if ended:
         return ended
-    reason = f"{commits[hi][:12]} is the first commit slower than good ({text(first)}) and slower than its parent " \
+    reason = f"{commits[hi][:12]} is the first commit {way} than good ({text(first)}) and {way} than its parent " \
              f"({text(s)})"
-    end = steps[0].get("interval")
-    if s.get("interval") and end and s["interval"][1] < end[0]:
-        reason += "; it makes only part of bad's slow-down: later commits add to it"
+    end, own = steps[0].get("interval"), s.get("interval")
+    if own and end and (own[1] < end[0] if way == "slower" else own[0] > end[1]):
+        reason += f"; it makes only part of bad's {change()}: later commits add to it"
     return done("culprit", commits[hi], reason)

@@ -26,7 +26,7 @@ NOT_CONTRADICTED = 8  # reproduce: the re-run could not tell (too wide, or no cl
 PARTIAL = 9  # reproduce: the two bundles do not cover the same items
 WRITE_FAILED = 10  # a write failed (a full disk, a quota, a read-only folder), or another OS error stopped a campaign: nothing half-written, the runs kept
 NO_CULPRIT = 12  # bisect: cannot tell which commit (spread, inconclusive, not monotone)
-NOT_REGRESSED = 13  # bisect: bad is not slower than good, nothing to find
+NOTHING_TO_FIND = 13  # bisect: bad is not slower (or faster) than good, as it was asked
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
 def error(command: str, *lines, code: int = UNUSABLE) -> int:
@@ -45,7 +45,7 @@ RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FA
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
                       "partial": PARTIAL, "outputs differ": PARITY, "run failed": FAILED}
 # `harness bisect`, by how the search ended (contract.BISECT_ENDINGS).
-BISECT_CODES = {"culprit": OK, "not regressed": NOT_REGRESSED, "spread": NO_CULPRIT, "inconclusive": NO_CULPRIT,
+BISECT_CODES = {"culprit": OK, "nothing to find": NOTHING_TO_FIND, "spread": NO_CULPRIT, "inconclusive": NO_CULPRIT,
                 "not monotone": NO_CULPRIT, "outputs differ": PARITY, "failed": FAILED, "stopped": FAILED}
 assert set(EXIT_CODES) == set(C.VERDICTS) and set(REPRODUCTION_CODES) == set(C.REPRODUCTION_VERDICTS)
 assert set(BISECT_CODES) == set(C.BISECT_ENDINGS)
@@ -96,13 +96,51 @@ def metric_text(comparison: Comparison, entry: MetricEntry) -> str:
     return f"{entry.title}: {entry.verdict}, candidate/base {entry.ratio:.4f}{ci}{moved}"
 
 
+def factor(x: float) -> str:
+    """A factor of at least 1 at three significant digits, four near 1 (where a 0.4% change would
+    read 1.00x): 1.004x, 1.97x, 19.2x, 294x."""
+    return (f"{x:.3f}x" if x < 1.0995 else f"{x:.2f}x" if x < 9.995 else f"{x:.1f}x" if x < 99.95
+            else f"{x:,.0f}x")
+
+
+# How a factor reads for a metric's unit: time (less is faster), bytes (smaller), counts (fewer).
+FACTOR_WORDS = {"s": ("faster", "slower"), "B": ("smaller", "larger")}
+COUNT_WORDS = ("fewer", "more")
+
+
+def speed(ratio, ci=None, words: tuple[str, str] = ("faster", "slower")) -> str:
+    """candidate/base as the one figure a reader takes in: a factor in the direction it points,
+    with its interval in the same form, "1.97x faster [1.28x, 3.03x]", "1.38x slower [1.10x,
+    1.72x]", or an interval across no change "1.02x faster [1.05x faster to 1.02x slower]".
+    words: what less and more of the measure are called (FACTOR_WORDS)."""
+    less, more = words
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not ratio > 0:
+        return "no figure"
+    centre = "1.00x (no change)" if ratio == 1 else f"{factor(1 / ratio)} {less}" if ratio < 1 else \
+        f"{factor(ratio)} {more}"
+    if not ci or not all(isinstance(v, (int, float)) and v > 0 for v in ci):
+        return centre + " (no interval)"
+    lo, hi = ci
+    if factor(1 / lo if lo < 1 else lo) == factor(1 / hi if hi < 1 else hi) == factor(1.0):
+        return f"{centre} [{factor(1.0)}, {factor(1.0)}]"  # both ends within 0.05% of no change
+    if hi <= 1:
+        return f"{centre} [{factor(1 / hi)}, {factor(1 / lo)}]"
+    if lo >= 1:
+        return f"{centre} [{factor(lo)}, {factor(hi)}]"
+    return f"{centre} [{factor(1 / lo)} {less} to {factor(hi)} {more}]"
+
+
 def per_item_text(stats: Stats) -> str | None:
     """"2 of 14 items regressed beyond +-2.0%, worst s3 1.31x": what the geometric mean hides,
     against the band it names."""
     per = stats.per_item
     if per is None or not per.items:
         return None
-    text = f"{per.regressed} of {per.items} items regressed beyond +-{100 * per.band:.1f}%"
+    if stats.rounds.n < C.MIN_ROUNDS:
+        text = (f"no per-item verdict ({stats.rounds.n} rounds, fewer than the {C.MIN_ROUNDS} an item's own "
+                f"interval needs) for {per.items} items")
+    else:
+        text = f"{per.regressed} of {per.items} items regressed beyond +-{100 * per.band:.1f}%"
     if per.worst:
         text += f", worst {per.worst.id} {per.worst.ratio:.4f}"
     return text
@@ -166,7 +204,9 @@ def rounds_text(stats: Stats) -> str:
 
 def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
-    ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
+    ``verdict: improved (exit 0): 1.23x faster [1.21x, 1.25x] (candidate/base 0.8123 [0.8011,
+    0.8240], ...); ...; warnings: ...``: one figure for the claim, the factor, with the ratio it
+    is made from beside it (the mean walls follow as context, without a second factor).
     The timing is shown whatever parity says; exit_word introduces the code (`harness run`
     says whose code it is). Another metric (`compare --metric memory`): the code and the first
     word are that metric's verdict, the wall's named beside it, so the exit the line shows is the
@@ -191,16 +231,14 @@ def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") 
         lo, hi = paired.ci95
         floor = f", noise floor {100 * stats.floor:.1f}%" if stats.floor else ""
         wider = f", claims +-{100 * stats.claim_band:.1f}%" if stats.claim_band > stats.band else ""
-        parts.append(f"candidate/base {paired.geomean_ratio:.4f} [{lo:.4f}, {hi:.4f}] ({paired.metric}, "
-                     f"{rounds_text(stats)}, band +-{100 * stats.band:.1f}%{wider}{floor})")
+        parts.append(f"{speed(paired.geomean_ratio, paired.ci95)} (candidate/base {paired.geomean_ratio:.4f} "
+                     f"[{lo:.4f}, {hi:.4f}], {paired.metric}, {rounds_text(stats)}, band +-{100 * stats.band:.1f}%"
+                     f"{wider}{floor})")
     elif stats.verdict_reason:
         parts.append(stats.verdict_reason)
-    wall = comparison.wall
+    wall = comparison.wall  # the timed loops' mean walls, as context: the claim is the one figure above
     if wall.base_mean_s is not None and wall.candidate_mean_s is not None:
-        txt = f"wall {wall.base_mean_s:.3f} s -> {wall.candidate_mean_s:.3f} s"
-        if wall.saving_pct is not None and wall.speedup is not None:
-            txt += f" ({wall.saving_pct:.1f}% saving, {wall.speedup:.3f}x)"
-        parts.append(txt)
+        parts.append(f"mean timed wall per run {wall.base_mean_s:.3f} s -> {wall.candidate_mean_s:.3f} s")
     items = per_item_text(stats)
     if items:
         parts.append(items)

@@ -2301,7 +2301,7 @@ def check_bisect(root, step_check=None, max_array_bytes=None):
         campaign = docs["campaign"]
         got = {"digest": sub.digest, "base": campaign["revisions"]["base"]["sha"],
                "candidate": campaign["revisions"]["candidate"]["sha"]}
-        got["verdict"], got["ratio"], got["interval"] = C.bisect_step(docs["claimed"])
+        got["verdict"], got["ratio"], got["interval"], got["band"] = C.bisect_step(docs["claimed"])
         for key, value in got.items():
             if s[key] != value:
                 check.fail(C.BISECT_FILE, f"steps[{n}].{key} {short(s[key])}, its bundle gives {short(value)}",
@@ -2312,16 +2312,20 @@ def check_bisect(root, step_check=None, max_array_bytes=None):
         if sub.sha256(C.CAMPAIGN_YAML) != receipt["campaign_sha256"]:
             check.fail(rel, "data/campaign.yaml is not the campaign file bisect.json names (campaign_sha256)",
                        "bisect")
+        if campaign.get("budget_s") != receipt["budget_s"]:
+            check.fail(rel, f"budget_s {short(campaign.get('budget_s'))}, bisect.json's budget per step is "
+                            f"{short(receipt['budget_s'])}", "bisect")
         verified.append({**s, **got})
     if len(verified) != len(steps):
         check.fail(C.BISECT_FILE, "culprit not re-derived: a step bundle does not verify", "bisect")
         return check, receipt
     try:
-        rule = C.bisect_search(good, commits, verified)
+        rule = C.bisect_search(good, commits, verified, receipt["find"], receipt["threshold"], receipt["band"])
     except C.BisectOff as off:
         check.fail(C.BISECT_FILE, f"steps[{off.index}]: compares {verified[off.index]['base'][:12]} -> "
-                                  f"{verified[off.index]['candidate'][:12]}; the search rule asks for "
-                                  f"{off.want[0][:12]} -> {off.want[1][:12]}", "bisect")
+                                  f"{verified[off.index]['candidate'][:12]} with band "
+                                  f"{short(verified[off.index]['band'])}; the search rule asks for "
+                                  f"{off.want[0][:12]} -> {off.want[1][:12]} with band {off.want[2]:g}", "bisect")
         return check, receipt
     if len(steps) > rule["used"]:
         check.fail(C.BISECT_FILE, f"steps[{rule['used']}]: a step after the search rule ended "

@@ -93,7 +93,7 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     """Two bundles of one campaign: one table, stage CPU per variant, outputs agreement."""
     from harness.bundle import read
     from harness.judge import agreement
-    from harness.render.text import ratio_text, stage_cells, stage_order, table, tcell, verdict_word
+    from harness.render.text import stage_cells, stage_order, table, tcell, verdict_word
 
     for path in (a, b):
         code = _unverified(path, "no comparison")
@@ -122,8 +122,7 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
                      "machine": tcell(d.machine.text()),
                      "rounds": str(d.campaign["rounds"] or len(d.campaign["order"])),
                      "items": str(len(d.runner["items"])),
-                     "speed-up": f"{c.wall.speedup:.3f}x" if c.wall.speedup else "n/a",
-                     "candidate/base [95% CI]": ratio_text(c.stats.paired.geomean_ratio, c.stats.paired.ci95),
+                     "change [interval]": outcomes.speed(c.stats.paired.geomean_ratio, c.stats.paired.ci95),
                      "verdict": verdict_word(c)})
         found = c.stages
         for name in stage_order(found):  # the reference's order first: where its base time went

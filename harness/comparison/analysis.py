@@ -166,6 +166,17 @@ def usable_runs(runs: list[RunRecord]) -> list[RunRecord]:
     return [r for r in runs if r.ok and r.wall_s is not None and r.wall_s > 0]
 
 
+def item_times(runs: list[RunRecord]) -> dict[str, tuple[float, float]]:
+    """Each item's median timed wall per variant (base, candidate) over the rounds the statistics
+    pair, for the items usable in all of them: the times a page shows beside an item's ratio (the
+    ratio itself is per_item's, from the same rounds)."""
+    pairs, _ = pairs_of([r for r in usable_runs(runs) if timed(r.label)])
+    items, _ = usable_items([r for pair in pairs for r in pair], "wall_s")
+    maps = [(a.item_map(), b.item_map()) for a, b in pairs]
+    return {i: (statistics.median(ma[i].wall_s for ma, _ in maps), statistics.median(mb[i].wall_s for _, mb in maps))
+            for i in items}
+
+
 def load_reading(r: RunRecord) -> str:
     """What made a run overloaded, in words (for the report)."""
     m = r.machine

@@ -1,14 +1,18 @@
-"""`harness bisect`: the first commit where a campaign regresses, between a good and a bad revision
-of its target repository.
+"""`harness bisect`: the first commit that made a campaign slower, or faster, between a good (older)
+and a bad (newer) revision of its target repository.
 
 The search is contract.bisect_search, the rule both checkers re-apply: each step is a sequential
-campaign of the existing Runner (`rounds: auto`, stopping when its look decides), sealed as its
-own bundle under OUT/steps/NN-<sha12>/. Every probe is compared with good, not with its own
-parent: "is this commit already slower than good" is a monotone question along a history whose
-slow-down came in one step (equal before the culprit, regressed from it on), which is what a
-binary search needs; a commit against its parent would read "equal" on both sides of the
-culprit and tell the halves apart only at the culprit itself. The culprit found is then checked
-against its own parent, once: a slow-down spread over several commits, each inside the band,
+campaign of the existing Runner (`rounds: auto`, stopping when its look decides, within a budget
+per step), sealed as its own bundle under OUT/steps/NN-<sha12>/. What it looks for is the ends'
+own verdict (bad improved against good: a speed-up; regressed: a slow-down) unless `--find`
+says. Every probe is compared with good, not with its own parent: "has this commit already
+changed from good" is a monotone question along a history whose change came in one step (equal
+before the culprit, moved from it on), which is what a binary search needs; a commit against its
+parent would read "equal" on both sides of the culprit and tell the halves apart only at the
+culprit itself. The probes' band is half the ends' change in log space (contract.bisect_band)
+unless `--band` fixes one, so a probe nearer good reads equal, one nearer bad reads moved, and
+each decides in as few rounds as the change's size allows. The culprit found is then checked
+against its own parent, once: a change spread over several commits, each inside the band,
 crosses the band at a commit whose own step reads equal, and the search says it cannot tell.
 OUT/bisect.json, the receipt, is written once at the end (atomically), whatever ended it."""
 from __future__ import annotations
@@ -21,6 +25,14 @@ from typing import Callable, ContextManager
 from harness import contract as C
 from harness.files import atomic_write_json
 from harness.plan import revisions, spec
+
+
+# The budget of each step when neither --budget nor a larger budget_s of the campaign file says:
+# a cap, not a cost (a step stops at the look that decides), so it only lengthens the steps that
+# would otherwise end the search inconclusive; 120 s lets a no-op commit on a shared, loaded
+# machine take twice the rounds the campaign default (60 s) allows, and keeps the worst case of a
+# 16-commit search (2 + 4 steps) within 12 minutes.
+BISECT_BUDGET_S = 120.0
 
 
 class BisectError(Exception):
@@ -38,11 +50,28 @@ class Plan:
     good: str
     bad: str
     commits: list[str]
+    find: str = "either"  # contract.BISECT_FIND
+    band: float | None = None  # every step's band; None: the probes' from the ends' ratio
+    budget_s: float = BISECT_BUDGET_S  # every step's
+
+    @property
+    def threshold(self) -> float:
+        """The first step's band: --band, else the campaign file's verdict.threshold."""
+        return self.band if self.band is not None else self.campaign.threshold
 
 
-def plan(campaign_path: str | Path, good_rev: str, bad_rev: str) -> Plan:
-    """The campaign, its target repository and the first-parent commits good..bad; BisectError
-    (or spec.SpecError) when they cannot be had."""
+def plan(campaign_path: str | Path, good_rev: str, bad_rev: str, find: str = "either", band: float | None = None,
+         budget_s: float | None = None) -> Plan:
+    """The campaign, its target repository and the first-parent commits good..bad, what to look
+    for, the band and each step's budget (BISECT_BUDGET_S, or the campaign's own budget_s when
+    larger, unless given); BisectError (or spec.SpecError) when they cannot be had."""
+    if find not in C.BISECT_FIND:
+        raise BisectError(f"--find {find!r}: expected one of {', '.join(C.BISECT_FIND)}")
+    if band is not None and not 0 < band <= C.MAX_PROBE_BAND:
+        raise BisectError(f"--band {band:g}: expected a share above 0 and at most {C.MAX_PROBE_BAND:g} (0.25 is 25%), "
+                          "or leave it out for the probes' band from the ends' change")
+    if budget_s is not None and not 1 <= budget_s <= C.MAX_TIMEOUT_S:
+        raise BisectError(f"--budget {budget_s:g}: expected seconds per step, from 1 to {C.MAX_TIMEOUT_S:.0f}")
     campaign = spec.load(campaign_path)
     repo = revisions.target_repo(campaign)
     shas = {}
@@ -60,16 +89,22 @@ def plan(campaign_path: str | Path, good_rev: str, bad_rev: str) -> Plan:
         commits = revisions.first_parent_line(repo, shas["--good"], shas["--bad"], C.MAX_BISECT_COMMITS)
     except ValueError as exc:
         raise BisectError(f"--good {good_rev} --bad {bad_rev}: {exc}") from None
+    budget = budget_s if budget_s is not None else max(campaign.budget_s or 0.0, BISECT_BUDGET_S)
     return Plan(Path(campaign_path), campaign, hashlib.sha256(campaign.raw).hexdigest(), repo, good_rev, bad_rev,
-                shas["--good"], shas["--bad"], commits)
+                shas["--good"], shas["--bad"], commits, find, band, budget)
 
 
-def step_campaign(p: Plan, base: str, candidate: str) -> spec.Campaign:
+def step_campaign(p: Plan, base: str, candidate: str, band: float) -> spec.Campaign:
     """The campaign of one step: the file's own, base and candidate overridden (recorded in its
-    bundle), and `rounds: auto` unless the file already says so."""
-    overrides = {"base": base, "candidate": candidate}
+    bundle), `rounds: auto` unless the file already says so, the plan's budget per step and the
+    band the rule asks for where they are not the file's."""
+    overrides: dict = {"base": base, "candidate": candidate}
     if p.campaign.budget_s is None:
         overrides["rounds"] = "auto"
+    if p.budget_s != p.campaign.budget_s:
+        overrides["budget_s"] = p.budget_s
+    if band != p.campaign.threshold:
+        overrides["threshold"] = band
     campaign = spec.load(p.campaign_path, overrides)
     if hashlib.sha256(campaign.raw).hexdigest() != p.sha256:
         raise BisectError(f"{p.campaign_path}: the campaign file changed during the bisect; leave it as it was "
@@ -83,6 +118,7 @@ class Step:
     folder: str
     base: str
     candidate: str
+    band: float
     digest: str
     verdict: str
     ratio: float | None
@@ -95,6 +131,7 @@ class Step:
 def receipt(p: Plan, steps: list[Step], ending: str, culprit: str | None, reason: str) -> dict:
     return {"schema": C.SCHEMAS["bisect"], "campaign": p.campaign.name, "campaign_sha256": p.sha256,
             "good": p.good, "bad": p.bad, "good_rev": p.good_rev[:256], "bad_rev": p.bad_rev[:256],
+            "find": p.find, "threshold": p.threshold, "band": p.band, "budget_s": p.budget_s,
             "commits": list(p.commits), "steps": [s.receipt() for s in steps], "ending": ending,
             "culprit": culprit, "reason": reason[:8192]}
 
@@ -121,17 +158,17 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
     ending = culprit = None
     reason = ""
     while True:
-        rule = C.bisect_search(p.good, p.commits, [s.__dict__ for s in steps])
+        rule = search(p, [s.__dict__ for s in steps])
         if rule["next"] is None:
             ending, culprit, reason = rule["ending"], rule["culprit"], rule["reason"]
             break
-        base, candidate = rule["next"]
+        base, candidate, band = rule["next"]
         n = len(steps) + 1
         folder = f"{n:02d}-{candidate[:12]}"
         where = f"step {n:02d} ({_name(p, base)} -> {_name(p, candidate)})"
         say(f"{where}: {_position(p, candidate)}")
         try:
-            campaign = step_campaign(p, base, candidate)
+            campaign = step_campaign(p, base, candidate, band)
             with (progress_for() if progress_for else contextlib.nullcontext()) as progress:
                 runner = Runner(campaign, (out / C.BISECT_STEPS / folder).absolute(), progress=progress,
                                 launcher=launcher_for() if launcher_for else None)
@@ -149,8 +186,8 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
         if outcome.out != (out / C.BISECT_STEPS / folder).absolute():
             ending, reason = "stopped", f"{where}: its bundle went to {outcome.out}, not {folder}"
             break
-        verdict, ratio, interval = C.bisect_step(outcome.comparison)
-        steps.append(Step(n, folder, base, candidate, outcome.digest, verdict, ratio, interval))
+        verdict, ratio, interval, _ = C.bisect_step(outcome.comparison)
+        steps.append(Step(n, folder, base, candidate, band, outcome.digest, verdict, ratio, interval))
         shown = f", candidate/base {ratio:.4f}" if ratio is not None else ""
         shown += f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
         say(f"{where}: {verdict}{shown}; bundle steps/{folder}")
@@ -165,3 +202,35 @@ def _name(p: Plan, sha: str) -> str:
 
 def _position(p: Plan, sha: str) -> str:
     return f"commit {p.commits.index(sha) + 1} of {len(p.commits)} after good"
+
+
+def search(p: Plan, steps: list[dict]) -> dict:
+    """contract.bisect_search with the plan's own inputs."""
+    return C.bisect_search(p.good, p.commits, steps, p.find, p.threshold, p.band)
+
+
+def next_steps(p: Plan, receipt: dict, campaign_arg: str, out: Path) -> list[str]:
+    """For a search that ended without a culprit it could have found with more: the commands to
+    run next, each one line a reader pastes (a larger budget, a wider band, and the narrower range
+    the steps so far have left). [] for an ending more budget would not change."""
+    import shlex
+
+    if receipt["ending"] != "inconclusive":
+        return []
+    rule = search(p, receipt["steps"])
+    lo, hi = rule["range"]
+    span = p.commits.index(hi) - (p.commits.index(lo) if lo in p.commits else -1)
+    find = rule["direction"] or p.find
+    last = receipt["steps"][-1]["band"] if receipt["steps"] else p.threshold
+    wider = min(C.MAX_PROBE_BAND, round(max(2 * last, last + 0.05), 4))
+    base = ["harness", "bisect", campaign_arg, "--good", lo, "--bad", hi] + (["--find", find] if find != "either" else [])
+    word = shlex.join
+    lines = [f"next: the {'change' if find == 'either' else find + ' commit'} lies after "
+             f"{'good' if lo == p.good else lo[:12]} and at or before {'bad' if hi == p.bad else hi[:12]} "
+             f"({span} commit(s)); to go on from there:",
+             "  " + word(base + ["--budget", f"{2 * p.budget_s:g}", "--out", f"{out}.2"])
+             + f"    # twice the budget per step ({p.budget_s:g} s now)"]
+    if wider > last:
+        lines.append("  " + word(base + ["--band", f"{wider:g}", "--out", f"{out}.3"])
+                     + f"    # a wider band ({100 * last:.1f}% now): it asks whether a commit moved by {100 * wider:.0f}%")
+    return lines

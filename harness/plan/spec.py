@@ -286,10 +286,10 @@ def load(path: str | Path, overrides: dict | None = None) -> Campaign:
 
 
 def parse_overrides(base=None, candidate=None, order=None, items=None, params=(), rounds=None,
-                    metrics=()) -> dict:
+                    metrics=(), budget_s=None, threshold=None) -> dict:
     """Command-line overrides (`--base REV --candidate REV --order ABAB | --rounds N --items N
-    --param K=V --metric instructions`) as the dict a bundle records; a --param value is read
-    as YAML (`3` is a number)."""
+    --param K=V --metric instructions`, and `harness bisect`'s per-step budget_s and band) as the
+    dict a bundle records; a --param value is read as YAML (`3` is a number)."""
     if order is not None and rounds is not None:
         raise SpecError("--order and --rounds: give one of them")
     if rounds is not None and rounds != "auto":
@@ -304,7 +304,7 @@ def parse_overrides(base=None, candidate=None, order=None, items=None, params=()
     if metrics:  # --metric adds to the wall runs, which every campaign has
         out["metrics"] = [m for m in METRICS if m == "wall" or m in metrics]
     for key, value in (("base", base), ("candidate", candidate), ("order", order), ("rounds", rounds),
-                       ("items", items)):
+                       ("items", items), ("budget_s", budget_s), ("threshold", threshold)):
         if value is not None:
             out[key] = value
     for text in params:
@@ -342,6 +342,11 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
             if key == "order" or overrides[key] != "auto":
                 data.pop("budget_s", None)  # a fixed count or an order has no budget
                 data.pop("min_rounds", None)
+    if "budget_s" in overrides:  # the cap of `rounds: auto` (parse refuses it beside a fixed count)
+        data["budget_s"] = overrides["budget_s"]
+    if "threshold" in overrides:
+        data["verdict"] = {**(data.get("verdict") if isinstance(data.get("verdict"), dict) else {}),
+                           "threshold": overrides["threshold"]}
     if "metrics" in overrides:
         data["metrics"] = overrides["metrics"]
         if "instructions" not in overrides["metrics"]:

@@ -4,22 +4,27 @@ gives (FORMS, the one seam): `markdown` (the default), `github` for a job summar
 workflow updates in place (at most COMMENT_LIMIT characters, behind a `marker`), and the two
 JSON forms of harness/render/export.py.
 
-The Markdown is short by default: the verdict (ratio, interval, how many rounds and how the
-campaign stopped), the worst items, parity in one sentence, the interpreter and machine, the
-instruction counts when there are some, the digest, and the commands a reviewer runs from a
-clone of the repository. `--long` adds the runs in execution order, the stage CPU table, every
-warning in full and cleanup. Every figure is read from the bundle, every piece of its text goes
-through harness/render/text.py; nothing else is said. A form with a size limit leaves out whole
-sections from the end, saying which, never a cut line."""
+The Markdown is what a reviewer reads in ten seconds, short by default (SHORT_LINES): the verdict
+and its one figure, the candidate/base ratio as a factor with its interval ("1.97x faster
+[1.28x, 3.03x]", outcomes.speed), how it was measured, and in plain words why an interval that
+reads as a change is not one (a band load widened); per item its base and candidate times in
+ms, its change and its own verdict; the metrics; a chart GitHub draws itself (render/chart.py);
+the notes as a list; the digest and the commands a reviewer runs from a clone. `--long` adds the
+runs in execution order, the stage CPU table, every warning in full and cleanup. Every figure is
+read from the bundle, every piece of its text goes through this page's `cell` (render/text.py's,
+with the machine's absolute paths shown by name); nothing else is said. A form with a size limit
+leaves out whole sections from the end, saying which, never a cut line."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from harness import contract as C, outcomes
-from harness.render.text import (cell, code, fence, md_lines, metrics_table, num, ratio_text, shell_word, stage_order,
-                                 suite_text, table)
+from harness.render.chart import rounds_chart
+from harness.render.text import (band, cell as text_cell, code, fence, md_lines, metrics_table, ms, no_paths, num,
+                                 shell_word, stage_order, suite_text, table)
 
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison, ItemRatio, Stats
@@ -27,8 +32,10 @@ if TYPE_CHECKING:
 GITHUB_LIMIT = 1 << 20  # bytes: GitHub's limit on one step's job summary ($GITHUB_STEP_SUMMARY)
 COMMENT_LIMIT = 65536  # characters: GitHub's limit on an issue or pull-request comment's body
 ITEMS_SHOWN = 5  # the per-item table of the short form: the worst items
+SHORT_LINES = 70  # the short form's lines at most: about 60 of text and the chart's 10, drawn as one picture
 WARNINGS_SHOWN = 3  # the short form's warnings, each bounded; --long shows them all in full
 DESCRIPTION_LINES = 3
+LOAD_CAUTION = "more runnable work than cores during "  # analysis's load warning: the notes' Load line says it
 
 
 @dataclass
@@ -135,39 +142,42 @@ def sections(bundle, shown: str, signer: str | None = None, long: bool = False) 
     if campaign["description"]:
         described = [ln for ln in str(campaign["description"]).splitlines() if ln.strip()]
         shown_lines = described if long else described[:DESCRIPTION_LINES]
-        text = md_lines("\n".join(shown_lines), 1000 if long else 400)
+        text = md_lines(no_paths("\n".join(shown_lines)), 1000 if long else 400)
         if len(shown_lines) < len(described):
             text += " ..."
         head += [text, ""]
-    head += [_verdict(c, campaign), ""]
+    head += [*_verdict(c, campaign), ""]
     out = [Section("verdict", head, True)]
-    if c.metrics:
-        out.append(Section("metrics table", [metrics_table(c), ""]))
-    items = _items(stats, long)
+    items = _items(bundle, long)
     if items:
         out.append(Section("per-item table", items))
-    out.append(Section("outputs", [_outputs(bundle), ""], True))
-    out.append(Section("interpreter and machine", [_setting(bundle), ""], True))
-    notes = []
-    if c.instructions:
-        notes.append(cell(outcomes.instructions_text(c)) + ".")
-    warnings = list(stats.warnings) + [w for w in [outcomes.disagreement(c)] if w]
-    for warning in warnings if long else warnings[:WARNINGS_SHOWN]:
-        notes.append(f"Warning: {cell(warning, 600 if long else 200)}.")
-    if len(warnings) > WARNINGS_SHOWN and not long:
-        notes.append(f"{len(warnings) - WARNINGS_SHOWN} more warning(s): `harness summary --long` shows them all.")
-    suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
-                                   "metrics": r.metrics} for r in bundle.runs if r.ok][:1])
-    notes += [line + "." for line in suite]
-    if notes:
-        out.append(Section("instructions, warnings and suite notes", [*notes, ""], True))
+    if c.other_metrics():
+        out.append(Section("metrics table", ["Every metric with its own verdict:", "", metrics_table(c, cell), ""]))
+    chart = rounds_chart(stats) if c.complete else []
+    if chart:
+        out.append(Section("chart", [*chart, ""]))
+    out.append(Section("notes", ["Notes:", "", *(f"- {note}" for note in _notes(bundle, long)), ""], True))
     if long:
         out += _long(bundle)
     digest = (f"Status {c.status}" + (f" ({cell(c.reason)})" if c.reason else "")
               + f"; bundle digest (SHA-256 of `tagmanifest-sha256.txt`) {code(bundle.digest)}"
               + (f"; signed by {cell(signer)}" if signer else "") + ".")
-    out.append(Section("digest and commands", [digest, "", *_how_to_check(bundle, shown)], True))
+    out.append(Section("digest and commands", [digest, "", *_how_to_check(bundle, _typed(shown))], True))
     return out
+
+
+def cell(x, limit: int = 400) -> str:
+    """Bundle text on this page: text.cell, with the machine's absolute paths shown by name
+    (text.no_paths) and the harness's own `+-` as `±`, so nothing of the runner's or laptop's
+    folders reaches a comment."""
+    x = no_paths(x)
+    return text_cell(x.replace("+-", "\u00b1") if isinstance(x, str) else x, limit)
+
+
+def _typed(shown: str) -> str:
+    """The bundle's path as a reader types it: as given when relative, by name when absolute (the
+    reader downloads the bundle into a clone of their own)."""
+    return shown if no_paths(shown) == shown else PurePath(shown).name or shown
 
 
 def _rounds(stats: Stats, campaign: dict) -> str:
@@ -185,58 +195,160 @@ def _rounds(stats: Stats, campaign: dict) -> str:
     return f"{n} rounds of the order {code(campaign['order'])}"
 
 
-def _verdict(c: Comparison, campaign: dict) -> str:
-    stats, paired, wall = c.stats, c.stats.paired, c.wall
-    base, cand = (campaign["revisions"][v] for v in ("base", "candidate"))
+def _level(stats: Stats) -> str:
+    seq = stats.sequential
+    return ("an interval valid at every look" if seq is not None and seq.stopped == "decided" else
+            f"a {100 * C.SEQ_LAST_LEVEL:g}% interval at the cap" if seq is not None and seq.stopped == "cap"
+            else "a 95% interval")
+
+
+def _verdict(c: Comparison, campaign: dict) -> list[str]:
+    """The headline (the verdict and its one figure, a factor with its interval), how it was
+    measured and between which revisions, and in plain words why it is not a change where the
+    interval alone would read as one."""
+    stats, paired = c.stats, c.stats.paired
     code_ = outcomes.exit_code(c)
     word = {outcomes.FAILED: "Campaign failed", outcomes.PARITY: "Parity mismatch",
             outcomes.UNUSABLE: "Unusable"}.get(code_, str(stats.verdict).capitalize())
-    line = f"**{cell(word)}** (`harness compare` exit {code_})"
+    figure = f": {outcomes.speed(paired.geomean_ratio, paired.ci95)}" if paired.ci95 and code_ != outcomes.FAILED \
+        else ""
+    lines = [f"**{cell(word)}{figure}** (`harness compare` exit {code_})", ""]
+    if code_ == outcomes.FAILED:
+        lines += [f"{cell(c.reason or stats.verdict_reason, 600)}.", ""]
     if paired.ci95:
-        seq = stats.sequential
-        level = ("interval valid at every look" if seq is not None and seq.stopped == "decided" else
-                 f"{100 * C.SEQ_LAST_LEVEL:g}% interval" if seq is not None and seq.stopped == "cap"
-                 else "95% interval")
-        line += (f": candidate/base {ratio_text(paired.geomean_ratio, paired.ci95)} ({level}, "
-                 f"{cell(paired.metric)} over {paired.items} items, equal band +-{100 * stats.band:.1f}%"
-                 + (f", claims had to clear +-{100 * stats.claim_band:.1f}% under load or drift"
-                    if stats.claim_band > stats.band else "") + ")")
+        how = (f"{_rounds(stats, campaign).capitalize()}, each round one base and one candidate run in fresh "
+               f"processes. The figure is candidate time over base time ({paired.geomean_ratio:.4g}), the geometric "
+               f"mean over {paired.items} items of {cell(paired.metric)}, shown as a factor with {_level(stats)}; "
+               f"equal band {band(stats.band)}.")
     else:
-        line += f": {cell(stats.verdict_reason)}"
-    rounds = _rounds(stats, campaign)
-    if rounds not in stats.verdict_reason:
-        line += f"; {rounds}"
-    line += ", each round one base and one candidate run in fresh processes."
-    if wall.speedup:
-        line += (f" Mean timed wall {wall.base_mean_s:.3f} s -> {wall.candidate_mean_s:.3f} s "
-                 f"({wall.speedup:.3f}x).")
-    revs = " ".join(f"{label} {code(r['sha'])}" + (f" ({cell(r['rev'], 80)})" if r["rev"] != r["sha"] else "")
-                    for label, r in (("Base", base), ("candidate", cand)))
-    return line + f"\n\n{revs.replace(' candidate', '; candidate', 1)}."
+        how = f"{cell(stats.verdict_reason)}; {_rounds(stats, campaign)}."
+    revs = " \u2192 ".join(f"{label} {code(r['sha'])}" + (f" ({cell(r['rev'], 80)})" if r["rev"] != r["sha"] else "")
+                          for label, r in (("Base", campaign["revisions"]["base"]),
+                                           ("candidate", campaign["revisions"]["candidate"])))
+    lines.append(f"{how} {revs}.")
+    why = _not_a_change(stats) if paired.ci95 else None
+    return lines + (["", why] if why else [])
 
 
-def _items(stats: Stats, long: bool) -> list[str]:
+def _pressure(stats: Stats) -> str:
+    """What widened the band a claim had to clear: load, drift, or both."""
+    loaded, drifted = bool(stats.load.overloaded), bool(stats.drift and stats.drift.flagged)
+    return ("the machine was loaded and the ratio drifted" if loaded and drifted else
+            "the ratio drifted between the campaign's halves" if drifted else "the machine was loaded")
+
+
+def _not_a_change(stats: Stats) -> str | None:
+    """Plain words where the interval alone would read as a change, or as none, and the verdict
+    says otherwise: an interval beyond the equal band that did not clear the band load widened,
+    the runs' mean walls pointing the other way, or one reaching into the band from outside."""
+    lo, hi = stats.paired.ci95 or (None, None)
+    if stats.verdict != "inconclusive" or lo is None or hi is None:
+        return None
+    b, wide = stats.band, stats.claim_band
+    if wide > b and (hi < 1 - b or lo > 1 + b):
+        return (f"**Not shown as a change: {_pressure(stats)}, so a claim had to clear {band(wide)}** (the interval "
+                f"clears the equal band {band(b)}, not {band(wide)}). Re-run on a quieter machine, or with more "
+                "rounds (a larger `budget_s`).")
+    if "run-level ratio" in stats.verdict_reason:
+        return ("**Not shown as a change: the runs' mean walls point the other way** (the items' figure and the "
+                "whole loops' disagree: look for work outside the timed items).")
+    edge = band(wide)
+    return (f"**Not decided: the interval reaches from outside the equal band {edge} into it**, so it can be "
+            "neither a change nor equal yet. More rounds (a larger `budget_s`) narrow it; a wider "
+            "`verdict.threshold` asks a coarser question.")
+
+
+def _item_verdict(row: ItemRatio, stats: Stats, enough: bool) -> str:
+    """An item's own verdict in words: the model's when comparison.json gives one per item,
+    else its interval against the per-item band (the claim band: load widens it too)."""
+    own = getattr(row, "verdict", None)
+    if isinstance(own, str):
+        return cell(own, 60)
+    if not enough:
+        return "not judged"
+    ci, b = row.ci95, stats.per_item.band if stats.per_item else stats.band
+    if not ci:
+        return "n/a"
+    if ci[1] < 1 - b:
+        return "**faster**"
+    if ci[0] > 1 + b:
+        return "**slower**"
+    if ci[0] >= 1 - b and ci[1] <= 1 + b:
+        return f"equal ({band(b)})"
+    if b > stats.band and (ci[1] < 1 - stats.band or ci[0] > 1 + stats.band):
+        return f"not shown: load, {band(b)}"
+    return "undecided"
+
+
+def _items(bundle, long: bool) -> list[str]:
+    return per_item(bundle, None if long else ITEMS_SHOWN, cell)
+
+
+def per_item(bundle, limit: int | None, esc=None) -> list[str]:
+    """Per item, worst first (at most `limit` rows of comparison.json's table): its base and
+    candidate times (median over the paired rounds, per call for a suite item timed over several
+    calls), its change as a factor with its interval, and its own verdict, or the sentence that
+    says why no item has one. esc: how bundle text is shown (this page's `cell` by default);
+    REPORT.md's section shows the same table."""
+    from harness.comparison.analysis import item_times
+
+    esc = esc or cell
+    stats = bundle.comparison.stats
     per = stats.per_item
     if not per or not per.items:
         return []
-    rows = per.table if long else per.table[:ITEMS_SHOWN]
-    band, enough = per.band, stats.rounds.n >= C.MIN_ROUNDS
-
-    def beyond(row: ItemRatio) -> str:
-        ci = row.ci95
-        if not enough or not ci:
-            return "n/a"
-        return "regressed" if ci[0] > 1 + band else "improved" if ci[1] < 1 - band else "within"
-
-    shown = [{"item": cell(r.id, 120), "candidate/base": num(r.ratio, 4),
-              "95% interval": f"[{r.ci95[0]:.4f}, {r.ci95[1]:.4f}]" if r.ci95 else "n/a",
-              f"beyond +-{100 * band:.1f}%": beyond(r)} for r in rows]
+    rows = per.table[:limit]
+    enough = stats.rounds.n >= C.MIN_ROUNDS
+    times = item_times(bundle.runs)
+    number = _calls(bundle)
+    each = f"per call, each item timed over {number} calls" if number > 1 else "per timed item"
+    shown = [{"item": esc(r.id, 120), "base (ms)": ms(times[r.id][0] / number) if r.id in times else "n/a",
+              "candidate (ms)": ms(times[r.id][1] / number) if r.id in times else "n/a",
+              "change [interval]": outcomes.speed(r.ratio, r.ci95), "verdict": _item_verdict(r, stats, enough)}
+             for r in rows]
     more = per.items - len(rows)
-    judged = (f"{per.regressed} of {per.items} regressed and {per.improved} improved beyond +-{100 * band:.1f}%"
-              if enough else f"none of the {per.items} judged beyond +-{100 * band:.1f}% ({stats.rounds.n} "
-              f"rounds, fewer than the {C.MIN_ROUNDS} a per-item verdict needs)")
-    return [f"Per item, worst first: {judged}" + (f" ({more} more not shown)" if more else "") + ":", "",
-            table(shown, right=("candidate/base",)), ""]
+    if enough:
+        judged = (f"{per.regressed} slower and {per.improved} faster beyond {band(per.band)}, each by its own "
+                  "95% interval")
+    else:
+        judged = (f"no item has a verdict of its own: {stats.rounds.n} rounds are fewer than the {C.MIN_ROUNDS} an "
+                  "item's own interval needs (the campaign's verdict above covers them together)")
+    return [f"Per item ({per.items}, worst first{f', {len(rows)} shown' if more else ''}; median time {each}): "
+            f"{judged}.", "", table(shown, right=("base (ms)", "candidate (ms)")), ""]
+
+
+def _calls(bundle) -> int:
+    """How many calls a suite's timed item made (its records' suite.number; 1 for anything else)."""
+    ok = [r for r in bundle.runs if r.ok]
+    info = (ok[0].metrics.get("suite") if ok and isinstance(ok[0].metrics, dict) else None) or {}
+    number = info.get("number") if isinstance(info, dict) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) and number > 1 else 1
+
+
+def _notes(bundle, long: bool) -> list[str]:
+    """The notes under the figures, one list item each: outputs, interpreter and machine, load,
+    instruction counts, warnings, the suite's own notes."""
+    c, campaign = bundle.comparison, bundle.campaign
+    stats = c.stats
+    notes = [_outputs(bundle), _setting(bundle)]
+    if stats.load.overloaded:
+        timed = [r for r in c.ok_runs() if C.timed(r.label)]
+        notes.append(f"Load: more runnable work than cores during {len(stats.load.overloaded)} of the {len(timed)} "
+                     f"timed runs ({cell(', '.join(stats.load.overloaded[:8]), 200)}"
+                     + (", ..." if len(stats.load.overloaded) > 8 else "") + ")"
+                     + (f", so a claim had to clear {band(stats.claim_band)}, not {band(stats.band)}"
+                        if stats.claim_band > stats.band else "") + ".")
+    if c.instructions and not c.other_metrics():  # the metrics table above shows the counts otherwise
+        notes.append(cell(outcomes.instructions_text(c)).capitalize() + ".")
+    warnings = [w for w in stats.warnings if not w.startswith(LOAD_CAUTION)] \
+        + [w for w in [outcomes.disagreement(c)] if w]
+    for warning in warnings if long else warnings[:WARNINGS_SHOWN]:
+        notes.append(f"Warning: {cell(warning, 600 if long else 200)}.")
+    if len(warnings) > WARNINGS_SHOWN and not long:
+        notes.append(f"{len(warnings) - WARNINGS_SHOWN} more warning(s): `harness summary --long` shows them all.")
+    suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
+                                   "metrics": r.metrics} for r in bundle.runs if r.ok][:1], cell)
+    return notes + [line + "." for line in suite]
 
 
 def _outputs(bundle) -> str:

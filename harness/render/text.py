@@ -72,6 +72,46 @@ def md_lines(x: Any, limit: int = 1000) -> str:
     return "\\\n".join(lines) or NA
 
 
+# An absolute path of the machine that made a bundle (an interpreter in a venv, a workload or a
+# campaign file outside a repository, a module's origin in an error): POSIX `/a/b...` (two parts at
+# least, not the `//` of a URL), `~/...`, or a Windows drive `C:\...`. A page shows it by name.
+_ABSOLUTE = re.compile(r"(?<![\w.:/~\\-])(?:~|/(?=[^/\s]))(?:/?[^/\s'\"(),;|<>`\[\]]+)*/[^/\s'\"(),;|<>`\[\]]+"
+                       r"|(?<![\w])[A-Za-z]:\\(?:[^\\\s'\"(),;|<>`]+\\)*[^\\\s'\"(),;|<>`]+")
+_PACKAGES = ("site-packages", "dist-packages")
+
+
+def short_path(path: str) -> str:
+    """An absolute path by name: what follows site-packages (a module's import path), else its
+    last part."""
+    parts = [p for p in re.split(r"[/\\]", path) if p]
+    for folder in _PACKAGES:
+        if folder in parts[:-1]:
+            return "/".join(parts[len(parts) - parts[::-1].index(folder):])
+    return parts[-1] if parts else path
+
+
+def no_paths(x: Any) -> Any:
+    """Bundle text with every absolute path of the machine shown by name (`short_path`), so a page
+    posted from a runner or a laptop never carries its home folder, venv or user name; anything not
+    text is returned as it is. Relative paths (what a reader finds in a clone) stay as written."""
+    if not isinstance(x, str):
+        return x
+    return _ABSOLUTE.sub(lambda m: short_path(m[0]), x)
+
+
+def band(x: float) -> str:
+    """An equal band as a page shows it: "±2.0%"."""
+    return f"\u00b1{100 * x:.1f}%"
+
+
+def ms(seconds: Any) -> str:
+    """A time in milliseconds at three significant digits (n/a for none)."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds):
+        return NA
+    v = 1000 * seconds
+    return f"{v:,.0f}" if v >= 999.5 else f"{v:#.3g}".rstrip(".")
+
+
 def code(x: Any) -> str:
     """Bundle text inside a code span: backticks and controls removed, bounded."""
     text = "".join(ch for ch in _printable(str(x)[:400], "") if ch != "`")
@@ -200,20 +240,20 @@ def ratio_text(ratio: Any, ci: Any) -> str:
 
 
 def metrics_table(comparison: Comparison, esc=cell) -> str:
-    """Every metric of comparison.json `metrics` in one table: its own verdict, the candidate/base
-    ratio with its interval (instruction counts have none: exact counts), the mean per run of each
-    variant in its unit, and its equal band."""
+    """Every metric of comparison.json `metrics` in one table: its own verdict, its change as a
+    factor with its interval, in the metric's words (`outcomes.speed`: faster, smaller, fewer;
+    instruction counts have no interval: exact counts), the mean per run of each variant in its
+    unit, and its equal band."""
     from harness import outcomes
 
     rows = []
     for m in comparison.metrics:
-        shown = (ratio_text(m.ratio, m.ci95) if m.ci95 else f"{m.ratio:.4f} (no interval)") if m.ratio is not None \
-            else "not measured"
-        moved = (f"{outcomes.quantity(m.base, m.unit)} -> {outcomes.quantity(m.candidate, m.unit)}"
+        words = outcomes.FACTOR_WORDS.get(m.unit, outcomes.COUNT_WORDS)
+        shown = outcomes.speed(m.ratio, m.ci95, words) if m.ratio is not None else "not measured"
+        moved = (f"{outcomes.quantity(m.base, m.unit)} \u2192 {outcomes.quantity(m.candidate, m.unit)}"
                  if m.base is not None and m.candidate is not None else NA)
-        rows.append({"metric": m.title, "verdict": esc(m.verdict), "candidate/base": shown,
-                     "base -> candidate (mean per run)": moved, "band": f"+-{100 * m.band:.1f}%",
-                     "of": esc(m.of, 120)})
+        rows.append({"metric": m.title, "verdict": esc(m.verdict), "change [interval]": shown,
+                     "base \u2192 candidate (mean per run)": moved, "band": band(m.band), "of": esc(m.of, 120)})
     return table(rows)
 
 

@@ -1,5 +1,6 @@
 """`harness bisect` for real: a tiny pure-Python package with a history of 16 commits, one of which
-makes its function about 2x slower, is bisected to that commit; a history whose slow-down is
+makes its function about 2x slower, is bisected to that commit, and one where a commit makes it
+2x faster is bisected to it without being told which way to look; a history whose slow-down is
 spread over 4 commits of about 1.2x each is not pinned on any one of them ("cannot tell"). Every
 step is a sequential campaign of real workers; both checkers re-verify the folder. Item walls
 are about 20 ms, min_rounds 4, small budgets: a handful of steps of a few seconds each."""
@@ -52,7 +53,7 @@ def history(where, factors):
                                          for i, f in enumerate(factors)])
 
 
-def campaign(where, threshold: float, budget_s: float = 20):
+def campaign(where, threshold: float, budget_s: float | None = 20):
     workloads = where / "bench"
     workloads.mkdir()
     (workloads / "bench_work.py").write_text(textwrap.dedent(WORKLOAD))
@@ -60,6 +61,8 @@ def campaign(where, threshold: float, budget_s: float = 20):
             "candidate": {"rev": "HEAD"}, "workload": {"entry": "bench_work:setup", "path": str(workloads)},
             "rounds": "auto", "min_rounds": 4, "budget_s": budget_s, "slots": 1,
             "verdict": {"threshold": threshold}, "timeouts": {"run_s": 60, "campaign_s": 300}}
+    if budget_s is None:
+        del body["budget_s"]
     path = where / "campaign.yaml"
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
@@ -93,6 +96,29 @@ def test_bisect_names_the_commit_that_made_it_2x_slower(tmp_path):
     assert len(receipt["steps"]) <= 6
     verify, script = checked_by_both(out, tmp_path / "repo")
     assert f"culprit {shas[11]}" in verify and f"culprit {shas[11]}" in script
+
+
+def test_bisect_finds_the_commit_that_made_it_2x_faster_among_16_by_itself(tmp_path):
+    """Issue 46: over 14 commits holding a speed-up, bisect said "not regressed" (exit 13) and
+    nothing more. Now bad's own verdict against good (improved) says what to look for; the file's
+    2% band judges the ends, the probes take half the change they measured (about 29%), each
+    step at the default budget."""
+    factors = [2.0] * 9 + [1.0] * 7  # commit 9 of 16 halves the work
+    shas = history(tmp_path, factors)
+    out = tmp_path / "out"
+    result = harness("bisect", campaign(tmp_path, threshold=0.02, budget_s=None), "--good", shas[0], "--bad",
+                     shas[-1], "--out", out, env=cache_env(tmp_path / "cache"), timeout=1200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "looking for the commit that made it faster or slower, as good against bad says" in result.stdout
+    assert f"culprit: {shas[9]}" in result.stdout and "is the first commit faster than good" in result.stdout
+    receipt = __import__("json").loads((out / C.BISECT_FILE).read_text())
+    assert receipt["find"] == "either" and receipt["steps"][0]["verdict"] == "improved"
+    assert receipt["budget_s"] == 120.0 and receipt["threshold"] == 0.02 and receipt["band"] is None
+    assert {s["band"] for s in receipt["steps"][1:]} == {C.bisect_band(receipt["steps"][0]["ratio"], 0.02)}
+    last = receipt["steps"][-1]
+    assert (last["base"], last["candidate"], last["verdict"]) == (shas[8], shas[9], "improved")
+    verify, script = checked_by_both(out, tmp_path / "repo")
+    assert f"culprit {shas[9]}" in verify and f"culprit {shas[9]}" in script
 
 
 def test_bisect_cannot_tell_when_the_slow_down_is_spread_over_several_commits(tmp_path):

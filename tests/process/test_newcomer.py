@@ -314,26 +314,31 @@ def test_summary_of_the_demo_bundle_holds_the_claim_and_only_the_bundles_numbers
     comparison = json.loads((demo_bundle / C.COMPARISON).read_text())
     cleanup = json.loads((demo_bundle / C.CLEANUP).read_text())
     digest = __import__("hashlib").sha256((demo_bundle / C.TAGMANIFEST).read_bytes()).hexdigest()
-    assert text.startswith("### Performance evidence: demo\n") and len(text.splitlines()) <= 60
+    from harness.outcomes import speed
+    from harness.render.summary import SHORT_LINES
+
+    assert text.startswith("### Performance evidence: demo\n") and len(text.splitlines()) <= SHORT_LINES
     base, cand = (campaign["revisions"][v]["sha"] for v in ("base", "candidate"))
-    assert f"Base `{base}`; candidate `{cand}`." in text
+    assert f"Base `{base}` \u2192 candidate `{cand}`." in text
     paired = comparison["stats"]["paired"]
-    lo, hi = paired["ci95"]
-    assert (f"**{comparison['stats']['verdict'].capitalize()}** (`harness compare` exit 0): candidate/base "
-            f"{paired['geomean_ratio']:.4f} [{lo:.4f}, {hi:.4f}] (95% interval") in text
-    assert f"; {comparison['stats']['rounds']['n']} rounds (a fixed count), each round" in text
+    # the verdict and one figure, a factor with its interval; the ratio it is made from beside it
+    assert (f"**{comparison['stats']['verdict'].capitalize()}: {speed(paired['geomean_ratio'], paired['ci95'])}** "
+            "(`harness compare` exit 0)") in text
+    assert f"candidate time over base time ({paired['geomean_ratio']:.4g})" in text and "a 95% interval" in text
+    assert f"\n{comparison['stats']['rounds']['n']} rounds (a fixed count), each round" in text
     worst = comparison["stats"]["per_item"]["table"][0]
-    assert f"| {cell(worst['id'])} " in text and f"{worst['ratio']:.4f}" in text
+    assert f"| {cell(worst['id'])} " in text and speed(worst["ratio"], worst["ci95"]) in text
     parity = comparison["parity"]
-    sentence = next(line for line in text.splitlines() if line.startswith("Outputs: "))
+    sentence = next(line for line in text.splitlines() if line.startswith("- Outputs: "))[2:]  # a note, in a list
     assert sentence.startswith(f"Outputs: all {parity['fields_identical']} fields of the {parity['items'] - 1} items "
                                f"that give outputs (of {parity['items']}) byte-identical in every run (fields means, "
                                "trend; dtypes &lt;f8; dtype, shape and raw bytes, NaN payloads included)")
     assert "stage call counts identical" in sentence and "1 recorded error return(s), identical" in sentence
     assert "Interpreter CPython " in text
     assert f"bundle digest (SHA-256 of `tagmanifest-sha256.txt`) `{digest}`" in text
-    assert f"```sh\nharness verify {demo_bundle} --repo .\nharness reproduce {demo_bundle}\n```" in text
-    assert text.rstrip().endswith(f"```sh\npython -S harness/rehash.py {demo_bundle}\n```")
+    # the bundle by its folder's name: no absolute path of this machine on the page
+    assert f"```sh\nharness verify {demo_bundle.name} --repo .\nharness reproduce {demo_bundle.name}\n```" in text
+    assert text.rstrip().endswith(f"```sh\npython -S harness/rehash.py {demo_bundle.name}\n```")
     assert "Summed worker-thread CPU" not in text and "Cleanup:" not in text  # the long form's
     text = harness("summary", demo_bundle, "--long").stdout
     # the runs table, in execution order, each run's timed wall as its record holds it

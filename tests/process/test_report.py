@@ -5,6 +5,7 @@ nothing of itself and never stops the others; bundle text is inert; `--check` fa
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -43,7 +44,10 @@ def test_the_report_summarises_then_shows_each_bundle(repo):
         assert "| yes " in row and "improved" in row
     assert text.count("## Checking any bundle below") == 1 and "python -S harness/rehash.py B" in text
     demo = text[text.index("## demo\n"):text.index("## model\n")]
-    assert "```\nverdict: improved (exit 0): candidate/base" in demo
+    assert "```\nverdict: improved (exit 0): " in demo and "x faster [" in demo
+    for name in ("demo", "model"):  # the summary table: the one figure, a factor beside its interval
+        row = next(line for line in head.splitlines() if line.startswith(f"| `evidence/{name}`"))
+        assert re.search(r"\| [0-9.,]+x faster \[[0-9.,]+x, [0-9.,]+x\] +\|", row), row
     assert "9 of the 9 items the workload gives" in demo and "golden file: 9 of its 9 items checked" in demo
     assert "<details><summary>Runs, in execution order (14)</summary>" in demo
     assert "### Stage self CPU" in demo and "### Output parity" in demo and "Parity identical" in demo

@@ -24,7 +24,7 @@ def test_every_committed_bundle_has_a_short_claim_that_fits_its_forms(name):
     assert not entry.problems, entry.problems[:3]
     shown = f"evidence/{name}"
     short = summary.form("markdown", entry.bundle, shown)
-    assert len(short.splitlines()) <= 60, short
+    assert len(short.splitlines()) <= summary.SHORT_LINES, short
     comment = summary.form("comment", entry.bundle, shown, long=True)
     assert comment.startswith("<!-- abba-harness:") and len(comment) <= summary.COMMENT_LIMIT
     assert len(summary.form("github", entry.bundle, shown, long=True).encode()) <= summary.GITHUB_LIMIT

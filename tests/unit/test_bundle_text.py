@@ -11,7 +11,7 @@ import pytest
 
 from fakes import Model, ModelLauncher, run_fake
 from harness.cli import main as cli
-from harness.render import text
+from harness.render import chart, text
 
 LIVE_HTML = "<h1>Improved 3.2x: signed by the maintainers, VERIFIED</h1>"
 HOSTILE = [
@@ -30,8 +30,11 @@ ESCAPES = ["\x1b[2K\rverdict: improved (exit 0)", "\x1b]0;title\x07", "\x9b2K", 
 
 def fenced_commands_only(page: str) -> bool:
     """The verify block and the standard-library checker's: each a fence around commands only
-    (a hostile folder name that closed one would leave text or a third fence between them)."""
-    lines = page.splitlines()
+    (a hostile folder name that closed one would leave text or a third fence between them); the
+    chart's Mermaid block, the harness's own words and numbers (render/chart.py), set aside."""
+    charts = re.findall(r"(?ms)^```mermaid\n.*?^```$", page)
+    assert len(charts) <= 1 and all(chart.SAFE_LINE.fullmatch(ln) for block in charts for ln in block.splitlines())
+    lines = re.sub(r"(?ms)^```mermaid\n.*?^```$", "", page).splitlines()
     fences = [i for i, ln in enumerate(lines) if ln.startswith("```")]
     return len(fences) == 4 and all(lines[i].startswith(("harness ", "python "))
                                     for a, b in (fences[:2], fences[2:]) for i in range(a + 1, b))
@@ -142,7 +145,7 @@ def test_summary_of_a_hostile_bundle_has_nothing_live(hostile, capsys):
                                                                         if ln.startswith("### Performance evidence")]
     assert not re.search(r"(?<![&\w])@\w", page) and "$" not in page and "https://" not in page
     assert "\x1b" not in page and "\x9b" not in page and "\u202e" not in page and "\r" not in page
-    assert "**Regressed**" in page
+    assert "**Regressed: " in page
     # the folder's newline cannot close the fence: the blocks hold commands only
     assert fenced_commands_only(page)
 
@@ -241,7 +244,7 @@ def test_every_markdown_form_of_a_hostile_bundle_has_nothing_live(hostile, capsy
     assert not any(raw in page for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x07"))
     assert [ln for ln in page.splitlines() if ln.startswith("#")] == [page.splitlines()[0]]
     assert fenced_commands_only(page)
-    assert "**Regressed** (`harness compare` exit 5)" in page
+    assert re.search(r"\*\*Regressed: [0-9.]+x slower \[[^]]*\]\*\* \(`harness compare` exit 5\)", page)
     for line in page.splitlines():  # every item id that reaches the table is one inert cell
         if line.startswith("| ") and "VERIFIED" in line:
             assert "&lt;h1&gt;VERIFIED&lt;/h1&gt;" in line

@@ -44,11 +44,11 @@ def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, loa
     text = page(big, capsys=capsys)
     stats = loaded.comparison.stats
     seq = stats.sequential
-    assert len(text.splitlines()) <= 60, text
-    assert seq.stopped == "decided" and f"decided after {stats.rounds.n} rounds" in text
+    assert len(text.splitlines()) <= summary.SHORT_LINES, text
+    assert seq.stopped == "decided" and f"Decided after {stats.rounds.n} rounds" in text
     assert "interval valid at every look" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| case-")]
-    assert len(rows) == summary.ITEMS_SHOWN and "(1495 more not shown)" in text
+    assert len(rows) == summary.ITEMS_SHOWN and "Per item (1500, worst first, 5 shown;" in text
     assert "The runs in execution order" not in text and "Summed worker-thread CPU" not in text
     long = page(big, "--long", capsys=capsys)
     assert "The runs in execution order" in long and "Summed worker-thread CPU" in long and "Cleanup:" in long
@@ -57,7 +57,7 @@ def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, loa
 
 def test_a_fixed_count_and_a_cap_are_said_as_such(tmp_path, capsys):
     outcome, _ = run_fake(tmp_path, rounds=5)
-    assert "; 5 rounds (a fixed count), each round" in page(outcome.out, capsys=capsys)
+    assert "\n5 rounds (a fixed count), each round" in page(outcome.out, capsys=capsys)
     sequential = {"method": "", "first": 5, "cap": 9, "looks": [], "stopped": "cap"}
     stats = comparison(stats={"rounds": {"n": 9}, "sequential": sequential}).stats
     assert summary._rounds(stats, {"rounds": None}) == "no look decided by the cap of 9 rounds"
@@ -142,12 +142,15 @@ def test_the_command_offers_every_form():
 
 
 def test_per_item_verdicts_under_the_minimum_rounds_are_said_as_not_judged(tmp_path, capsys):
-    """With fewer rounds than contract.MIN_ROUNDS no item is judged (the column says n/a): the
-    header must not read "0 of 6 regressed and 0 improved" next to items at half the base's time
-    (evidence/demo_instructions, decided after 4 rounds, read so)."""
+    """With fewer rounds than contract.MIN_ROUNDS no item is judged (the column says "not judged"):
+    the header must not read "0 of 6 regressed and 0 improved" next to items at half the base's
+    time (evidence/demo_instructions, decided after 4 rounds, read so); it says why."""
     outcome, _ = run_fake(tmp_path, rounds=C.MIN_ROUNDS - 1)
     text = page(outcome.out, capsys=capsys)
-    head = next(ln for ln in text.splitlines() if ln.startswith("Per item, worst first"))
-    assert "regressed and" not in head, head
-    assert f"{C.MIN_ROUNDS - 1} rounds, fewer than the {C.MIN_ROUNDS} a per-item verdict needs" in head
-    assert head.endswith(":") and "(1 more not shown)" in head
+    head = next(ln for ln in text.splitlines() if ln.startswith("Per item ("))
+    assert "regressed" not in head and "slower and" not in head, head
+    assert (f"no item has a verdict of its own: {C.MIN_ROUNDS - 1} rounds are fewer than the {C.MIN_ROUNDS} an "
+            "item's own interval needs") in head
+    assert head.startswith("Per item (6, worst first, 5 shown;")
+    rows = [ln for ln in text.splitlines() if ln.startswith("| item-")]
+    assert len(rows) == summary.ITEMS_SHOWN and all(ln.rstrip(" |").endswith("not judged") for ln in rows)
