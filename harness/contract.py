@@ -19,6 +19,7 @@ import json
 import math
 import re
 import sys
+import unicodedata
 from collections import namedtuple
 
 FORMAT = "abba-harness/bundle/v8"  # the bundle format this contract describes (bag-info Abba-Format)
@@ -227,6 +228,36 @@ def cut_log(data):
         return data, False
     cut = len(data) - LOG_HEAD_BYTES - LOG_TAIL_BYTES
     return data[:LOG_HEAD_BYTES] + (LOG_CUT_MARK % cut) + data[-LOG_TAIL_BYTES:], True
+
+
+# --- text from a bundle: which characters may reach a page or a terminal as themselves ---------
+# harness/render/text.py (every page and terminal) and harness/rehash.py (its own lines) keep only
+# these; any other is escaped or blanked. What shows as nothing, or as a blank, is as hostile as a
+# control: "s1" and "s1" + U+3164 read alike. str.isprintable is False for every control (Cc),
+# format character (Cf: bidi, zero-width), separator but the ASCII space (Zs, Zl, Zp: every
+# White_Space but it), surrogate, private use and unassigned code point (Cs, Co, Cn). What it lets
+# through of Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt: Cf, the variation
+# selectors and Other_Default_Ignorable_Code_Point) is the variation selectors, found here by their
+# names, and the assigned code points of Other_Default_Ignorable_Code_Point (PropList.txt;
+# unicodedata has no lookup of that property): the combining grapheme joiner, the Hangul fillers,
+# the Khmer inherent vowels. Beside them, two that are not default-ignorable but show as a blank
+# glyph: BRAILLE PATTERN BLANK and MUSICAL SYMBOL NULL NOTEHEAD. tests/unit/test_bundle_text.py
+# holds the rule to the `regex` module's \p{Default_Ignorable_Code_Point} over every code point.
+IGNORABLE_SHOWN = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0")  # Other_Default_Ignorable, assigned
+BLANK_GLYPHS = frozenset("\u2800\U0001d159")  # BRAILLE PATTERN BLANK, MUSICAL SYMBOL NULL NOTEHEAD
+
+
+@functools.lru_cache(maxsize=8192)
+def shown(ch):
+    """Whether a character may be shown as itself: printable, and neither default-ignorable nor a
+    blank glyph (see above)."""
+    return ch.isprintable() and ch not in IGNORABLE_SHOWN and ch not in BLANK_GLYPHS \
+        and "VARIATION SELECTOR" not in unicodedata.name(ch, "")
+
+
+def all_shown(text):
+    """Whether every character of text may be shown as itself (ASCII text: a quick test)."""
+    return text.isprintable() and (text.isascii() or all(shown(ch) for ch in text))
 
 
 # --- tolerances of the physical rules --------------------------------------------------------

@@ -100,8 +100,8 @@ class Problem(str):
 
 
 def show(rel):
-    """A path as printed: plain when printable, escaped otherwise."""
-    return rel if rel.isprintable() else ascii(rel)
+    """A path as printed: plain when every character shows as itself (contract.shown), escaped otherwise."""
+    return rel if C.all_shown(rel) else ascii(rel)
 
 
 def short(value):
@@ -2361,10 +2361,11 @@ def attestation_note(root):
 
 
 def _shown(text) -> str:
-    """A line for the terminal: every non-printable character (ESC, CSI, CR, bidi overrides...)
-    shown as its escape. The harness's own rule is harness/render/text.term; this checker
-    imports nothing of the harness, so it holds the same rule in these two lines."""
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+    """A line for the terminal: every character that is not printable (ESC, CSI, CR, bidi
+    overrides...) or shows as nothing or a blank (a filler: contract.shown) shown as its escape,
+    as harness/render/text.term shows it."""
+    text = str(text)
+    return text if C.all_shown(text) else "".join(ch if C.shown(ch) else ascii(ch)[1:-1] for ch in text)
 
 
 def main(argv):
@@ -2415,9 +2416,9 @@ def main_bisect(root, cap):
               file=sys.stderr)
         return 2
     for problem in check.problems:
-        print(f"FAIL {problem}")
+        print(f"FAIL {_shown(problem)}")
     if check.problems:
-        print(f"{root}: {len(check.problems)} problem(s); do not trust this bisect")
+        print(f"{_shown(root)}: {len(check.problems)} problem(s); do not trust this bisect")
         return 1
     print(bisect_line(root, check, receipt))
     print(f"reason: {show(receipt['reason'])}")
