@@ -294,6 +294,77 @@ REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sy
 INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                    "OPENBLAS_NUM_THREADS": "1"}
 
+# --- outputs: the rules every item's output fields keep -----------------------------------------
+# A field is a name (FIELDS["run"] items[].fields.*: 1 to 128 characters, at most MAX_FIELDS a item)
+# and a stored array of a plain dtype (DTYPE_RE, of these sizes), at most MAX_SHAPE_DIMS dims. The
+# checkers apply them to a bundle (the record's shape, rehash.npy_header); the worker to what it
+# stores and the runner to the pre-flight's item and every run (output_problem, record_problem), so
+# a campaign whose outputs cannot seal is refused before its first timed run, in one line.
+DTYPE_SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8), "c": (8, 16)}
+# Long double (numpy's float128/complex256 on x86, float96 on 32-bit x86) is refused, not compared:
+# x86's 80-bit extended value sits in 16 (or 12) bytes whose padding holds whatever that memory held
+# before, so one value has many byte forms (parity would compare garbage: a float128 output differed
+# in every process), and on other machines the same name is IEEE quad, another format: no value
+# bytes are portable evidence. Its fix keeps every bit where it matters.
+LONG_DOUBLE = ("long double (float128, complex256) is refused: on x86 its 80-bit value sits in 16 bytes whose 6 "
+               "padding bytes hold whatever the memory held, so one value has many byte forms, and elsewhere "
+               "the name is another format; return x.astype(np.float64) (complex: np.complex128), or, for "
+               "every bit on x86, its 10 value bytes x.view(np.uint8).reshape(x.shape + (16,))[..., :10]")
+
+
+def dtype_problem(descr):
+    """Why an array of this dtype (numpy's descr, '<f8') cannot be stored, or None."""
+    m = DTYPE_RE.match(descr) if isinstance(descr, str) else None
+    if not m:
+        return f"dtype {str(descr)[:40]!r}: only plain bool, int, uint, float and complex arrays are stored"
+    kind, size = m.group(2), int(m.group(3))
+    if kind in "fc" and size > max(DTYPE_SIZES[kind]):
+        return LONG_DOUBLE
+    if size not in DTYPE_SIZES[kind]:
+        return f"dtype {descr!r}: no {kind}{size} ({kind} of {', '.join(map(str, DTYPE_SIZES[kind]))} bytes)"
+    return None
+
+
+def output_problem(fields):
+    """The first rule of the contract an item's outputs break, as one line naming the field and
+    the fix, or None. fields: {name: (dtype, shape)}, dtype numpy's descr ('<f8'), as a run record
+    keeps them; the bounds are FIELDS["run"]'s items[].fields, the dtypes dtype_problem's, and one
+    array's bytes at most the checkers' default budget for all of them."""
+    spec = FIELDS["run"]
+    most, name_rule = spec["items[].fields"].size, spec["items[].fields.*"].key
+    dims, dim = spec["items[].fields.*.shape"].size, spec["items[].fields.*.shape[]"]
+    if len(fields) > most:
+        return (f"{len(fields)} output fields; a bundle holds at most {most} per item: return fewer (stack fields of "
+                "one shape into one array, or keep what parity needs)")
+    for name, (dtype, shape) in fields.items():
+        if not isinstance(name, str) or not name_rule.match(name):
+            shown_name = repr(name)[:40] + ("..." if len(repr(name)) > 40 else "")
+            length = len(name) if isinstance(name, str) else 0
+            return (f"field name {shown_name} has {length} characters; a field name has 1 to 128: give it a "
+                    "shorter name")
+        problem = dtype_problem(dtype)
+        if problem:
+            return f"field {name!r}: {problem}"
+        if len(shape) > dims or not all(isinstance(n, int) and dim.lo <= n <= dim.hi for n in shape):
+            return f"field {name!r}: shape {list(shape)[:8]}: at most {dims} dimensions, each of 0 to 2**62 elements"
+        size = int(DTYPE_RE.match(dtype).group(3))
+        nbytes = math.prod(shape) * size
+        if nbytes > DEFAULT_MAX_ARRAY_BYTES:
+            return (f"field {name!r}: {nbytes} bytes, over the {DEFAULT_MAX_ARRAY_BYTES} bytes the checkers read of "
+                    "all stored arrays together: return a smaller output (a digest or a sample of it)")
+    return None
+
+
+def record_problem(kind, size):
+    """Why a record of this kind ("run", "instructions") of `size` bytes cannot be in a bundle, or None."""
+    limit = next(limit for k, _p, _w, limit in FILE_KINDS if k == kind)
+    if size <= limit:
+        return None
+    return (f"its record would be {size} bytes, over the {limit} a {kind} record may have: fewer or smaller "
+            "output fields per item (each field is a digest, dtype and shape per item), or fewer items "
+            "(workload.items: N)")
+
+
 # --- parity: how far a declared tolerance may reach (`parity: {max_ulp: N}`) -------------------
 # One ULP near 1.0 is 2**-m of the value for a float of m stored significand bits, so N ULP is a
 # relative difference of about N * 2**-m, and 2**m ULP (all values from 1.0 to 2.0) is no

@@ -76,7 +76,6 @@ CHUNK = 1 << 20
 SHAPE_PROBLEMS = 20  # shape lines per file; past them the file is refused as a whole
 ABSENT_STATES = {"gone": True, "pid reused": True, "alive": False}
 LOG_MARKERS = (b"Traceback (most recent call last):", b"SIGKILL")  # a worker that died, though ok
-SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8, 16), "c": (8, 16, 32)}
 HEX = frozenset("0123456789abcdef")
 
 
@@ -607,12 +606,11 @@ def npy_header(fh):
     if not isinstance(shape, tuple) or len(shape) > C.MAX_SHAPE_DIMS or \
             not all(type(n) is int and 0 <= n < 2**62 for n in shape):
         raise ValueError(f"bad shape {str(shape)[:60]}")
+    refused = C.dtype_problem(descr)
+    if refused:
+        raise ValueError(f"dtype {descr!r} refused: {refused}")
     m = C.DTYPE_RE.match(descr)
-    if not m:
-        raise ValueError(f"dtype {descr!r} refused (only plain bool, int, uint, float, complex)")
     order, kind, itemsize = m.group(1), m.group(2), int(m.group(3))
-    if itemsize not in SIZES[kind]:
-        raise ValueError(f"dtype {descr!r} refused (unknown size)")
     if order == "=":
         order = "<" if sys.byteorder == "little" else ">"
     swap = order == ">" and itemsize > 1
