@@ -34,7 +34,7 @@ SCHEMAS = {
     "run": "abba-harness/run/v7",
     "instructions": "abba-harness/instructions/v4",
     "campaign": "abba-harness/campaign/v9",
-    "comparison": "abba-harness/comparison/v7",
+    "comparison": "abba-harness/comparison/v8",
     "environment": "abba-harness/environment/v3",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
@@ -1597,6 +1597,8 @@ FIELDS["comparison"] = {
     "instructions.detected": F("bool", _D),
     "instructions.direction": F("enum?", _D, values=("fewer", "more", "same")),
     "instructions.disagrees": F("bool", _D),
+    "instructions.contradicted": F("bool", _D + "; the wall's interval rules out the counts' direction "
+                                   "(contract.contradicted): their verdict is then inconclusive"),
     "instructions.band": F("num", _D, lo=0.0, hi=2 * PCT["hi"] / 100),  # twice the spread, however large
     "instructions.verdict": F("enum", _D, values=VERDICTS),
     "instructions.verdict_reason": F("str", _D, size=1024),
@@ -1757,12 +1759,30 @@ FREE = {
 
 
 # --- rules both the writer and the checkers apply to re-derived sections --------------------
-def instructions_section(ok_runs, wall_verdict):
+def contradicted(verdict, wall_ci, band):
+    """Whether the wall's interval contradicts an instruction-count verdict a gate would pass:
+    "improved" while the wall's interval lies wholly at or above 1 (no speed-up at all is
+    possible), "equal" while it lies wholly above the equal band [1 - band, 1 + band] (a slow-down
+    the counts do not show). Counts that fall further than the wall (an honest change whose time is
+    not all instructions: memory, I/O) never trip it, nor a wall decisively faster than equal
+    counts: the wall must rule out what the counts claim. Counts that say "regressed" fail a gate
+    already (a faster wall beside them is the `disagrees` warning). No wall interval: nothing can
+    be read."""
+    if not wall_ci:
+        return False
+    lo, _hi = wall_ci
+    return (verdict == "improved" and lo >= 1.0) or (verdict == "equal" and lo > 1.0 + band)
+
+
+def instructions_section(ok_runs, wall_verdict, wall_ci=None, band=0.0):
     """comparison.json `instructions` from the ok instruction runs, (label, variant, count, items)
     each: per variant its counts, repeated exactly or their spread; the ratio of mean counts; a
     change beyond the spread is detected; a verdict of the counts' own against a band of
-    max(INSTRUCTION_BAND, twice the spread); and whether counts and the wall verdict point
-    opposite ways (I/O, parallelism or memory effects that instructions do not see)."""
+    max(INSTRUCTION_BAND, twice the spread); whether counts and the wall verdict point opposite
+    ways (I/O, parallelism or memory effects that instructions do not see); and whether the wall's
+    interval (wall_ci, against the campaign's band) contradicts the counts' verdict (`contradicted`):
+    then the counts make no claim (inconclusive), whatever valgrind saw, and `harness compare
+    --metric instructions` exits with outcomes.CONTRADICTED."""
     out = {"tool": "callgrind", "items": ok_runs[0][3] if ok_runs else 0}
     for variant in ("base", "candidate"):
         counts = [count for _, v, count, _ in ok_runs if v == variant]
@@ -1791,6 +1811,18 @@ def instructions_section(ok_runs, wall_verdict):
     # opposite ways: a move within the counts' own spread says nothing
     out["disagrees"] = out["detected"] and ((wall_verdict == "improved" and ratio > 1)
                                             or (wall_verdict == "regressed" and ratio < 1))
+    # the wall's interval rules out the counts' own direction: a candidate can run other code under
+    # valgrind than without it (docs/guarantees.md), so the counts alone claim nothing then
+    out["contradicted"] = contradicted(out["verdict"], wall_ci, band)
+    if out["contradicted"]:
+        lo, hi = wall_ci
+        where = ("at or above 1 (no speed-up)" if out["verdict"] == "improved" else
+                 f"above the equal band [{1 - band:.4f}, {1 + band:.4f}] (slower)")
+        out["verdict_reason"] = (f"instruction counts say {out['verdict']} (ratio {ratio:.6f}), but the wall's interval "
+                                 f"[{lo:.4f}, {hi:.4f}] lies wholly {where}: the wall contradicts the counts (code that "
+                                 "runs otherwise under valgrind, or time the counts do not see), so they claim nothing "
+                                 "alone")
+        out["verdict"] = "inconclusive"
     return out
 
 

@@ -2057,10 +2057,10 @@ def with_interference(stats, runs, bounds, threshold, floor):
     return stats
 
 
-def instructions_section(instr, wall_verdict):
+def instructions_section(instr, wall_verdict, wall_ci=None, band=0.0):
     """comparison.json `instructions` by contract.instructions_section from the ok records."""
     return C.instructions_section([(r["label"], r["variant"], r["instructions"], len(r["items"])) for r in instr
-                                   if r["status"] == "ok"], wall_verdict)
+                                   if r["status"] == "ok"], wall_verdict, wall_ci, band)
 
 
 def metrics_section(runs, stats, wall, instructions, threshold):
@@ -2150,7 +2150,9 @@ def check_comparison(check, docs):
         plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
         derived["stats"] = with_interference(derive_stats(docs["runs"], campaign["threshold"], floor, plan),
                                              docs["runs"], campaign.get("interference"), campaign["threshold"], floor)
-        derived["instructions"] = instructions_section(docs["instructions"], derived["stats"]["verdict"]) \
+        stats = derived["stats"]
+        derived["instructions"] = instructions_section(docs["instructions"], stats["verdict"],
+                                                       stats["paired"]["ci95"], stats["band"]) \
             if campaign["instructions"] is not None else None
         derived["metrics"] = metrics_section(docs["runs"], derived["stats"], derived["wall"], derived["instructions"],
                                              campaign["threshold"])
