@@ -399,6 +399,13 @@ DEFAULT_SLOTS = 1
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
 DEFAULT_THRESHOLD = 0.02
+# The widest equal band a claim may be decided against (threshold, noise floor, their max), and
+# so the widest a campaign file may set (the `decision` rule; issue 45). The tools people use set
+# 1-10% (asv's regression factor 1.1, pytest-benchmark's compare-fail and CodSpeed's thresholds a
+# few percent); a quarter leaves room for a noisy shared runner and for bisecting a large
+# regression. Past it "equal" would pass a change of 1.3x, which no reader calls equal: a
+# campaign that needs more is measuring on a machine too noisy to claim anything.
+MAX_BAND = 0.25
 DEFAULT_INSTRUCTION_RUNS = 2
 # `launch:` how a run's process is made. fresh: a new interpreter per run (exec). zygote: per
 # variant, a process that has imported the worker's own modules (never the code under test) forks
@@ -648,6 +655,57 @@ def round_order(rounds, seed, stage_rounds=0, first=None):
         if i + 1 in after:
             out.append("ab" if seed is None or coin("abba-stage-rounds-v1", seed, after[i + 1]) else "ba")
     return "".join(out)
+
+
+def order_problem(order):
+    """Why an order cannot decide a claim (the `decision` rule), or None. A round is a pair of
+    consecutive timed runs (A, B, read apart from the stage runs a, b), and each must hold one A
+    and one B (AB or BA: ABBA is two rounds), the stage runs likewise: the k-th base run is paired
+    with the k-th candidate run, and only runs of one round are measured under the same load.
+    BBBBBBAAAAAA compares the candidate's spell with the base's, and a change of load between them
+    passes for a change of code (identical code read "improved 0.77")."""
+    for letters, what in (("AB", "timed"), ("ab", "stage")):
+        runs = "".join(ch for ch in order if ch in letters)
+        for k in range(0, len(runs), 2):
+            pair = runs[k:k + 2]
+            if sorted(pair) != sorted(letters):
+                where = f"{what} runs {k + 1}-{k + 2} ({pair}) are not one {letters[0]} and one {letters[1]}" \
+                    if len(pair) == 2 else f"the last {what} run ({pair}) has no partner"
+                return (f"{where}: each round, consecutive {what} runs read in pairs, must hold one of each (e.g. "
+                        f"{letters[0]}{letters[1]}{letters[1]}{letters[0]}), so that a change of load between "
+                        "spells cannot pass for a change of code")
+    return None
+
+
+def noise_floor_of(ci):
+    """The noise floor an A-vs-A interval gives: the farthest its ends lie from 1 (harness
+    calibrate writes it; both checkers hold a pinned file to it), within [0, 0.5]; None without
+    an interval."""
+    if not ci:
+        return None
+    return round(min(0.5, max(0.0, 1.0 - ci[0], ci[1] - 1.0)), 6)
+
+
+def noise_floor_problem(doc):
+    """Why a noise-floor file (its fields as FIELDS["noise_floor"] declares them) cannot widen a
+    band (the `decision` rule), or None: its floor must be the one its own interval gives
+    (noise_floor_of), its ratio inside that interval, its rounds at least MIN_ROUNDS, and the
+    floor at most MAX_BAND."""
+    ci, floor, rounds, ratio = doc.get("ci95"), doc.get("floor"), doc.get("rounds"), doc.get("ratio")
+    if not (isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci)
+            and isinstance(ratio, (int, float)) and isinstance(floor, (int, float)) and isinstance(rounds, int)):
+        return "not a noise-floor file of `harness calibrate` (ci95, ratio, floor and rounds)"
+    if not ci[0] <= ratio <= ci[1]:
+        return f"its ratio {ratio} lies outside its own interval [{ci[0]}, {ci[1]}]"
+    if floor != noise_floor_of(ci):
+        return (f"floor {floor} is not the one its interval [{ci[0]}, {ci[1]}] gives, {noise_floor_of(ci)} (the "
+                "farthest end from 1): a floor is what its A-vs-A campaign measured; run `harness calibrate` again")
+    if rounds < MIN_ROUNDS:
+        return f"{rounds} round(s) of A against A; a noise floor needs at least {MIN_ROUNDS} (`harness calibrate --rounds N`)"
+    if floor > MAX_BAND:
+        return (f"floor {floor}: over {MAX_BAND}, this machine's noise lets no claim be made; calibrate on a quieter "
+                "machine, or with more rounds")
+    return None
 
 
 def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds=MAX_ROUNDS):
@@ -916,6 +974,9 @@ RULES = {
     "original": ("original", "re-derived from the reproduction bundle and the bundle it re-ran"),
     "bisect": ("both", "a bisect folder: every step bundle verifies, the receipt holds what they give, each step is "
                        "the one the search rule asks for, and the culprit is the rule's"),
+    "decision": ("both", "what decides a claim is bounded: a band (threshold, noise floor) of at most MAX_BAND, an "
+                         "order whose every round interleaves A and B, a noise floor that is its own interval's, over "
+                         "enough rounds"),
     "free": ("none", "no checker can tell; the reason is given"),
 }
 
@@ -1131,7 +1192,8 @@ FIELDS = {
         "description": F("str", "campaign: campaign.yaml", size=4096),
         "notes": F("str", "campaign: campaign.yaml", size=MAX_STR),
         "campaign_path": F("str?", "anchors: the repository's campaign file (verify --repo)", size=4096),
-        "order": F("str", "plan: the shuffle of rounds by seed, or campaign.yaml's order; the labels", size=MAX_RUNS),
+        "order": F("str", "plan: the shuffle of rounds by seed, or campaign.yaml's order; the labels; decision: every "
+                          "round interleaves A and B", size=MAX_RUNS),
         "rounds": F("int?", "plan: with seed, gives the order; with budget_s, the round whose look decided, or the "
                             "cap the first round's process walls give", lo=1, hi=MAX_ROUNDS),
         "budget_s": F("num?", "plan: with min_rounds and the first round's process walls, gives the cap on the "
@@ -1204,7 +1266,8 @@ FIELDS = {
         "noise_floor": F("str?", "anchors: the repository's noise-floor file (verify --repo); identity: set exactly "
                                  "when noise_floor_sha256 is", size=4096),
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
-        "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
+        "threshold": F("num", "campaign: campaign.yaml; derived: the verdict; decision: at most MAX_BAND", lo=0.0,
+                       hi=MAX_BAND),
         "interference": F("dict", "campaign: campaign.yaml (its bounds, else the contract's); identity: present "
                                   "exactly when the run records are of the current run schema", optional=True),
         "interference.max_steal": F("num", "campaign: campaign.yaml; derived: the disturbed rule",
@@ -1395,16 +1458,20 @@ FIELDS = {
     "noise_floor": {  # data/noise_floor.json: the campaign's pinned calibration, byte for byte
         "schema": F("str", "parsing: the noise-floor schema id"),
         "campaign": F("name", "identity: this campaign's name"),
-        "floor": F("num", "derived: the verdict's band", lo=0.0, hi=0.5),
+        "floor": F("num", "derived: the verdict's band; decision: its own interval's farthest end from 1, at most "
+                          "MAX_BAND", lo=0.0, hi=MAX_BAND),
         "bundle_digest": F("sha256", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
         "machine": F("dict", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
         **_under("machine", MACHINE, "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
         "started_at": F("time", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", lo=T0, hi=T1),
-        "rounds": F("int", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", lo=1,
-                    hi=MAX_ROUNDS),
-        "ratio": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", **RATIO),
-        "ci95": F("list", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", size=2),
-        "ci95[]": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", **RATIO),
+        "rounds": F("int", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: at least "
+                           "MIN_ROUNDS", lo=1, hi=MAX_ROUNDS),
+        "ratio": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: inside its "
+                          "interval", **RATIO),
+        "ci95": F("list", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: gives the "
+                          "floor", size=2),
+        "ci95[]": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: gives the "
+                           "floor", **RATIO),
     },
 }
 
@@ -1486,9 +1553,9 @@ FIELDS["comparison"] = {
     "parity.divergence[].**": F("any", "decoded: re-derived from the stored arrays' values by harness verify"),
     "stats": F("dict", _D),
     "stats.method": F("str", _D, size=1024),
-    "stats.threshold": F("num", _D, lo=0.0, hi=0.5),
-    "stats.floor": F("num?", _D, lo=0.0, hi=0.5),
-    "stats.band": F("num", _D, lo=0.0, hi=0.5),
+    "stats.threshold": F("num", _D, lo=0.0, hi=MAX_BAND),
+    "stats.floor": F("num?", _D, lo=0.0, hi=MAX_BAND),
+    "stats.band": F("num", _D, lo=0.0, hi=MAX_BAND),
     "stats.claim_band": F("num", _D, lo=0.0, hi=1.0),
     "stats.rounds": F("dict", _D),
     "stats.rounds.n": F("int", _D, lo=0, hi=MAX_RUNS),

@@ -28,6 +28,7 @@ WRITE_FAILED = 10  # a write failed (a full disk, a quota, a read-only folder), 
 CONTRADICTED = 11  # compare --metric instructions: the wall's interval contradicts the counts (contract.contradicted)
 NO_CULPRIT = 12  # bisect: cannot tell which commit (spread, inconclusive, not monotone)
 NOT_REGRESSED = 13  # bisect: bad is not slower than good, nothing to find
+REFUSED = 14  # --policy: the bundle breaks a rule of the reviewer's policy (harness/judge/policy.py)
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
 def error(command: str, *lines, code: int = UNUSABLE) -> int:
@@ -177,6 +178,20 @@ def rounds_text(stats: Stats) -> str:
     if seq.stopped == "cap":
         return f"{n} rounds, no look decided by the cap of {seq.cap}, 97.5% CI at the cap"
     return f"{n} rounds, ended before a look decided"
+
+
+def judged_line(judgement, metric: str = "wall") -> tuple[str, int]:
+    """(the verdict line, the exit code) of a bundle judged by a reviewer's policy
+    (harness/judge/policy.py): refused (14) when the bundle breaks the policy, else the re-judged
+    comparison's own line and code, the policy named in its first words. A failed campaign and a
+    parity mismatch keep their codes."""
+    own = exit_code(judgement.comparison, metric)
+    where = f"your policy {judgement.policy.path}"
+    if judgement.refused and own not in (FAILED, PARITY):
+        return (f"verdict: refused by {where} (exit {REFUSED}): {'; '.join(judgement.refused)}", REFUSED)
+    text = line(judgement.comparison, metric=metric)
+    head, sep, rest = text.partition(" (exit ")
+    return f"{head}, judged by {where}{sep}{rest}", own
 
 
 def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") -> str:

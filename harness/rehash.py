@@ -1100,6 +1100,9 @@ def check_plan(check, campaign, runner):
         check.fail(C.CAMPAIGN_JSON, f"order {short(order)} is not a string of A and B holding both (a, b: stage "
                                     "runs)", "plan")
         return None
+    unpaired = C.order_problem(order)
+    if unpaired:
+        check.fail(C.CAMPAIGN_JSON, f"order {short(order)} does not interleave: {unpaired}", "decision")
     plan = C.labels(order)
     if campaign["labels"] != [label for label, _ in plan]:
         check.fail(C.CAMPAIGN_JSON, f"labels {short(campaign['labels'])} do not follow from order {order}", "plan")
@@ -1570,6 +1573,9 @@ def check_records(check, stored):
                        "identity")
         if floor["campaign"] != campaign["name"]:
             check.fail(C.NOISE_FLOOR, f"calibrates campaign {short(floor['campaign'])}, not this one", "identity")
+        refused = C.noise_floor_problem(floor)
+        if refused:
+            check.fail(C.NOISE_FLOOR, refused, "decision")
     docs.update(runs=runs, instructions=instr, golden=golden, noise_floor=floor)
     if docs["claimed"] is None:
         return None

@@ -32,11 +32,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-def floor_of(ci: list[float] | None) -> float | None:
-    """The noise floor an A-vs-A interval gives: the farthest its bounds lie from 1."""
-    if not ci:
-        return None
-    return round(min(0.5, max(0.0, 1.0 - ci[0], ci[1] - 1.0)), 6)
+floor_of = C.noise_floor_of  # the farthest end of an A-vs-A interval from 1: the contract's, which the checkers hold
 
 
 def main(args) -> int:
@@ -81,6 +77,9 @@ def main(args) -> int:
                               started_at=read_json(outcome.out / C.RUNNER)["started_at"],
                               rounds=result.stats.rounds.n, ratio=paired.geomean_ratio,
                               ci95=paired.ci95, floor=floor)
+    refused = C.noise_floor_problem(doc)  # what a campaign could not pin: the contract's decision rule
+    if refused:
+        return error("calibrate", f"no noise floor written: {refused}", code=verdict.FAILED)
     raw = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
     atomic_write_bytes(target, raw)  # a full disk: WriteFailed, one line (cli), no half-written floor
     print(f"noise floor: {100 * floor:.2f}% (A-vs-A {paired.geomean_ratio:.4f} "

@@ -233,6 +233,9 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
     if doc.get("campaign") != campaign.name:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {doc.get('campaign')!r}, "
                         f"not {campaign.name!r}")
+    refused = C.noise_floor_problem(doc)  # the contract's decision rule, as both checkers apply it
+    if refused:
+        raise SpecError(f"{where}.path: '{campaign.noise_floor}': {refused}")
     return doc, raw
 
 

@@ -87,14 +87,15 @@ class Budget:
         new = {}
         for item in record.items:
             for f in item.fields.values():
-                if f.digest not in self.arrays:
-                    new[f.digest] = math.prod(f.shape) * int(C.DTYPE_RE.match(f.dtype).group(3))
+                m = C.DTYPE_RE.match(f.dtype)  # output_problem held each dtype to it above
+                if f.digest not in self.arrays and m:
+                    new[f.digest] = math.prod(f.shape) * int(m.group(3))
         total = sum(self.arrays.values()) + sum(new.values())
         if total > C.DEFAULT_MAX_ARRAY_BYTES:
             return (f"the stored outputs would declare {total} bytes in all, over the {C.DEFAULT_MAX_ARRAY_BYTES} the "
                     "checkers inflate by default (--max-array-bytes): outputs that differ from run to run are each "
                     "stored; return smaller or deterministic outputs")
-        limit = next(limit for kind, _p, _w, limit in C.FILE_KINDS if kind == "array")
+        limit = next(limit for kind, _p, _w, limit in C.FILE_KINDS if kind == "array") or C.MAX_FILE_BYTES
         for digest in new:
             path = arrays_dir / f"{digest}{C.ARRAY_SUFFIX}"
             if os.path.isfile(path) and path.stat().st_size > limit:
