@@ -5,8 +5,9 @@ no-change ratio allowed, max(1 - lo, hi - 1). A campaign pins the file
 (`noise_floor: {path, sha256}`); its runs then copy it into the bundle and no claim smaller
 than the floor is "improved" or "regressed" (both checkers re-derive it).
 
-Exit codes: 0 written, 4 the calibration campaign failed, 2 usage, input or pre-flight, 10 a
-write failed (a full disk; the line says what was kept)."""
+Exit codes: 0 written, 4 the calibration campaign failed or gave a floor no campaign could pin
+(contract.noise_floor_problem: fewer than 5 rounds, or wider than contract.MAX_BAND), 2 usage,
+input or pre-flight, 10 a write failed (a full disk; the line says what was kept)."""
 from __future__ import annotations
 
 import json
