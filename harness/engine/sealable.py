@@ -79,7 +79,8 @@ class Budget:
         problem = C.record_problem("run", size)
         if problem:
             return problem
-        written = sum(p.stat().st_size for p in staging.rglob("*.json") if p.is_file())
+        written = sum(p.stat().st_size for p in staging.rglob("*.json")
+                      if p.is_file() and C.file_kind(p.relative_to(staging).as_posix()) in C.JSON_KINDS)
         room = C.MAX_JSON_BYTES_TOTAL - SEAL_RESERVE_BYTES
         if written + size > room:
             return (f"the records would hold {written + size} bytes of JSON, over the {room} the checkers read of a "
