@@ -299,13 +299,14 @@ def test_the_json_forms_of_a_hostile_bundle_are_ascii_and_hold_no_markup(hostile
     out = capsys.readouterr().out
     assert out.isascii() and not re.search(r"[<>&\x00-\x09\x0b-\x1f\x7f]", out)
     doc = json.loads(out)
-    if form == "json":  # data: the ids as they are, for a dashboard to escape
+    if form == "json":  # data: the ids as they are (fillers as \u escapes), for a dashboard to escape
         assert {row["id"] for row in doc["per_item"]["worst"]} == set(ITEMS)
         assert doc["claim"]["verdict"] == "regressed" and doc["claim"]["exit_code"] == 5
     else:  # github-action-benchmark writes names and extras into its own Markdown: they are inert already
         for row in doc:
             markdown_is_inert(row["name"].replace("/", " "))
             markdown_is_inert(row["extra"])
+            assert nothing_hidden(row["name"]) and nothing_hidden(row["extra"]), row  # decoded: no filler either
 
 
 def test_the_text_form_of_a_hostile_bundle_shows_every_control_escaped(hostile, capsys):
