@@ -19,6 +19,7 @@ import json
 import math
 import re
 import sys
+import unicodedata
 from collections import namedtuple
 
 FORMAT = "abba-harness/bundle/v8"  # the bundle format this contract describes (bag-info Abba-Format)
@@ -33,7 +34,7 @@ SCHEMAS = {
     "run": "abba-harness/run/v7",
     "instructions": "abba-harness/instructions/v4",
     "campaign": "abba-harness/campaign/v10",
-    "comparison": "abba-harness/comparison/v7",
+    "comparison": "abba-harness/comparison/v8",
     "environment": "abba-harness/environment/v3",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
@@ -229,6 +230,36 @@ def cut_log(data):
     return data[:LOG_HEAD_BYTES] + (LOG_CUT_MARK % cut) + data[-LOG_TAIL_BYTES:], True
 
 
+# --- text from a bundle: which characters may reach a page or a terminal as themselves ---------
+# harness/render/text.py (every page and terminal) and harness/rehash.py (its own lines) keep only
+# these; any other is escaped or blanked. What shows as nothing, or as a blank, is as hostile as a
+# control: "s1" and "s1" + U+3164 read alike. str.isprintable is False for every control (Cc),
+# format character (Cf: bidi, zero-width), separator but the ASCII space (Zs, Zl, Zp: every
+# White_Space but it), surrogate, private use and unassigned code point (Cs, Co, Cn). What it lets
+# through of Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt: Cf, the variation
+# selectors and Other_Default_Ignorable_Code_Point) is the variation selectors, found here by their
+# names, and the assigned code points of Other_Default_Ignorable_Code_Point (PropList.txt;
+# unicodedata has no lookup of that property): the combining grapheme joiner, the Hangul fillers,
+# the Khmer inherent vowels. Beside them, two that are not default-ignorable but show as a blank
+# glyph: BRAILLE PATTERN BLANK and MUSICAL SYMBOL NULL NOTEHEAD. tests/unit/test_bundle_text.py
+# holds the rule to the `regex` module's \p{Default_Ignorable_Code_Point} over every code point.
+IGNORABLE_SHOWN = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0")  # Other_Default_Ignorable, assigned
+BLANK_GLYPHS = frozenset("\u2800\U0001d159")  # BRAILLE PATTERN BLANK, MUSICAL SYMBOL NULL NOTEHEAD
+
+
+@functools.lru_cache(maxsize=8192)
+def shown(ch):
+    """Whether a character may be shown as itself: printable, and neither default-ignorable nor a
+    blank glyph (see above)."""
+    return ch.isprintable() and ch not in IGNORABLE_SHOWN and ch not in BLANK_GLYPHS \
+        and "VARIATION SELECTOR" not in unicodedata.name(ch, "")
+
+
+def all_shown(text):
+    """Whether every character of text may be shown as itself (ASCII text: a quick test)."""
+    return text.isprintable() and (text.isascii() or all(shown(ch) for ch in text))
+
+
 # --- tolerances of the physical rules --------------------------------------------------------
 REL_TOL = 1e-9  # floats re-derived vs claimed (stats keep 10 significant digits)
 CLOCK_TOL_S = 0.5  # between the runner's and the worker's clocks (ms timestamps, two clocks)
@@ -262,6 +293,77 @@ REGION_FLAGS = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sy
 # with the system allocator: the counts rank the code's work, they are not pymalloc's counts.
 INSTRUCTION_ENV = {"PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                    "OPENBLAS_NUM_THREADS": "1"}
+
+# --- outputs: the rules every item's output fields keep -----------------------------------------
+# A field is a name (FIELDS["run"] items[].fields.*: 1 to 128 characters, at most MAX_FIELDS a item)
+# and a stored array of a plain dtype (DTYPE_RE, of these sizes), at most MAX_SHAPE_DIMS dims. The
+# checkers apply them to a bundle (the record's shape, rehash.npy_header); the worker to what it
+# stores and the runner to the pre-flight's item and every run (output_problem, record_problem), so
+# a campaign whose outputs cannot seal is refused before its first timed run, in one line.
+DTYPE_SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8), "c": (8, 16)}
+# Long double (numpy's float128/complex256 on x86, float96 on 32-bit x86) is refused, not compared:
+# x86's 80-bit extended value sits in 16 (or 12) bytes whose padding holds whatever that memory held
+# before, so one value has many byte forms (parity would compare garbage: a float128 output differed
+# in every process), and on other machines the same name is IEEE quad, another format: no value
+# bytes are portable evidence. Its fix keeps every bit where it matters.
+LONG_DOUBLE = ("long double (float128, complex256) is refused: on x86 its 80-bit value sits in 16 bytes whose 6 "
+               "padding bytes hold whatever the memory held, so one value has many byte forms, and elsewhere "
+               "the name is another format; return x.astype(np.float64) (complex: np.complex128), or, for "
+               "every bit on x86, its 10 value bytes x.view(np.uint8).reshape(x.shape + (16,))[..., :10]")
+
+
+def dtype_problem(descr):
+    """Why an array of this dtype (numpy's descr, '<f8') cannot be stored, or None."""
+    m = DTYPE_RE.match(descr) if isinstance(descr, str) else None
+    if not m:
+        return f"dtype {str(descr)[:40]!r}: only plain bool, int, uint, float and complex arrays are stored"
+    kind, size = m.group(2), int(m.group(3))
+    if kind in "fc" and size > max(DTYPE_SIZES[kind]):
+        return LONG_DOUBLE
+    if size not in DTYPE_SIZES[kind]:
+        return f"dtype {descr!r}: no {kind}{size} ({kind} of {', '.join(map(str, DTYPE_SIZES[kind]))} bytes)"
+    return None
+
+
+def output_problem(fields):
+    """The first rule of the contract an item's outputs break, as one line naming the field and
+    the fix, or None. fields: {name: (dtype, shape)}, dtype numpy's descr ('<f8'), as a run record
+    keeps them; the bounds are FIELDS["run"]'s items[].fields, the dtypes dtype_problem's, and one
+    array's bytes at most the checkers' default budget for all of them."""
+    spec = FIELDS["run"]
+    most, name_rule = spec["items[].fields"].size, spec["items[].fields.*"].key
+    dims, dim = spec["items[].fields.*.shape"].size, spec["items[].fields.*.shape[]"]
+    if len(fields) > most:
+        return (f"{len(fields)} output fields; a bundle holds at most {most} per item: return fewer (stack fields of "
+                "one shape into one array, or keep what parity needs)")
+    for name, (dtype, shape) in fields.items():
+        if not isinstance(name, str) or not name_rule.match(name):
+            shown_name = repr(name)[:40] + ("..." if len(repr(name)) > 40 else "")
+            length = len(name) if isinstance(name, str) else 0
+            return (f"field name {shown_name} has {length} characters; a field name has 1 to 128: give it a "
+                    "shorter name")
+        problem = dtype_problem(dtype)
+        if problem:
+            return f"field {name!r}: {problem}"
+        if len(shape) > dims or not all(isinstance(n, int) and dim.lo <= n <= dim.hi for n in shape):
+            return f"field {name!r}: shape {list(shape)[:8]}: at most {dims} dimensions, each of 0 to 2**62 elements"
+        size = int(DTYPE_RE.match(dtype).group(3))
+        nbytes = math.prod(shape) * size
+        if nbytes > DEFAULT_MAX_ARRAY_BYTES:
+            return (f"field {name!r}: {nbytes} bytes, over the {DEFAULT_MAX_ARRAY_BYTES} bytes the checkers read of "
+                    "all stored arrays together: return a smaller output (a digest or a sample of it)")
+    return None
+
+
+def record_problem(kind, size):
+    """Why a record of this kind ("run", "instructions") of `size` bytes cannot be in a bundle, or None."""
+    limit = next(limit for k, _p, _w, limit in FILE_KINDS if k == kind)
+    if size <= limit:
+        return None
+    return (f"its record would be {size} bytes, over the {limit} a {kind} record may have: fewer or smaller "
+            "output fields per item (each field is a digest, dtype and shape per item), or fewer items "
+            "(workload.items: N)")
+
 
 # --- parity: how far a declared tolerance may reach (`parity: {max_ulp: N}`) -------------------
 # One ULP near 1.0 is 2**-m of the value for a float of m stored significand bits, so N ULP is a
@@ -297,6 +399,13 @@ DEFAULT_SLOTS = 1
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_CAMPAIGN_TIMEOUT_S = 1200.0
 DEFAULT_THRESHOLD = 0.02
+# The widest equal band a claim may be decided against (threshold, noise floor, their max), and
+# so the widest a campaign file may set (the `decision` rule; issue 45). The tools people use set
+# 1-10% (asv's regression factor 1.1, pytest-benchmark's compare-fail and CodSpeed's thresholds a
+# few percent); a quarter leaves room for a noisy shared runner and for bisecting a large
+# regression. Past it "equal" would pass a change of 1.3x, which no reader calls equal: a
+# campaign that needs more is measuring on a machine too noisy to claim anything.
+MAX_BAND = 0.25
 DEFAULT_INSTRUCTION_RUNS = 2
 # `launch:` how a run's process is made. fresh: a new interpreter per run (exec). zygote: per
 # variant, a process that has imported the worker's own modules (never the code under test) forks
@@ -547,6 +656,57 @@ def round_order(rounds, seed, stage_rounds=0, first=None):
         if i + 1 in after:
             out.append("ab" if seed is None or coin("abba-stage-rounds-v1", seed, after[i + 1]) else "ba")
     return "".join(out)
+
+
+def order_problem(order):
+    """Why an order cannot decide a claim (the `decision` rule), or None. A round is a pair of
+    consecutive timed runs (A, B, read apart from the stage runs a, b), and each must hold one A
+    and one B (AB or BA: ABBA is two rounds), the stage runs likewise: the k-th base run is paired
+    with the k-th candidate run, and only runs of one round are measured under the same load.
+    BBBBBBAAAAAA compares the candidate's spell with the base's, and a change of load between them
+    passes for a change of code (identical code read "improved 0.77")."""
+    for letters, what in (("AB", "timed"), ("ab", "stage")):
+        runs = "".join(ch for ch in order if ch in letters)
+        for k in range(0, len(runs), 2):
+            pair = runs[k:k + 2]
+            if sorted(pair) != sorted(letters):
+                where = f"{what} runs {k + 1}-{k + 2} ({pair}) are not one {letters[0]} and one {letters[1]}" \
+                    if len(pair) == 2 else f"the last {what} run ({pair}) has no partner"
+                return (f"{where}: each round, consecutive {what} runs read in pairs, must hold one of each (e.g. "
+                        f"{letters[0]}{letters[1]}{letters[1]}{letters[0]}), so that a change of load between "
+                        "spells cannot pass for a change of code")
+    return None
+
+
+def noise_floor_of(ci):
+    """The noise floor an A-vs-A interval gives: the farthest its ends lie from 1 (harness
+    calibrate writes it; both checkers hold a pinned file to it), within [0, 0.5]; None without
+    an interval."""
+    if not ci:
+        return None
+    return round(min(0.5, max(0.0, 1.0 - ci[0], ci[1] - 1.0)), 6)
+
+
+def noise_floor_problem(doc):
+    """Why a noise-floor file (its fields as FIELDS["noise_floor"] declares them) cannot widen a
+    band (the `decision` rule), or None: its floor must be the one its own interval gives
+    (noise_floor_of), its ratio inside that interval, its rounds at least MIN_ROUNDS, and the
+    floor at most MAX_BAND."""
+    ci, floor, rounds, ratio = doc.get("ci95"), doc.get("floor"), doc.get("rounds"), doc.get("ratio")
+    if not (isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci)
+            and isinstance(ratio, (int, float)) and isinstance(floor, (int, float)) and isinstance(rounds, int)):
+        return "not a noise-floor file of `harness calibrate` (ci95, ratio, floor and rounds)"
+    if not ci[0] <= ratio <= ci[1]:
+        return f"its ratio {ratio} lies outside its own interval [{ci[0]}, {ci[1]}]"
+    if floor != noise_floor_of(ci):
+        return (f"floor {floor} is not the one its interval [{ci[0]}, {ci[1]}] gives, {noise_floor_of(ci)} (the "
+                "farthest end from 1): a floor is what its A-vs-A campaign measured; run `harness calibrate` again")
+    if rounds < MIN_ROUNDS:
+        return f"{rounds} round(s) of A against A; a noise floor needs at least {MIN_ROUNDS} (`harness calibrate --rounds N`)"
+    if floor > MAX_BAND:
+        return (f"floor {floor}: over {MAX_BAND}, this machine's noise lets no claim be made; calibrate on a quieter "
+                "machine, or with more rounds")
+    return None
 
 
 def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds=MAX_ROUNDS):
@@ -815,6 +975,9 @@ RULES = {
     "original": ("original", "re-derived from the reproduction bundle and the bundle it re-ran"),
     "bisect": ("both", "a bisect folder: every step bundle verifies, the receipt holds what they give, each step is "
                        "the one the search rule asks for, and the culprit is the rule's"),
+    "decision": ("both", "what decides a claim is bounded: a band (threshold, noise floor) of at most MAX_BAND, an "
+                         "order whose every round interleaves A and B, a noise floor that is its own interval's, over "
+                         "enough rounds"),
     "free": ("none", "no checker can tell; the reason is given"),
 }
 
@@ -1030,7 +1193,8 @@ FIELDS = {
         "description": F("str", "campaign: campaign.yaml", size=4096),
         "notes": F("str", "campaign: campaign.yaml", size=MAX_STR),
         "campaign_path": F("str?", "anchors: the repository's campaign file (verify --repo)", size=4096),
-        "order": F("str", "plan: the shuffle of rounds by seed, or campaign.yaml's order; the labels", size=MAX_RUNS),
+        "order": F("str", "plan: the shuffle of rounds by seed, or campaign.yaml's order; the labels; decision: every "
+                          "round interleaves A and B", size=MAX_RUNS),
         "rounds": F("int?", "plan: with seed, gives the order; with budget_s, the round whose look decided, or the "
                             "cap the first round's process walls give", lo=1, hi=MAX_ROUNDS),
         "budget_s": F("num?", "plan: with min_rounds and the first round's process walls, gives the cap on the "
@@ -1106,7 +1270,8 @@ FIELDS = {
         "noise_floor": F("str?", "anchors: the repository's noise-floor file (verify --repo); identity: set exactly "
                                  "when noise_floor_sha256 is", size=4096),
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
-        "threshold": F("num", "campaign: campaign.yaml; derived: the verdict", lo=0.0, hi=0.5),
+        "threshold": F("num", "campaign: campaign.yaml; derived: the verdict; decision: at most MAX_BAND", lo=0.0,
+                       hi=MAX_BAND),
         "interference": F("dict", "campaign: campaign.yaml (its bounds, else the contract's); identity: present "
                                   "exactly when the run records are of the current run schema", optional=True),
         "interference.max_steal": F("num", "campaign: campaign.yaml; derived: the disturbed rule",
@@ -1297,16 +1462,20 @@ FIELDS = {
     "noise_floor": {  # data/noise_floor.json: the campaign's pinned calibration, byte for byte
         "schema": F("str", "parsing: the noise-floor schema id"),
         "campaign": F("name", "identity: this campaign's name"),
-        "floor": F("num", "derived: the verdict's band", lo=0.0, hi=0.5),
+        "floor": F("num", "derived: the verdict's band; decision: its own interval's farthest end from 1, at most "
+                          "MAX_BAND", lo=0.0, hi=MAX_BAND),
         "bundle_digest": F("sha256", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
         "machine": F("dict", "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
         **_under("machine", MACHINE, "identity: noise_floor.json's SHA-256 is the one campaign.json pins"),
         "started_at": F("time", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", lo=T0, hi=T1),
-        "rounds": F("int", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", lo=1,
-                    hi=MAX_ROUNDS),
-        "ratio": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", **RATIO),
-        "ci95": F("list", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", size=2),
-        "ci95[]": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins", **RATIO),
+        "rounds": F("int", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: at least "
+                           "MIN_ROUNDS", lo=1, hi=MAX_ROUNDS),
+        "ratio": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: inside its "
+                          "interval", **RATIO),
+        "ci95": F("list", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: gives the "
+                          "floor", size=2),
+        "ci95[]": F("num", "identity: noise_floor.json's SHA-256 is the one campaign.json pins; decision: gives the "
+                           "floor", **RATIO),
     },
 }
 
@@ -1388,9 +1557,9 @@ FIELDS["comparison"] = {
     "parity.divergence[].**": F("any", "decoded: re-derived from the stored arrays' values by harness verify"),
     "stats": F("dict", _D),
     "stats.method": F("str", _D, size=1024),
-    "stats.threshold": F("num", _D, lo=0.0, hi=0.5),
-    "stats.floor": F("num?", _D, lo=0.0, hi=0.5),
-    "stats.band": F("num", _D, lo=0.0, hi=0.5),
+    "stats.threshold": F("num", _D, lo=0.0, hi=MAX_BAND),
+    "stats.floor": F("num?", _D, lo=0.0, hi=MAX_BAND),
+    "stats.band": F("num", _D, lo=0.0, hi=MAX_BAND),
     "stats.claim_band": F("num", _D, lo=0.0, hi=1.0),
     "stats.rounds": F("dict", _D),
     "stats.rounds.n": F("int", _D, lo=0, hi=MAX_RUNS),
@@ -1499,6 +1668,8 @@ FIELDS["comparison"] = {
     "instructions.detected": F("bool", _D),
     "instructions.direction": F("enum?", _D, values=("fewer", "more", "same")),
     "instructions.disagrees": F("bool", _D),
+    "instructions.contradicted": F("bool", _D + "; the wall's interval rules out the counts' direction "
+                                   "(contract.contradicted): their verdict is then inconclusive"),
     "instructions.band": F("num", _D, lo=0.0, hi=2 * PCT["hi"] / 100),  # twice the spread, however large
     "instructions.verdict": F("enum", _D, values=VERDICTS),
     "instructions.verdict_reason": F("str", _D, size=1024),
@@ -1659,12 +1830,30 @@ FREE = {
 
 
 # --- rules both the writer and the checkers apply to re-derived sections --------------------
-def instructions_section(ok_runs, wall_verdict):
+def contradicted(verdict, wall_ci, band):
+    """Whether the wall's interval contradicts an instruction-count verdict a gate would pass:
+    "improved" while the wall's interval lies wholly at or above 1 (no speed-up at all is
+    possible), "equal" while it lies wholly above the equal band [1 - band, 1 + band] (a slow-down
+    the counts do not show). Counts that fall further than the wall (an honest change whose time is
+    not all instructions: memory, I/O) never trip it, nor a wall decisively faster than equal
+    counts: the wall must rule out what the counts claim. Counts that say "regressed" fail a gate
+    already (a faster wall beside them is the `disagrees` warning). No wall interval: nothing can
+    be read."""
+    if not wall_ci:
+        return False
+    lo, _hi = wall_ci
+    return (verdict == "improved" and lo >= 1.0) or (verdict == "equal" and lo > 1.0 + band)
+
+
+def instructions_section(ok_runs, wall_verdict, wall_ci=None, band=0.0):
     """comparison.json `instructions` from the ok instruction runs, (label, variant, count, items)
     each: per variant its counts, repeated exactly or their spread; the ratio of mean counts; a
     change beyond the spread is detected; a verdict of the counts' own against a band of
-    max(INSTRUCTION_BAND, twice the spread); and whether counts and the wall verdict point
-    opposite ways (I/O, parallelism or memory effects that instructions do not see)."""
+    max(INSTRUCTION_BAND, twice the spread); whether counts and the wall verdict point opposite
+    ways (I/O, parallelism or memory effects that instructions do not see); and whether the wall's
+    interval (wall_ci, against the campaign's band) contradicts the counts' verdict (`contradicted`):
+    then the counts make no claim (inconclusive), whatever valgrind saw, and `harness compare
+    --metric instructions` exits with outcomes.CONTRADICTED."""
     out = {"tool": "callgrind", "items": ok_runs[0][3] if ok_runs else 0}
     for variant in ("base", "candidate"):
         counts = [count for _, v, count, _ in ok_runs if v == variant]
@@ -1693,6 +1882,18 @@ def instructions_section(ok_runs, wall_verdict):
     # opposite ways: a move within the counts' own spread says nothing
     out["disagrees"] = out["detected"] and ((wall_verdict == "improved" and ratio > 1)
                                             or (wall_verdict == "regressed" and ratio < 1))
+    # the wall's interval rules out the counts' own direction: a candidate can run other code under
+    # valgrind than without it (docs/guarantees.md), so the counts alone claim nothing then
+    out["contradicted"] = contradicted(out["verdict"], wall_ci, band)
+    if out["contradicted"]:
+        lo, hi = wall_ci
+        where = ("at or above 1 (no speed-up)" if out["verdict"] == "improved" else
+                 f"above the equal band [{1 - band:.4f}, {1 + band:.4f}] (slower)")
+        out["verdict_reason"] = (f"instruction counts say {out['verdict']} (ratio {ratio:.6f}), but the wall's interval "
+                                 f"[{lo:.4f}, {hi:.4f}] lies wholly {where}: the wall contradicts the counts (code that "
+                                 "runs otherwise under valgrind, or time the counts do not see), so they claim nothing "
+                                 "alone")
+        out["verdict"] = "inconclusive"
     return out
 
 
@@ -1875,7 +2076,7 @@ BISECT_FIND = ("either", "slower", "faster")
 # stopped: the search ended before the rule did (interrupted, a pre-flight problem).
 BISECT_ENDINGS = ("culprit", "nothing to find", "spread", "inconclusive", "not monotone", "outputs differ",
                   "failed", "stopped")
-MAX_PROBE_BAND = 0.5  # verdict.threshold's own bound (spec)
+MAX_PROBE_BAND = MAX_BAND  # a probe is a campaign: the contract's widest band (decision rule) bounds it too
 
 _B = "bisect: "
 RECEIPT_FIELDS = {  # receipts beside bundles, not part of one: read by the checkers' own modes

@@ -25,8 +25,10 @@ NOT_REPRODUCED = 7
 NOT_CONTRADICTED = 8  # reproduce: the re-run could not tell (too wide, or no claim to test)
 PARTIAL = 9  # reproduce: the two bundles do not cover the same items
 WRITE_FAILED = 10  # a write failed (a full disk, a quota, a read-only folder), or another OS error stopped a campaign: nothing half-written, the runs kept
+CONTRADICTED = 11  # compare --metric instructions: the wall's interval contradicts the counts (contract.contradicted)
 NO_CULPRIT = 12  # bisect: cannot tell which commit (spread, inconclusive, not monotone)
 NOTHING_TO_FIND = 13  # bisect: bad is not slower (or faster) than good, as it was asked
+REFUSED = 14  # --policy: the bundle breaks a rule of the reviewer's policy (harness/judge/policy.py)
 INTERRUPTED = 130  # Ctrl-C on a command that has nothing to seal
 
 def error(command: str, *lines, code: int = UNUSABLE) -> int:
@@ -63,13 +65,17 @@ def exit_code(comparison: Comparison, metric: str = "wall") -> int:
     """0 improved or equal, 5 regressed, 6 inconclusive, 3 parity mismatch, 4 campaign failed,
     2 unusable (an unknown verdict). Another metric (contract.METRIC_NAMES, e.g.
     "instructions", "memory"): its own entry's verdict gives the code (2 when the campaign did
-    not measure it); a failed campaign and a parity mismatch keep theirs."""
+    not measure it; 11 for instruction counts the wall's interval contradicts); a failed campaign
+    and a parity mismatch keep theirs."""
     if not comparison.complete:
         return FAILED
     if comparison.parity.agree is not True:
         return PARITY
     if metric != C.HEADLINE:
         entry = comparison.metric(metric)
+        if entry is not None and metric == "instructions" and comparison.instructions is not None \
+                and comparison.instructions.contradicted:
+            return CONTRADICTED  # never a pass, whatever a CI gate does with inconclusive
         return EXIT_CODES.get(entry.verdict, UNUSABLE) if entry is not None else UNUSABLE
     return EXIT_CODES.get(comparison.stats.verdict, UNUSABLE)
 
@@ -155,6 +161,9 @@ def instructions_text(comparison: Comparison) -> str | None:
     if ins.ratio is None:
         return "instructions: no ok instruction run of both variants"
     runs = f"{len(ins.base.counts)}+{len(ins.candidate.counts)} runs of {ins.items} items"
+    if ins.contradicted:
+        return (f"instructions: {ins.verdict}, contradicted by the wall, candidate/base {ins.ratio:.4f} "
+                f"({ins.change_pct:+.2f}%, {runs}): {ins.verdict_reason}")
     if ins.repeated:
         how = "repeated exactly"
     else:
@@ -165,12 +174,19 @@ def instructions_text(comparison: Comparison) -> str | None:
 
 
 def disagreement(comparison: Comparison) -> str | None:
-    """The warning when wall and instructions point opposite ways, else None."""
+    """The warning when wall and instructions point opposite ways, or the wall's interval
+    contradicts the counts' own verdict, else None."""
     ins = comparison.instructions
-    if ins is None or not ins.disagrees:
+    if ins is None or not (ins.disagrees or ins.contradicted):
         return None
-    return (f"wall says {comparison.stats.verdict} but instructions went the other way "
-            f"({ins.change_pct:+.2f}%): I/O, parallelism or memory effects that instruction counts do not see")
+    said = []
+    if ins.contradicted:
+        said.append("instruction counts contradicted by the wall's interval, so they claim nothing alone (`harness "
+                    f"compare --metric instructions` exits {CONTRADICTED}): gate on the wall")
+    if ins.disagrees:
+        said.append(f"wall says {comparison.stats.verdict} but instructions went the other way "
+                    f"({ins.change_pct:+.2f}%): I/O, parallelism or memory effects that instruction counts do not see")
+    return "; ".join(said)
 
 
 def parity_text(comparison: Comparison) -> str:
@@ -202,6 +218,20 @@ def rounds_text(stats: Stats) -> str:
     return f"{n} rounds, ended before a look decided"
 
 
+def judged_line(judgement, metric: str = "wall") -> tuple[str, int]:
+    """(the verdict line, the exit code) of a bundle judged by a reviewer's policy
+    (harness/judge/policy.py): refused (14) when the bundle breaks the policy, else the re-judged
+    comparison's own line and code, the policy named in its first words. A failed campaign and a
+    parity mismatch keep their codes."""
+    own = exit_code(judgement.comparison, metric)
+    where = f"your policy {judgement.policy.path}"
+    if judgement.refused and own not in (FAILED, PARITY):
+        return (f"verdict: refused by {where} (exit {REFUSED}): {'; '.join(judgement.refused)}", REFUSED)
+    text = line(judgement.comparison, metric=metric)
+    head, sep, rest = text.partition(" (exit ")
+    return f"{head}, judged by {where}{sep}{rest}", own
+
+
 def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): 1.23x faster [1.21x, 1.25x] (candidate/base 0.8123 [0.8011,
@@ -223,7 +253,9 @@ def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") 
         return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"
     word = stats.verdict if code != PARITY else f"parity mismatch, timing {stats.verdict}"
     gate = comparison.metric(metric) if metric != C.HEADLINE else None
-    if gate is not None and code != PARITY:
+    if gate is not None and code == CONTRADICTED:
+        word = f"{gate.title} contradicted by the wall, wall {stats.verdict}"
+    elif gate is not None and code != PARITY:
         word = f"{gate.verdict} by {gate.title}, wall {stats.verdict}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
     paired = stats.paired

@@ -76,7 +76,6 @@ CHUNK = 1 << 20
 SHAPE_PROBLEMS = 20  # shape lines per file; past them the file is refused as a whole
 ABSENT_STATES = {"gone": True, "pid reused": True, "alive": False}
 LOG_MARKERS = (b"Traceback (most recent call last):", b"SIGKILL")  # a worker that died, though ok
-SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8, 16), "c": (8, 16, 32)}
 HEX = frozenset("0123456789abcdef")
 
 
@@ -100,8 +99,8 @@ class Problem(str):
 
 
 def show(rel):
-    """A path as printed: plain when printable, escaped otherwise."""
-    return rel if rel.isprintable() else ascii(rel)
+    """A path as printed: plain when every character shows as itself (contract.shown), escaped otherwise."""
+    return rel if C.all_shown(rel) else ascii(rel)
 
 
 def short(value):
@@ -607,12 +606,11 @@ def npy_header(fh):
     if not isinstance(shape, tuple) or len(shape) > C.MAX_SHAPE_DIMS or \
             not all(type(n) is int and 0 <= n < 2**62 for n in shape):
         raise ValueError(f"bad shape {str(shape)[:60]}")
+    refused = C.dtype_problem(descr)
+    if refused:
+        raise ValueError(f"dtype {descr!r} refused: {refused}")
     m = C.DTYPE_RE.match(descr)
-    if not m:
-        raise ValueError(f"dtype {descr!r} refused (only plain bool, int, uint, float, complex)")
     order, kind, itemsize = m.group(1), m.group(2), int(m.group(3))
-    if itemsize not in SIZES[kind]:
-        raise ValueError(f"dtype {descr!r} refused (unknown size)")
     if order == "=":
         order = "<" if sys.byteorder == "little" else ">"
     swap = order == ">" and itemsize > 1
@@ -1102,6 +1100,9 @@ def check_plan(check, campaign, runner):
         check.fail(C.CAMPAIGN_JSON, f"order {short(order)} is not a string of A and B holding both (a, b: stage "
                                     "runs)", "plan")
         return None
+    unpaired = C.order_problem(order)
+    if unpaired:
+        check.fail(C.CAMPAIGN_JSON, f"order {short(order)} does not interleave: {unpaired}", "decision")
     plan = C.labels(order)
     if campaign["labels"] != [label for label, _ in plan]:
         check.fail(C.CAMPAIGN_JSON, f"labels {short(campaign['labels'])} do not follow from order {order}", "plan")
@@ -1572,6 +1573,9 @@ def check_records(check, stored):
                        "identity")
         if floor["campaign"] != campaign["name"]:
             check.fail(C.NOISE_FLOOR, f"calibrates campaign {short(floor['campaign'])}, not this one", "identity")
+        refused = C.noise_floor_problem(floor)
+        if refused:
+            check.fail(C.NOISE_FLOOR, refused, "decision")
     docs.update(runs=runs, instructions=instr, golden=golden, noise_floor=floor)
     if docs["claimed"] is None:
         return None
@@ -2059,10 +2063,10 @@ def with_interference(stats, runs, bounds, threshold, floor):
     return stats
 
 
-def instructions_section(instr, wall_verdict):
+def instructions_section(instr, wall_verdict, wall_ci=None, band=0.0):
     """comparison.json `instructions` by contract.instructions_section from the ok records."""
     return C.instructions_section([(r["label"], r["variant"], r["instructions"], len(r["items"])) for r in instr
-                                   if r["status"] == "ok"], wall_verdict)
+                                   if r["status"] == "ok"], wall_verdict, wall_ci, band)
 
 
 def metrics_section(runs, stats, wall, instructions, threshold):
@@ -2152,7 +2156,9 @@ def check_comparison(check, docs):
         plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
         derived["stats"] = with_interference(derive_stats(docs["runs"], campaign["threshold"], floor, plan),
                                              docs["runs"], campaign.get("interference"), campaign["threshold"], floor)
-        derived["instructions"] = instructions_section(docs["instructions"], derived["stats"]["verdict"]) \
+        stats = derived["stats"]
+        derived["instructions"] = instructions_section(docs["instructions"], stats["verdict"],
+                                                       stats["paired"]["ci95"], stats["band"]) \
             if campaign["instructions"] is not None else None
         derived["metrics"] = metrics_section(docs["runs"], derived["stats"], derived["wall"], derived["instructions"],
                                              campaign["threshold"])
@@ -2365,10 +2371,11 @@ def attestation_note(root):
 
 
 def _shown(text) -> str:
-    """A line for the terminal: every non-printable character (ESC, CSI, CR, bidi overrides...)
-    shown as its escape. The harness's own rule is harness/render/text.term; this checker
-    imports nothing of the harness, so it holds the same rule in these two lines."""
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+    """A line for the terminal: every character that is not printable (ESC, CSI, CR, bidi
+    overrides...) or shows as nothing or a blank (a filler: contract.shown) shown as its escape,
+    as harness/render/text.term shows it."""
+    text = str(text)
+    return text if C.all_shown(text) else "".join(ch if C.shown(ch) else ascii(ch)[1:-1] for ch in text)
 
 
 def main(argv):
@@ -2419,9 +2426,9 @@ def main_bisect(root, cap):
               file=sys.stderr)
         return 2
     for problem in check.problems:
-        print(f"FAIL {problem}")
+        print(f"FAIL {_shown(problem)}")
     if check.problems:
-        print(f"{root}: {len(check.problems)} problem(s); do not trust this bisect")
+        print(f"{_shown(root)}: {len(check.problems)} problem(s); do not trust this bisect")
         return 1
     print(bisect_line(root, check, receipt))
     print(f"reason: {show(receipt['reason'])}")

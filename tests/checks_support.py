@@ -75,7 +75,7 @@ class ErringModel(Model):
         return run
 
 
-def full_bundle(where: Path, **fields) -> Path:
+def full_bundle(where: Path, floor_value: float = 0.01, **fields) -> Path:
     """A fake bundle holding every part a campaign can give it: stage runs (one stage optional,
     one counted per variant), a golden file and a noise floor, a build command, an input and a
     fence, workload params and sys_path, campaign env, an override, an item that raises."""
@@ -91,8 +91,8 @@ def full_bundle(where: Path, **fields) -> Path:
                                                 bundle_digest=b.digest), indent=2))
     floor = where / "floor.json"
     floor.write_text(json.dumps(records.noise_floor(campaign="model", bundle_digest=b.digest, machine=b.machine,
-                                                    started_at=b.runner["started_at"], rounds=3, ratio=1.0,
-                                                    ci95=[0.99, 1.01], floor=0.01), indent=2))
+                                                    started_at=b.runner["started_at"], rounds=5, ratio=1.0,
+                                                    ci95=[0.99, 1.01], floor=floor_value), indent=2))
     corpus = where / "corpus.txt"
     corpus.write_text("an input the workload reads\n")
     body = dict(stages={"core": "lib.core:VERSION", "counted": {"path": "lib.core:VERSION", "calls": "per_variant"},

@@ -9,6 +9,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,9 @@ class Model:
     disturb: dict = field(default_factory=dict)
     memory: float = 1.0  # the candidate's loop peak over the base's (each run's reading within a page or two)
     peak_bytes: int = 50 << 20  # the base's loop peak
+    # (item, label) -> {name: array}: what an item returns instead of one float64 "out" (the
+    # pre-flight's label is check:base or check:candidate)
+    outputs: Any = None
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -69,7 +73,7 @@ class Model:
         arrays_dir = Path(job.arrays_dir)
         if job.mode == "check":
             first = self.ids()[0]
-            fields = {"out": arrays.store(self._output(first, variant), arrays_dir)}
+            fields = {name: arrays.store(value, arrays_dir) for name, value in self._outputs(first, label, variant).items()}
             return FakeRun(result={"item": first, "fields": fields, "raised": [], "items": self.ids(),
                                    "stage_calls": {name: 1 for name in job.stages},
                                    "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
@@ -79,8 +83,9 @@ class Model:
         items = []
         for item in job.items:
             wall = self.item_s * factor * math.exp(self.rng.gauss(0.0, self.noise / 4))
-            out = records.Output(**arrays.store(self._output(item, variant), arrays_dir))
-            items.append(records.Item(item, wall, wall * 0.9, {"out": out}, None))
+            outs = {name: records.Output(**arrays.store(value, arrays_dir))
+                    for name, value in self._outputs(item, label, variant).items()}
+            items.append(records.Item(item, wall, wall * 0.9, outs, None))
         wall = sum(it.wall_s for it in items) * 1.001 + 1e-4
         stages = {name: records.StageTotals(len(items), 0.1 * wall, 0.2 * wall) for name in job.stages}
         result = records.WorkerResult(
@@ -107,6 +112,9 @@ class Model:
         peak += self.rng.randrange(4) * page
         return records.Memory(process_peak_bytes=peak + 64 * page, loop_start_bytes=peak - 256 * page,
                               loop_peak_bytes=peak, reset=True)
+
+    def _outputs(self, item: str, label: str, variant: str) -> dict:
+        return self.outputs(item, label) if self.outputs else {"out": self._output(item, variant)}
 
     def _output(self, item: str, variant: str):
         value = float(sum(map(ord, item)))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness import contract
 from harness.files import atomic_write_bytes
 
 DIGEST_PREFIX = b"abba-array-v1\n"
@@ -56,6 +57,9 @@ def to_numpy(value) -> np.ndarray:
         raise ArrayError(f"unsupported dtype {value.dtype} (only bool, int, uint, float, complex)")
     if value.dtype.byteorder == ">":
         value = value.astype(value.dtype.newbyteorder("<"))
+    refused = contract.dtype_problem(value.dtype.str)  # the checkers' rule: long double, among others
+    if refused:
+        raise ArrayError(refused)
     return np.asarray(value, order="C")  # not ascontiguousarray: it turns 0-d into shape (1,)
 
 

@@ -325,6 +325,7 @@ class Instructions:
     detected: bool
     direction: Optional[str]
     disagrees: bool
+    contradicted: bool
     band: float
     verdict: str
     verdict_reason: str

@@ -5,8 +5,9 @@ no-change ratio allowed, max(1 - lo, hi - 1). A campaign pins the file
 (`noise_floor: {path, sha256}`); its runs then copy it into the bundle and no claim smaller
 than the floor is "improved" or "regressed" (both checkers re-derive it).
 
-Exit codes: 0 written, 4 the calibration campaign failed, 2 usage, input or pre-flight, 10 a
-write failed (a full disk; the line says what was kept)."""
+Exit codes: 0 written, 4 the calibration campaign failed or gave a floor no campaign could pin
+(contract.noise_floor_problem: fewer than 5 rounds, or wider than contract.MAX_BAND), 2 usage,
+input or pre-flight, 10 a write failed (a full disk; the line says what was kept)."""
 from __future__ import annotations
 
 import json
@@ -32,11 +33,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-def floor_of(ci: list[float] | None) -> float | None:
-    """The noise floor an A-vs-A interval gives: the farthest its bounds lie from 1."""
-    if not ci:
-        return None
-    return round(min(0.5, max(0.0, 1.0 - ci[0], ci[1] - 1.0)), 6)
+floor_of = C.noise_floor_of  # the farthest end of an A-vs-A interval from 1: the contract's, which the checkers hold
 
 
 def main(args) -> int:
@@ -81,6 +78,9 @@ def main(args) -> int:
                               started_at=read_json(outcome.out / C.RUNNER)["started_at"],
                               rounds=result.stats.rounds.n, ratio=paired.geomean_ratio,
                               ci95=paired.ci95, floor=floor)
+    refused = C.noise_floor_problem(doc)  # what a campaign could not pin: the contract's decision rule
+    if refused:
+        return error("calibrate", f"no noise floor written: {refused}", code=verdict.FAILED)
     raw = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
     atomic_write_bytes(target, raw)  # a full disk: WriteFailed, one line (cli), no half-written floor
     print(f"noise floor: {100 * floor:.2f}% (A-vs-A {paired.geomean_ratio:.4f} "

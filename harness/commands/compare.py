@@ -12,6 +12,12 @@ which a forger sets): the exit code is B's verdict code, or 3 when the outputs d
 `--trust FILE` (an allowed_signers file) also checks each bundle's attestation (harness/attest)
 and prints who signed it; one that does not hold is exit 1, as a bundle that does not verify.
 Without it, a bundle's attestation shows as present, not verified.
+
+`--policy FILE`: the bundle judged by the reviewer's own rules (harness/judge/policy.py), not the
+campaign file's: the verdict re-judged at the policy's band from the bundle's interval, the line
+saying "judged by your policy FILE", exit 14 when the bundle breaks a rule of the policy; the
+campaign's own verdict on the line after. `--metric instructions` exits 11 when the wall's
+interval contradicts the counts (contract.contradicted).
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from pathlib import Path
 
 from harness import contract as C, outcomes
 from harness.bundle.model import Comparison
-from harness.commands import error
+from harness.commands import add_policy, error, load_policy
 from harness.render.text import term
 
 HELP = "print a bundle's verdict (or compare two); exit 0 improved/equal, 5 regressed, 6 inconclusive"
@@ -41,8 +47,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--trust", metavar="FILE",
                    help="an allowed_signers file: check each bundle's attestation (BUNDLE.intoto.json) and show who "
                         "signed it; one that does not hold is exit 1, as a bundle that does not verify")
+    add_policy(p)
     p.set_defaults(func=main)
     return p
+
 
 
 def main(args) -> int:
@@ -51,6 +59,12 @@ def main(args) -> int:
     if args.trust and args.no_verify:
         return error("compare", "--trust checks the signatures of verified bundles; drop --no-verify",
                      code=outcomes.UNUSABLE)
+    if args.policy and (args.no_verify or len(args.bundles) == 2):
+        return error("compare", "--policy judges one verified bundle: give one bundle, without --no-verify",
+                     code=outcomes.UNUSABLE)
+    rules, code = load_policy("compare", args.policy)
+    if code:
+        return code
     from harness.commands.sign import unusable_trust
 
     if unusable_trust("compare", args.trust):
@@ -58,7 +72,7 @@ def main(args) -> int:
     if len(args.bundles) == 2:
         first, second = map(Path, args.bundles)
         return compare_two(first, second, trust=args.trust)
-    return compare_one(Path(args.bundles[0]), args.no_verify, args.metric, trust=args.trust)
+    return compare_one(Path(args.bundles[0]), args.no_verify, args.metric, trust=args.trust, rules=rules)
 
 
 def _signers(paths, trust) -> tuple[int, list[str]]:
@@ -150,7 +164,7 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     return code
 
 
-def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None) -> int:
+def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None, rules=None) -> int:
     from harness import rehash
     from harness.bundle import read
     from harness.render.text import stage_summary
@@ -183,10 +197,23 @@ def compare_one(target: Path, no_verify: bool, metric: str = "wall", trust=None)
         more = " (metrics: [wall, instructions] adds them)" if metric == "instructions" else ""
         return error("compare", f"--metric {metric}: this campaign measured no {C.METRIC[metric].title}{more}",
                      code=outcomes.UNUSABLE)
-    # The line shows the code this command exits with: with --metric NAME, that metric's.
-    print(term(outcomes.line(comparison, metric=metric)) + (" [not verified: --no-verify]" if no_verify else ""))
+    if rules is not None:  # the reviewer's policy: its line and code, the campaign's own beside them
+        from harness.judge import policy
+
+        try:
+            judgement = policy.judge(read.load(target), rules)
+        except read.BundleError as exc:
+            return error("compare", exc, code=outcomes.UNUSABLE)
+        text, code = outcomes.judged_line(judgement, metric)
+        print(term(text))
+        print(term(judgement.summary))
+        print(term(f"the campaign's own: {outcomes.line(comparison, metric=metric)}"))
+    else:
+        # The line shows the code this command exits with: with --metric NAME, that metric's.
+        print(term(outcomes.line(comparison, metric=metric)) + (" [not verified: --no-verify]" if no_verify else ""))
+        code = outcomes.exit_code(comparison, metric)
     for text in signers:
         print(term(text))
     for text in stage_summary(comparison):
         print(text)
-    return outcomes.exit_code(comparison, metric)
+    return code

@@ -1,11 +1,13 @@
-"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE] [--trust FILE [--attestation FILE]]`:
+"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE] [--trust FILE [--attestation FILE]] [--policy FILE]`:
 exit 0 intact (and, with --trust, its signature verified), 1 a problem (each on its own line; a
-signature that does not hold is one), 2 unusable input (a trust file that cannot be used too).
+signature that does not hold is one), 2 unusable input (a trust file or a policy that cannot be
+used too), 14 intact but breaking a rule of the reviewer's policy (--policy: harness/judge/policy.py;
+the bundle's verdict re-judged by it is shown, never gated on).
 Without --trust an attestation beside the bundle is reported present, never trusted."""
 from __future__ import annotations
 
 from harness import outcomes
-from harness.commands import error
+from harness.commands import add_policy, error, load_policy
 from harness.render.text import term
 
 
@@ -26,6 +28,7 @@ def add_parser(sub) -> None:
                         "and git use): also check the bundle's attestation and say who signed it")
     p.add_argument("--attestation", metavar="FILE",
                    help="the attestation to check (default: BUNDLE.intoto.json beside the bundle)")
+    add_policy(p)
     p.set_defaults(func=main)
 
 
@@ -36,10 +39,16 @@ def main(args) -> int:
     if args.attestation and not args.trust:
         return error("verify", "--attestation names the attestation --trust checks; give --trust FILE",
                      code=outcomes.UNUSABLE)
+    rules, code = load_policy("verify", args.policy)
+    if code:
+        return code
     report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original)
     if report.unusable:
         return error("verify", report.unusable, code=outcomes.UNUSABLE)
     if report.bisect is not None or (report.problems and rehash_is_bisect(args.bundle)):
+        if rules is not None:
+            return error("verify", "--policy judges a bundle; a bisect folder's step bundles are judged one by one "
+                                   "(harness verify STEP --policy FILE)", code=outcomes.UNUSABLE)
         return bisect_report(args, report)
     # The signature (harness/attest): only a bundle that verifies is ever "signed by" (a
     # repository that moved on, [anchors], leaves the bundle itself intact).
@@ -73,7 +82,27 @@ def main(args) -> int:
         return outcomes.PROBLEMS
     if signed.line:
         print(term(signed.line))
+    if rules is not None:  # intact: now judged by the reviewer's own rules
+        return judged(args.bundle, rules)
     return outcomes.OK
+
+
+def judged(bundle, rules) -> int:
+    """A verified bundle against the reviewer's policy: the judgement and its verdict line; exit
+    14 (one FAIL line per rule it breaks) when the bundle breaks the policy, else 0 (verify judges
+    the evidence, not the verdict)."""
+    from harness.bundle import read
+    from harness.judge import policy
+
+    try:
+        judgement = policy.judge(read.load(bundle), rules)
+    except read.BundleError as exc:
+        return error("verify", exc, code=outcomes.UNUSABLE)
+    for refusal in judgement.refused:
+        print(f"FAIL policy {term(rules.path)}: {term(refusal)}")
+    print(term(judgement.summary))
+    print(term(outcomes.judged_line(judgement)[0]))
+    return outcomes.REFUSED if judgement.refused else outcomes.OK
 
 
 def rehash_is_bisect(path) -> bool:

@@ -80,9 +80,9 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
 
 def instructions_section(instr: Sequence[InstructionRecord], stats: dict) -> dict:
     """comparison.json `instructions` (contract.instructions_section, the rule the checkers apply
-    too) from the instruction run records and the wall verdict."""
+    too) from the instruction run records and the wall's verdict, interval and band."""
     return C.instructions_section([(r.label, r.variant, r.instructions, len(r.items)) for r in instr if r.ok],
-                                  stats["verdict"])
+                                  stats["verdict"], stats["paired"]["ci95"], stats["band"])
 
 
 def calls_per_run(name: str, ok: list):

@@ -157,16 +157,17 @@ def _distance(dtype, elements: int, pairs) -> dict:
     import numpy as np
 
     differing, max_abs, max_ulp, nan_mismatch = 0, None, 0, 0
+    ulp = dtype.kind == "f" and dtype.itemsize in C.FLOAT_NAMES  # a float of IEEE bits: float16, 32, 64
     for a, b in pairs:
         ia, ib = _as_bits(a), _as_bits(b)
-        differing += int(np.count_nonzero(ia != ib))
+        differing += int(np.count_nonzero(ia != ib) if ia.ndim == 1 else np.count_nonzero((ia != ib).any(axis=1)))
         if dtype.kind == "f":
             with np.errstate(invalid="ignore", over="ignore"):
                 diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
             finite = diff[np.isfinite(diff)]
             if finite.size:
                 max_abs = max(max_abs or 0.0, float(finite.max()))
-            if a.size:
+            if a.size and ulp:
                 max_ulp = max(max_ulp, _max_ulp(ia, ib))
             nan_mismatch += int(np.count_nonzero(np.isnan(a) != np.isnan(b)))
         elif dtype.kind in "biu" and a.size:
@@ -174,17 +175,22 @@ def _distance(dtype, elements: int, pairs) -> dict:
             max_abs = d if max_abs is None else max(max_abs, d)
     row = {"kind": str(dtype), "elements": int(elements), "differing": differing, "max_abs": max_abs}
     if dtype.kind == "f":
-        row.update(max_ulp=max_ulp, nan_mismatch=nan_mismatch, note="float values differ")
+        row.update(max_ulp=max_ulp if ulp else None, nan_mismatch=nan_mismatch, note="float values differ")
     else:
         row["note"] = "count or mask changed" if dtype.kind in "biu" else "values differ"
     return row
 
 
 def _as_bits(a):
+    """Each element's bytes as one unsigned integer (bools and floats of 1, 2, 4 or 8 bytes), or as
+    a row of bytes (complex, and any width without an unsigned integer: an array written before
+    long double was refused): element i differs where row i does."""
     import numpy as np
 
-    if a.dtype.kind in "fc" or a.dtype.kind == "b":
-        return a.view(np.dtype(f"<u{a.dtype.itemsize}")) if a.dtype.kind != "c" else a.view(np.uint8)
+    if a.dtype.kind in "fb" and a.dtype.itemsize in (1, 2, 4, 8):
+        return a.view(np.dtype(f"<u{a.dtype.itemsize}"))
+    if a.dtype.kind in "fcb":
+        return a.view(np.uint8).reshape(-1, a.dtype.itemsize)
     return a
 
 

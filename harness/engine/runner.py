@@ -19,7 +19,7 @@ from harness import contract as C, outcomes, records
 from harness.bundle import write as bundle
 from harness.bundle.model import Comparison
 from harness.comparison import analysis, derive as comparison
-from harness.engine import instructions
+from harness.engine import instructions, sealable
 from harness.engine.environment import InterpreterError, mismatch as interpreter_mismatch
 from harness.engine.launch import Launch, LocalLauncher
 from harness.engine.progress import Silent
@@ -233,6 +233,9 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
     if doc.get("campaign") != campaign.name:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {doc.get('campaign')!r}, "
                         f"not {campaign.name!r}")
+    refused = C.noise_floor_problem(doc)  # the contract's decision rule, as both checkers apply it
+    if refused:
+        raise SpecError(f"{where}.path: '{campaign.noise_floor}': {refused}")
     return doc, raw
 
 
@@ -268,6 +271,7 @@ class Runner:
         self.warnings: list[str] = []  # the pre-flight's notes (outputs that already differ, ...)
         self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
         self.unanchored: str | None = None  # the campaign file lies outside any git repository: why that matters
+        self.budget = sealable.Budget()  # the checkers' limits on outputs, over the runs so far
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -600,6 +604,12 @@ class Runner:
                 if lied:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): python: "
                                     f"{lied}")
+                unsealable = sealable.preflight(
+                    seen[variant]["item"], seen[variant]["fields"],
+                    len(C.subset(seen[variant]["items"] or [], self.campaign.workload.items)), len(self.campaign.order))
+                if unsealable:  # the contract's rules on outputs: refused before the first timed run
+                    problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): outputs: "
+                                    f"{unsealable}")
             shutil.rmtree(run_dir, ignore_errors=True)  # its own folders: never a run's
         if self.campaign.instructions is not None:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
@@ -692,10 +702,16 @@ class Runner:
         lied = status == "ok" and self._interpreter_lied(variant, measured.python, label)
         if lied:  # the record keeps no interpreter then: the reason names both
             status, reason, measured = "failed", lied, None
-        return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
-                                    process=exit_.process, log=log, measured=measured,
-                                    launch=exit_.launch or records.Launched(),
-                                    bounds=records.interference_bounds(self.campaign.interference))
+
+        def record(status, reason, measured):
+            return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
+                                        process=exit_.process, log=log, measured=measured,
+                                        launch=exit_.launch or records.Launched(),
+                                        bounds=records.interference_bounds(self.campaign.interference))
+        made = record(status, reason, measured)
+        # Outputs the checkers would refuse fail the run here, not the sealed bundle.
+        refused = made.ok and self.budget.refusal(made, staging.arrays_dir, staging.root)
+        return record("failed", f"outputs: {refused}", None) if refused else made
 
     def _interpreter_lied(self, variant: str, reported, label: str) -> str | None:
         """Why a run fails when its worker ran another interpreter than the probe described."""

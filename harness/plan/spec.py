@@ -509,6 +509,10 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                                   "e.g. ABBAab)", order)
         if len(order) > MAX_RUNS:
             raise r.fail("order", f"at most {MAX_RUNS} runs", order)
+        unpaired = C.order_problem(order)
+        if unpaired:  # the contract's decision rule: every round interleaves A and B
+            raise r.fail("order", f"an order whose every round interleaves A and B, but in {order[:40]}"
+                                  f"{'...' if len(order) > 40 else ''} {unpaired}", show_got=False)
         for key in ("seed", "stage_rounds", "budget_s", "min_rounds"):
             if key in top:
                 raise r.fail(key, f"no {key} with an explicit order (it belongs to rounds)", show_got=False)
@@ -598,7 +602,12 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         floor = r.path(g["path"], "noise_floor.path")
         floor_sha256 = r.string(g["sha256"], "noise_floor.sha256", HEX64_RE, "64 lowercase hex digits")
     verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
-    threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
+    threshold = verdict.get("threshold", DEFAULT_THRESHOLD)
+    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and threshold > C.MAX_BAND:
+        raise r.fail("verdict.threshold", f"at most {C.MAX_BAND} (the contract's widest band: past it \"equal\" would "
+                                          "pass a change of 1.3x; a machine that needs more is too noisy to claim "
+                                          "anything)", threshold)
+    threshold = float(r.number(threshold, "verdict.threshold", 0, C.MAX_BAND))
     # Bit for bit unless the campaign declares how far floats may move (a summation order, a
     # fused multiply-add): then "within N ULP (close, not identical)", never "identical" or "equal".
     # The outputs' dtypes are known only when they are compared: here the widest bound (float64's)

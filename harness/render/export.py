@@ -23,7 +23,7 @@ def dumps(doc) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
-def claim(bundle, signer: str | None = None) -> dict:
+def claim(bundle, signer: str | None = None, judgement=None) -> dict:
     """The claim as one JSON object (SCHEMAS["claim"]): the attestation predicate, the bundle's
     folder name and digest, how the rounds stopped, the worst items, wall means, instruction
     counts, every metric's entry and warnings, all read from the verified bundle."""
@@ -59,11 +59,23 @@ def claim(bundle, signer: str | None = None) -> dict:
         "parity": outcomes.parity_text(c),
         "python": pythons,
         "warnings": list(stats.warnings) + [w for w in [outcomes.disagreement(c)] if w],
+        **({} if judgement is None else {"policy": judged(judgement)}),
     }
 
 
-def claim_json(bundle, signer: str | None = None) -> str:
-    return dumps(claim(bundle, signer))
+def judged(judgement) -> dict:
+    """`summary --format json --policy FILE`: the bundle judged by the reviewer's policy, beside the
+    claim (which stays the bundle's own, the predicate a signature signs)."""
+    from harness import outcomes
+
+    stats = judgement.comparison.stats
+    return {"file": judgement.policy.path, "exit_code": outcomes.judged_line(judgement)[1],
+            "verdict": stats.verdict, "verdict_reason": stats.verdict_reason, "band": stats.band,
+            "refused": list(judgement.refused), "changed": list(judgement.changed)}
+
+
+def claim_json(bundle, signer: str | None = None, judgement=None) -> str:
+    return dumps(claim(bundle, signer, judgement))
 
 
 def benchmark_action(bundle, signer: str | None = None) -> str:

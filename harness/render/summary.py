@@ -26,6 +26,8 @@ from harness.render.chart import rounds_chart
 from harness.render.text import (band, cell as text_cell, code, fence, md_lines, metrics_table, ms, no_paths, num,
                                  shell_word, stage_order, suite_text, table)
 
+code_span = code  # `code` is also a local name below (an exit code)
+
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison, ItemRatio, Stats
 
@@ -45,24 +47,25 @@ class Section:
     keep: bool = False  # never left out: the verdict, parity, the digest, the commands
 
 
-def render(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+def render(bundle, shown: str, signer: str | None = None, long: bool = False, judgement=None) -> str:
     """The Markdown claim. bundle: a verified harness.bundle.read.Bundle; shown: its path as the
-    reader will type it; signer: who signed it (with --trust), else None."""
-    return _join(sections(bundle, shown, signer, long))
+    reader will type it; signer: who signed it (with --trust), else None; judgement: the bundle
+    judged by a reviewer's policy (--policy: harness/judge/policy.py), said first, else None."""
+    return _join(sections(bundle, shown, signer, long, judgement))
 
 
-def github(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+def github(bundle, shown: str, signer: str | None = None, long: bool = False, judgement=None) -> str:
     """For $GITHUB_STEP_SUMMARY: the Markdown within GITHUB_LIMIT bytes (UTF-8)."""
-    return bounded(sections(bundle, shown, signer, long), GITHUB_LIMIT, lambda s: len(s.encode()),
+    return bounded(sections(bundle, shown, signer, long, judgement), GITHUB_LIMIT, lambda s: len(s.encode()),
                    "GitHub's job summary limit of 1 MiB")
 
 
-def comment(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+def comment(bundle, shown: str, signer: str | None = None, long: bool = False, judgement=None) -> str:
     """For a pull-request comment updated in place: `marker(name)` on the first line (the only
     raw HTML, so a workflow finds its own comment again), then the Markdown, within
     COMMENT_LIMIT characters."""
     head = marker(bundle.name) + "\n"
-    return head + bounded(sections(bundle, shown, signer, long), COMMENT_LIMIT - len(head), len,
+    return head + bounded(sections(bundle, shown, signer, long, judgement), COMMENT_LIMIT - len(head), len,
                           "GitHub's comment limit of 65,536 characters")
 
 
@@ -74,26 +77,35 @@ def marker(name) -> str:
     return f"<!-- abba-harness:{key} -->"
 
 
-def form(kind: str, bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
-    """The one seam: the claim in the form `kind` (FORMS), ending in a line break."""
-    text = FORMS[kind](bundle, shown, signer, long)
+JUDGED_FORMS = ("markdown", "github", "comment", "json", "text")  # the forms that say a policy's judgement
+
+
+def form(kind: str, bundle, shown: str, signer: str | None = None, long: bool = False, judgement=None) -> str:
+    """The one seam: the claim in the form `kind` (FORMS), ending in a line break; with a
+    judgement (a reviewer's policy), one of JUDGED_FORMS."""
+    assert judgement is None or kind in JUDGED_FORMS, kind
+    text = FORMS[kind](bundle, shown, signer, long, **({"judgement": judgement} if judgement is not None else {}))
     return text if text.endswith("\n") else text + "\n"
 
 
 def _export(name):
-    def one(bundle, shown, signer=None, long=False):
+    def one(bundle, shown, signer=None, long=False, judgement=None):
         from harness.render import export
 
-        return getattr(export, name)(bundle, signer)
+        return getattr(export, name)(bundle, signer, **({"judgement": judgement} if judgement is not None else {}))
     return one
 
 
-def text(bundle, shown: str, signer: str | None = None, long: bool = False) -> str:
+def text(bundle, shown: str, signer: str | None = None, long: bool = False, judgement=None) -> str:
     """For a terminal or a CI log: what `harness compare BUNDLE` prints (the verdict line, who
-    signed it, the top stages), every piece of bundle text through the terminal's owner."""
+    signed it, the top stages), every piece of bundle text through the terminal's owner; with a
+    judgement, what `harness compare --policy` prints first."""
     from harness.render.text import stage_summary, term
 
     lines = [term(outcomes.line(bundle.comparison))] + ([term(f"signed by {signer}")] if signer else [])
+    if judgement is not None:
+        lines = [term(outcomes.judged_line(judgement)[0]), term(judgement.summary),
+                 term(f"the campaign's own: {outcomes.line(bundle.comparison)}")] + lines[1:]
     return "\n".join(lines + stage_summary(bundle.comparison)) + "\n"
 
 
@@ -135,10 +147,26 @@ def _join(parts: list[Section]) -> str:
     return "\n".join(line for s in parts for line in s.lines)
 
 
-def sections(bundle, shown: str, signer: str | None = None, long: bool = False) -> list[Section]:
+def judged(judgement) -> list[str]:
+    """The paragraph a policy's judgement opens the claim with: the verdict by the reviewer's
+    rules, the exit `compare --policy` gives, and what the policy changed or refuses."""
+    line, code = outcomes.judged_line(judgement)
+    c = judgement.comparison
+    word = "Refused" if code == outcomes.REFUSED else str(c.stats.verdict).capitalize()
+    said = judgement.summary.split(": ", 1)[1]
+    shown = outcomes.speed(c.stats.paired.geomean_ratio, c.stats.paired.ci95)
+    return [f"**{cell(word)} by your policy** {code_span(judgement.policy.path)} (`harness compare --policy` exit "
+            f"{code}): {cell(said, 1000)}" + (f"; {shown}, equal band ±{100 * c.stats.band:.1f}%"
+                                             if code != outcomes.REFUSED and c.stats.paired.ci95 else "")
+            + ". The campaign's own claim follows.", ""]
+
+
+def sections(bundle, shown: str, signer: str | None = None, long: bool = False, judgement=None) -> list[Section]:
     c, campaign = bundle.comparison, bundle.campaign
     stats = c.stats
     head = [f"### Performance evidence: {cell(bundle.name)}", ""]
+    if judgement is not None:
+        head += judged(judgement)
     if campaign["description"]:
         described = [ln for ln in str(campaign["description"]).splitlines() if ln.strip()]
         shown_lines = described if long else described[:DESCRIPTION_LINES]

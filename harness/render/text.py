@@ -13,6 +13,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from harness.contract import all_shown, shown
+
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison, Stage
 
@@ -38,8 +40,9 @@ _LINE_START = re.compile(r"^(\d{1,9})([.)])|^([-+=])")
 
 def _printable(text: str, instead: str = " ") -> str:
     """Every character a page or terminal could take as a control (C0, C1, DEL, line and paragraph
-    separators, bidi overrides and other format characters) replaced by `instead`."""
-    return "".join(ch if ch.isprintable() else instead for ch in text)
+    separators, bidi overrides and other format characters) or that shows as nothing or a blank
+    (default-ignorable code points, fillers: contract.shown) replaced by `instead`."""
+    return text if all_shown(text) else "".join(ch if shown(ch) else instead for ch in text)
 
 
 def _bounded(x: Any, limit: int) -> str:
@@ -161,17 +164,20 @@ def tline(x: Any, limit: int = 400) -> str:
 
 # --- terminals: the one owner of how bundle text reaches a terminal -------------------------------
 # A character a terminal could act on (ESC, CSI \x9b and every other C0 and C1 control, DEL, bidi
-# overrides and isolates, zero-width and other format characters, line and paragraph separators)
-# is shown as its escape, `\x1b`, `\u202e`: visible, and never able to erase, move or recolour a
-# line. `term` makes one line (\n shown too); `Terminal` guards a whole stream (cli installs it on
-# stdout and stderr), keeping only its line breaks and tabs.
+# overrides and isolates, zero-width and other format characters, line and paragraph separators),
+# or one that shows as nothing or a blank (contract.shown: fillers, variation selectors), is shown
+# as its escape, `\x1b`, `\u202e`, `\u3164`: visible, and never able to erase, move or recolour a
+# line, nor to pass for another name. `term` makes one line (\n shown too); `Terminal` guards a
+# whole stream (cli installs it on stdout and stderr), keeping only its line breaks and tabs.
 def _escape(ch: str) -> str:
     return ascii(ch)[1:-1]  # \x1b, \r, \u202e: Python's own spelling
 
 
 def term(x: Any, keep: str = "") -> str:
-    """Text for a terminal: every non-printable character but those in `keep` shown escaped."""
-    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in str(x))
+    """Text for a terminal: every character but those in `keep` that is not printable or shows as
+    nothing or a blank (contract.shown) shown escaped."""
+    text = str(x)
+    return text if all_shown(text) else "".join(ch if shown(ch) or ch in keep else _escape(ch) for ch in text)
 
 
 class Terminal:

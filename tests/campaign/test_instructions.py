@@ -128,7 +128,7 @@ def _instr(label: str, count: int, status: str = "ok") -> records.InstructionRec
 ])
 def test_the_instructions_section_is_derived_alike_by_both_checkers(counts, wall, repeated, detected, disagrees):
     instr = [_instr(label, n) for label, n in counts.items()]
-    ours = comparison.instructions_section(instr, {"verdict": wall})
+    ours = comparison.instructions_section(instr, {"verdict": wall, "paired": {"ci95": None}, "band": 0.02})
     assert ours == rehash.instructions_section(records.to_json(instr), wall)
     assert (ours["repeated"], ours["detected"], ours["disagrees"]) == (repeated, detected, disagrees)
     if not repeated:  # the campaign says by how much the runs of one variant differ
@@ -140,7 +140,7 @@ def test_the_verdict_line_shows_instructions_and_flags_disagreement_in_direction
     instr = [_instr("IA1", 1000), _instr("IA2", 1000), _instr("IB1", 1010), _instr("IB2", 1010)]
     parts = {"stats": {"verdict": "improved", "rounds": {"n": 5}, "band": 0.02, "warnings": [],
                        "paired": {"geomean_ratio": 0.9, "ci95": [0.85, 0.95], "metric": "item wall_s"}}}
-    ins = comparison.instructions_section(instr, {"verdict": "improved"})
+    ins = comparison.instructions_section(instr, {"verdict": "improved", **parts["stats"]})
     text = verdict.line(fakes.comparison(**parts, instructions=ins, metrics=[C.instructions_entry(ins)]))
     # the counts' own verdict beside the wall's: 1% more instructions, outside the +-0.2% band
     assert ("instructions: regressed, candidate/base 1.0100 (+1.00%, repeated exactly, 2+2 runs of 2 items, "

@@ -84,7 +84,7 @@ def test_bisect_names_the_commit_that_made_it_2x_slower(tmp_path):
     out = tmp_path / "out"
     # a generous budget: the sequential rule stops a 2x step in a few rounds, but a slow or shared CI
     # machine's noisier first rounds may need more before a step decides
-    result = harness("bisect", campaign(tmp_path, threshold=0.45, budget_s=90), "--good", shas[0], "--bad",
+    result = harness("bisect", campaign(tmp_path, threshold=C.MAX_BAND, budget_s=90), "--good", shas[0], "--bad",
                      shas[-1], "--out", out, env=cache_env(tmp_path / "cache"), timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"culprit: {shas[11]}" in result.stdout, result.stdout
@@ -122,17 +122,18 @@ def test_bisect_finds_the_commit_that_made_it_2x_faster_among_16_by_itself(tmp_p
 
 
 def test_bisect_cannot_tell_when_the_slow_down_is_spread_over_several_commits(tmp_path):
-    """Four commits of 1.2x each (2.07x in all), each inside the 32% band: good -> bad regresses,
-    the first commit beyond the band (1.44x against good) does not against its own parent."""
+    """Four commits of 1.2x each (2.07x in all), each inside the 25% band (the widest the contract
+    allows): good -> bad regresses, the first commit beyond the band (1.44x against good) does not
+    against its own parent."""
     factors = [1.0, 1.0, 1.2, 1.44, 1.728, 2.0736, 2.0736, 2.0736]
     shas = history(tmp_path, factors)
     out = tmp_path / "out"
-    result = harness("bisect", campaign(tmp_path, threshold=0.32), "--good", shas[0], "--bad", shas[-1],
+    result = harness("bisect", campaign(tmp_path, threshold=C.MAX_BAND), "--good", shas[0], "--bad", shas[-1],
                      "--out", out, env=cache_env(tmp_path / "cache"))
     assert result.returncode == outcomes.NO_CULPRIT, result.stdout + result.stderr
     assert "culprit: none" in result.stdout and "reason: cannot tell" in result.stdout, result.stdout
     receipt = __import__("json").loads((out / C.BISECT_FILE).read_text())
-    # bad against good regresses (2.07x against a 32% band); the steps after it end "spread" when each
+    # bad against good regresses (2.07x against a 25% band); the steps after it end "spread" when each
     # decides, or "inconclusive" where a loaded machine leaves one at the band's edge: never a culprit
     assert receipt["culprit"] is None and receipt["ending"] in ("spread", "inconclusive")
     assert receipt["steps"][0]["verdict"] in ("regressed", "inconclusive")

@@ -27,6 +27,8 @@ from conftest import ROOT, harness, make_target
 from harness import contract as C
 from harness.files import read_json
 
+WORKFLOW = ROOT / "docs" / "ci" / "abba.yml"  # the measuring workflow
+
 SLOW = '''
     def total(n):
         s = 0
@@ -209,7 +211,8 @@ def measured(pull_request, tmp_path_factory):
 
 def test_the_measuring_workflow_runs_its_steps_against_the_merge_base(measured):
     clone, shas, job, ran = measured["clone"], measured["shas"], measured["job"], measured["ran"]
-    assert ran == ["Install the benchmarks' own dependencies", "Campaign, base the merge-base with the target branch",
+    assert ran == ["Install the benchmarks' own dependencies",
+                   "The campaign and its rules from the base revision", "Campaign, base the merge-base with the target branch",
                    "Job summary", "Keep the pull request's number beside the bundle", "Gate on the verdict"]
     bundle = clone / job["BUNDLE"]
     campaign = read_json(bundle / C.CAMPAIGN_JSON)
@@ -392,9 +395,60 @@ def test_actionlint_finds_nothing_where_it_is_installed():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_a_pull_request_that_edits_its_campaign_does_not_change_the_gate(pull_request, tmp_path):
+    """Issue 45, attack 6: the pull request's own campaign file sets the widest band and fewer
+    rounds (with it, a slower candidate reads "equal" and passes); the workflow runs the base
+    revision's campaign file, so the bundle holds the base's band and rounds, and says so."""
+    clone, shas = pull_request
+    edited = tmp_path / "edited"
+    git("clone", "-q", str(shas["origin"]), str(edited), cwd=tmp_path)
+    git("checkout", "-q", "--detach", shas["head"], cwd=edited)
+    campaign = edited / "bench" / "campaign.yaml"
+    doc = yaml.safe_load(campaign.read_text())
+    campaign.write_text(yaml.safe_dump({**doc, "rounds": 3, "verdict": {"threshold": C.MAX_BAND}}, sort_keys=False))
+    git("commit", "-qam", "a wider band for my change", cwd=edited)
+    flow = yaml.safe_load(WORKFLOW.read_text())
+    steps = {s.get("name", ""): s for s in flow["jobs"]["campaign"]["steps"]}
+    temp = tmp_path / "runner_temp"
+    temp.mkdir()
+    job = {**os.environ, **{k: str(v) for k, v in flow["env"].items()},
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "RUNNER_TEMP": str(temp),
+           "ABBA_HARNESS_CACHE": str(tmp_path / "cache")}
+    said = {}
+    for name in ("The campaign and its rules from the base revision", "Campaign, base the merge-base with the "
+                 "target branch", "Gate on the verdict"):
+        env = {**job, **{k: expand(str(v), job) for k, v in (steps[name].get("env") or {}).items()}}
+        result = subprocess.run(["bash", "-e", "-c", expand(steps[name]["run"], env)], cwd=edited, env=env,
+                                capture_output=True, text=True, timeout=600)
+        said[name] = (result.returncode, result.stdout + result.stderr)
+    code, out = said["The campaign and its rules from the base revision"]
+    assert code == 0 and "::warning::this pull request edits bench/campaign.yaml" in out, out
+    bundle = edited / job["BUNDLE"]
+    recorded = read_json(bundle / C.CAMPAIGN_JSON)
+    assert recorded["threshold"] == 0.02 and recorded["rounds"] == 5  # the base's, not the pull request's
+    assert (bundle / C.CAMPAIGN_YAML).read_text().strip() == git("show", f"{shas['fork']}:bench/campaign.yaml", cwd=edited)
+    assert recorded["revisions"]["candidate"]["sha"] != shas["head"]  # the edited head ran, under the base's rules
+    gate, out = said["Gate on the verdict"]
+    assert gate == harness("compare", bundle).returncode and "Traceback" not in out
+
+
+def test_a_campaign_the_base_revision_lacks_is_refused_in_one_line(pull_request, tmp_path):
+    clone, _ = pull_request
+    flow = yaml.safe_load(WORKFLOW.read_text())
+    step = next(s for s in flow["jobs"]["campaign"]["steps"] if s.get("name", "").startswith("The campaign and"))
+    env = {**os.environ, "CAMPAIGN": "bench/added-by-this-pull-request.yaml", "POLICY": "",
+           "RUNNER_TEMP": str(tmp_path), "BASE_REF": "main"}
+    result = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=clone, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 1
+    assert result.stdout.strip().startswith("::error::bench/added-by-this-pull-request.yaml does not exist at the base "
+                                            "revision")
+
+
 @pytest.mark.parametrize("compare, inconclusive, gate", [(0, "pass", 0), (5, "pass", 5), (6, "pass", 0),
                                                          (6, "fail", 6), (3, "pass", 3), (4, "pass", 4),
-                                                         (1, "pass", 1), (2, "pass", 2)])
+                                                         (1, "pass", 1), (2, "pass", 2), (11, "pass", 11),
+                                                         (14, "pass", 14)])
 def test_the_gate_is_compares_exit_code_with_inconclusive_as_the_workflow_says(tmp_path, compare, inconclusive, gate):
     step = step_named(load("abba.yml"), "Gate")
     stub = tmp_path / "harness"

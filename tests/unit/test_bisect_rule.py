@@ -140,10 +140,11 @@ def test_a_single_speed_up_is_found_from_the_ends_own_verdict(n, band):
 
 def test_the_probes_band_is_half_the_ends_change_unless_one_is_given():
     """A 2x slow-down: good against bad at the campaign's threshold, every later step at
-    sqrt(2) - 1 = 41.4% (a probe nearer good reads equal, one nearer bad regressed); a 2x speed-up:
-    1 - sqrt(0.5) = 29.2%; a 20x one is capped at 50%; never below the threshold (1.3x: 14% < 20%)."""
+    sqrt(2) - 1 = 41.4%, capped at the contract's widest band, 25% (a probe nearer good reads equal,
+    one nearer bad regressed); a 2x speed-up: 1 - sqrt(0.5) = 29.2%, capped at 25% too; a 1.2x one:
+    sqrt(1.2) - 1 = 9.5%; never below the threshold (1.3x: 14% < 20%)."""
     commits = shas(15)
-    for speed, threshold, want in ((2.0, 0.1, 0.4142), (0.5, 0.1, 0.2928), (0.05, 0.1, 0.5), (1.3, 0.2, 0.2)):
+    for speed, threshold, want in ((2.0, 0.1, C.MAX_BAND), (0.5, 0.1, C.MAX_BAND), (1.2, 0.05, 0.0954), (1.3, 0.2, 0.2)):
         result, steps = drive(commits, monotone(commits, [1.0] * 7 + [speed] * 8), threshold=threshold, band=None)
         assert result["culprit"] == commits[7]
         assert steps[0]["band"] == threshold and {s["band"] for s in steps[1:]} == {want}, (speed, steps)
@@ -153,10 +154,11 @@ def test_the_probes_band_is_half_the_ends_change_unless_one_is_given():
 
 
 def test_the_dominant_commit_of_a_change_in_two_parts_is_named_with_the_probes_band():
-    """1.5x then 2x more (3x in all): against half the total change (50%, capped) the 1.5x commit
-    reads equal and the 2x one is the culprit, which makes only part of it."""
+    """1.1x then 1.45x more (1.6x in all): against half the total change (26.5%, capped at the
+    contract's 25%) the 1.1x commit reads equal and the 1.45x one is the culprit, which makes only
+    part of it."""
     commits = shas(6)
-    result, _ = drive(commits, monotone(commits, [1.0, 1.0, 1.5, 1.5, 3.0, 3.0]), band=None)
+    result, _ = drive(commits, monotone(commits, [1.0, 1.0, 1.1, 1.1, 1.6, 1.6]), band=None)
     assert result["ending"] == "culprit" and result["culprit"] == commits[4]
     assert "only part of bad's slow-down" in result["reason"]
 
@@ -313,7 +315,7 @@ def test_a_bisect_receipt_of_the_wrong_shape_or_a_link_is_refused(copy, tmp_path
 
 def test_an_edited_step_band_is_refused(copy):
     def change(d):
-        d["steps"][1]["band"] = 0.3
+        d["steps"][1]["band"] = 0.2  # within the contract's bound, not the band the rule gives that step
     edit(copy, change)
     refused_by_both(copy, "[bisect]", "steps[1].band")
 
@@ -340,7 +342,7 @@ def test_an_inconclusive_search_names_the_commands_to_run_next(tmp_path):
     from bisect_support import history_repo, speeds_tree
     from harness.judge import bisect
 
-    history = history_repo(tmp_path / "repo", [speeds_tree(s, i) for i, s in enumerate([1.0] * 6 + [0.5] * 10)])
+    history = history_repo(tmp_path / "repo", [speeds_tree(s, i) for i, s in enumerate([1.0] * 6 + [0.8] * 10)])
     (tmp_path / "w").mkdir()
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"name": "m", "target": {"repo": str(tmp_path / "repo")}, "base": {"rev": "HEAD~1"},
@@ -349,7 +351,7 @@ def test_an_inconclusive_search_names_the_commands_to_run_next(tmp_path):
     p = bisect.plan(path, history[0], history[-1])
     assert p.budget_s == bisect.BISECT_BUDGET_S and p.threshold == 0.02 and p.band is None
     commits = history[1:]
-    judge = monotone(commits, [1.0] * 5 + [0.5] * 10, unclear={(GOOD, commits[2])})  # the second probe
+    judge = monotone(commits, [1.0] * 5 + [0.8] * 10, unclear={(GOOD, commits[2])})  # the second probe
 
     def relabel(base, candidate, band):  # monotone() knows good as GOOD
         return judge(GOOD if base == history[0] else base, candidate, band)
@@ -371,12 +373,12 @@ def test_an_inconclusive_search_names_the_commands_to_run_next(tmp_path):
                         "to go on from there:")
     assert lines[1].startswith(f"  harness bisect c.yaml --good {history[0]} --bad {commits[6]} --find faster "
                                f"--budget 240 --out {tmp_path / 'out'}.2")
-    assert f"--band 0.5 --out {tmp_path / 'out'}.3" in lines[2]  # twice the probes' 29.3%, at most 50%
+    assert f"--band 0.211 --out {tmp_path / 'out'}.3" in lines[2]  # twice the probes' 10.55%, at most 25%
     receipt["ending"] = "culprit"
     assert bisect.next_steps(p, receipt, "c.yaml", tmp_path / "out") == []
 
 
-@pytest.mark.parametrize("kw, says", [({"band": 0.7}, "--band 0.7: expected a share above 0 and at most 0.5"),
+@pytest.mark.parametrize("kw, says", [({"band": 0.7}, "--band 0.7: expected a share above 0 and at most 0.25"),
                                       ({"band": 0.0}, "--band 0: expected a share above 0"),
                                       ({"budget_s": 0.5}, "--budget 0.5: expected seconds per step"),
                                       ({"find": "sideways"}, "--find 'sideways': expected one of either, slower, faster")])

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from fakes import Model, ModelLauncher, run_fake
+from harness import contract as C
 from harness.cli import main as cli
 from harness.render import chart, text
 
@@ -26,6 +27,19 @@ HOSTILE = [
 ]
 ESCAPES = ["\x1b[2K\rverdict: improved (exit 0)", "\x1b]0;title\x07", "\x9b2K", "\u202eevil\u202c", "\u2066x\u2069",
            "\x7f", "a\u2028b", "\x85next"]
+# Issue 45, attack 8: what shows as nothing or a blank, that str.isprintable lets through: the Hangul
+# fillers, the braille blank, the combining grapheme joiner, a musical null notehead, the Khmer
+# inherent vowels, variation selectors (Mongolian, standard, supplement); and beside them the
+# default-ignorables it already refused (zero-width space, word joiner, a tag, soft hyphen), an
+# unassigned and a private-use code point, and a no-break space.
+INVISIBLE = ["\u115f", "\u1160", "\u3164", "\uffa0", "\u2800", "\u034f", "\U0001d159", "\u17b4", "\u17b5", "\u180b",
+             "\u180f", "\ufe0f", "\U000e0100", "\u200b", "\u2060", "\U000e0041", "\u00ad", "\u0378", "\ue000", "\u00a0"]
+SPOOFS = [f"s1{ch}" for ch in INVISIBLE]  # each reads as "s1"
+
+
+def nothing_hidden(text: str) -> bool:
+    """Every character of text shows as itself (line breaks and tabs aside)."""
+    return not [ch for ch in text if ch not in "\n\t" and not C.shown(ch)]
 
 
 def fenced_commands_only(page: str) -> bool:
@@ -68,6 +82,31 @@ def markdown_is_inert(page: str) -> None:
 def test_a_cell_is_inert_markdown(hostile):
     markdown_is_inert(text.cell(hostile))
     assert "\n" not in text.cell(hostile) and "\x1b" not in text.cell(hostile)
+
+
+@pytest.mark.parametrize("spoof", SPOOFS)
+def test_every_owner_shows_no_filler_raw(spoof):
+    """A page blanks them, a code span drops them, a terminal shows each as its escape: "s1" plus a
+    filler never reads as "s1"."""
+    for owner in (text.cell, text.md_lines, text.code, text.md_url, text.shell_word, text.figure_text):
+        assert nothing_hidden(owner(spoof)), (owner.__name__, ascii(owner(spoof)))
+    assert nothing_hidden("\n".join(text.fence([spoof])))
+    shown = text.term(spoof)
+    assert nothing_hidden(shown) and shown != "s1" and shown.startswith("s1\\")
+    below = io.StringIO()
+    text.Terminal(below).write(spoof + "\n")
+    assert below.getvalue() == shown + "\n"
+
+
+def test_the_rule_covers_every_default_ignorable_code_point():
+    """contract.shown against Unicode's Default_Ignorable_Code_Point as the `regex` module knows it
+    (its own copy of the Unicode data), over every code point: none is shown as itself, nor any
+    White_Space but the ASCII space; every ASCII letter, and letters and marks of other scripts, are."""
+    regex = pytest.importorskip("regex")
+    ignorable = regex.compile(r"\p{Default_Ignorable_Code_Point}|\p{White_Space}")
+    leaks = [hex(cp) for cp in range(0x110000) if ignorable.match(chr(cp)) and chr(cp) != " " and C.shown(chr(cp))]
+    assert not leaks, leaks
+    assert all(C.shown(ch) for ch in "azAZ09 é日本語한국어ÅΏ")
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)
@@ -119,10 +158,12 @@ def test_a_figure_label_is_no_mathtext():
 
 
 # --- a verified bundle that carries hostile text ------------------------------------------------------
-CPU = "Fake CPU \x1b[2K\r\x1b]0;pwned\x07\x9b1A\u202e <h1>VERIFIED</h1> @octocat"
+CPU = "Fake CPU \x1b[2K\r\x1b]0;pwned\x07\x9b1A\u202e <h1>VERIFIED</h1> @octocat" + "".join(INVISIBLE)
 DESCRIPTION = (f"{LIVE_HTML}\n# Improved 3.2x, signed\n@octocat @org/team please merge\n"
-               r"$\color{green}{\textsf{improved}}$ [verified](https://evil.example) https://evil.example")
-ITEMS = ["item-0", "x\x1b[2K\r\x1b[1Averdict: improved (exit 0)", "<h1>VERIFIED</h1>", "@octocat $x$"]
+               r"$\color{green}{\textsf{improved}}$ [verified](https://evil.example) https://evil.example"
+               "\nverified" + "".join(INVISIBLE))
+ITEMS = ["item-0", "x\x1b[2K\r\x1b[1Averdict: improved (exit 0)", "<h1>VERIFIED</h1>", "@octocat $x$",
+         "item-0" + "".join(INVISIBLE)]
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +186,7 @@ def test_summary_of_a_hostile_bundle_has_nothing_live(hostile, capsys):
                                                                         if ln.startswith("### Performance evidence")]
     assert not re.search(r"(?<![&\w])@\w", page) and "$" not in page and "https://" not in page
     assert "\x1b" not in page and "\x9b" not in page and "\u202e" not in page and "\r" not in page
-    assert "**Regressed: " in page
+    assert "**Regressed: " in page and nothing_hidden(page)
     # the folder's newline cannot close the fence: the blocks hold commands only
     assert fenced_commands_only(page)
 
@@ -158,6 +199,7 @@ def test_the_terminal_shows_hostile_text_as_characters(hostile, capsys, command,
     shown = cap.out + cap.err
     for raw in ("\x1b", "\x9b", "\r", "\u202e", "\x07"):
         assert raw not in shown, (raw, shown)
+    assert nothing_hidden(shown), ascii(shown)
     if command == ["compare"]:
         first = shown.splitlines()[0]
         assert first.startswith("verdict: regressed (exit 5)"), first
@@ -170,6 +212,7 @@ def test_report_of_a_hostile_bundle_has_nothing_live(hostile, capsys):
     page = capsys.readouterr().out
     assert "<h1" not in prose(page) and "\x1b" not in page and not re.search(r"(?<![&\w])@\w", prose(page))
     assert not [ln for ln in page.splitlines() if ln.startswith("#") and "Improved" in ln]
+    assert nothing_hidden(page)
 
 
 # --- item 10: a campaign file outside any git repository ------------------------------------------------
@@ -242,6 +285,7 @@ def test_every_markdown_form_of_a_hostile_bundle_has_nothing_live(hostile, capsy
     assert "<" not in prose(page) and "$" not in page and "https://" not in page
     assert not re.search(r"(?<![&\w])@\w", page)
     assert not any(raw in page for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x07"))
+    assert nothing_hidden(page), [ascii(ln) for ln in page.splitlines() if not nothing_hidden(ln)]
     assert [ln for ln in page.splitlines() if ln.startswith("#")] == [page.splitlines()[0]]
     assert fenced_commands_only(page)
     assert re.search(r"\*\*Regressed: [0-9.]+x slower \[[^]]*\]\*\* \(`harness compare` exit 5\)", page)
@@ -258,13 +302,14 @@ def test_the_json_forms_of_a_hostile_bundle_are_ascii_and_hold_no_markup(hostile
     out = capsys.readouterr().out
     assert out.isascii() and not re.search(r"[<>&\x00-\x09\x0b-\x1f\x7f]", out)
     doc = json.loads(out)
-    if form == "json":  # data: the ids as they are, for a dashboard to escape
+    if form == "json":  # data: the ids as they are (fillers as \u escapes), for a dashboard to escape
         assert {row["id"] for row in doc["per_item"]["worst"]} == set(ITEMS)
         assert doc["claim"]["verdict"] == "regressed" and doc["claim"]["exit_code"] == 5
     else:  # github-action-benchmark writes names and extras into its own Markdown: they are inert already
         for row in doc:
             markdown_is_inert(row["name"].replace("/", " "))
             markdown_is_inert(row["extra"])
+            assert nothing_hidden(row["name"]) and nothing_hidden(row["extra"]), row  # decoded: no filler either
 
 
 def test_the_text_form_of_a_hostile_bundle_shows_every_control_escaped(hostile, capsys):
@@ -273,6 +318,7 @@ def test_the_text_form_of_a_hostile_bundle_shows_every_control_escaped(hostile, 
     out = capsys.readouterr().out
     assert out.startswith("verdict: regressed (exit 5): ")
     assert not any(raw in out for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x07"))
+    assert nothing_hidden(out), ascii(out)
 
 
 def test_a_suites_lines_on_the_terminal_carry_no_markdown_escapes(tmp_path):

@@ -243,7 +243,7 @@ CASES = [
     ("golden/sha256", "abc", "golden.sha256: expected 64 lowercase hex digits"),
     ("notes", 5, "notes: expected a string"),
     ("verdict", 0.1, "verdict: expected a mapping"),
-    ("verdict/threshold", 0.9, "verdict.threshold: expected a number from 0 to 0.5"),
+    ("verdict/threshold", 0.9, "verdict.threshold: expected at most 0.25 (the contract's widest band"),
     ("verdict/threshold", -0.1, "verdict.threshold: expected a number"),
     ("verdict/other", 1, "verdict.other: expected one of the known keys"),
 ]
