@@ -1,7 +1,7 @@
 """Existing benchmark suites as campaign items (harness/worker/suites/, docs/suites.md), in this
-process: asv discovery and its params expansion from a module's text, the pytest-benchmark
-fixture's stand-in and pytest's parametrize ids, what a return value becomes as outputs, the
-select rules, and the spec's one-line refusals."""
+process: asv discovery and its params expansion from a module's text, what a return value becomes
+as outputs, the select rules, and the spec's one-line refusals (pytest suites:
+tests/unit/test_pytest_suite.py)."""
 from __future__ import annotations
 
 import sys
@@ -12,13 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from harness.worker.suites import asv, common, pytest_suite
+from harness.worker.suites import asv, common
 from harness.plan import spec
 from harness.plan.suite import SelectError, keyword_matcher, matcher
-
-# the suites' own test files use pytest-codspeed's mark, which this session has no plugin for
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
-
 
 @pytest.fixture
 def isolated():
@@ -134,111 +130,6 @@ def test_asv_params_expansion_follows_asv():
     assert ids[0].startswith("k(<") and " at 0x" not in ids[0]  # no memory address in an id
 
 
-PYTEST = {
-    "pb_unit/__init__.py": "",
-    "pb_unit/test_b.py": """
-        import pytest
-
-        STATE = {"made": 0}
-
-
-        def work(n):
-            return list(range(n))
-
-
-        @pytest.mark.parametrize("n", [1, 2])
-        @pytest.mark.parametrize("kind", ["x", pytest.param("y", id="why"), pytest.param("z", marks=pytest.mark.skip)])
-        def test_work(benchmark, kind, n):
-            assert benchmark(work, n) == list(range(n))
-
-
-        def make():
-            STATE["made"] += 1
-            return (3,), {}
-
-
-        def test_pedantic(benchmark):
-            benchmark.pedantic(work, setup=make, rounds=5, iterations=1)
-
-
-        def test_fails(benchmark):
-            assert benchmark(work, 1) == []
-
-
-        @pytest.mark.benchmark
-        def test_marked():
-            return None
-
-
-        def test_plain():
-            pass
-
-
-        class TestGroup:
-            def test_method(self, benchmark):
-                benchmark(work, 2)
-    """,
-}
-
-
-def pytest_setup(root: Path, kind="pytest-benchmark", select=None, path="pb_unit"):
-    return pytest_suite.setup(SimpleNamespace(tree=root, params={"kind": kind, "path": path, "select": select}))
-
-
-def test_pytest_benchmark_tests_become_items_named_as_pytest_names_them(tmp_path, isolated):
-    wl = pytest_setup(write(tmp_path, PYTEST))
-    assert wl.items == ["pb_unit/test_b.py::test_work[x-1]", "pb_unit/test_b.py::test_work[x-2]",
-                        "pb_unit/test_b.py::test_work[why-1]", "pb_unit/test_b.py::test_work[why-2]",
-                        "pb_unit/test_b.py::test_pedantic", "pb_unit/test_b.py::test_fails",
-                        "pb_unit/test_b.py::TestGroup::test_method"]
-    info = wl.metrics()["suite"]
-    assert info["skipped"] == {"pb_unit/test_b.py::test_work[z-1]": "skip: ",
-                               "pb_unit/test_b.py::test_work[z-2]": "skip: "}
-    assert info["pytest"].startswith("pytest ")  # the test file imported pytest: said so
-    # the recorded callable, called once per run: work(2), not the test
-    assert wl.run("pb_unit/test_b.py::test_work[why-2]") == [0, 1]
-    with pytest.raises(AssertionError):  # a failing test is that item's error in every run
-        wl.run("pb_unit/test_b.py::test_fails")
-    state = sys.modules["pb_unit.test_b"].STATE
-    made = state["made"]  # pedantic's setup: the test's own call, then the first timed call's arguments
-    assert made == 2
-    assert wl.run("pb_unit/test_b.py::test_pedantic") == [0, 1, 2]
-    assert state["made"] == made  # made before the clock, not inside run()
-    assert info["pedantic"]["pb_unit/test_b.py::test_pedantic"]["rounds"] == "5"
-
-
-def test_codspeed_marker_times_the_whole_test_and_select_is_a_k_expression(tmp_path, isolated):
-    write(tmp_path, PYTEST)
-    wl = pytest_setup(tmp_path, "pytest-codspeed", "marked or (work and not why and not 2)")
-    assert wl.items == ["pb_unit/test_b.py::test_work[x-1]", "pb_unit/test_b.py::test_marked"]
-    assert wl.run("pb_unit/test_b.py::test_marked") is None
-    assert "test_marked" not in pytest_setup(tmp_path, "pytest-benchmark").items  # pytest-benchmark ignores the mark
-
-
-def test_pytest_refusals_are_one_line(tmp_path, isolated):
-    write(tmp_path, {"pr_unit/__init__.py": "",
-                     "pr_unit/test_f.py": """
-                         def test_needs(benchmark, tmp_path):
-                             benchmark(len, "x")
-                     """,
-                     "pr_unit/test_g.py": """
-                         import not_installed_anywhere_xyz
-                     """})
-    with pytest.raises(common.SuiteError) as exc:
-        pytest_setup(tmp_path, path="pr_unit/test_f.py")
-    assert "needs the fixture(s) 'tmp_path'" in str(exc.value) and "\n" not in str(exc.value)
-    with pytest.raises(common.SuiteError, match="imports not_installed_anywhere_xyz, which the target interpreter"):
-        pytest_setup(tmp_path, path="pr_unit/test_g.py")
-    with pytest.raises(common.SuiteError, match="no pytest-benchmark test"):
-        pytest_setup(tmp_path, path="pr_unit/test_f.py", select="nothing")
-
-
-def test_pytest_ids_follow_pytest():
-    assert pytest_suite.idval(1.5, "a", 0) == "1.5" and pytest_suite.idval("é", "a", 0) == "\\xe9"
-    assert pytest_suite.idval(object(), "arg", 3) == "arg3" and pytest_suite.idval(dict, "a", 0) == "dict"
-    assert pytest_suite._unique(["a", "a", "b1", "b1"]) == ["a0", "a1", "b1_0", "b1_1"]
-
-
 def test_outputs_are_hashed_when_data_and_said_when_not():
     def one(value):
         outputs, note = common.outputs_of(value)
@@ -341,23 +232,3 @@ def test_a_timed_item_makes_the_campaigns_number_of_calls_the_last_ones_return_i
                                                           "number": 3}))
     assert wl.run("bench_n.time_plain") == 4 and wl.run("bench_n.Own.time_own") == 4
     assert wl.metrics()["suite"]["number"] == 3
-
-
-def test_pytest_items_make_the_campaigns_number_of_calls(tmp_path, isolated):
-    write(tmp_path, {**PYTEST, "pb_unit/test_counted.py": """
-        CALLS = []
-
-        def work():
-            CALLS.append(1)
-            return len(CALLS)
-
-        def test_counted(benchmark):
-            benchmark(work)
-    """})
-    ctx = SimpleNamespace(tree=tmp_path, params={"kind": "pytest-benchmark", "path": "pb_unit/test_counted.py",
-                                                 "select": None, "number": 4})
-    wl = pytest_suite.setup(ctx)
-    assert wl.metrics()["suite"]["number"] == 4
-    module = next(m for name, m in sys.modules.items() if name.endswith("test_counted"))
-    assert module.CALLS == [1]  # the test itself, once, during setup
-    assert wl.run(wl.items[0]) == 5 and len(module.CALLS) == 5
