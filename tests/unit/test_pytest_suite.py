@@ -364,3 +364,30 @@ def test_the_config_file_is_the_one_pytest_would_find_inside_the_tree(tmp_path):
     assert pytest_suite.config_file(tree, tree / "c") == tree / "c" / ".pytest.ini"
     (tree / "setup.cfg").write_text("[metadata]\n")
     assert pytest_suite.config_file(tree, tree / "a") is None  # nothing counts inside; the parent is not read
+
+
+def test_a_suite_that_imports_or_names_the_plugins_runs_when_they_are_installed(tmp_path, isolated):
+    """pytest-benchmark and pytest-codspeed (the `test` extra installs them): a conftest may import
+    them and name them as plugins; neither is loaded, the harness's fixture times the call."""
+    pytest.importorskip("pytest_benchmark")
+    pytest.importorskip("pytest_codspeed")
+    write(tmp_path, {"conftest.py": """
+        from pytest_benchmark.fixture import BenchmarkFixture
+        import pytest_codspeed
+
+        pytest_plugins = ["pytest_benchmark.plugin", "pytest_codspeed.plugin"]
+
+        def pytest_benchmark_update_json(config, benchmarks, output_json):
+            output_json["x"] = 1
+    """, "pytest.ini": "[pytest]\naddopts = -p pytest_benchmark.plugin --benchmark-autosave --codspeed\n",
+        "bench/test_p.py": """
+        def test_p(benchmark):
+            assert type(benchmark).__module__ == "harness.worker.suites.pytest_suite"
+            benchmark(len, "abcd")
+    """})
+    wl = suite(tmp_path, "bench")
+    assert wl.items == ["bench/test_p.py::test_p"] and wl.run("bench/test_p.py::test_p") == 4
+    info = wl.metrics()["suite"]
+    assert info["plugins"] == [] and info["options_ignored"] == ["--benchmark-autosave", "--codspeed"]
+    wl.close()
+    assert not (tmp_path / ".benchmarks").exists()

@@ -68,6 +68,7 @@ FIXTURES = ("benchmark", "codspeed_benchmark")  # pytest-benchmark's name; pytes
 MARKERS = ("benchmark", "codspeed_benchmark")  # pytest-codspeed: the whole test is the benchmark
 OLDEST = (7, 0)  # the pytest this adapter drives (FixtureDef's finalizer list, cache_key)
 # The plugins the harness stands in for, under every name a suite could load them by.
+STOOD_IN = ("pytest_benchmark", "pytest_codspeed")
 BLOCKED = ("benchmark", "pytest_benchmark", "pytest_benchmark.plugin", "codspeed", "pytest_codspeed",
            "pytest_codspeed.plugin")
 # pytest-benchmark's (5.x) and pytest-codspeed's (5.x) command-line options, which a suite's addopts
@@ -269,29 +270,41 @@ def plugins(pytest, run: Run) -> list:
         func.harness_benchmark_fixture = True  # type: ignore[attr-defined]
         setattr(stand_in, func.__name__, pytest.fixture(name=func.__name__)(func))
 
-    def pytest_addhooks(pluginmanager):
+    @hookimpl(hookwrapper=True)
+    def pytest_load_initial_conftests(early_config, parser, args):
+        """After the plugins the suite names (`-p NAME` in its addopts, `pytest_plugins` in its root
+        conftest.py) are loaded: pytest-benchmark's and pytest-codspeed's are taken out again, and
+        their options declared where they are not (accepted, ignored)."""
+        run.ignored = [name for name in FLAGS + OPTIONAL + MANY + VALUES
+                       if any(arg == name or arg.startswith(name + "=") for arg in args)]  # with the addopts
+        yield
+        manager = early_config.pluginmanager
+        loaded = set()  # the families whose plugin was loaded, and with it declared its own options
+        for name, plugin in list(manager.list_name_plugin()):
+            family = str(getattr(plugin, "__name__", "")).split(".")[0]
+            if family in STOOD_IN:
+                loaded.add(family)
+                manager.unregister(plugin)
+        for name in BLOCKED:
+            manager.set_blocked(name)
+        group = parser.getgroup("harness", "pytest-benchmark's and pytest-codspeed's options, accepted and ignored "
+                                           "(the harness's benchmark fixture stands in for theirs)")
+        for name in FLAGS + OPTIONAL + MANY + VALUES:
+            if STOOD_IN[name.startswith("--codspeed")] in loaded:
+                continue
+            kind = ({"action": "store_true"} if name in FLAGS else {"nargs": "?", "const": True} if name in OPTIONAL
+                    else {"nargs": "+"} if name in MANY else {})
+            group.addoption(name, default=None, dest=_dest(name), **kind)
+
+    def pytest_configure(config):
         try:
             from pytest_benchmark import hookspec as specs  # the installed one's own, exactly
         except Exception:  # noqa: BLE001 - not installed (or broken): the harness's copy of their names
             specs = benchmark_hookspecs(pytest)
-        pluginmanager.add_hookspecs(specs)
-
-    def pytest_addoption(parser):
-        group = parser.getgroup("harness", "pytest-benchmark's and pytest-codspeed's options, accepted and ignored "
-                                           "(the harness's benchmark fixture stands in for theirs)")
-        for name in FLAGS:
-            group.addoption(name, action="store_true", default=None, dest=_dest(name))
-        for name in OPTIONAL:
-            group.addoption(name, nargs="?", const=True, default=None, dest=_dest(name))
-        for name in MANY:
-            group.addoption(name, nargs="+", default=None, dest=_dest(name))
-        for name in VALUES:
-            group.addoption(name, default=None, dest=_dest(name))
-
-    def pytest_configure(config):
+        with contextlib.suppress(ValueError):  # declared already (by pytest-benchmark, loaded and taken out)
+            config.pluginmanager.add_hookspecs(specs)
         for mark in MARKERS:
             config.addinivalue_line("markers", f"{mark}: a benchmark, timed by the harness")
-        run.ignored = [name for name in FLAGS + OPTIONAL + MANY + VALUES if config.getoption(_dest(name)) is not None]
         run.rootdir = getattr(config, "rootpath", None) or getattr(config, "rootdir", None)
         run.inifile = getattr(config, "inipath", None) or getattr(config, "inifile", None)
 
@@ -387,7 +400,7 @@ def plugins(pytest, run: Run) -> list:
             run.held.extend(finalizers[start:])
             del finalizers[start:]
 
-    for func in (pytest_addhooks, pytest_addoption, pytest_configure, pytest_fixture_setup,
+    for func in (pytest_load_initial_conftests, pytest_configure, pytest_fixture_setup,
                  pytest_collection_modifyitems, pytest_collection_finish, pytest_collectreport, pytest_pyfunc_call,
                  pytest_runtest_makereport):
         setattr(stand_in, func.__name__, func)
@@ -459,8 +472,6 @@ def arguments(tree: Path, target: Path, params: dict, folder: Path) -> tuple[lis
     tree's root as rootdir), `-k SELECT`, `suite.ini` as `-o name=value`, and the harness's."""
     config = config_file(tree, target)
     args = [str(target), "-p", "no:cacheprovider", "--basetemp", str(folder / "basetemp"), "-q"]
-    for name in BLOCKED:
-        args += ["-p", f"no:{name}"]
     if config is not None:
         args += ["-c", str(config)]  # the rootdir is its folder, as when pytest finds it
     else:
