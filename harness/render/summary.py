@@ -157,7 +157,7 @@ def sections(bundle, shown: str, signer: str | None = None, long: bool = False) 
     if len(warnings) > WARNINGS_SHOWN and not long:
         notes.append(f"{len(warnings) - WARNINGS_SHOWN} more warning(s): `harness summary --long` shows them all.")
     suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
-                                   "metrics": r.metrics} for r in bundle.runs if r.ok][:1])
+                                   "metrics": r.metrics, "variant": r.variant} for r in bundle.runs if r.ok])
     notes += [line + "." for line in suite]
     if notes:
         out.append(Section("instructions, warnings and suite notes", [*notes, ""], True))

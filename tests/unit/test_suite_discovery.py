@@ -61,7 +61,10 @@ ASV = {
                 return [self.n] * 3
 
             def peakmem_cells(self, n, tag):
-                pass
+                return bytearray(n << 22)  # 40 MiB for 10: above glibc's largest mmap threshold, fresh pages
+
+            def mem_cells(self, n, tag):
+                return [tag] * n
 
         class Flat:
             params = [1, 2, 2]
@@ -93,28 +96,116 @@ def test_asv_discovery_expands_params_like_asv_and_sets_up_before_the_clock(tmp_
                         "bench_x.Flat.time_flat(2 (0))", "bench_x.Flat.time_flat(2 (1))",
                         "bench_x.Grid.time_cells(8, 'a')", "bench_x.Grid.time_cells(8, 'b')",
                         "bench_x.Grid.time_cells(10, 'a')",
-                        "bench_x.time_plain", "bench_x.track_count"]
+                        "bench_x.time_plain"]
     module = sys.modules["bm_unit_a.bench_x"]
     # the module's setup first, then the class's, with the item's parameters, all in setup()
     assert ("module", ()) in module.CALLS and ("module", (1,)) in module.CALLS  # a skipped item's setup ran too
     assert module.CALLS.index(("module", (8, "a"))) < module.CALLS.index(("class", (8, "a")))
     info = wl.metrics()["suite"]
     assert info["skipped"] == {"bench_x.Flat.time_flat(1)": "setup raised NotImplementedError: not for one"}
-    assert info["not_run"] == ["bench_x.Grid.peakmem_cells"]
     assert info["modules"] == {"bm_unit_a.bench_x": "tree:bm_unit_a/bench_x.py"}
     with pytest.raises(KeyError):  # a setup that fails is the item's error, in every run
         wl.run("bench_x.Broken.time_never")
     assert wl.run("bench_x.Grid.time_cells(10, 'a')") == [10, 10, 10]
-    assert wl.run("bench_x.track_count") == 42
+    # asv's other kinds: measured once in setup(), not timed items
+    measured = info["measured"]
+    assert measured["bench_x.track_count"] == {"kind": "track", "unit": "things", "type": "track", "value": 42}
+    assert sorted(measured) == ["bench_x.Grid.mem_cells(10, 'a')", "bench_x.Grid.mem_cells(8, 'a')",
+                                "bench_x.Grid.mem_cells(8, 'b')", "bench_x.Grid.peakmem_cells(10, 'a')",
+                                "bench_x.Grid.peakmem_cells(8, 'a')", "bench_x.Grid.peakmem_cells(8, 'b')",
+                                "bench_x.track_count"]
+    from pympler.asizeof import asizeof
+
+    obj = ["a"] * 8  # asv's measure: what a copy of the object adds
+    assert measured["bench_x.Grid.mem_cells(8, 'a')"] == {"kind": "mem", "unit": "bytes",
+                                                         "value": asizeof([obj, list(obj)]) - asizeof([obj, obj])}
+    peak = measured["bench_x.Grid.peakmem_cells(10, 'a')"]
+    if "growth" in peak:  # Linux: the mark reset before the call; the 40 MiB it allocated are in its growth
+        assert peak["growth"] >= 39 << 20 and peak["value"] >= peak["growth"]
+    assert ("class", (10, "a")) in module.CALLS  # each measured benchmark had its own setup
 
 
 def test_asv_select_is_a_regex_on_the_name_with_or_without_params(tmp_path, isolated):
     write(tmp_path, ASV)
     assert asv_setup(tmp_path, r"Grid\.time_cells\(8").items == ["bench_x.Grid.time_cells(8, 'a')",
                                                                  "bench_x.Grid.time_cells(8, 'b')"]
-    assert asv_setup(tmp_path, "track_").items == ["bench_x.track_count"]
-    with pytest.raises(common.SuiteError, match="no asv benchmark .* matches select 'nothing'"):
+    with pytest.raises(common.SuiteError, match="no asv time benchmark .* matches select 'nothing'"):
         asv_setup(tmp_path, "nothing")
+    with pytest.raises(common.SuiteError) as exc:
+        asv_setup(tmp_path, "track_")
+    assert str(exc.value) == ("no asv time benchmark (time_*) under bm_unit_a matches select 'track_' (it selects 1 "
+                              "of other kinds, which are measured beside timed ones, not timed)")
+
+
+def test_asv_kinds_it_cannot_measure_and_unbounded_params_are_refused_in_one_line(tmp_path, isolated, monkeypatch):
+    write(tmp_path, {"bm_unit_k/__init__.py": "", "bm_unit_k/bench_k.py": """
+        def time_ok():
+            pass
+
+        def timeraw_import():
+            return "import json"
+
+        def mem_list():
+            return [1, 2]
+    """, "bm_unit_k/bench_big.py": """
+        class Huge:
+            params = [list(range(400))] * 3  # 64 million combinations
+
+            def time_huge(self, a, b, c):
+                pass
+
+        def time_small():
+            pass
+    """, "bm_unit_k/bench_many.py": """
+        class Many:
+            params = list(range(6000))
+
+            def time_many(self, n):
+                pass
+
+        class More:
+            params = list(range(6000))
+
+            def time_more(self, n):
+                pass
+    """, "bm_unit_k/bench_endless.py": """
+        import itertools
+
+        class Endless:
+            params = itertools.count()
+
+            def time_endless(self, n):
+                pass
+    """})
+
+    def refused(select, path="bm_unit_k/bench_k.py") -> str:
+        with pytest.raises(common.SuiteError) as exc:
+            asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": path, "select": select}))
+        assert "\n" not in str(exc.value)
+        return str(exc.value)
+
+    assert refused("time_ok|timeraw").startswith("asv benchmark bench_k.timeraw_import is a timeraw benchmark: asv "
+                                                 "times the code it returns in a fresh interpreter of its own")
+    big = "bm_unit_k/bench_big.py"
+    assert refused("Huge", big) == ("asv benchmark bench_big.Huge.time_huge: params of 64,000,000 combinations (400 x "
+                                    "400 x 400); a run measures at most 10,000 items: narrow its params (or leave it "
+                                    "out with select)")
+    # a select its name does not match: each of its 64 million ids would have to be matched; its name is
+    wl = asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": big, "select": r"small|\(1, 2, 3\)"}))
+    assert wl.items == ["bench_big.time_small"]
+    assert wl.metrics()["suite"]["matched_by_name_only"] == ["bench_big.Huge.time_huge"]
+    many = "bm_unit_k/bench_many.py"
+    assert refused(r"Many|More", many) == ("the selected asv benchmarks expand to more than 10,000 items (params "
+                                           "combinations); a run measures at most that: narrow select")
+    assert asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": many, "select": r"many\(1"})).items \
+        == ["bench_many.Many.time_many(1)"] + [f"bench_many.Many.time_many(1{i})" for i in range(10)] + \
+        [f"bench_many.Many.time_many(1{i:02d})" for i in range(100)] + \
+        [f"bench_many.Many.time_many(1{i:03d})" for i in range(1000)]
+    assert refused(None, "bm_unit_k/bench_endless.py").startswith(
+        "asv benchmark bench_endless.Endless.time_endless: params with more than 10,000 values")
+    monkeypatch.setitem(sys.modules, "pympler.asizeof", None)  # an interpreter without pympler
+    assert refused("time_ok|mem_").startswith("asv benchmark bench_k.mem_list is a mem benchmark, which asv sizes "
+                                              "with pympler's asizeof, and the target interpreter")
 
 
 def test_asv_params_expansion_follows_asv():
