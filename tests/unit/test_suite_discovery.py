@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from harness import contract as C
 from harness.worker.suites import asv, common
 from harness.plan import spec
 from harness.plan.suite import SelectError, keyword_matcher, matcher
@@ -273,6 +274,11 @@ BASE = b"name: s\ntarget: {repo: /tmp/r}\nbase: {rev: HEAD~1}\ncandidate: {rev: 
     (b"suite: {kind: asv, path: x}\nworkload: {entry: 'a:b'}", "a suite (an existing benchmark suite, docs/suites.md), "
                                                                "not both"),
     (b"", "workload: expected a value (required key is missing; or `suite:`"),
+    (b"suite: {kind: asv, path: x, ini: {addopts: ''}}", "suite.ini: expected no ini for an asv suite"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: [addopts]}", "suite.ini: expected a mapping of at most 32"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: {'a b': c}}", "suite.ini: expected pytest configuration names"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: {addopts: [a]}}", "suite.ini.addopts: expected a one-line value"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: {addopts: \"a\\nb\"}}", "suite.ini.addopts: expected a one-line"),
 ])
 def test_spec_refuses_a_bad_suite_in_one_line(extra, words):
     with pytest.raises(spec.SpecError) as exc:
@@ -289,6 +295,9 @@ def test_spec_turns_a_suite_into_the_harness_entry_for_its_kind():
     assert spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"items": 3}).workload.items == 3
     numbered = spec.loads(BASE + b"suite: {kind: asv, path: b, number: 40}", Path("/tmp/c.yaml")).workload.params
     assert numbered == {"kind": "asv", "path": "b", "select": None, "number": 40}
+    ini = spec.loads(BASE + b"suite: {kind: pytest-benchmark, path: b, ini: {addopts: '', xfail_strict: 1}}",
+                     Path("/tmp/c.yaml")).workload.params
+    assert ini == {"kind": "pytest-benchmark", "path": "b", "select": None, "ini": {"addopts": "", "xfail_strict": "1"}}
     with pytest.raises(spec.SpecError, match="--param: a suite campaign has no params"):
         spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"params": {"a": 1}})
 
@@ -323,3 +332,40 @@ def test_a_timed_item_makes_the_campaigns_number_of_calls_the_last_ones_return_i
                                                           "number": 3}))
     assert wl.run("bench_n.time_plain") == 4 and wl.run("bench_n.Own.time_own") == 4
     assert wl.metrics()["suite"]["number"] == 3
+
+
+@pytest.mark.parametrize("kind, path, extra", [
+    ("asv", "benchmarks/benchmarks", None),
+    ("pytest-benchmark", "bench/test_core.py", "# ini: {}"),
+    ("pytest-codspeed", "bench", "# ini: {}"),
+])
+def test_init_writes_a_campaign_for_an_existing_suite(tmp_path, capsys, kind, path, extra):
+    """`harness init --suite KIND PATH`: the suite set, every other key a comment holding its
+    default, and the file loads to that suite."""
+    from harness import cli
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / path).mkdir(parents=True) if "." not in Path(path).name else write(repo, {path: ""})
+    out = tmp_path / "c.yaml"
+    assert cli.main(["init", "--repo", str(repo), "--suite", kind, path, "-o", str(out)]) == 0, capsys.readouterr().err
+    text = out.read_text()
+    campaign = spec.load(out)
+    assert campaign.suite == spec.Suite(kind, path) and campaign.workload.entry == C.SUITE_ENTRIES[kind]
+    assert "workload:" not in text and "entry:" not in text
+    for default in ("# select: null", "# sys_path: []", "# items: null", "# number: 1", "# rounds: auto",
+                    "# metrics: [wall]", "# python: null"):
+        assert default in text, default
+    assert (extra in text) if extra else "# ini:" not in text
+    # what cannot be: one line naming the cause
+    for argv, words in ((["--suite", "pytest", path], "--suite pytest: expected one of asv, pytest-benchmark, "
+                                                      "pytest-codspeed"),
+                        (["--suite", kind, "no/such"], f"--suite {kind} no/such: expected a file or folder inside the "
+                                                       "repository"),
+                        (["--suite", kind, "../x"], f"--suite {kind} ../x: expected a file or folder inside the "
+                                                    "repository")):
+        assert cli.main(["init", "--repo", str(repo), *argv, "-o", str(tmp_path / "d.yaml"), "--force"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"harness init: error: {words}") and err.count("\n") == 1, err
+    assert cli.main(["init", "--repo", str(repo), "-o", str(tmp_path / "d.yaml")]) == 2  # --entry or --suite
+    assert "one of the arguments --entry --suite is required" in capsys.readouterr().err
