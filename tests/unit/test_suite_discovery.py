@@ -367,5 +367,6 @@ def test_init_writes_a_campaign_for_an_existing_suite(tmp_path, capsys, kind, pa
         assert cli.main(["init", "--repo", str(repo), *argv, "-o", str(tmp_path / "d.yaml"), "--force"]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"harness init: error: {words}") and err.count("\n") == 1, err
-    assert cli.main(["init", "--repo", str(repo), "-o", str(tmp_path / "d.yaml")]) == 2  # --entry or --suite
-    assert "one of the arguments --entry --suite is required" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # --entry or --suite: argparse's usage line
+        cli.main(["init", "--repo", str(repo), "-o", str(tmp_path / "d.yaml")])
+    assert exit_.value.code == 2 and "one of the arguments --entry --suite is required" in capsys.readouterr().err
