@@ -63,6 +63,24 @@ def anchor(repo: Path, rel, key: str) -> Path:
     return path
 
 
+def campaign_file(repo: Path, rel, shas=()) -> Path:
+    """The bundle's campaign file in the repository at --repo (campaign_path), or AnchorError
+    naming which repository --repo must be: the one the campaign was run from. Given the bundle's
+    commits (shas), a repository holding one of them is said to be the target's, the repository
+    `verify --repo` takes for a bisect folder, not for a bundle."""
+    path = anchor(repo, rel, "campaign_path")
+    if path.is_file():
+        return path
+    from harness.plan import revisions
+
+    held = next((sha for sha in shas if isinstance(sha, str) and C.GITSHA_RE.match(sha)
+                 and revisions.commit_sha(repo, sha)), None)
+    why = (f" (it holds the campaign's commit {held[:12]}: it is the target repository, which --repo names for a "
+           "bisect folder, not for a bundle)") if held else ""
+    raise AnchorError(f"--repo: expected the repository holding the campaign file {rel} (the bundle's campaign_path); "
+                      f"{repo} has no such file{why}: give the repository the campaign was run from")
+
+
 def read_anchor(path: Path, limit: int = C.MAX_YAML_BYTES) -> bytes:
     """A regular file's bytes, never blocking on a FIFO, never a device, at most limit."""
     from harness.files import NotReadable, read_regular

@@ -261,6 +261,15 @@ def test_a_real_librarys_benchmark_file_with_fixtures_and_a_conftest_runs_unchan
     checked = harness("verify", out, "--repo", where)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "collected and set up the tests" in harness("summary", out).stdout
+    # the library's repository is a bisect folder's --repo, not a bundle's: said so
+    from harness.plan import revisions, spec
+
+    target = revisions.target_repo(spec.load(yaml_path))
+    wrong = harness("verify", out, "--repo", target)
+    assert wrong.returncode == 2 and no_traceback(wrong)
+    assert (f"--repo: expected the repository holding the campaign file suite-mdlite.yaml (the bundle's campaign_path); "
+            f"{target} has no such file (it holds the campaign's commit ") in wrong.stderr, wrong.stderr
+    assert "it is the target repository, which --repo names for a bisect folder, not for a bundle)" in wrong.stderr
 
 
 @pytest.fixture
