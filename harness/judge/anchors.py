@@ -4,6 +4,7 @@ limit, and never a file inside an evidence bundle. One owner for both judges, so
 reproduce do not import each other for it."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness import contract as C
@@ -69,8 +70,8 @@ def campaign_file(repo: Path, rel, shas=()) -> Path:
     commits (shas), a repository holding one of them is said to be the target's, the repository
     `verify --repo` takes for a bisect folder, not for a bundle."""
     path = anchor(repo, rel, "campaign_path")
-    if path.is_file():
-        return path
+    if os.path.lexists(path):
+        return path  # read_anchor says what else is wrong with it (a FIFO, a device)
     from harness.plan import revisions
 
     held = next((sha for sha in shas if isinstance(sha, str) and C.GITSHA_RE.match(sha)
