@@ -6,32 +6,13 @@ what pytest cannot run here is refused in one line."""
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from suites_support import isolated, write  # noqa: F401 - isolated is a fixture
 from harness.worker.suites import common, pytest_suite
-
-
-@pytest.fixture
-def isolated(monkeypatch):
-    """sys.path and sys.modules as they were (each test imports its own small suite), and the
-    worker's rule: nothing of pytest's rewritten modules is written as bytecode."""
-    path, modules = list(sys.path), set(sys.modules)
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    yield
-    sys.path[:] = path
-    for name in set(sys.modules) - modules:
-        del sys.modules[name]
-
-
-def write(root: Path, files: dict) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
 
 
 def suite(root: Path, path: str, kind="pytest-benchmark", **params):

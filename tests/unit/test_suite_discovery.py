@@ -5,7 +5,6 @@ tests/unit/test_pytest_suite.py)."""
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,26 +12,10 @@ import numpy as np
 import pytest
 
 from harness import contract as C
+from suites_support import isolated, write  # noqa: F401 - isolated is a fixture
 from harness.worker.suites import asv, common
 from harness.plan import spec
 from harness.plan.suite import SelectError, keyword_matcher, matcher
-
-@pytest.fixture
-def isolated():
-    """sys.path and sys.modules as they were: each test imports its own small suite."""
-    path, modules = list(sys.path), set(sys.modules)
-    yield
-    sys.path[:] = path
-    for name in set(sys.modules) - modules:
-        del sys.modules[name]
-
-
-def write(root: Path, files: dict) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
-
 
 ASV = {
     "bm_unit_a/__init__.py": "",
