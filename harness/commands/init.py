@@ -134,7 +134,8 @@ def main(args) -> int:
             return 2
         if Path(path).is_absolute() or ".." in Path(path).parts or not (repo / path).exists():
             print(f"harness init: error: --suite {kind} {path}: expected a file or folder inside the repository "
-                  f"{repo}, relative to its top (e.g. benchmarks/benchmarks); {repo / path} is not one", file=sys.stderr)
+                  f"{repo}, relative to its top (e.g. benchmarks/benchmarks); {repo / path} is not one",
+                  file=sys.stderr)
             return 2
         where, select = SUITE_PATHS["asv" if kind == "asv" else "pytest"]
         workload = SUITE.format(kind=kind, suite_path=json.dumps(Path(path).as_posix()), where=where, select=select,

@@ -372,3 +372,66 @@ def test_a_suite_that_imports_or_names_the_plugins_runs_when_they_are_installed(
     assert info["plugins"] == [] and info["options_ignored"] == ["--benchmark-autosave", "--codspeed"]
     wl.close()
     assert not (tmp_path / ".benchmarks").exists()
+
+
+def test_what_pytest_skips_is_left_out_and_pedantic_tears_down_after_the_clock(tmp_path, isolated):
+    write(tmp_path, {"sk_unit/test_s.py": """
+        import sys
+
+        import pytest
+
+        DOWN = []
+
+
+        @pytest.fixture
+        def needs_thing():
+            pytest.skip("no thing here")
+
+
+        @pytest.mark.skipif(sys.version_info > (3,), reason="python 3")
+        def test_skipif(benchmark):
+            benchmark(len, "x")
+
+
+        @pytest.mark.skipif(sys.version_info < (3,), reason="python 2")
+        def test_runs(benchmark):
+            benchmark(len, "x")
+
+
+        def test_fixture_skips(benchmark, needs_thing):
+            benchmark(len, "x")
+
+
+        @pytest.mark.xfail(reason="known")
+        def test_xfailed(benchmark):
+            benchmark(len, "x")
+            assert False
+
+
+        @pytest.mark.xfail(reason="was known", strict=False)
+        def test_xpassed(benchmark):
+            benchmark(len, "xy")
+
+
+        def test_importorskip(benchmark):
+            pytest.importorskip("not_installed_anywhere_xyz")
+
+
+        def test_pedantic(benchmark):
+            benchmark.pedantic(len, setup=lambda: (([1, 2, 3],), {}), teardown=lambda seq: DOWN.append(len(seq)))
+    """})
+    wl = suite(tmp_path, "sk_unit", number=3)
+    assert wl.items == ["sk_unit/test_s.py::test_runs", "sk_unit/test_s.py::test_xpassed",
+                        "sk_unit/test_s.py::test_pedantic"]
+    skipped = wl.metrics()["suite"]["skipped"]
+    assert skipped == {"sk_unit/test_s.py::test_skipif": "Skipped: python 3",
+                       "sk_unit/test_s.py::test_fixture_skips": "Skipped: no thing here",
+                       "sk_unit/test_s.py::test_xfailed": "xfail: known",
+                       "sk_unit/test_s.py::test_importorskip": "Skipped: could not import "
+                                                               "'not_installed_anywhere_xyz': No module named "
+                                                               "'not_installed_anywhere_xyz'"}
+    down = next(m for n, m in sys.modules.items() if n.endswith("test_s")).DOWN
+    assert down == [3]  # the test's own call tore its arguments down, as pytest-benchmark does
+    assert wl.run("sk_unit/test_s.py::test_pedantic") == 3 and down == [3]  # nothing torn down inside the clock
+    wl.close()
+    assert down == [3] * 4  # the arguments of the timed item's 3 calls, torn down after it

@@ -52,8 +52,10 @@ from harness.contract import MAX_ITEMS
 from harness.worker.suites.common import SuiteError, SuiteWorkload, finite_or_text, origin, raiser
 
 # asv's benchmark kinds and the names that make them (asv_runner/benchmarks/*.py, name_regex)
-KINDS = (("time", re.compile(r"^(Time[A-Z_].+)|(time_.+)$")), ("timeraw", re.compile(r"^(Timeraw[A-Z_].+)|(timeraw_.+)$")),
-         ("track", re.compile(r"^(Track[A-Z_].+)|(track_.+)$")), ("mem", re.compile(r"^(Mem[A-Z_].+)|(mem_.+)$")),
+KINDS = (("time", re.compile(r"^(Time[A-Z_].+)|(time_.+)$")),
+         ("timeraw", re.compile(r"^(Timeraw[A-Z_].+)|(timeraw_.+)$")),
+         ("track", re.compile(r"^(Track[A-Z_].+)|(track_.+)$")),
+         ("mem", re.compile(r"^(Mem[A-Z_].+)|(mem_.+)$")),
          ("peakmem", re.compile(r"^(PeakMem[A-Z_].+)|(peakmem_.+)$")))
 MAX_SCAN = 100 * MAX_ITEMS  # parameter combinations matched one by one against select
 MEASURED = ("track", "mem", "peakmem")  # measured once per run, before the clock: not timed items
@@ -316,8 +318,8 @@ def setup(ctx):
     mem = next((f for f in found if f[5] == "mem"), None)
     if mem is not None and asizeof_of() is None:
         raise SuiteError(f"asv benchmark {mem[0]} is a mem benchmark, which asv sizes with pympler's asizeof, and the "
-                         f"target interpreter ({sys.executable}) has no pympler: install it there (pip install pympler) "
-                         "or leave it out with select (e.g. '^(?!.*mem_)')")
+                         f"target interpreter ({sys.executable}) has no pympler: install it there (pip install "
+                         "pympler) or leave it out with select (e.g. '^(?!.*mem_)')")
     calls, teardowns, skipped, caches, modules, measured = {}, [], {}, {}, {}, {}
     for item, name, what, module, combo, kind in sorted(found, key=lambda f: f[5] == "time"):  # measured first
         modules[module.__name__] = origin(module, tree)

@@ -462,8 +462,8 @@ def import_pytest(kind: str):
                          "install pytest in it or set `python:` to one that has it") from None
     version = tuple(int(p) for p in re.findall(r"\d+", str(getattr(pytest, "__version__", "0")))[:2])
     if version < OLDEST:
-        raise SuiteError(f"the interpreter {sys.executable} has pytest {pytest.__version__}; a {kind} suite needs pytest "
-                         f"{OLDEST[0]}.{OLDEST[1]} or newer: upgrade it there or set `python:`")
+        raise SuiteError(f"the interpreter {sys.executable} has pytest {pytest.__version__}; a {kind} suite needs "
+                         f"pytest {OLDEST[0]}.{OLDEST[1]} or newer: upgrade it there or set `python:`")
     return pytest
 
 
@@ -583,11 +583,11 @@ def setup(ctx):
     version = getattr(pytest, "__version__", "?")
     info = {"kind": kind, "path": params["path"], "select": params.get("select"), "benchmarks": len(calls),
             "tests": run.tests, "skipped": skipped, "modules": run.modules,
-            "pytest": (f"pytest {version} of the target interpreter ({origin(pytest, tree)}) collected and set up the "
-                       f"tests: rootdir {_relative(Path(str(run.rootdir)), tree) if run.rootdir else '?'}, "
-                       f"configuration {_relative(Path(str(run.inifile)), tree) if config is not None else 'none'}, "
+            "pytest": (f"pytest {version} of the target interpreter collected and set up the tests: rootdir "
+                       f"{_relative(Path(str(run.rootdir)), tree) if run.rootdir else '?'}, configuration "
+                       f"{_relative(Path(str(run.inifile)), tree) if config is not None else 'none'}, "
                        f"{len(run.conftests)} conftest.py, plugins: {', '.join(run.plugins) or 'none'}"),
-            "conftests": run.conftests[:50], "plugins": run.plugins[:50],
+            "pytest_file": origin(pytest, tree), "conftests": run.conftests[:50], "plugins": run.plugins[:50],
             "fixture_replaced": dict(list(run.replaced.items())[:50]),
             "options_ignored": run.ignored, "environment_ignored": sorted(set_aside),
             "pedantic": {k: {kk: repr(vv)[:40] for kk, vv in v.items()} for k, v in list(pedantic.items())[:200]}}
