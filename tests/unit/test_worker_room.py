@@ -187,6 +187,15 @@ def test_the_worker_imports_only_its_room():
     assert wrong == []
 
 
+def test_an_import_of_the_users_own_is_found_when_it_runs_at_import(tmp_path):
+    """USERS_OWN's rule: an import the module runs when it is imported (at the top, in a class
+    body, under `if`/`try`) is eager; one inside a function is lazy."""
+    path = tmp_path / "probe.py"
+    path.write_text("import os\ntry:\n    import pytest\nexcept ImportError:\n    pass\n\n\nclass A:\n"
+                    "    import json\n\n\ndef f():\n    import pytest\n    return pytest\n")
+    assert top_level_lines(path) == {1, 3, 9}
+
+
 def test_the_room_is_what_the_worker_reaches():
     """SHARED lists no module the worker no longer reaches, and the room is the worker's package,
     those modules and the packages above them."""
