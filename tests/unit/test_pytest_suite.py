@@ -370,6 +370,7 @@ def test_a_suite_that_imports_or_names_the_plugins_runs_when_they_are_installed(
     assert wl.items == ["bench/test_p.py::test_p"] and wl.run("bench/test_p.py::test_p") == 4
     info = wl.metrics()["suite"]
     assert info["plugins"] == [] and info["options_ignored"] == ["--benchmark-autosave", "--codspeed"]
+    assert sorted(info["plugins_stood_in_for"]) == ["pytest_benchmark.plugin", "pytest_codspeed.plugin"]
     wl.close()
     assert not (tmp_path / ".benchmarks").exists()
 

@@ -222,6 +222,7 @@ class Run:
         self.tests = 0  # what pytest collected and -k kept
         self.ignored: list = []  # pytest-benchmark/codspeed options in the suite's configuration
         self.plugins: list = []  # plugins the suite loaded itself
+        self.taken_out: list = []  # pytest-benchmark's and pytest-codspeed's, when the suite loaded them
         self.conftests: list = []
         self.rootdir = self.inifile = None
         self.modules: dict = {}
@@ -284,6 +285,7 @@ def plugins(pytest, run: Run) -> list:
             family = str(getattr(plugin, "__name__", "")).split(".")[0]
             if family in STOOD_IN:
                 loaded.add(family)
+                run.taken_out.append(str(getattr(plugin, "__name__", name)))
                 manager.unregister(plugin)
         for name in BLOCKED:
             manager.set_blocked(name)
@@ -588,6 +590,7 @@ def setup(ctx):
                        f"{_relative(Path(str(run.inifile)), tree) if config is not None else 'none'}, "
                        f"{len(run.conftests)} conftest.py, plugins: {', '.join(run.plugins) or 'none'}"),
             "pytest_file": origin(pytest, tree), "conftests": run.conftests[:50], "plugins": run.plugins[:50],
+            "plugins_stood_in_for": run.taken_out,
             "fixture_replaced": dict(list(run.replaced.items())[:50]),
             "options_ignored": run.ignored, "environment_ignored": sorted(set_aside),
             "pedantic": {k: {kk: repr(vv)[:40] for kk, vv in v.items()} for k, v in list(pedantic.items())[:200]}}
