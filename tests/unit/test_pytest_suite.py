@@ -308,6 +308,9 @@ def test_what_pytest_cannot_run_is_refused_in_one_line(tmp_path, isolated, monke
 
                          def test_weave(benchmark):
                              benchmark.weave(len)
+
+                         def test_exits(benchmark):
+                             benchmark(exit, 3)
                      """,
                      "pr_unit/test_g.py": "import not_installed_anywhere_xyz\n",
                      "pr_conf/conftest.py": "import not_installed_either_xyz\n",
@@ -324,6 +327,9 @@ def test_what_pytest_cannot_run_is_refused_in_one_line(tmp_path, isolated, monke
     assert "used twice in one test" in refused("pr_unit/test_f.py", select="twice")
     assert "benchmark.weave is not something a campaign can stand in for" in refused("pr_unit/test_f.py",
                                                                                         select="weave")
+    assert refused("pr_unit/test_f.py", select="exits") == (
+        "pr_unit/test_f.py::test_exits: raised SystemExit (3), which would end the worker rather than be that item's "
+        "recorded error: leave it out with select")
     assert refused("pr_unit/test_g.py").startswith("pr_unit/test_g.py imports not_installed_anywhere_xyz, which the "
                                                    "target interpreter")
     assert refused("pr_conf").startswith("pr_conf/conftest.py imports not_installed_either_xyz, which the target")

@@ -616,6 +616,9 @@ def items(run: Run, number: int):
             continue
         failed = next((phases[w][1] for w in ("setup", "call") if w in phases and phases[w][0] == "failed"), None)
         if failed is not None:
+            if not isinstance(failed, Exception):  # SystemExit, KeyboardInterrupt: not an error a run records
+                raise SuiteError(f"{nodeid}: raised {type(failed).__name__} ({str(failed)[:100]}), which would end the "
+                                 "worker rather than be that item's recorded error: leave it out with select")
             calls[nodeid] = raiser(failed)
             continue
         if "call" not in phases:
