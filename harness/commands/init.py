@@ -1,8 +1,10 @@
 """`harness init`: write a minimal, commented campaign for a repository and two revisions.
 
-Five keys are set (name, target, base, candidate, workload); every other key is shown as a
-comment holding its default, so the file documents what a run will do (docs/campaign.md has
-each key). Revisions are quoted: YAML would read an all-digit short SHA as a number."""
+Five keys are set (name, target, base, candidate, and workload, or with `--suite KIND PATH` a suite
+the repository already has: asv, pytest-benchmark, pytest-codspeed, docs/suites.md); every other
+key is shown as a comment holding its default, so the file documents what a run will do
+(docs/campaign.md has each key). Revisions are quoted: YAML would read an all-digit short SHA as a
+number."""
 from __future__ import annotations
 
 import json
@@ -11,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from harness import contract as C
 from harness.plan import spec
 
 TEMPLATE = """\
@@ -28,13 +31,7 @@ candidate:
   rev: {candidate}              # WORKTREE = the repository's uncommitted (tracked) changes
 # python: null                  # the workers' interpreter (a path, or a command such as python3.9), CPython
 #                               # 3.9+ with numpy; null: the harness's own. The code's dependencies go there.
-workload:
-  entry: {entry}                # module:function returning an object with .items and .run(item)
-  path: {workload_path}         # folder holding that module, outside the revision tree
-  # sys_path: [src]             # folders of the revision tree to import from first (src layout)
-  # params: {{}}                # handed to setup(ctx) as ctx.params
-  # items: null                 # run only N items, evenly spread (default: all)
-# build: []                     # commands run in each revision's tree first, e.g. [[python, setup.py, build_ext, --inplace]]
+{workload}# build: []                     # commands run in each revision's tree first, e.g. [[python, setup.py, build_ext, --inplace]]
 # inputs: {{}}                  # name: {{path, sha256, build}}: files pinned by hash
 # rounds: auto                  # each round one base (A) and one candidate (B) run, shuffled; one fresh
 #                               # process per run. auto: from min_rounds on, stop when the anytime-valid
@@ -58,6 +55,30 @@ workload:
 """
 
 
+WORKLOAD = """\
+workload:
+  entry: {entry}                # module:function returning an object with .items and .run(item)
+  path: {workload_path}         # folder holding that module, outside the revision tree
+  # sys_path: [src]             # folders of the revision tree to import from first (src layout)
+  # params: {{}}                # handed to setup(ctx) as ctx.params
+  # items: null                 # run only N items, evenly spread (default: all)
+"""
+SUITE = """\
+suite:                          # the repository's own benchmarks, each an item (docs/suites.md)
+  kind: {kind}
+  path: {suite_path}            # {where}
+  # select: null                # {select}
+  # sys_path: []                # folders of the revision tree to import from first, e.g. [src]
+  # items: null                 # run only N of the selected, evenly spread (default: all)
+  # number: 1                   # calls per timed item; more for a benchmark far shorter than 1 ms
+{extra}"""
+SUITE_PATHS = {"asv": ("in the revision tree: asv's benchmark folder, or one module of it",
+                       "a regular expression searched in each benchmark's name, as asv run --bench"),
+               "pytest": ("in the revision tree: a test file, or a folder of them",
+                          "a pytest -k expression, e.g. \"test_parse and not slow\"")}
+PYTEST_EXTRA = ("  # ini: {{}}                  # pytest -o NAME=VALUE over the suite's configuration, e.g. "
+                "{{addopts: ''}}\n")
+
 COMMENT_COLUMN = 32
 
 
@@ -77,7 +98,11 @@ def add_parser(sub) -> None:
     p.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
     p.add_argument("--candidate", default="WORKTREE", help="candidate revision (default: WORKTREE, the "
                                                            "uncommitted changes)")
-    p.add_argument("--entry", required=True, metavar="MODULE:FUNCTION", help="the workload's setup function")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--entry", metavar="MODULE:FUNCTION", help="the workload's setup function")
+    what.add_argument("--suite", nargs=2, metavar=("KIND", "PATH"),
+                      help="the repository's own benchmark suite instead of a workload: KIND is asv, pytest-benchmark "
+                           "or pytest-codspeed, PATH its folder or file in the repository (docs/suites.md)")
     p.add_argument("--workload-path", default=".", metavar="DIR",
                    help="folder holding the workload module (default: the campaign file's folder)")
     p.add_argument("--name", help="campaign name (default: the repository folder's name)")
@@ -101,9 +126,25 @@ def main(args) -> int:
         return os.path.relpath(Path(path).resolve(), here)
 
     name = args.name or "".join(c if c.isalnum() or c in "_.-" else "_" for c in repo.name)[:64] or "campaign"
+    if args.suite:
+        kind, path = args.suite
+        if kind not in C.SUITE_ENTRIES:
+            print(f"harness init: error: --suite {kind}: expected one of {', '.join(C.SUITE_ENTRIES)} (docs/suites.md)",
+                  file=sys.stderr)
+            return 2
+        if Path(path).is_absolute() or ".." in Path(path).parts or not (repo / path).exists():
+            print(f"harness init: error: --suite {kind} {path}: expected a file or folder inside the repository "
+                  f"{repo}, relative to its top (e.g. benchmarks/benchmarks); {repo / path} is not one",
+                  file=sys.stderr)
+            return 2
+        where, select = SUITE_PATHS["asv" if kind == "asv" else "pytest"]
+        workload = SUITE.format(kind=kind, suite_path=json.dumps(Path(path).as_posix()), where=where, select=select,
+                                extra="" if kind == "asv" else PYTEST_EXTRA.format())
+    else:
+        workload = WORKLOAD.format(entry=args.entry, workload_path=rel(args.workload_path))
     text = _aligned(TEMPLATE.format(file=args.output, name=name, repo=rel(args.repo), base=json.dumps(args.base),
-                           candidate=json.dumps(args.candidate), entry=args.entry,
-                           workload_path=rel(args.workload_path), instruction_runs=spec.DEFAULT_INSTRUCTION_RUNS,
+                           candidate=json.dumps(args.candidate), workload=workload,
+                           instruction_runs=spec.DEFAULT_INSTRUCTION_RUNS,
                            first_look=spec.DEFAULT_FIRST_LOOK, budget_s=spec.DEFAULT_BUDGET_S, stage_rounds=spec.DEFAULT_STAGE_ROUNDS,
                            slots=spec.DEFAULT_SLOTS, run_s=spec.DEFAULT_RUN_TIMEOUT_S,
                            campaign_s=spec.DEFAULT_CAMPAIGN_TIMEOUT_S, threshold=spec.DEFAULT_THRESHOLD))

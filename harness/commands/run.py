@@ -149,17 +149,16 @@ def main(args) -> int:
 
 def suite_lines(out: Path) -> list[str]:
     """A `suite:` campaign: what its benchmarks gave (outputs hashed or not given, stages), read
-    from the sealed bundle's first ok run."""
+    from the sealed bundle's first ok run, and what asv's measured benchmarks gave, from every one."""
     from harness.files import read_json
     from harness.render.text import suite_text, tline
 
     try:
         campaign = read_json(out / C.CAMPAIGN_JSON)
-        for label in campaign["labels"]:
-            path = out / C.run_path(label)
-            record = read_json(path) if path.is_file() else None
-            if isinstance(record, dict) and record.get("status") == "ok":
-                return [line[0].lower() + line[1:] for line in suite_text(campaign, [record], esc=tline)]
+        records = [read_json(out / C.run_path(label)) for label in campaign["labels"]
+                   if (out / C.run_path(label)).is_file()]
+        ok = [r for r in records if isinstance(r, dict) and r.get("status") == "ok"]
+        return [line[0].lower() + line[1:] for line in suite_text(campaign, ok, esc=tline)] if ok else []
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return []

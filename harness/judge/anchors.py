@@ -4,6 +4,7 @@ limit, and never a file inside an evidence bundle. One owner for both judges, so
 reproduce do not import each other for it."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness import contract as C
@@ -61,6 +62,24 @@ def anchor(repo: Path, rel, key: str) -> Path:
             raise AnchorError(f"{where}: lies inside the evidence bundle {folder}; the anchors are the "
                               "repository's own files, never a bundle's")
     return path
+
+
+def campaign_file(repo: Path, rel, shas=()) -> Path:
+    """The bundle's campaign file in the repository at --repo (campaign_path), or AnchorError
+    naming which repository --repo must be: the one the campaign was run from. Given the bundle's
+    commits (shas), a repository holding one of them is said to be the target's, the repository
+    `verify --repo` takes for a bisect folder, not for a bundle."""
+    path = anchor(repo, rel, "campaign_path")
+    if os.path.lexists(path):
+        return path  # read_anchor says what else is wrong with it (a FIFO, a device)
+    from harness.plan import revisions
+
+    held = next((sha for sha in shas if isinstance(sha, str) and C.GITSHA_RE.match(sha)
+                 and revisions.commit_sha(repo, sha)), None)
+    why = (f" (it holds the campaign's commit {held[:12]}: it is the target repository, which --repo names for a "
+           "bisect folder, not for a bundle)") if held else ""
+    raise AnchorError(f"--repo: expected the repository holding the campaign file {rel} (the bundle's campaign_path); "
+                      f"{repo} has no such file{why}: give the repository the campaign was run from")
 
 
 def read_anchor(path: Path, limit: int = C.MAX_YAML_BYTES) -> bytes:

@@ -227,12 +227,13 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
         overrides.pop("order", None)
         overrides.pop("rounds", None)
     overrides.update(spec.parse_overrides(order=order, items=items, rounds=rounds))
-    from harness.judge.anchors import AnchorError, anchor, outside_bundles, repository
+    from harness.judge import anchors
 
     try:  # the repository's own campaign file, or the reviewer's: never one inside a bundle
-        source = outside_bundles(Path(campaign_file)) if campaign_file is not None else \
-            anchor(repository(repo), recorded["campaign_path"], "campaign_path")
-    except AnchorError as exc:
+        source = anchors.outside_bundles(Path(campaign_file)) if campaign_file is not None else \
+            anchors.campaign_file(anchors.repository(repo), recorded["campaign_path"],
+                                  [recorded["revisions"][v]["sha"] for v in ("base", "candidate")])
+    except anchors.AnchorError as exc:
         raise Refused(str(exc)) from None
     campaign = spec.load(source, overrides)
     pinned = {inp.name: inp.sha256 for inp in campaign.inputs}

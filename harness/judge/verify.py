@@ -18,7 +18,8 @@ from pathlib import Path
 
 from harness import contract as C, records, rehash
 from harness.comparison import derive as comparison
-from harness.judge.anchors import UNANCHORED, AnchorError, anchor, anchorable, read_anchor, repository
+from harness.judge.anchors import (UNANCHORED, AnchorError, anchor, anchorable, campaign_file, read_anchor,
+                                   repository)
 from harness.records import InstructionRecord, RunRecord
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
@@ -101,8 +102,9 @@ def _verify_bisect(root: Path, repo, max_array_bytes, original) -> Report:
 
         repo = Path(repo)
         if not repo.is_dir() or revisions.commit_sha(repo, receipt["bad"]) is None:
-            return Report(unusable=f"--repo {repo}: not the target repository of this bisect (it has no commit "
-                                   f"{receipt['bad'][:12]}); give the campaign's target repository")
+            return Report(unusable=f"--repo {repo}: expected the target repository of this bisect, whose commits it "
+                                   f"walked; {repo} has no commit {receipt['bad'][:12]}: give the campaign's target "
+                                   "repository (the code's; a bundle's --repo is the one holding its campaign file)")
         try:
             line = revisions.first_parent_line(repo, receipt["good"], receipt["bad"], C.MAX_BISECT_COMMITS)
         except ValueError as exc:
@@ -226,7 +228,8 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
     if not campaign["campaign_path"]:
         check.fail(C.CAMPAIGN_JSON, "no campaign_path to find the campaign in the repository", "anchors")
         return
-    source = anchor(repo, campaign["campaign_path"], "campaign_path")
+    source = campaign_file(repo, campaign["campaign_path"],
+                           [campaign["revisions"][v]["sha"] for v in ("base", "candidate")])
     if read_anchor(source) != check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES):
         check.fail(C.CAMPAIGN_YAML, f"differs from {source}", "anchors")
     if campaign["golden"]:

@@ -425,7 +425,7 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     calls of each benchmark one timed item makes, for a benchmark too short to time in one call."""
     from harness.plan.suite import SelectError, matcher
 
-    s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items", "number"}, {"kind", "path"})
+    s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items", "number", "ini"}, {"kind", "path"})
     kind = s["kind"]
     if not isinstance(kind, str) or kind not in C.SUITE_ENTRIES:
         raise r.fail("suite.kind", "one of " + ", ".join(C.SUITE_ENTRIES), kind)
@@ -448,7 +448,35 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     params: dict[str, Any] = {"kind": kind, "path": path, "select": select}
     if "number" in s:  # only when given: campaign.json of a suite without it stays as it was
         params["number"] = int(r.number(s["number"], "suite.number", 1, MAX_SUITE_NUMBER, integer=True))
+    if "ini" in s:  # pytest's -o NAME=VALUE, over the suite's own configuration file
+        params["ini"] = _ini(r, s["ini"], kind)
     return Suite(kind, path, select), Workload(C.SUITE_ENTRIES[kind], None, params, sys_path, items)
+
+
+INI_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
+MAX_INI = 32  # entries of suite.ini
+MAX_INI_VALUE = 4096  # characters of one
+
+
+def _ini(r: _Reader, value: Any, kind: str) -> dict[str, str]:
+    """`suite.ini`: pytest configuration values that override the suite's own (pytest's
+    `-o NAME=VALUE`), e.g. `{addopts: ''}` to run without the configuration's addopts."""
+    from harness.plan.suite import PYTEST_KINDS
+
+    if kind not in PYTEST_KINDS:
+        raise r.fail("suite.ini", "no ini for an asv suite (it overrides a pytest suite's configuration)", value)
+    if not isinstance(value, dict) or len(value) > MAX_INI:
+        raise r.fail("suite.ini", f"a mapping of at most {MAX_INI} pytest configuration names to values, e.g. "
+                                  "{addopts: ''}", value)
+    out = {}
+    for name, setting in value.items():
+        if not isinstance(name, str) or not INI_NAME_RE.match(name):
+            raise r.fail("suite.ini", "pytest configuration names (letters, digits, _ . -)", name)
+        if isinstance(setting, bool) or not isinstance(setting, (str, int, float)) or \
+                len(str(setting)) > MAX_INI_VALUE or any(c in str(setting) for c in "\0\n\r"):
+            raise r.fail(f"suite.ini.{name}", f"a one-line value of at most {MAX_INI_VALUE} characters", setting)
+        out[name] = str(setting)
+    return out
 
 
 def _workload(r: _Reader, value: Any) -> Workload:

@@ -375,7 +375,7 @@ def _notes(bundle, long: bool) -> list[str]:
     if len(warnings) > WARNINGS_SHOWN and not long:
         notes.append(f"{len(warnings) - WARNINGS_SHOWN} more warning(s): `harness summary --long` shows them all.")
     suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
-                                   "metrics": r.metrics} for r in bundle.runs if r.ok][:1], cell)
+                                   "metrics": r.metrics, "variant": r.variant} for r in bundle.runs if r.ok], cell)
     return notes + [line + "." for line in suite]
 
 

@@ -328,12 +328,53 @@ def _calls(number: Any) -> str:
     return "once"
 
 
+MEASURED_SHOWN = 8
+
+
+def measured_text(runs: list, esc=cell) -> str:
+    """asv's track, mem and peakmem benchmarks (metrics suite.measured: measured once per run
+    before the clock, not timed): each one's median value per variant, from the runs' records
+    (dicts with variant and metrics); "" when there are none. A value that is not a number (a
+    bundle's text) is shown as text, from the first run that has it."""
+    import statistics
+
+    values: dict = {}
+    for run in runs:
+        info = ((run.get("metrics") or {}).get("suite") or {}) if isinstance(run, dict) else {}
+        measured = info.get("measured") if isinstance(info, dict) else None
+        if not isinstance(measured, dict):
+            continue
+        for name, entry in list(measured.items())[:200]:
+            if isinstance(entry, dict):
+                values.setdefault(str(name), (entry, {}))[1].setdefault(str(run.get("variant")), []).append(
+                    entry.get("value", entry.get("error")))
+    if not values:
+        return ""
+
+    def shown(found: list) -> str:
+        numbers = [v for v in found if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+        if numbers and len(numbers) == len(found):
+            middle = statistics.median(numbers)
+            return f"{middle:.6g}" + (f" (median of {len(numbers)})" if len(numbers) > 1 else "")
+        return esc(found[0], 60) if found else "none"
+
+    parts = []
+    for name, (entry, by_variant) in sorted(values.items())[:MEASURED_SHOWN]:
+        parts.append(f"{esc(name, 120)} ({esc(entry.get('kind'), 20)}, {esc(entry.get('unit', ''), 40)}): "
+                     f"base {shown(by_variant.get('base', []))}, candidate {shown(by_variant.get('candidate', []))}")
+    more = f"; {len(values) - MEASURED_SHOWN} more in the runs' metrics (suite.measured)" \
+        if len(values) > MEASURED_SHOWN else ""
+    return ("Measured, not timed (asv's track, mem and peakmem benchmarks, once per run before the clock; no "
+            "verdict): " + "; ".join(parts) + more)
+
+
 def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
     """What a `suite:` campaign's benchmarks gave, in sentences (none for a workload): the suite,
     how many items' outputs were hashed, and for the rest what they returned instead ("outputs:
     not given by this benchmark"); its stages when none were declared. runs: the ok runs' records
-    as dicts (items, metrics); every value from them goes through esc (`cell` on a page, `tline`
-    on a terminal)."""
+    as dicts (items, metrics, variant: the first is read for the suite's notes, all for what asv's
+    measured benchmarks gave); every value from them goes through esc (`cell` on a page, `tline` on
+    a terminal)."""
     from harness import contract as C
 
     workload = campaign.get("workload") or {}
@@ -360,6 +401,9 @@ def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
                         else "parity covers the rest and every item's errors"))
     else:
         lines.append(f"Outputs: every one of the {len(items)} items returned data, hashed for parity")
+    measured = measured_text(runs, esc)
+    if measured:
+        lines.append(measured)
     if not campaign.get("stages"):
         lines.append("Stages: not given by this benchmark (declare `stages:` to time functions inside it)")
     return lines

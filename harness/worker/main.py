@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import gc
 import importlib
+import itertools
 import os
 import sys
 import threading
@@ -589,7 +590,8 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
     suite = is_suite(job)
     try:
         workload = setup(ctx)
-        items = [str(i) for i in workload.items]
+        # at most one more than a run measures: an endless `items` (a generator that never ends) is refused, not followed
+        items = [str(i) for i in itertools.islice(workload.items, contract.MAX_ITEMS + 1)]
     except Exception as exc:  # noqa: BLE001
         if suite:  # the adapter's refusal is its own line; anything else names where it was raised
             text = str(exc) if type(exc).__name__ == "SuiteError" else f"{describe(exc)}{hints(exc)}"
@@ -600,7 +602,8 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
     if not items:
         raise SystemExit("workload.entry: setup() gave no items")
     if len(items) > contract.MAX_ITEMS or any(len(i) > 256 for i in items):
-        raise SystemExit(f"workload.entry: setup() gave {len(items)} items; a run measures at most "
+        raise SystemExit(f"workload.entry: setup() gave {'more than ' * (len(items) > contract.MAX_ITEMS)}"
+                         f"{min(len(items), contract.MAX_ITEMS)} items; a run measures at most "
                          f"{contract.MAX_ITEMS}, with ids of at most 256 characters (workload.items: N picks N of them)")
     arrays_dir = Path(job.arrays_dir)
 

@@ -133,6 +133,17 @@ def test_verify_against_a_repository_whose_campaign_file_was_edited_names_it_and
     shutil.copytree(ROOT / "campaigns", repo / "campaigns")
     git(repo, "init", "-q")
     assert harness("verify", demo_bundle, "--repo", repo).returncode == 0
+    # a repository without the campaign file: the message names which repository --repo must be
+    (tmp_path / "other").mkdir()
+    git(tmp_path / "other", "init", "-q")
+    for command in ("verify", "reproduce"):
+        wrong = harness(command, demo_bundle, "--repo", tmp_path / "other", "--out", tmp_path / "again") \
+            if command == "reproduce" else harness(command, demo_bundle, "--repo", tmp_path / "other")
+        assert wrong.returncode == 2 and no_traceback(wrong) and wrong.stderr.count("\n") == 1, wrong.stderr
+        assert wrong.stderr == (f"harness {command}: error: --repo: expected the repository holding the campaign file "
+                                f"campaigns/demo.yaml (the bundle's campaign_path); {tmp_path / 'other'} has no such "
+                                "file: give the repository the campaign was run from\n")
+    assert not (tmp_path / "again").exists()
     demo = repo / "campaigns" / "demo.yaml"
     demo.write_text(demo.read_text() + "# tuned later\n")
     result = harness("verify", demo_bundle, "--repo", repo)

@@ -455,6 +455,19 @@ def test_stage_and_setup_errors_read_as_the_users_own(user_repo, tmp_path):
     assert result.returncode == 2 and no_traceback(result)
     assert (f"workload.entry: setup() failed: KeyError: 'corpus' (at {tmp_path / 'bench' / 'bench_sum.py'}:"
             f"{lineno})") in result.stderr, result.stderr
+    # an endless `items` (a generator that never ends) is read to one more than a run measures, then refused
+    (tmp_path / "bench" / "bench_sum.py").write_text(textwrap.dedent(WORKLOAD) + textwrap.dedent('''
+
+        def setup(ctx):
+            import itertools
+
+            bench = Bench(ctx)
+            bench.items = (f"n{i}" for i in itertools.count())
+            return bench
+    '''))
+    result = harness("check", campaign(tmp_path, user_repo), env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result)
+    assert "workload.entry: setup() gave more than 10000 items; a run measures at most 10000" in result.stderr
 
 
 def test_an_input_hash_mismatch_prints_the_digest_in_full(user_repo, tmp_path):

@@ -211,7 +211,7 @@ def _anchor_repo(demo_bundle, tmp_path, campaign_path):
     ("campaigns/../../outside.yaml", "not a relative path inside the repository"),
     ("campaigns/zero.yaml", "resolves outside the repository"),
     ("campaigns/fifo.yaml", "not a regular file"),
-    ("campaigns/missing.yaml", "cannot be read"),
+    ("campaigns/missing.yaml", "--repo: expected the repository holding the campaign file campaigns/missing.yaml"),
 ])
 def test_anchors_are_the_repositorys_own_regular_files(demo_bundle, tmp_path, campaign_path, why):
     """A bundle in the repository's evidence/ naming its own campaign.yaml made verify --repo

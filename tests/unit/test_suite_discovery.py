@@ -1,41 +1,21 @@
 """Existing benchmark suites as campaign items (harness/worker/suites/, docs/suites.md), in this
-process: asv discovery and its params expansion from a module's text, the pytest-benchmark
-fixture's stand-in and pytest's parametrize ids, what a return value becomes as outputs, the
-select rules, and the spec's one-line refusals."""
+process: asv discovery and its params expansion from a module's text, what a return value becomes
+as outputs, the select rules, and the spec's one-line refusals (pytest suites:
+tests/unit/test_pytest_suite.py)."""
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from harness.worker.suites import asv, common, pytest_suite
+from harness import contract as C
+from suites_support import isolated, write  # noqa: F401 - isolated is a fixture
+from harness.worker.suites import asv, common
 from harness.plan import spec
 from harness.plan.suite import SelectError, keyword_matcher, matcher
-
-# the suites' own test files use pytest-codspeed's mark, which this session has no plugin for
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
-
-
-@pytest.fixture
-def isolated():
-    """sys.path and sys.modules as they were: each test imports its own small suite."""
-    path, modules = list(sys.path), set(sys.modules)
-    yield
-    sys.path[:] = path
-    for name in set(sys.modules) - modules:
-        del sys.modules[name]
-
-
-def write(root: Path, files: dict) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
-
 
 ASV = {
     "bm_unit_a/__init__.py": "",
@@ -65,7 +45,10 @@ ASV = {
                 return [self.n] * 3
 
             def peakmem_cells(self, n, tag):
-                pass
+                return bytearray(n << 22)  # 40 MiB for 10: above glibc's largest mmap threshold, fresh pages
+
+            def mem_cells(self, n, tag):
+                return [tag] * n
 
         class Flat:
             params = [1, 2, 2]
@@ -97,28 +80,116 @@ def test_asv_discovery_expands_params_like_asv_and_sets_up_before_the_clock(tmp_
                         "bench_x.Flat.time_flat(2 (0))", "bench_x.Flat.time_flat(2 (1))",
                         "bench_x.Grid.time_cells(8, 'a')", "bench_x.Grid.time_cells(8, 'b')",
                         "bench_x.Grid.time_cells(10, 'a')",
-                        "bench_x.time_plain", "bench_x.track_count"]
+                        "bench_x.time_plain"]
     module = sys.modules["bm_unit_a.bench_x"]
     # the module's setup first, then the class's, with the item's parameters, all in setup()
     assert ("module", ()) in module.CALLS and ("module", (1,)) in module.CALLS  # a skipped item's setup ran too
     assert module.CALLS.index(("module", (8, "a"))) < module.CALLS.index(("class", (8, "a")))
     info = wl.metrics()["suite"]
     assert info["skipped"] == {"bench_x.Flat.time_flat(1)": "setup raised NotImplementedError: not for one"}
-    assert info["not_run"] == ["bench_x.Grid.peakmem_cells"]
     assert info["modules"] == {"bm_unit_a.bench_x": "tree:bm_unit_a/bench_x.py"}
     with pytest.raises(KeyError):  # a setup that fails is the item's error, in every run
         wl.run("bench_x.Broken.time_never")
     assert wl.run("bench_x.Grid.time_cells(10, 'a')") == [10, 10, 10]
-    assert wl.run("bench_x.track_count") == 42
+    # asv's other kinds: measured once in setup(), not timed items
+    measured = info["measured"]
+    assert measured["bench_x.track_count"] == {"kind": "track", "unit": "things", "type": "track", "value": 42}
+    assert sorted(measured) == ["bench_x.Grid.mem_cells(10, 'a')", "bench_x.Grid.mem_cells(8, 'a')",
+                                "bench_x.Grid.mem_cells(8, 'b')", "bench_x.Grid.peakmem_cells(10, 'a')",
+                                "bench_x.Grid.peakmem_cells(8, 'a')", "bench_x.Grid.peakmem_cells(8, 'b')",
+                                "bench_x.track_count"]
+    from pympler.asizeof import asizeof
+
+    obj = ["a"] * 8  # asv's measure: what a copy of the object adds
+    assert measured["bench_x.Grid.mem_cells(8, 'a')"] == {"kind": "mem", "unit": "bytes",
+                                                         "value": asizeof([obj, list(obj)]) - asizeof([obj, obj])}
+    peak = measured["bench_x.Grid.peakmem_cells(10, 'a')"]
+    if "growth" in peak:  # Linux: the mark reset before the call; the 40 MiB it allocated are in its growth
+        assert peak["growth"] >= 39 << 20 and peak["value"] >= peak["growth"]
+    assert ("class", (10, "a")) in module.CALLS  # each measured benchmark had its own setup
 
 
 def test_asv_select_is_a_regex_on_the_name_with_or_without_params(tmp_path, isolated):
     write(tmp_path, ASV)
     assert asv_setup(tmp_path, r"Grid\.time_cells\(8").items == ["bench_x.Grid.time_cells(8, 'a')",
                                                                  "bench_x.Grid.time_cells(8, 'b')"]
-    assert asv_setup(tmp_path, "track_").items == ["bench_x.track_count"]
-    with pytest.raises(common.SuiteError, match="no asv benchmark .* matches select 'nothing'"):
+    with pytest.raises(common.SuiteError, match="no asv time benchmark .* matches select 'nothing'"):
         asv_setup(tmp_path, "nothing")
+    with pytest.raises(common.SuiteError) as exc:
+        asv_setup(tmp_path, "track_")
+    assert str(exc.value) == ("no asv time benchmark (time_*) under bm_unit_a matches select 'track_' (it selects 1 "
+                              "of other kinds, which are measured beside timed ones, not timed)")
+
+
+def test_asv_kinds_it_cannot_measure_and_unbounded_params_are_refused_in_one_line(tmp_path, isolated, monkeypatch):
+    write(tmp_path, {"bm_unit_k/__init__.py": "", "bm_unit_k/bench_k.py": """
+        def time_ok():
+            pass
+
+        def timeraw_import():
+            return "import json"
+
+        def mem_list():
+            return [1, 2]
+    """, "bm_unit_k/bench_big.py": """
+        class Huge:
+            params = [list(range(400))] * 3  # 64 million combinations
+
+            def time_huge(self, a, b, c):
+                pass
+
+        def time_small():
+            pass
+    """, "bm_unit_k/bench_many.py": """
+        class Many:
+            params = list(range(6000))
+
+            def time_many(self, n):
+                pass
+
+        class More:
+            params = list(range(6000))
+
+            def time_more(self, n):
+                pass
+    """, "bm_unit_k/bench_endless.py": """
+        import itertools
+
+        class Endless:
+            params = itertools.count()
+
+            def time_endless(self, n):
+                pass
+    """})
+
+    def refused(select, path="bm_unit_k/bench_k.py") -> str:
+        with pytest.raises(common.SuiteError) as exc:
+            asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": path, "select": select}))
+        assert "\n" not in str(exc.value)
+        return str(exc.value)
+
+    assert refused("time_ok|timeraw").startswith("asv benchmark bench_k.timeraw_import is a timeraw benchmark: asv "
+                                                 "times the code it returns in a fresh interpreter of its own")
+    big = "bm_unit_k/bench_big.py"
+    assert refused("Huge", big) == ("asv benchmark bench_big.Huge.time_huge: params of 64,000,000 combinations (400 x "
+                                    "400 x 400); a run measures at most 10,000 items: narrow its params (or leave it "
+                                    "out with select)")
+    # a select its name does not match: each of its 64 million ids would have to be matched; its name is
+    wl = asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": big, "select": r"small|\(1, 2, 3\)"}))
+    assert wl.items == ["bench_big.time_small"]
+    assert wl.metrics()["suite"]["matched_by_name_only"] == ["bench_big.Huge.time_huge"]
+    many = "bm_unit_k/bench_many.py"
+    assert refused(r"Many|More", many) == ("the selected asv benchmarks expand to more than 10,000 items (params "
+                                           "combinations); a run measures at most that: narrow select")
+    assert asv.setup(SimpleNamespace(tree=tmp_path, params={"kind": "asv", "path": many, "select": r"many\(1"})).items \
+        == ["bench_many.Many.time_many(1)"] + [f"bench_many.Many.time_many(1{i})" for i in range(10)] + \
+        [f"bench_many.Many.time_many(1{i:02d})" for i in range(100)] + \
+        [f"bench_many.Many.time_many(1{i:03d})" for i in range(1000)]
+    assert refused(None, "bm_unit_k/bench_endless.py").startswith(
+        "asv benchmark bench_endless.Endless.time_endless: params with more than 10,000 values")
+    monkeypatch.setitem(sys.modules, "pympler.asizeof", None)  # an interpreter without pympler
+    assert refused("time_ok|mem_").startswith("asv benchmark bench_k.mem_list is a mem benchmark, which asv sizes "
+                                              "with pympler's asizeof, and the target interpreter")
 
 
 def test_asv_params_expansion_follows_asv():
@@ -132,111 +203,6 @@ def test_asv_params_expansion_follows_asv():
 
     _, ids = asv.expand([Thing()], [], "k")
     assert ids[0].startswith("k(<") and " at 0x" not in ids[0]  # no memory address in an id
-
-
-PYTEST = {
-    "pb_unit/__init__.py": "",
-    "pb_unit/test_b.py": """
-        import pytest
-
-        STATE = {"made": 0}
-
-
-        def work(n):
-            return list(range(n))
-
-
-        @pytest.mark.parametrize("n", [1, 2])
-        @pytest.mark.parametrize("kind", ["x", pytest.param("y", id="why"), pytest.param("z", marks=pytest.mark.skip)])
-        def test_work(benchmark, kind, n):
-            assert benchmark(work, n) == list(range(n))
-
-
-        def make():
-            STATE["made"] += 1
-            return (3,), {}
-
-
-        def test_pedantic(benchmark):
-            benchmark.pedantic(work, setup=make, rounds=5, iterations=1)
-
-
-        def test_fails(benchmark):
-            assert benchmark(work, 1) == []
-
-
-        @pytest.mark.benchmark
-        def test_marked():
-            return None
-
-
-        def test_plain():
-            pass
-
-
-        class TestGroup:
-            def test_method(self, benchmark):
-                benchmark(work, 2)
-    """,
-}
-
-
-def pytest_setup(root: Path, kind="pytest-benchmark", select=None, path="pb_unit"):
-    return pytest_suite.setup(SimpleNamespace(tree=root, params={"kind": kind, "path": path, "select": select}))
-
-
-def test_pytest_benchmark_tests_become_items_named_as_pytest_names_them(tmp_path, isolated):
-    wl = pytest_setup(write(tmp_path, PYTEST))
-    assert wl.items == ["pb_unit/test_b.py::test_work[x-1]", "pb_unit/test_b.py::test_work[x-2]",
-                        "pb_unit/test_b.py::test_work[why-1]", "pb_unit/test_b.py::test_work[why-2]",
-                        "pb_unit/test_b.py::test_pedantic", "pb_unit/test_b.py::test_fails",
-                        "pb_unit/test_b.py::TestGroup::test_method"]
-    info = wl.metrics()["suite"]
-    assert info["skipped"] == {"pb_unit/test_b.py::test_work[z-1]": "skip: ",
-                               "pb_unit/test_b.py::test_work[z-2]": "skip: "}
-    assert info["pytest"].startswith("pytest ")  # the test file imported pytest: said so
-    # the recorded callable, called once per run: work(2), not the test
-    assert wl.run("pb_unit/test_b.py::test_work[why-2]") == [0, 1]
-    with pytest.raises(AssertionError):  # a failing test is that item's error in every run
-        wl.run("pb_unit/test_b.py::test_fails")
-    state = sys.modules["pb_unit.test_b"].STATE
-    made = state["made"]  # pedantic's setup: the test's own call, then the first timed call's arguments
-    assert made == 2
-    assert wl.run("pb_unit/test_b.py::test_pedantic") == [0, 1, 2]
-    assert state["made"] == made  # made before the clock, not inside run()
-    assert info["pedantic"]["pb_unit/test_b.py::test_pedantic"]["rounds"] == "5"
-
-
-def test_codspeed_marker_times_the_whole_test_and_select_is_a_k_expression(tmp_path, isolated):
-    write(tmp_path, PYTEST)
-    wl = pytest_setup(tmp_path, "pytest-codspeed", "marked or (work and not why and not 2)")
-    assert wl.items == ["pb_unit/test_b.py::test_work[x-1]", "pb_unit/test_b.py::test_marked"]
-    assert wl.run("pb_unit/test_b.py::test_marked") is None
-    assert "test_marked" not in pytest_setup(tmp_path, "pytest-benchmark").items  # pytest-benchmark ignores the mark
-
-
-def test_pytest_refusals_are_one_line(tmp_path, isolated):
-    write(tmp_path, {"pr_unit/__init__.py": "",
-                     "pr_unit/test_f.py": """
-                         def test_needs(benchmark, tmp_path):
-                             benchmark(len, "x")
-                     """,
-                     "pr_unit/test_g.py": """
-                         import not_installed_anywhere_xyz
-                     """})
-    with pytest.raises(common.SuiteError) as exc:
-        pytest_setup(tmp_path, path="pr_unit/test_f.py")
-    assert "needs the fixture(s) 'tmp_path'" in str(exc.value) and "\n" not in str(exc.value)
-    with pytest.raises(common.SuiteError, match="imports not_installed_anywhere_xyz, which the target interpreter"):
-        pytest_setup(tmp_path, path="pr_unit/test_g.py")
-    with pytest.raises(common.SuiteError, match="no pytest-benchmark test"):
-        pytest_setup(tmp_path, path="pr_unit/test_f.py", select="nothing")
-
-
-def test_pytest_ids_follow_pytest():
-    assert pytest_suite.idval(1.5, "a", 0) == "1.5" and pytest_suite.idval("é", "a", 0) == "\\xe9"
-    assert pytest_suite.idval(object(), "arg", 3) == "arg3" and pytest_suite.idval(dict, "a", 0) == "dict"
-    assert pytest_suite._unique(["a", "a", "b1", "b1"]) == ["a0", "a1", "b1_0", "b1_1"]
 
 
 def test_outputs_are_hashed_when_data_and_said_when_not():
@@ -291,6 +257,11 @@ BASE = b"name: s\ntarget: {repo: /tmp/r}\nbase: {rev: HEAD~1}\ncandidate: {rev: 
     (b"suite: {kind: asv, path: x}\nworkload: {entry: 'a:b'}", "a suite (an existing benchmark suite, docs/suites.md), "
                                                                "not both"),
     (b"", "workload: expected a value (required key is missing; or `suite:`"),
+    (b"suite: {kind: asv, path: x, ini: {addopts: ''}}", "suite.ini: expected no ini for an asv suite"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: [addopts]}", "suite.ini: expected a mapping of at most 32"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: {'a b': c}}", "suite.ini: expected pytest configuration names"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: {addopts: [a]}}", "suite.ini.addopts: expected a one-line value"),
+    (b"suite: {kind: pytest-benchmark, path: x, ini: {addopts: \"a\\nb\"}}", "suite.ini.addopts: expected a one-line"),
 ])
 def test_spec_refuses_a_bad_suite_in_one_line(extra, words):
     with pytest.raises(spec.SpecError) as exc:
@@ -307,6 +278,9 @@ def test_spec_turns_a_suite_into_the_harness_entry_for_its_kind():
     assert spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"items": 3}).workload.items == 3
     numbered = spec.loads(BASE + b"suite: {kind: asv, path: b, number: 40}", Path("/tmp/c.yaml")).workload.params
     assert numbered == {"kind": "asv", "path": "b", "select": None, "number": 40}
+    ini = spec.loads(BASE + b"suite: {kind: pytest-benchmark, path: b, ini: {addopts: '', xfail_strict: 1}}",
+                     Path("/tmp/c.yaml")).workload.params
+    assert ini == {"kind": "pytest-benchmark", "path": "b", "select": None, "ini": {"addopts": "", "xfail_strict": "1"}}
     with pytest.raises(spec.SpecError, match="--param: a suite campaign has no params"):
         spec.loads(BASE + b"suite: {kind: asv, path: b}", Path("/tmp/c.yaml"), {"params": {"a": 1}})
 
@@ -343,21 +317,39 @@ def test_a_timed_item_makes_the_campaigns_number_of_calls_the_last_ones_return_i
     assert wl.metrics()["suite"]["number"] == 3
 
 
-def test_pytest_items_make_the_campaigns_number_of_calls(tmp_path, isolated):
-    write(tmp_path, {**PYTEST, "pb_unit/test_counted.py": """
-        CALLS = []
+@pytest.mark.parametrize("kind, path, extra", [
+    ("asv", "benchmarks/benchmarks", None),
+    ("pytest-benchmark", "bench/test_core.py", "# ini: {}"),
+    ("pytest-codspeed", "bench", "# ini: {}"),
+])
+def test_init_writes_a_campaign_for_an_existing_suite(tmp_path, capsys, kind, path, extra):
+    """`harness init --suite KIND PATH`: the suite set, every other key a comment holding its
+    default, and the file loads to that suite."""
+    from harness import cli
 
-        def work():
-            CALLS.append(1)
-            return len(CALLS)
-
-        def test_counted(benchmark):
-            benchmark(work)
-    """})
-    ctx = SimpleNamespace(tree=tmp_path, params={"kind": "pytest-benchmark", "path": "pb_unit/test_counted.py",
-                                                 "select": None, "number": 4})
-    wl = pytest_suite.setup(ctx)
-    assert wl.metrics()["suite"]["number"] == 4
-    module = next(m for name, m in sys.modules.items() if name.endswith("test_counted"))
-    assert module.CALLS == [1]  # the test itself, once, during setup
-    assert wl.run(wl.items[0]) == 5 and len(module.CALLS) == 5
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / path).mkdir(parents=True) if "." not in Path(path).name else write(repo, {path: ""})
+    out = tmp_path / "c.yaml"
+    assert cli.main(["init", "--repo", str(repo), "--suite", kind, path, "-o", str(out)]) == 0, capsys.readouterr().err
+    text = out.read_text()
+    campaign = spec.load(out)
+    assert campaign.suite == spec.Suite(kind, path) and campaign.workload.entry == C.SUITE_ENTRIES[kind]
+    assert "workload:" not in text and "entry:" not in text
+    for default in ("# select: null", "# sys_path: []", "# items: null", "# number: 1", "# rounds: auto",
+                    "# metrics: [wall]", "# python: null"):
+        assert default in text, default
+    assert (extra in text) if extra else "# ini:" not in text
+    # what cannot be: one line naming the cause
+    for argv, words in ((["--suite", "pytest", path], "--suite pytest: expected one of asv, pytest-benchmark, "
+                                                      "pytest-codspeed"),
+                        (["--suite", kind, "no/such"], f"--suite {kind} no/such: expected a file or folder inside the "
+                                                       "repository"),
+                        (["--suite", kind, "../x"], f"--suite {kind} ../x: expected a file or folder inside the "
+                                                    "repository")):
+        assert cli.main(["init", "--repo", str(repo), *argv, "-o", str(tmp_path / "d.yaml"), "--force"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"harness init: error: {words}") and err.count("\n") == 1, err
+    with pytest.raises(SystemExit) as exit_:  # --entry or --suite: argparse's usage line
+        cli.main(["init", "--repo", str(repo), "-o", str(tmp_path / "d.yaml")])
+    assert exit_.value.code == 2 and "one of the arguments --entry --suite is required" in capsys.readouterr().err

@@ -28,6 +28,13 @@ WORKER = "harness.worker"
 SHARED = {"harness.contract", "harness.records", "harness.files", "harness.plan.workload", "harness.plan.suite",
           "harness.bundle.arrays"}
 THIRD_PARTY = {"numpy"}
+# What a suite adapter takes from the user's interpreter, as the suite's own tool does there, each
+# imported lazily (inside the function that needs it: the room imports without them) and refused in
+# one line where missing: pytest collects and sets up a pytest suite (and pytest-benchmark's own
+# hook declarations are used when it is installed); pympler's asizeof is how asv sizes a mem_
+# benchmark's object.
+USERS_OWN = {"harness.worker.suites.pytest_suite": {"pytest", "pytest_benchmark"},
+             "harness.worker.suites.asv": {"pympler"}}
 # Standard-library modules newer than 3.9 (sys.stdlib_module_names is this interpreter's).
 NEW_MODULES = {"tomllib": "3.11"}
 # Names of the standard library newer than 3.9, as module.attribute (read as `mod.name` or
@@ -141,9 +148,23 @@ def room() -> dict[str, Path]:
 ROOM = room()
 
 
+def top_level_lines(path: Path) -> set[int]:
+    """Lines of the imports a module runs when it is imported (outside any function)."""
+    lines: set[int] = set()
+    pending = list(ast.parse(path.read_text()).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            lines.add(node.lineno)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+    return lines
+
+
 def test_the_worker_imports_only_its_room():
     wrong = []
     for name, path in sorted(ROOM.items()):
+        eager = top_level_lines(path)
         for line, imported in imports(path):
             where = f"{path.relative_to(ROOT)}:{line}"
             if imported is None:
@@ -155,11 +176,24 @@ def test_the_worker_imports_only_its_room():
                     continue  # `from harness.x import Name`: the module itself is yielded too
                 if not allowed(imported):
                     wrong.append(f"{where}: imports {imported}, outside the worker's room")
+            elif top in USERS_OWN.get(name, ()):
+                if line in eager:
+                    wrong.append(f"{where}: imports {imported} when the module is imported (the user's own "
+                                 "interpreter may lack it: import it where it is needed)")
             elif top in NEW_MODULES:
                 wrong.append(f"{where}: imports {imported}, new in Python {NEW_MODULES[top]}")
             elif top not in sys.stdlib_module_names and top not in THIRD_PARTY:
                 wrong.append(f"{where}: imports {imported}, neither the standard library nor numpy")
     assert wrong == []
+
+
+def test_an_import_of_the_users_own_is_found_when_it_runs_at_import(tmp_path):
+    """USERS_OWN's rule: an import the module runs when it is imported (at the top, in a class
+    body, under `if`/`try`) is eager; one inside a function is lazy."""
+    path = tmp_path / "probe.py"
+    path.write_text("import os\ntry:\n    import pytest\nexcept ImportError:\n    pass\n\n\nclass A:\n"
+                    "    import json\n\n\ndef f():\n    import pytest\n    return pytest\n")
+    assert top_level_lines(path) == {1, 3, 9}
 
 
 def test_the_room_is_what_the_worker_reaches():

@@ -2,12 +2,28 @@
 without asv: the worker imports the benchmark package from the revision tree and reads it as
 asv's discovery does.
 
-- Benchmarks: module-level functions and methods of classes defined in the package's modules whose
-  names start with `time_` or `track_`. `mem_`, `peakmem_` and `timeraw_` benchmarks are listed in
-  metrics as not run (they measure something else than one call's time).
+- Benchmarks: module-level functions and methods of classes defined in the package's modules, of
+  the kind asv reads from the name (asv_runner's name_regex: `time_x` or `TimeX`, and likewise
+  track, mem, peakmem, timeraw; a `benchmark_name` given by asv's decorator names it, and
+  `skip_benchmark` leaves it out). Each gets the meaning asv gives it where the harness can measure
+  it:
+  - time: a timed item (the timed loop's calls, below);
+  - track: its return value, recorded as the run's measurement (`suite.measured`), not timed;
+  - mem: the size of the object it returns, as asv computes it (pympler's asizeof of
+    [obj, copy(obj)] less that of [obj, obj]), not timed; pympler comes from the target
+    interpreter, and a selected mem benchmark without it refuses the suite in one line;
+  - peakmem: the process's resident peak over one call (the kernel's high-water mark, reset just
+    before it), not timed;
+  - timeraw: refused in one line when selected: asv times the code it returns in a fresh
+    interpreter of its own, which a campaign's worker, timing calls in one process, does not.
+  The measured kinds run in setup(), before the timed items' setups (asv runs each in a process of
+  its own), each with its own setup and teardown; a campaign needs at least one time benchmark.
 - Parameters: `params` and `param_names` (on the function, its class or its module, the first
   found) expand into one item per combination, named as asv shows it: `mod.Class.time_x(8, 'a')`
   (reprs without memory addresses, duplicates numbered); `skip_params` combinations are left out.
+  The expansion is bounded before it is made: params whose combinations (the product of their
+  lengths, each list read to at most contract.MAX_ITEMS + 1 values) exceed contract.MAX_ITEMS, or
+  selected benchmarks that expand to more, refuse the suite in one line.
 - Setup: `setup_cache` (once per class per run), then the module's `setup`, then the class's,
   each called with the item's parameters, all before the clock, in item order; a setup that raises
   NotImplementedError skips the item (asv: "skipped"); any other error is the item's recorded error
@@ -21,19 +37,28 @@ asv's discovery does.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import itertools
+import math
 import re
 import sys
 import types
 from collections import Counter
 from pathlib import Path
 
-from harness.worker.suites.common import SuiteError, SuiteWorkload, origin, raiser
+from harness.contract import MAX_ITEMS
+from harness.worker.suites.common import SuiteError, SuiteWorkload, finite_or_text, origin, raiser
 
-TIMED = ("time_", "track_")
-NOT_RUN = ("mem_", "peakmem_", "timeraw_")
+# asv's benchmark kinds and the names that make them (asv_runner/benchmarks/*.py, name_regex)
+KINDS = (("time", re.compile(r"^(Time[A-Z_].+)|(time_.+)$")),
+         ("timeraw", re.compile(r"^(Timeraw[A-Z_].+)|(timeraw_.+)$")),
+         ("track", re.compile(r"^(Track[A-Z_].+)|(track_.+)$")),
+         ("mem", re.compile(r"^(Mem[A-Z_].+)|(mem_.+)$")),
+         ("peakmem", re.compile(r"^(PeakMem[A-Z_].+)|(peakmem_.+)$")))
+MAX_SCAN = 100 * MAX_ITEMS  # parameter combinations matched one by one against select
+MEASURED = ("track", "mem", "peakmem")  # measured once per run, before the clock: not timed items
 
 
 def _first(sources, name, default=None):
@@ -58,19 +83,40 @@ def _repr(value) -> str:
     return text
 
 
-def expand(params, param_names, name: str):
+def _bounded(values, name: str) -> list:
+    """An iterable read to at most MAX_ITEMS + 1 values: an endless one is refused, not followed."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise SuiteError(f"asv benchmark {name}: params is not a list")
+    out = list(itertools.islice(values, MAX_ITEMS + 1))
+    if len(out) > MAX_ITEMS:
+        raise SuiteError(f"asv benchmark {name}: params with more than {MAX_ITEMS:,} values; a run measures at most "
+                         f"{MAX_ITEMS:,} items: narrow its params (or leave it out with select)")
+    return out
+
+
+def expand(params, param_names, name: str, select=None):
     """asv's rule: a flat list is one parameter; a list of lists, one per parameter. Returns
-    (combinations as tuples, their id strings)."""
+    (combinations as tuples, their id strings), those select keeps (all without one). Bounded: the
+    combinations are counted from the lists' lengths first: a benchmark select keeps by its name
+    with more than MAX_ITEMS of them is refused before any is made; one whose name select does not
+    match, with more than MAX_SCAN, is matched by its name only (no combination kept: each id would
+    have to be made and matched)."""
     if params is None or params == []:
         return [()], [name]
-    if isinstance(params, (str, bytes)) or not hasattr(params, "__iter__"):
-        raise SuiteError(f"asv benchmark {name}: params is not a list")
-    params = list(params)
+    params = _bounded(params, name)
     if params and not isinstance(params[0], (tuple, list)):
         params = [params]
     else:
-        params = [list(entry) for entry in params]
-    names = [str(x) for x in list(param_names or [])][:len(params)]
+        params = [_bounded(entry, name) for entry in params]
+    total = math.prod(len(entry) for entry in params)
+    whole = select is None or select([name])
+    if whole and total > MAX_ITEMS:
+        raise SuiteError(f"asv benchmark {name}: params of {total:,} combinations "
+                         f"({' x '.join(str(len(entry)) for entry in params)}); a run measures at most {MAX_ITEMS:,} "
+                         "items: narrow its params (or leave it out with select)")
+    if not whole and total > MAX_SCAN:
+        return [], []  # select matched against its name only (setup() lists it)
+    names = [str(x) for x in _bounded(param_names or [], name)][:len(params)]
     names += [f"param{k + 1}" for k in range(len(names), len(params))]
     reprs = []
     for entry in params:  # asv's _unique_param_ids: duplicate reprs numbered within a parameter
@@ -81,9 +127,24 @@ def expand(params, param_names, name: str):
                 shown[j] = f"{n} ({dupes[n]})"
                 dupes[n] += 1
         reprs.append(shown)
-    combos = list(itertools.product(*params))
-    ids = [f"{name}({', '.join(parts)})" for parts in itertools.product(*reprs)]
+    combos, ids = [], []
+    for combo, parts in zip(itertools.product(*params), itertools.product(*reprs)):
+        item = f"{name}({', '.join(parts)})"
+        if whole or select([name, item]):
+            combos.append(combo)
+            ids.append(item)
     return combos, ids
+
+
+def kind_of(attr: str, func) -> tuple[str | None, str | None]:
+    """(asv's kind, the name asv's decorator gave it or None) of a function or method; (None, None)
+    when it is not a benchmark (asv's _get_benchmark)."""
+    if getattr(func, "skip_benchmark", False):
+        return None, None
+    given = getattr(func, "benchmark_name", None)
+    given = given if isinstance(given, str) and given else None
+    search = given.split(".")[-1] if given else attr
+    return next((kind for kind, regex in KINDS if regex.match(search)), None), given
 
 
 def _modules(folder: Path, package: str):
@@ -110,7 +171,8 @@ def module_of(path: Path) -> tuple:
 
 
 def discover(path: Path, select, notes: dict) -> list:
-    """Every selected benchmark: (item id, name, function or (class, method name), module).
+    """Every selected benchmark: (item id, name, function or (class, method name), module, its
+    parameters, asv's kind).
     path: asv's benchmark folder (every module in it is imported, as asv does), or one .py file
     of it (only that module: a suite whose modules build large data at import stays quick)."""
     import importlib
@@ -128,9 +190,9 @@ def discover(path: Path, select, notes: dict) -> list:
     if str(folder.parent) in sys.path:
         sys.path.remove(str(folder.parent))
     sys.path.insert(0, str(folder.parent))  # asv imports the benchmark folder as a package by its name
-    # (name, the function or (class, method name), its module)
-    found: list[tuple[str, object, types.ModuleType]] = []
-    not_imported, not_run = {}, []
+    # (name, the function or (class, method name), its module, asv's kind)
+    found: list[tuple[str, object, types.ModuleType, str]] = []
+    not_imported = {}
     for dotted in dotted_names:
         try:
             module = importlib.import_module(dotted)
@@ -140,33 +202,96 @@ def discover(path: Path, select, notes: dict) -> list:
         short = dotted[len(package) + 1:] if dotted != package else ""
         prefix = f"{short}." if short else ""
         for attr, obj in sorted(vars(module).items()):
-            if inspect.isclass(obj) and obj.__module__ == module.__name__:
+            if attr.startswith("_"):
+                continue
+            if inspect.isclass(obj) and obj.__module__ == module.__name__ and not inspect.isabstract(obj):
                 for meth in sorted(dir(obj)):
-                    if meth.startswith(NOT_RUN):
-                        not_run.append(f"{prefix}{attr}.{meth}")
-                    elif meth.startswith(TIMED) and callable(getattr(obj, meth, None)):
-                        found.append((f"{prefix}{attr}.{meth}", (obj, meth), module))
+                    member = getattr(obj, meth, None)
+                    kind, given = kind_of(meth, member) if callable(member) else (None, None)
+                    if kind is not None:
+                        found.append((given or f"{prefix}{attr}.{meth}", (obj, meth), module, kind))
             elif inspect.isfunction(obj) and obj.__module__ == module.__name__:
-                if attr.startswith(NOT_RUN):
-                    not_run.append(f"{prefix}{attr}")
-                elif attr.startswith(TIMED):
-                    found.append((f"{prefix}{attr}", obj, module))
+                kind, given = kind_of(attr, obj)
+                if kind is not None:
+                    found.append((given or f"{prefix}{attr}", obj, module, kind))
     notes["not_imported"] = not_imported
-    notes["not_run"] = not_run
     out = []
-    for name, what, module in found:
+    for name, what, module, kind in found:
         if isinstance(what, tuple):
             cls, meth = what
             sources = [getattr(cls, meth), cls, module]
         else:
             sources = [what, module]
-        combos, ids = expand(_first(sources, "params", []), _first(sources, "param_names", []), name)
+        combos, ids = expand(_first(sources, "params", []), _first(sources, "param_names", []), name, select)
+        if not combos:
+            notes.setdefault("unmatched", []).append(name)
         skip = {tuple(s) if isinstance(s, (list, tuple)) else (s,) for s in (_first(sources, "skip_params", []) or [])}
         for combo, item in zip(combos, ids):
             if combo in skip or not select([name, item]):
                 continue
-            out.append((item, name, what, module, combo))
+            out.append((item, name, what, module, combo, kind))
+            if len(out) > MAX_ITEMS:
+                raise SuiteError(f"the selected asv benchmarks expand to more than {MAX_ITEMS:,} items (params "
+                                 "combinations); a run measures at most that: narrow select")
     return out
+
+
+def prepared(what, module, combo, caches: dict):
+    """One benchmark set up as asv sets it up: (the function to call, its arguments, its teardowns).
+    setup_cache once per class (or module), then the module's setup, then the class's."""
+    if isinstance(what, tuple):
+        cls, meth = what
+        instance = cls()
+        func = getattr(instance, meth)
+        sources = [func, instance, module]
+    else:
+        func, sources = what, [what, module]
+    args = tuple(combo)
+    cache = _first(sources, "setup_cache")
+    if cache is not None:
+        key = getattr(cache, "__func__", cache)
+        if key not in caches:
+            caches[key] = cache()
+        args = (caches[key],) + args
+    for fn in _all(sources, "setup")[::-1]:  # the module's first, then the class's
+        fn(*args)
+    return func, args, [functools.partial(fn, *args) for fn in _all(sources, "teardown")], sources
+
+
+def asizeof_of():
+    """pympler's asizeof, asv's own measure of a mem benchmark, from the target interpreter."""
+    try:
+        from pympler.asizeof import asizeof
+    except ImportError:
+        return None
+    return asizeof
+
+
+def measure(kind: str, func, args, sources) -> dict:
+    """What asv records for a benchmark that is not timed, measured once here (outside the clock)."""
+    if kind == "track":
+        value = func(*args)
+        return {"kind": "track", "unit": str(_first(sources, "unit", "unit"))[:40],
+                "type": str(_first(sources, "type", "track"))[:40], "value": finite_or_text(value)}
+    if kind == "mem":
+        asizeof = asizeof_of()
+        assert asizeof is not None  # setup() refused the suite without it
+        obj = func(*args)
+        return {"kind": "mem", "unit": "bytes", "value": int(asizeof([obj, copy.copy(obj)]) - asizeof([obj, obj]))}
+    from harness.worker.main import memory_status, reset_peak
+
+    reset = reset_peak()
+    before = memory_status()
+    func(*args)
+    after = memory_status()
+    if reset and "VmHWM" in after and "VmRSS" in before:
+        return {"kind": "peakmem", "unit": "bytes", "value": after["VmHWM"],
+                "growth": after["VmHWM"] - before["VmRSS"],
+                "how": "the resident high-water mark after the call, reset to the resident set just before it"}
+    import resource
+
+    return {"kind": "peakmem", "unit": "bytes", "value": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "how": "the process's peak since it started (getrusage; the kernel could not reset its mark), as asv's"}
 
 
 def setup(ctx):
@@ -177,42 +302,52 @@ def setup(ctx):
 
     notes: dict = {}
     found = discover(folder, matcher("asv", params.get("select")), notes)
-    if not found:
+    timed = [f for f in found if f[5] == "time"]
+    if not timed:
         why = "; modules not imported: " + "; ".join(f"{k}: {v}" for k, v in list(notes["not_imported"].items())[:2]) \
             if notes["not_imported"] else ""
-        raise SuiteError(f"no asv benchmark (time_*, track_*) under {params['path']} matches select "
-                         f"{params.get('select')!r}{why}")
-    calls, teardowns, skipped, caches, modules = {}, [], {}, {}, {}
-    for item, name, what, module, combo in found:
+        other = f" (it selects {len(found)} of other kinds, which are measured beside timed ones, not timed)" \
+            if found else ""
+        raise SuiteError(f"no asv time benchmark (time_*) under {params['path']} matches select "
+                         f"{params.get('select')!r}{other}{why}")
+    raw = next((f for f in found if f[5] == "timeraw"), None)
+    if raw is not None:
+        raise SuiteError(f"asv benchmark {raw[0]} is a timeraw benchmark: asv times the code it returns in a fresh "
+                         "interpreter of its own, which a campaign's worker, timing calls in one process, does not; "
+                         "leave it out with select (e.g. '^(?!.*timeraw_)')")
+    mem = next((f for f in found if f[5] == "mem"), None)
+    if mem is not None and asizeof_of() is None:
+        raise SuiteError(f"asv benchmark {mem[0]} is a mem benchmark, which asv sizes with pympler's asizeof, and the "
+                         f"target interpreter ({sys.executable}) has no pympler: install it there (pip install "
+                         "pympler) or leave it out with select (e.g. '^(?!.*mem_)')")
+    calls, teardowns, skipped, caches, modules, measured = {}, [], {}, {}, {}, {}
+    for item, name, what, module, combo, kind in sorted(found, key=lambda f: f[5] == "time"):  # measured first
         modules[module.__name__] = origin(module, tree)
         try:
-            if isinstance(what, tuple):
-                cls, meth = what
-                instance = cls()
-                func = getattr(instance, meth)
-                sources = [func, instance, module]
-            else:
-                func, sources = what, [what, module]
-            args = tuple(combo)
-            cache = _first(sources, "setup_cache")
-            if cache is not None:
-                key = getattr(cache, "__func__", cache)
-                if key not in caches:
-                    caches[key] = cache()
-                args = (caches[key],) + args
-            for fn in _all(sources, "setup")[::-1]:  # the module's first, then the class's
-                fn(*args)
+            func, args, item_teardowns, sources = prepared(what, module, combo, caches)
+            if kind in MEASURED:
+                try:
+                    measured[item] = measure(kind, func, args, sources)
+                finally:
+                    for teardown in item_teardowns:
+                        teardown()
+                continue
         except NotImplementedError as exc:
             skipped[item] = f"setup raised NotImplementedError: {str(exc)[:200]}"
             continue
         except Exception as exc:  # noqa: BLE001 - the item's error, in every run
-            calls[item] = raiser(exc)
+            if kind in MEASURED:
+                measured[item] = {"kind": kind, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            else:
+                calls[item] = raiser(exc)
             continue
         calls[item] = functools.partial(func, *args)
-        teardowns += [functools.partial(fn, *args) for fn in _all(sources, "teardown")]
+        teardowns += item_teardowns
     if not calls:
-        raise SuiteError(f"every selected asv benchmark was skipped by its setup ({len(skipped)}): "
+        raise SuiteError(f"every selected asv time benchmark was skipped by its setup ({len(skipped)}): "
                          f"{next(iter(skipped.items()))[0]}")
     info = {"kind": "asv", "path": params["path"], "select": params.get("select"), "benchmarks": len(calls),
-            "skipped": skipped, "not_imported": notes["not_imported"], "not_run": notes["not_run"][:200], "modules": modules}
+            "skipped": skipped, "not_imported": notes["not_imported"], "modules": modules,
+            "matched_by_name_only": notes.get("unmatched", [])[:200],
+            "measured": dict(list(measured.items())[:200])}
     return SuiteWorkload("asv", calls, info, teardowns, params.get("number", 1))

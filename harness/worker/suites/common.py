@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import enum
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -197,28 +196,6 @@ def raiser(exc: BaseException):
     def call():
         raise exc
     return call
-
-
-def import_file(path: Path, first: bool = False):
-    """Import a .py file as pytest's default (prepend) import mode does: its package chain (folders
-    holding __init__.py) named from the first folder above that holds none, which goes on sys.path
-    (at its front with first=True). Returns (module, dotted name)."""
-    import importlib
-
-    parts = [path.stem] if path.name != "__init__.py" else []
-    folder = path.parent
-    while (folder / "__init__.py").is_file():
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    root = str(folder)
-    if first:
-        if root in sys.path:
-            sys.path.remove(root)
-        sys.path.insert(0, root)
-    elif root not in sys.path:
-        sys.path.insert(0, root)
-    name = ".".join(parts)
-    return importlib.import_module(name), name
 
 
 def origin(module, tree: Path) -> str:
