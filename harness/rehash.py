@@ -1522,6 +1522,14 @@ def check_records(check, stored):
     if check.bag_info.get("Bag-Software-Agent") != f"abba-harness {env['harness_version']}":
         check.fail(C.BAG_INFO, f"Bag-Software-Agent {short(check.bag_info.get('Bag-Software-Agent'))}, "
                                f"environment.json's harness is {short(env['harness_version'])}", "bag-info")
+    sealed_by = f"{env['harness_commit'] or 'none'} ({env['harness_origin']})"
+    if check.bag_info.get("Abba-Harness-Commit") != sealed_by:
+        check.fail(C.BAG_INFO, f"Abba-Harness-Commit {short(check.bag_info.get('Abba-Harness-Commit'))}, "
+                               f"environment.json's harness is {short(sealed_by)}", "bag-info")
+    if (env["harness_commit"] is None) != (env["harness_origin"] == "unknown"):
+        check.fail(C.ENVIRONMENT, f"harness_commit {short(env['harness_commit'])} with harness_origin "
+                                  f"{short(env['harness_origin'])}: a commit is known exactly when the origin is not "
+                                  "unknown", "bag-info")
     if runner["ended_at"] - runner["started_at"] > timeout_bound(campaign["timeouts"]["campaign_s"]):
         check.fail(C.RUNNER, f"the campaign ran {runner['ended_at'] - runner['started_at']:.6g} s, past its timeout of "
                              f"{campaign['timeouts']['campaign_s']} s", "physics")
