@@ -71,7 +71,26 @@ def _load_contract():
     return module
 
 
+def _load_legacy():
+    """harness/legacy: the frozen checkers of earlier generations, loaded from beside this script
+    like the contract; None where a reviewer copied this script and the contract alone."""
+    if __package__:
+        from harness import legacy
+
+        return legacy
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "legacy", "__init__.py")
+    if not os.path.isfile(path):
+        return None
+    spec = importlib.util.spec_from_file_location("abba_legacy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 C = _load_contract()
+L = _load_legacy()
 CHUNK = 1 << 20
 SHAPE_PROBLEMS = 20  # shape lines per file; past them the file is refused as a whole
 ABSENT_STATES = {"gone": True, "pid reused": True, "alive": False}
@@ -82,6 +101,24 @@ HEX = frozenset("0123456789abcdef")
 
 class Unusable(Exception):
     pass
+
+
+class Earlier(Unusable):
+    """A bundle of an earlier generation (harness/legacy): today's rules do not judge it; the
+    message gives the commands that check it under its own (generation: legacy.Generation)."""
+
+    def __init__(self, generation, root):
+        super().__init__(f"{C.BAG_INFO}: {L.refusal(generation, root, C.FORMAT)}")
+        self.generation = generation
+
+
+def earlier(root):
+    """Raise Earlier when the bundle at root carries the ids of a frozen earlier generation: read
+    before any check, and only to refuse it (or, when the reviewer asks, to hand it to that
+    generation's own checker: legacy.run)."""
+    generation = L.identify(str(root)) if L is not None else None
+    if generation is not None:
+        raise Earlier(generation, str(root))
 
 
 class Problem(str):
@@ -508,12 +545,20 @@ def parse_bag_info(check):
     for key in C.BAG_INFO_FIELDS:
         if key not in fields:
             check.fail(C.BAG_INFO, f"no {key} line (required)", "bag-info")
-    if "Abba-Format" not in fields and intact:  # every bundle before v6: one line, not one per file it holds
-        raise Unusable(f"{C.BAG_INFO}: no Abba-Format line: a bundle of an older harness (before {C.FORMAT}), or of "
-                       "none; this checker reads that format only; re-run its campaign with this harness to get a bundle it judges")
+    # A bundle of an earlier generation this harness ships is refused before this (earlier());
+    # what reaches here names no generation it knows: one line, not one per file it holds.
+    shipped = "with harness/legacy beside it, `--legacy` checks the earlier generations it ships under their own rules"
+    if "Abba-Format" not in fields and intact:
+        raise Unusable(f"{C.BAG_INFO}: no Abba-Format line: a bundle of a harness before abba-harness/bundle/v6, or of "
+                       f"none; this checker reads {C.FORMAT} only ({shipped}); re-run its campaign with this harness to "
+                       "get a bundle it judges")
     if fields.get("Abba-Format") not in (None, C.FORMAT) and intact:
-        raise Unusable(f"{C.BAG_INFO}: Abba-Format {short(fields['Abba-Format'])}: this checker reads {C.FORMAT} "
-                       "only; re-run its campaign with this harness to get a bundle it judges")
+        said = ", ".join(f"{key} {short(fields[key])}" for key in ("Bag-Software-Agent", "Abba-Harness-Commit")
+                         if key in fields)
+        raise Unusable(f"{C.BAG_INFO}: Abba-Format {short(fields['Abba-Format'])} with schema ids of no generation "
+                       f"this checker knows: a newer harness's bundle (it says {said or 'nothing of its harness'}), or "
+                       f"one relabelled; this checker reads {C.FORMAT} only ({shipped}); check a newer bundle with the "
+                       "harness that sealed it, or re-run its campaign with this harness")
     return fields
 
 
@@ -2182,6 +2227,7 @@ def check_comparison(check, docs):
 def structure(root, max_array_bytes=None):
     """Layout, arrays and record rules: what both checkers share. Returns (check, docs); docs is
     None when the records cannot be re-derived from."""
+    earlier(root)
     check = Check(root, max_array_bytes)
     rows = check_layout(check)
     if rows is None:
@@ -2377,18 +2423,25 @@ def _shown(text) -> str:
 
 def main(argv):
     args = argv[1:]
+    legacy = "--legacy" in args  # the reviewer's word, never the bundle's: earlier rules may judge
+    args = [a for a in args if a != "--legacy"]
     cap = None
     if len(args) == 3 and args[1] == "--max-array-bytes" and args[2].isdigit() and len(args[2]) <= 19:
         cap = int(args[2])
         args = args[:1]
     if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python -S rehash.py BUNDLE|BISECT_FOLDER [--max-array-bytes N]", file=sys.stderr)
+        print("usage: python -S rehash.py BUNDLE|BISECT_FOLDER [--max-array-bytes N] [--legacy]", file=sys.stderr)
         return 2
     root = args[0]
     if is_bisect(root):
         return main_bisect(root, cap)
     try:
         check = rehash(root, cap)
+    except Earlier as exc:
+        if not legacy:
+            print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
+            return 2
+        return main_legacy(exc.generation, root, cap)
     except Unusable as exc:
         print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
         return 2
@@ -2410,6 +2463,22 @@ def main(argv):
     for note in check.notes + [n for n in [attestation_note(root)] if n]:
         print(f"note: {_shown(note)}")
     return 0
+
+
+def main_legacy(generation, root, cap):
+    """--legacy on a bundle of an earlier generation: its frozen checker's verdict, shown as that
+    generation's (legacy.report), every line escaped."""
+    try:
+        outcome = L.run(generation, root, cap)
+    except (L.Refused, OSError) as exc:
+        print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
+        return 2
+    code, out, err = L.report(generation, outcome, root, C.FORMAT)
+    for line in out:
+        print(_shown(line))
+    for line in err:
+        print(f"rehash: error: {_shown(line)}", file=sys.stderr)
+    return code
 
 
 def main_bisect(root, cap):

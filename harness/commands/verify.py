@@ -1,7 +1,9 @@
-"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE] [--trust FILE [--attestation FILE]]`:
+"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE] [--trust FILE [--attestation FILE]] [--legacy]`:
 exit 0 intact (and, with --trust, its signature verified), 1 a problem (each on its own line; a
 signature that does not hold is one), 2 unusable input (a trust file that cannot be used too).
-Without --trust an attestation beside the bundle is reported present, never trusted."""
+Without --trust an attestation beside the bundle is reported present, never trusted. A bundle
+of an earlier generation is refused (exit 2, with the commands that check it), or with --legacy
+judged by that generation's frozen checker and shown as such (harness/legacy)."""
 from __future__ import annotations
 
 from harness import outcomes
@@ -26,6 +28,10 @@ def add_parser(sub) -> None:
                         "and git use): also check the bundle's attestation and say who signed it")
     p.add_argument("--attestation", metavar="FILE",
                    help="the attestation to check (default: BUNDLE.intoto.json beside the bundle)")
+    p.add_argument("--legacy", action="store_true",
+                   help="a bundle of an earlier generation of this harness: check it under that generation's own "
+                        "frozen rules (its rehash.py and contract.py, shipped in harness/legacy), shown as such with "
+                        "their known holes, never as today's; without it such a bundle is refused")
     p.set_defaults(func=main)
 
 
@@ -36,7 +42,16 @@ def main(args) -> int:
     if args.attestation and not args.trust:
         return error("verify", "--attestation names the attestation --trust checks; give --trust FILE",
                      code=outcomes.UNUSABLE)
-    report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original)
+    if args.legacy and args.trust:
+        from harness import legacy
+
+        generation = legacy.identify(args.bundle)
+        if generation is not None:
+            return error("verify", f"--trust: {legacy.not_checked(generation, args.bundle)}", code=outcomes.UNUSABLE)
+    report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original,
+                    legacy=args.legacy)
+    if report.frozen is not None and report.earlier is not None:
+        return legacy_report(args, report)
     if report.unusable:
         return error("verify", report.unusable, code=outcomes.UNUSABLE)
     if report.bisect is not None or (report.problems and rehash_is_bisect(args.bundle)):
@@ -74,6 +89,20 @@ def main(args) -> int:
     if signed.line:
         print(term(signed.line))
     return outcomes.OK
+
+
+def legacy_report(args, report) -> int:
+    """A bundle judged by its generation's frozen checker: that checker's lines, under a header
+    that says whose rules they are, and the generation's known holes (harness/legacy.report)."""
+    from harness import contract as C, legacy
+
+    assert report.frozen is not None and report.earlier is not None
+    code, out, err = legacy.report(report.earlier, report.frozen, args.bundle, C.FORMAT)
+    for line in out:
+        print(term(line))
+    for line in err:
+        error("verify", line)
+    return code
 
 
 def rehash_is_bisect(path) -> bool:
