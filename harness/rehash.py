@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Re-check an evidence bundle with the Python standard library alone.
 
-    python -S harness/rehash.py BUNDLE [--max-array-bytes N]
+    python -S harness/rehash.py BUNDLE [--max-array-bytes N] [--legacy]
     python -S harness/rehash.py BISECT_FOLDER    (what `harness bisect` wrote: every step bundle, then the culprit)
 
 A reviewer who does not trust the harness (or numpy) runs this file, with harness/contract.py
-beside it (the bundle's closed contract, also standard library only). It imports nothing else
-and nothing from the bundle, opens only files the manifests list (never through a symlink,
+beside it (the bundle's closed contract, also standard library only; and harness/legacy/ for
+--legacy, below). It imports nothing else and nothing from the bundle, opens only files the
+manifests list (never through a symlink,
 never a FIFO or device), reads every file under the limit its kind declares, parses JSON
 strictly, never unpickles and never executes anything it reads. `harness verify` runs the same
 checks (it imports this file), then re-derives comparison.json once more with the harness's own
@@ -27,6 +28,11 @@ The contract decides, never the bundle: a file of a kind it does not declare, a 
 not declare at any level, a bag-info line it does not name, or a schema id that is not the
 current one is refused. Each problem is one line naming the file and, for record rules, the
 rule in brackets (contract.RULES). Exit 0 intact, 1 problems, 2 unusable input.
+
+A bundle of an earlier generation (harness/legacy, loaded from beside this script like the
+contract) is refused in one line that names it and the commands that check it; with --legacy,
+the reviewer's word, this script runs that generation's frozen checker (harness/legacy/vendor/)
+and shows its verdict as that generation's, with the generation's known holes, never as today's.
 """
 import sys
 

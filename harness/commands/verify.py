@@ -50,7 +50,7 @@ def main(args) -> int:
             return error("verify", f"--trust: {legacy.not_checked(generation, args.bundle)}", code=outcomes.UNUSABLE)
     report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original,
                     legacy=args.legacy)
-    if report.frozen is not None and report.earlier is not None:
+    if report.frozen is not None:
         return legacy_report(args, report)
     if report.unusable:
         return error("verify", report.unusable, code=outcomes.UNUSABLE)
