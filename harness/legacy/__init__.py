@@ -25,6 +25,7 @@ harness: rehash.py loads this file from beside itself when a reviewer runs it al
 import hashlib
 import json
 import os
+import re
 import selectors
 import shlex
 import signal
@@ -40,7 +41,8 @@ FILES = ("rehash.py", "contract.py")  # a generation's checker; pre-v6 had rehas
 TIMEOUT_S = 1800  # a frozen checker's wall clock: hashing a few GB of arrays takes minutes, never this
 MEMORY_BYTES = 4 << 30  # its address space: every checker since v6 checks the largest honest bundle in 256 MB
 OUTPUT_BYTES = 4 << 20  # what is kept of each of its streams; the rest is read and dropped
-READ_BYTES = 64 << 20  # at most this much of one document is read to learn its schema id
+READ_BYTES = 4096  # what is read of a document to learn its schema id (its first key)
+SCHEMA_FIRST = re.compile(r'\A\s*\{\s*"schema"\s*:\s*"(abba-harness/[a-z_-]{1,32}/v[0-9]{1,4})"')
 IDENTIFY_KINDS = {  # the documents whose schema ids tell a format's generations apart (None: the first of its
     "run": None,  # folder the manifest lists)
     "campaign": "data/campaign.json",
@@ -139,9 +141,10 @@ def holes(gen: Generation) -> "list[str]":
 
 
 # --- which generation a bundle claims ------------------------------------------------------
-def _read(root: str, rel: str, limit: int) -> "bytes | None":
+def _read(root: str, rel: str, limit: int, prefix: bool = False) -> "bytes | None":
     """The bytes of root/rel, never through a link at any step, never from anything but a
-    regular file, at most limit of them; None for any of those, or any error."""
+    regular file, at most limit of them (prefix: its first limit bytes, whatever its size); None
+    for any of those, or any error."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     if not nofollow or os.open not in os.supports_dir_fd:
         return None
@@ -153,16 +156,18 @@ def _read(root: str, rel: str, limit: int) -> "bytes | None":
             fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=fds[-1]))
         fds.append(os.open(parts[-1], os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0), dir_fd=fds[-1]))
         info = os.fstat(fds[-1])
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        if not stat.S_ISREG(info.st_mode) or (info.st_size > limit and not prefix):
             return None
+        want = min(info.st_size, limit)
         chunks, got = [], 0
-        while got <= info.st_size:
-            chunk = os.read(fds[-1], min(1 << 20, info.st_size + 1 - got))
+        while got <= want:  # a byte past it: a file that grew meanwhile is refused, or cut to its prefix
+            chunk = os.read(fds[-1], min(1 << 20, want + 1 - got))
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
-        return b"".join(chunks) if got <= limit else None
+        data = b"".join(chunks)
+        return data[:limit] if prefix else (data if len(data) <= limit else None)
     except OSError:
         return None
     finally:
@@ -171,13 +176,12 @@ def _read(root: str, rel: str, limit: int) -> "bytes | None":
 
 
 def _schema(root: str, rel: str) -> "str | None":
-    data = _read(root, rel, READ_BYTES)
-    try:
-        value = json.loads(data) if data is not None else None
-    except (ValueError, RecursionError):
-        return None
-    schema = value.get("schema") if isinstance(value, dict) else None
-    return schema if isinstance(schema, str) else None
+    """The schema id a document opens with: every harness wrote it as the first key, so only the
+    first bytes are read (a hostile document costs nothing to look at); None when it does not
+    open so. The rules chosen then parse the whole document, strictly."""
+    data = _read(root, rel, READ_BYTES, prefix=True)
+    found = SCHEMA_FIRST.match(data.decode("utf-8", "replace")) if data is not None else None
+    return found.group(1) if found else None
 
 
 def bag_info(root: str) -> "dict[str, str] | None":

@@ -146,6 +146,16 @@ def test_identify_follows_no_link(tmp_path):
     assert legacy._schema(str(bundle), "data/campaign.json") is None
 
 
+def test_identify_reads_a_documents_first_bytes_only(tmp_path):
+    """The schema id is the first key every harness wrote: a document that opens otherwise, or
+    nests a bomb, names nothing, and only its first READ_BYTES are read."""
+    (tmp_path / "a.json").write_bytes(b"[" * (8 << 20))
+    (tmp_path / "b.json").write_bytes(b'{"schema": "abba-harness/run/v5", ' + b"[" * (8 << 20))
+    (tmp_path / "c.json").write_bytes(b'{"label": "A1", "schema": "abba-harness/run/v5"}')
+    assert [legacy._schema(str(tmp_path), n) for n in ("a.json", "b.json", "c.json")] == \
+        [None, "abba-harness/run/v5", None]
+
+
 # --- an edited frozen checker judges nothing ----------------------------------------------------
 @pytest.fixture
 def vendor_copy(tmp_path, monkeypatch) -> Path:
