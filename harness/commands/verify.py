@@ -42,12 +42,6 @@ def main(args) -> int:
     if args.attestation and not args.trust:
         return error("verify", "--attestation names the attestation --trust checks; give --trust FILE",
                      code=outcomes.UNUSABLE)
-    if args.legacy and args.trust:
-        from harness import legacy
-
-        generation = legacy.identify(args.bundle)
-        if generation is not None:
-            return error("verify", f"--trust: {legacy.not_checked(generation, args.bundle)}", code=outcomes.UNUSABLE)
     report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original,
                     legacy=args.legacy)
     if report.frozen is not None:
@@ -93,8 +87,11 @@ def main(args) -> int:
 
 def legacy_report(args, report) -> int:
     """A bundle judged by its generation's frozen checker: that checker's lines, under a header
-    that says whose rules they are, and the generation's known holes (harness/legacy.report)."""
+    that says whose rules they are, and the generation's known holes (harness/legacy.report);
+    with --trust, its signature over the bundle's digest (the signed claim is today's reader's
+    to re-derive, and today's reader does not read an earlier generation)."""
     from harness import contract as C, legacy
+    from harness.attest.check import FAILED, check
 
     assert report.frozen is not None and report.earlier is not None
     code, out, err = legacy.report(report.earlier, report.frozen, args.bundle, C.FORMAT)
@@ -102,6 +99,18 @@ def legacy_report(args, report) -> int:
         print(term(line))
     for line in err:
         error("verify", line)
+    if code == outcomes.UNUSABLE:
+        return code
+    signed = check(args.bundle, args.trust, args.attestation, intact=code == outcomes.OK, rederive=False)
+    if signed.exit_code == outcomes.UNUSABLE:
+        return error("verify", signed.line, code=outcomes.UNUSABLE)
+    if signed.state == FAILED:
+        print(f"FAIL {term(signed.line)}")
+        return outcomes.PROBLEMS
+    for note in signed.notes:
+        print(f"note: {term(note)}")
+    if signed.line:
+        print(term(signed.line))
     return code
 
 

@@ -363,9 +363,9 @@ def not_checked(gen: Generation, root: str) -> str:
     """What --legacy leaves to the generation's own harness."""
     last = gen.last[:7]
     return (f"not checked under --legacy: campaign.yaml against campaign.json, the harness's own second "
-            f"re-derivation, anchors (--repo), a reproduction receipt (--original), a signature (--trust); that "
-            f"generation's harness checks them: `{fetch(gen)}`, "
-            f"then `PYTHONPATH=abba-{last} python -m harness verify {shlex.quote(root)} --repo PATH`")
+            f"re-derivation, anchors (--repo), a reproduction receipt (--original), and of a signature (--trust) "
+            f"more than whose it is and that it covers this bundle's digest; that generation's harness checks them: "
+            f"`{fetch(gen)}`, then `PYTHONPATH=abba-{last} python -m harness verify {shlex.quote(root)} --repo PATH`")
 
 
 def report(gen: Generation, outcome: Outcome, root: str, current: str) -> "tuple[int, list[str], list[str]]":

@@ -133,15 +133,53 @@ def test_the_frozen_checkers_words_reach_the_terminal_escaped(tmp_path):
 
 
 def test_legacy_leaves_the_rest_to_that_generations_harness():
-    """--repo, --original and --trust are checks of today's harness: under --legacy they are
-    refused with the command that gets that generation's harness."""
+    """--repo and --original are checks of today's harness: under --legacy they are refused with
+    the command that gets that generation's harness."""
     gen = legacy.by_id("v7-run5")
     bundle = fixture(gen.id)
-    for extra in (["--repo", ROOT], ["--original", bundle], ["--trust", ROOT / "docs" / "keys" / "allowed_signers"]):
+    for extra in (["--repo", ROOT], ["--original", bundle]):
         result = harness("verify", "--legacy", bundle, *extra)
         assert result.returncode == 2 and result.stdout == "", result.stdout + result.stderr
         assert result.stderr.startswith(f"harness verify: error: {extra[0]}: not checked under --legacy") and \
             f"mkdir abba-{gen.last[:7]} && git -C ABBA_REPO archive {gen.last[:7]} harness" in result.stderr
+
+
+def test_a_signed_earlier_bundle_keeps_its_signature(tmp_path):
+    """A claim signed when it was sealed stays checkable: under --legacy, --trust checks who
+    signed it and that the signature covers this bundle's digest (every byte); the signed claim
+    itself is not re-derived (today's reader does not read the earlier schema), and it says so.
+    An attestation moved from another bundle, or a key not trusted, fails."""
+    from harness.attest import claim, dsse, keys
+    from harness.bundle import read
+
+    if not shutil.which("ssh-keygen"):
+        pytest.skip("ssh-keygen not installed")
+    key = tmp_path / "alice"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "alice", "-f", str(key)], check=True,
+                   capture_output=True)
+    trust = tmp_path / "allowed_signers"
+    public = " ".join((tmp_path / "alice.pub").read_text().split()[:2])
+    trust.write_text(f'alice@example.org namespaces="abba-harness" {public}\n')
+    bundles = {}
+    for gen_id in ("v7-run5", "v6"):
+        bundles[gen_id] = tmp_path / gen_id / "b"
+        shutil.copytree(fixture(gen_id), bundles[gen_id])
+    signed = bundles["v7-run5"]
+    doc = claim.statement("b", read.digest(signed), {"campaign": "span_finding_unmappable"})
+    attestation = signed.with_name("b" + C.ATTESTATION_SUFFIX)
+    attestation.write_text(__import__("json").dumps(dsse.envelope(claim.encode(doc), keys.load_private(key))))
+    ok = harness("verify", "--legacy", signed, "--trust", trust)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.splitlines()[-1].startswith("signed by alice@example.org (ssh-ed25519 SHA256:") and \
+        "verified over this bundle's digest, every byte (the signed claim is not re-derived" in ok.stdout
+    moved = bundles["v6"].with_name("b" + C.ATTESTATION_SUFFIX)
+    shutil.copy(attestation, moved)
+    other = harness("verify", "--legacy", bundles["v6"], "--trust", trust)
+    assert other.returncode == 1 and other.stdout.splitlines()[-1].startswith("FAIL signature by alice@example.org")
+    assert "signed for another bundle" in other.stdout
+    trust.write_text("")
+    untrusted = harness("verify", "--legacy", signed, "--trust", trust)
+    assert untrusted.returncode in (1, 2) and "signed by alice" not in untrusted.stdout
 
 
 @pytest.mark.parametrize("command, code", [("compare", 2), ("summary", 1), ("report", 1), ("reproduce", 2)])
