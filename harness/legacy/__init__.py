@@ -43,8 +43,10 @@ MEMORY_BYTES = 4 << 30  # its address space: every checker since v6 checks the l
 OUTPUT_BYTES = 4 << 20  # what is kept of each of its streams; the rest is read and dropped
 READ_BYTES = 4096  # what is read of a document to learn its schema id (its first key)
 SCHEMA_FIRST = re.compile(r'\A\s*\{\s*"schema"\s*:\s*"(abba-harness/[a-z_-]{1,32}/v[0-9]{1,4})"')
-IDENTIFY_KINDS = {  # the documents whose schema ids tell a format's generations apart (None: the first of its
-    "run": None,  # folder the manifest lists)
+# The documents whose schema ids tell one format's generations apart (None: the first of its folder
+# that the manifest lists); the label names the fewest of them, in this order.
+IDENTIFY_KINDS = {
+    "run": None,
     "campaign": "data/campaign.json",
     "comparison": "data/comparison.json",
     "environment": "data/environment.json",
@@ -79,7 +81,6 @@ class Generation:
         self.last: str = entry["last"]
         self.dates: "list[str]" = list(entry["dates"])
         self.files: "dict[str, str]" = dict(entry["files"])
-        self.reads: str = entry.get("reads", "")
 
     @property
     def label(self) -> str:
