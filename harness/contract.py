@@ -22,7 +22,7 @@ import sys
 import unicodedata
 from collections import namedtuple
 
-FORMAT = "abba-harness/bundle/v8"  # the bundle format this contract describes (bag-info Abba-Format)
+FORMAT = "abba-harness/bundle/v9"  # the bundle format this contract describes (bag-info Abba-Format)
 
 # --- schema ids: one current set; a file of any other id is refused ------------------------
 SCHEMAS = {
@@ -35,7 +35,7 @@ SCHEMAS = {
     "instructions": "abba-harness/instructions/v4",
     "campaign": "abba-harness/campaign/v10",
     "comparison": "abba-harness/comparison/v8",
-    "environment": "abba-harness/environment/v3",
+    "environment": "abba-harness/environment/v4",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
     "cleanup": "abba-harness/cleanup/v4",
@@ -993,6 +993,11 @@ def F(type_, rule, *, lo=None, hi=None, size=None, values=None, key=None, option
     return Field(type_.rstrip("?"), rule, null, optional, lo, hi, size, tuple(values) if values else None, key)
 
 
+# Where the sealing harness's source came from (environment.json harness_origin): a git checkout
+# at harness_commit, clean or with changes under harness/ (then harness_source_sha256, not the
+# commit, says what ran); an installed copy whose installer recorded its commit (PEP 610
+# vcs_info); unknown (a wheel or sdist, or a checkout git cannot read: no commit).
+HARNESS_ORIGINS = ("checkout", "checkout-modified", "installed-vcs", "unknown")
 T0, T1 = 1.0e9, 1.0e10  # epoch seconds a bundle's clocks may show (2001 to 2286)
 SECONDS = dict(lo=0.0, hi=MAX_TIMEOUT_S)
 PCT = dict(lo=-1e9, hi=1e9)
@@ -1358,6 +1363,9 @@ FIELDS = {
         "packages.*": F("str?", "free", size=128, key=re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")),
         "harness_version": F("str", "bag-info: Bag-Software-Agent names it", size=64),
         "harness_source_sha256": F("sha256", "identity: every ok record's harness digest"),
+        "harness_commit": F("gitsha?", "bag-info: Abba-Harness-Commit names it; null exactly when "
+                                       "harness_origin is unknown"),
+        "harness_origin": F("enum", "bag-info: Abba-Harness-Commit names it", values=HARNESS_ORIGINS),
         "worker_env": F("dict", "free", size=512),
         "worker_env.*": F("str", "free", size=MAX_STR, key=ENV_KEY_RE),
         "interpreters": F("dict", "identity: every ok record's interpreter of its variant"),
@@ -1734,6 +1742,8 @@ BAG_INFO_FIELDS = {
     "Abba-Status": F("enum", "bag-info: comparison.json's status", values=("complete", "failed")),
     "Abba-Base-SHA": F("gitsha", "bag-info: campaign.json's base SHA"),
     "Abba-Candidate-SHA": F("gitsha", "bag-info: campaign.json's candidate SHA"),
+    "Abba-Harness-Commit": F("str", "bag-info: environment.json's harness_commit (or none) and (harness_origin)",
+                             size=64),
 }
 
 # What no checker can bind from the bundle, beyond the fields whose rule is "free", or single

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Re-check an evidence bundle with the Python standard library alone.
 
-    python -S harness/rehash.py BUNDLE [--max-array-bytes N]
+    python -S harness/rehash.py BUNDLE [--max-array-bytes N] [--legacy]
     python -S harness/rehash.py BISECT_FOLDER    (what `harness bisect` wrote: every step bundle, then the culprit)
 
 A reviewer who does not trust the harness (or numpy) runs this file, with harness/contract.py
-beside it (the bundle's closed contract, also standard library only). It imports nothing else
-and nothing from the bundle, opens only files the manifests list (never through a symlink,
+beside it (the bundle's closed contract, also standard library only; and harness/legacy/ for
+--legacy, below). It imports nothing else and nothing from the bundle, opens only files the
+manifests list (never through a symlink,
 never a FIFO or device), reads every file under the limit its kind declares, parses JSON
 strictly, never unpickles and never executes anything it reads. `harness verify` runs the same
 checks (it imports this file), then re-derives comparison.json once more with the harness's own
@@ -27,6 +28,11 @@ The contract decides, never the bundle: a file of a kind it does not declare, a 
 not declare at any level, a bag-info line it does not name, or a schema id that is not the
 current one is refused. Each problem is one line naming the file and, for record rules, the
 rule in brackets (contract.RULES). Exit 0 intact, 1 problems, 2 unusable input.
+
+A bundle of an earlier generation (harness/legacy, loaded from beside this script like the
+contract) is refused in one line that names it and the commands that check it; with --legacy,
+the reviewer's word, this script runs that generation's frozen checker (harness/legacy/vendor/)
+and shows its verdict as that generation's, with the generation's known holes, never as today's.
 """
 import sys
 
@@ -71,7 +77,26 @@ def _load_contract():
     return module
 
 
+def _load_legacy():
+    """harness/legacy: the frozen checkers of earlier generations, loaded from beside this script
+    like the contract; None where a reviewer copied this script and the contract alone."""
+    if __package__:
+        from harness import legacy
+
+        return legacy
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "legacy", "__init__.py")
+    if not os.path.isfile(path):
+        return None
+    spec = importlib.util.spec_from_file_location("abba_legacy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 C = _load_contract()
+L = _load_legacy()
 CHUNK = 1 << 20
 SHAPE_PROBLEMS = 20  # shape lines per file; past them the file is refused as a whole
 ABSENT_STATES = {"gone": True, "pid reused": True, "alive": False}
@@ -81,6 +106,24 @@ HEX = frozenset("0123456789abcdef")
 
 class Unusable(Exception):
     pass
+
+
+class Earlier(Unusable):
+    """A bundle of an earlier generation (harness/legacy): today's rules do not judge it; the
+    message gives the commands that check it under its own (generation: legacy.Generation)."""
+
+    def __init__(self, generation, root):
+        super().__init__(f"{C.BAG_INFO}: {L.refusal(generation, root, C.FORMAT)}")
+        self.generation = generation
+
+
+def earlier(root):
+    """Raise Earlier when the bundle at root carries the ids of a frozen earlier generation: read
+    before any check, and only to refuse it (or, when the reviewer asks, to hand it to that
+    generation's own checker: legacy.run)."""
+    generation = L.identify(str(root)) if L is not None else None
+    if generation is not None:
+        raise Earlier(generation, str(root))
 
 
 class Problem(str):
@@ -507,12 +550,20 @@ def parse_bag_info(check):
     for key in C.BAG_INFO_FIELDS:
         if key not in fields:
             check.fail(C.BAG_INFO, f"no {key} line (required)", "bag-info")
-    if "Abba-Format" not in fields and intact:  # every bundle before v6: one line, not one per file it holds
-        raise Unusable(f"{C.BAG_INFO}: no Abba-Format line: a bundle of an older harness (before {C.FORMAT}), or of "
-                       "none; this checker reads that format only; re-run its campaign with this harness to get a bundle it judges")
+    # A bundle of an earlier generation this harness ships is refused before this (earlier());
+    # what reaches here names no generation it knows: one line, not one per file it holds.
+    shipped = "with harness/legacy beside it, `--legacy` checks the earlier generations it ships under their own rules"
+    if "Abba-Format" not in fields and intact:
+        raise Unusable(f"{C.BAG_INFO}: no Abba-Format line: a bundle of a harness before abba-harness/bundle/v6, or of "
+                       f"none; this checker reads {C.FORMAT} only ({shipped}); re-run its campaign with this harness to "
+                       "get a bundle it judges")
     if fields.get("Abba-Format") not in (None, C.FORMAT) and intact:
-        raise Unusable(f"{C.BAG_INFO}: Abba-Format {short(fields['Abba-Format'])}: this checker reads {C.FORMAT} "
-                       "only; re-run its campaign with this harness to get a bundle it judges")
+        said = ", ".join(f"{key} {short(fields[key])}" for key in ("Bag-Software-Agent", "Abba-Harness-Commit")
+                         if key in fields)
+        raise Unusable(f"{C.BAG_INFO}: Abba-Format {short(fields['Abba-Format'])} with schema ids of no generation "
+                       f"this checker knows: a newer harness's bundle (it says {said or 'nothing of its harness'}), or "
+                       f"one relabelled; this checker reads {C.FORMAT} only ({shipped}); check a newer bundle with the "
+                       "harness that sealed it, or re-run its campaign with this harness")
     return fields
 
 
@@ -1523,6 +1574,14 @@ def check_records(check, stored):
     if check.bag_info.get("Bag-Software-Agent") != f"abba-harness {env['harness_version']}":
         check.fail(C.BAG_INFO, f"Bag-Software-Agent {short(check.bag_info.get('Bag-Software-Agent'))}, "
                                f"environment.json's harness is {short(env['harness_version'])}", "bag-info")
+    sealed_by = f"{env['harness_commit'] or 'none'} ({env['harness_origin']})"
+    if check.bag_info.get("Abba-Harness-Commit") != sealed_by:
+        check.fail(C.BAG_INFO, f"Abba-Harness-Commit {short(check.bag_info.get('Abba-Harness-Commit'))}, "
+                               f"environment.json's harness is {short(sealed_by)}", "bag-info")
+    if (env["harness_commit"] is None) != (env["harness_origin"] == "unknown"):
+        check.fail(C.ENVIRONMENT, f"harness_commit {short(env['harness_commit'])} with harness_origin "
+                                  f"{short(env['harness_origin'])}: a commit is known exactly when the origin is not "
+                                  "unknown", "bag-info")
     if runner["ended_at"] - runner["started_at"] > timeout_bound(campaign["timeouts"]["campaign_s"]):
         check.fail(C.RUNNER, f"the campaign ran {runner['ended_at'] - runner['started_at']:.6g} s, past its timeout of "
                              f"{campaign['timeouts']['campaign_s']} s", "physics")
@@ -2180,6 +2239,7 @@ def check_comparison(check, docs):
 def structure(root, max_array_bytes=None):
     """Layout, arrays and record rules: what both checkers share. Returns (check, docs); docs is
     None when the records cannot be re-derived from."""
+    earlier(root)
     check = Check(root, max_array_bytes)
     rows = check_layout(check)
     if rows is None:
@@ -2380,18 +2440,25 @@ def _shown(text) -> str:
 
 def main(argv):
     args = argv[1:]
+    legacy = "--legacy" in args  # the reviewer's word, never the bundle's: earlier rules may judge
+    args = [a for a in args if a != "--legacy"]
     cap = None
     if len(args) == 3 and args[1] == "--max-array-bytes" and args[2].isdigit() and len(args[2]) <= 19:
         cap = int(args[2])
         args = args[:1]
     if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python -S rehash.py BUNDLE|BISECT_FOLDER [--max-array-bytes N]", file=sys.stderr)
+        print("usage: python -S rehash.py BUNDLE|BISECT_FOLDER [--max-array-bytes N] [--legacy]", file=sys.stderr)
         return 2
     root = args[0]
     if is_bisect(root):
         return main_bisect(root, cap)
     try:
         check = rehash(root, cap)
+    except Earlier as exc:
+        if not legacy:
+            print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
+            return 2
+        return main_legacy(exc.generation, root, cap)
     except Unusable as exc:
         print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
         return 2
@@ -2413,6 +2480,22 @@ def main(argv):
     for note in check.notes + [n for n in [attestation_note(root)] if n]:
         print(f"note: {_shown(note)}")
     return 0
+
+
+def main_legacy(generation, root, cap):
+    """--legacy on a bundle of an earlier generation: its frozen checker's verdict, shown as that
+    generation's (legacy.report), every line escaped."""
+    try:
+        outcome = L.run(generation, root, cap)
+    except (L.Refused, OSError) as exc:
+        print(f"rehash: error: {_shown(exc)}", file=sys.stderr)
+        return 2
+    code, out, err = L.report(generation, outcome, root, C.FORMAT)
+    for line in out:
+        print(_shown(line))
+    for line in err:
+        print(f"rehash: error: {_shown(line)}", file=sys.stderr)
+    return code
 
 
 def main_bisect(root, cap):

@@ -145,11 +145,15 @@ class Outcome:
 
 
 def check(bundle: str | os.PathLike, trust: str | os.PathLike | None = None,
-          attestation: str | os.PathLike | None = None, intact: bool = True, optional: bool = False) -> Outcome:
+          attestation: str | os.PathLike | None = None, intact: bool = True, optional: bool = False,
+          rederive: bool = True) -> Outcome:
     """The attestation of bundle (BUNDLE.intoto.json unless attestation names another
     file) against the trust file. intact: whether the bundle itself verified (the caller
     ran `harness verify`'s checks); a bundle that does not is never "signed by". optional:
     a missing attestation is ABSENT even with trust (`harness report` over every bundle).
+    rederive: the signed claim is compared with the claim today's reader derives from the
+    bundle; False for a bundle of an earlier generation (`verify --legacy`), which today's
+    reader does not read: the signature and its subject digest (every byte) alone, said so.
 
     Without trust an attestation is only reported present, never trusted. With trust, one
     that is missing, refused or does not hold is FAILED (exit 1); a trust file that cannot
@@ -177,7 +181,7 @@ def check(bundle: str | os.PathLike, trust: str | os.PathLike | None = None,
         return Outcome(UNUSABLE, str(exc), path)
     notes = tuple(trusted.notes)
     try:
-        return _check(Path(bundle), path, trusted, intact, notes)
+        return _check(Path(bundle), path, trusted, intact, notes, rederive)
     except ImportError as exc:  # a declared dependency, but an environment may lack it
         if not (exc.name or "").startswith("cryptography"):
             raise
@@ -187,7 +191,7 @@ def check(bundle: str | os.PathLike, trust: str | os.PathLike | None = None,
         return Outcome(UNUSABLE if exc.unusable else FAILED, f"attestation: {path}: {exc}", path, notes=notes)
 
 
-def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Outcome:
+def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple, rederive: bool = True) -> Outcome:
     from harness import contract as C, rehash
     from harness.attest import claim, dsse
     from harness.bundle import read
@@ -230,6 +234,18 @@ def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple) -> Out
     if not intact:
         return fail("the bundle does not verify (problems above): it changed after it was signed, and a signature "
                     "vouches only for an intact bundle")
+    if not rederive:
+        try:
+            digest = read.digest(bundle)
+        except read.BundleError as exc:
+            raise AttestError(str(exc), unusable=True) from None
+        if signed_digest != digest:
+            return fail(f"signed for another bundle ({signed_name!r}, digest {signed_digest[:16]}...), not this one "
+                        f"(digest {str(digest)[:16]}...)")
+        return Outcome(VERIFIED, f"signed by {who} ({key}): verified over this bundle's digest, every byte (the "
+                                 "signed claim is not re-derived: today's reader does not read an earlier "
+                                 f"generation's bundle; signed at {doc['predicate'].get('signed_at')} by the "
+                                 "signer's clock)", path, who, key, notes)
     try:
         loaded = read.load(bundle)
         digest, derived = loaded.digest, claim.predicate(loaded)

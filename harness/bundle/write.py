@@ -16,8 +16,9 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from harness import __version__
-from harness.contract import BAG_INFO, BAGIT, BAGIT_TXT, CAMPAIGN_JSON, FORMAT, MANIFEST, TAG_FILES, TAGMANIFEST
-from harness.files import WriteFailed, atomic_write_bytes, atomic_write_json, sha256_file, write_failed
+from harness.contract import (BAG_INFO, BAGIT, BAGIT_TXT, CAMPAIGN_JSON, ENVIRONMENT, FORMAT, MANIFEST, TAG_FILES,
+                               TAGMANIFEST)
+from harness.files import WriteFailed, atomic_write_bytes, atomic_write_json, read_json, sha256_file, write_failed
 
 FORBIDDEN_IN_NAMES = ("\r", "\n", "%", "\\")
 
@@ -115,6 +116,17 @@ def is_harness_bundle(folder: Path) -> bool:
     return not (folder / BAG_INFO).exists() and b'"schema": "abba-harness/campaign/' in head(CAMPAIGN_JSON)
 
 
+def sealed_by(root: Path) -> str:
+    """bag-info's Abba-Harness-Commit: the harness environment.json says ran the campaign (its
+    commit, or none, and where its source came from), so that a reader of the bag alone knows
+    which harness, and so which checker, the bundle is of."""
+    try:
+        env = read_json(root / ENVIRONMENT)
+    except (OSError, ValueError):
+        env = {}
+    return f"{env.get('harness_commit') or 'none'} ({env.get('harness_origin') or 'unknown'})"
+
+
 class Staging:
     """A bundle being written; files are named by their bag-relative paths (harness.records)."""
 
@@ -158,6 +170,7 @@ class Staging:
             "Bagging-Date": _dt.date.today().isoformat(),
             "Payload-Oxum": f"{size}.{len(payload)}",
             "Abba-Format": FORMAT,
+            "Abba-Harness-Commit": sealed_by(self.root),
             **info,
         }
         text = "".join(f"{k}: {' '.join(str(v).split())}\n" for k, v in fields.items())

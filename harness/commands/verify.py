@@ -1,9 +1,11 @@
-"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE] [--trust FILE [--attestation FILE]] [--policy FILE]`:
-exit 0 intact (and, with --trust, its signature verified), 1 a problem (each on its own line; a
-signature that does not hold is one), 2 unusable input (a trust file or a policy that cannot be
-used too), 14 intact but breaking a rule of the reviewer's policy (--policy: harness/judge/policy.py;
+"""`harness verify BUNDLE [--repo PATH] [--original BUNDLE] [--trust FILE [--attestation FILE]] [--policy FILE]
+[--legacy]`: exit 0 intact (and, with --trust, its signature verified), 1 a problem (each on its own
+line; a signature that does not hold is one), 2 unusable input (a trust file or a policy that cannot
+be used too), 14 intact but breaking a rule of the reviewer's policy (--policy: harness/judge/policy.py;
 the bundle's verdict re-judged by it is shown, never gated on).
-Without --trust an attestation beside the bundle is reported present, never trusted."""
+Without --trust an attestation beside the bundle is reported present, never trusted. A bundle
+of an earlier generation is refused (exit 2, with the commands that check it), or with --legacy
+judged by that generation's frozen checker and shown as such (harness/legacy)."""
 from __future__ import annotations
 
 from harness import outcomes
@@ -29,6 +31,10 @@ def add_parser(sub) -> None:
     p.add_argument("--attestation", metavar="FILE",
                    help="the attestation to check (default: BUNDLE.intoto.json beside the bundle)")
     add_policy(p)
+    p.add_argument("--legacy", action="store_true",
+                   help="a bundle of an earlier generation of this harness: check it under that generation's own "
+                        "frozen rules (its rehash.py and contract.py, shipped in harness/legacy), shown as such with "
+                        "their known holes, never as today's; without it such a bundle is refused")
     p.set_defaults(func=main)
 
 
@@ -42,7 +48,10 @@ def main(args) -> int:
     rules, code = load_policy("verify", args.policy)
     if code:
         return code
-    report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original)
+    report = verify(args.bundle, repo=args.repo, max_array_bytes=args.max_array_bytes, original=args.original,
+                    legacy=args.legacy)
+    if report.frozen is not None:
+        return legacy_report(args, report)
     if report.unusable:
         return error("verify", report.unusable, code=outcomes.UNUSABLE)
     if report.bisect is not None or (report.problems and rehash_is_bisect(args.bundle)):
@@ -103,6 +112,35 @@ def judged(bundle, rules) -> int:
     print(term(judgement.summary))
     print(term(outcomes.judged_line(judgement)[0]))
     return outcomes.REFUSED if judgement.refused else outcomes.OK
+
+
+def legacy_report(args, report) -> int:
+    """A bundle judged by its generation's frozen checker: that checker's lines, under a header
+    that says whose rules they are, and the generation's known holes (harness/legacy.report);
+    with --trust, its signature over the bundle's digest (the signed claim is today's reader's
+    to re-derive, and today's reader does not read an earlier generation)."""
+    from harness import contract as C, legacy
+    from harness.attest.check import FAILED, check
+
+    assert report.frozen is not None and report.earlier is not None
+    code, out, err = legacy.report(report.earlier, report.frozen, args.bundle, C.FORMAT)
+    for line in out:
+        print(term(line))
+    for line in err:
+        error("verify", line)
+    if code == outcomes.UNUSABLE:
+        return code
+    signed = check(args.bundle, args.trust, args.attestation, intact=code == outcomes.OK, rederive=False)
+    if signed.exit_code == outcomes.UNUSABLE:
+        return error("verify", signed.line, code=outcomes.UNUSABLE)
+    if signed.state == FAILED:
+        print(f"FAIL {term(signed.line)}")
+        return outcomes.PROBLEMS
+    for note in signed.notes:
+        print(f"note: {term(note)}")
+    if signed.line:
+        print(term(signed.line))
+    return code
 
 
 def rehash_is_bisect(path) -> bool:

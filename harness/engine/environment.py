@@ -140,12 +140,67 @@ def capture(worker_env: dict[str, str], interpreters: dict) -> dict:
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
         "packages": packages,
-        "harness_version": __version__,
-        "harness_source_sha256": harness_source_digest(),
+        **harness_identity(),
         "worker_env": worker_env,
         "interpreters": interpreters,
         "fleet": fleet(),
     }
+
+
+def harness_identity() -> dict:
+    """Which harness sealed the bundle, as exactly as can be known: its version, the digest of
+    its source, and the git commit of that source with where it came from (contract
+    HARNESS_ORIGINS): a git checkout whose top level holds this package (clean, or modified
+    under harness/: then the digest, not the commit, says what ran), an installed copy whose
+    installer recorded the commit it was built from (PEP 610's direct_url.json vcs_info), or
+    unknown (a wheel or sdist installed without a record, or a checkout git cannot read: version
+    and digest only)."""
+    commit, origin = _git_commit()
+    if commit is None:
+        commit = _installed_commit()
+        origin = "installed-vcs" if commit else "unknown"
+    return {"harness_version": __version__, "harness_source_sha256": harness_source_digest(),
+            "harness_commit": commit, "harness_origin": origin}
+
+
+def _git(top: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", "-C", str(top), *args], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _git_commit() -> tuple[str | None, str]:
+    """(HEAD, "checkout" or "checkout-modified") when this package is harness/ at the top of a git
+    work tree that tracks it; (None, "") otherwise (a venv inside some other repository's
+    checkout is not the harness's: its HEAD would name the wrong source)."""
+    package = Path(__file__).resolve().parents[1]
+    top = package.parent
+    found = _git(top, "rev-parse", "--show-toplevel", "HEAD")
+    lines = (found or "").split()
+    if len(lines) != 2 or Path(lines[0]).resolve() != top or not re.fullmatch(r"[0-9a-f]{40}", lines[1]):
+        return None, ""
+    if _git(top, "ls-files", "--error-unmatch", "--", f"{package.name}/__init__.py") is None:
+        return None, ""
+    changed = _git(top, "status", "--porcelain", "--untracked-files=normal", "--", package.name)
+    return lines[1], "checkout" if changed == "" else "checkout-modified"
+
+
+def _installed_commit() -> str | None:
+    """The commit pip recorded for this installed copy (`pip install git+URL@REV`), when the
+    distribution's files are the ones imported."""
+    try:
+        dist = importlib.metadata.distribution("abba-harness")
+        if Path(str(dist.locate_file("harness/__init__.py"))).resolve() != Path(__file__).resolve().parents[1] / \
+                "__init__.py":
+            return None
+        text = dist.read_text("direct_url.json")
+        commit = ((json.loads(text) if text else {}).get("vcs_info") or {}).get("commit_id")
+    except (importlib.metadata.PackageNotFoundError, ValueError, AttributeError, OSError):
+        return None
+    return commit if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit) else None
 
 
 FLEET_NODE_ID = "ABBA_FLEET_NODE_ID"  # the Ray node id the job runs on (hex)

@@ -222,14 +222,13 @@ class FakeLauncher:
         self.next_pid = 1000
 
     def environment(self, worker_env: dict, interpreters: dict) -> dict:
-        from harness import files
+        from harness.engine import environment
 
         base = {"cpu_model": "Fake CPU", "vector_isa": {"summary": "avx2", "flags": ["avx2"]}, "blas": None,
                 "torch_threads": None, "torch_runtime": {"version": None, "reason": "fake launcher"}, "cores": 2,
                 "physical_cores": 2, "memory_gib": 8.0, "loadavg": [0.0, 0.0, 0.0], "kernel": "fake",
                 "os": "fake", "python": "3.11.0", "python_implementation": "CPython", "packages": {},
-                "harness_version": __import__("harness").__version__,
-                "harness_source_sha256": files.harness_source_digest(), "worker_env": dict(worker_env),
+                **environment.harness_identity(), "worker_env": dict(worker_env),
                 "interpreters": interpreters, "fleet": None}
         return {**base, **(self.env or {})}
 

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import contract as C, records, rehash
+from harness import contract as C, legacy, records, rehash
 from harness.comparison import derive as comparison
 from harness.judge.anchors import (UNANCHORED, AnchorError, anchor, anchorable, campaign_file, read_anchor,
                                    repository)
@@ -35,27 +35,39 @@ class Report:
     files: int = 0
     arrays: int = 0
     bisect: dict | None = None  # a bisect folder's receipt (verified when there are no problems)
+    earlier: legacy.Generation | None = None  # a bundle of an earlier generation (harness/legacy)
+    frozen: legacy.Outcome | None = None  # with legacy=True: what its frozen checker said
 
     @property
     def exit_code(self) -> int:
+        if self.frozen is not None:
+            return self.frozen.code
         return 2 if self.unusable else (1 if self.problems else 0)
 
 
 def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
-           max_array_bytes: int | None = None, original: str | os.PathLike | None = None) -> Report:
+           max_array_bytes: int | None = None, original: str | os.PathLike | None = None,
+           legacy: bool = False) -> Report:
+    """legacy: the reviewer allows a bundle of an earlier generation to be judged by that
+    generation's frozen checker (harness/legacy), its outcome in Report.frozen; without it such
+    a bundle is unusable here, with the commands that check it under its own rules."""
     root = Path(root)
     try:
-        return _verify(root, repo, max_array_bytes, original)
+        return _verify(root, repo, max_array_bytes, original, legacy)
     except MemoryError:
         return Report(unusable=f"{root}: checking the bundle needs more memory than this process may use; run it "
                                "where it may use more (ulimit -v)")
 
 
-def _verify(root: Path, repo, max_array_bytes, original) -> Report:
+def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False) -> Report:
     if rehash.is_bisect(str(root)):
         return _verify_bisect(root, repo, max_array_bytes, original)
     try:
         check, docs = rehash.structure(str(root), max_array_bytes)
+    except rehash.Earlier as exc:
+        if not allow_legacy:
+            return Report(unusable=str(exc), earlier=exc.generation)
+        return _verify_earlier(exc.generation, root, max_array_bytes, repo, original)
     except rehash.Unusable as exc:
         return Report(unusable=str(exc))
     if docs is not None:
@@ -75,6 +87,19 @@ def _verify(root: Path, repo, max_array_bytes, original) -> Report:
             if unusable:
                 return Report(unusable=unusable)
     return Report(check.problems, check.notes, None, check.digest, check.status, check.files, check.arrays)
+
+
+def _verify_earlier(generation: legacy.Generation, root: Path, max_array_bytes: int | None, repo, original) -> Report:
+    """A bundle of an earlier generation, judged by its frozen checker alone: what today's
+    harness adds (anchors, a reproduction receipt) is that generation's harness's to check."""
+    for flag, given in (("--repo", repo), ("--original", original)):
+        if given is not None:
+            return Report(unusable=f"{flag}: {legacy.not_checked(generation, str(root))}", earlier=generation)
+    try:
+        outcome = legacy.run(generation, str(root), max_array_bytes)
+    except (legacy.Refused, OSError) as exc:
+        return Report(unusable=str(exc), earlier=generation)
+    return Report(earlier=generation, frozen=outcome)
 
 
 def verify_step(path, max_array_bytes=None):

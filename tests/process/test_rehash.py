@@ -205,16 +205,20 @@ def test_refusal_is_reported_with_the_file(demo_bundle):
 
 
 def test_a_bundle_of_an_older_harness_is_refused_in_one_line():
-    """No legacy: a bundle written before the closed contract (the span_finding_unmappable bundle
-    as committed at comparison/v2) is refused, in one line that says to re-run it, by both
-    checkers; never judged by rules of its own choosing."""
-    bundle = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_v2" / "span_finding_unmappable"
-    line = (f"bag-info.txt: no Abba-Format line: a bundle of an older harness (before {C.FORMAT}), or of "
-            "none; this checker reads that format only; re-run its campaign with this harness to get a bundle it judges")
-    result = run(bundle, cwd=bundle.parent)
-    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"rehash: error: {line}\n")
+    """A bundle written before the closed contract (the span_finding_unmappable bundle as
+    committed at comparison/v2) is refused, in one line that names its generation and the
+    commands that check it under its own rules, by both checkers; never judged by rules of its
+    own choosing (tests/process/test_legacy.py: and with --legacy, under its frozen rules)."""
+    bundle = Path(__file__).resolve().parents[1] / "fixtures" / "legacy" / "vendor" / "pre-v6" / \
+        "span_finding_unmappable"
+    start = (f"{C.BAG_INFO}: a bundle of an earlier generation, the format before abba-harness/bundle/v6, without an "
+             "Abba-Format line, written by harness 0.1.0 at ")
+    result = run(bundle.name, cwd=bundle.parent)
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"rehash: error: {start}") and "--legacy span_finding_unmappable" in result.stderr
     result = harness("verify", bundle)
-    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"harness verify: error: {line}\n")
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"harness verify: error: {start}") and f"--legacy {bundle}" in result.stderr
 
 
 def test_rehash_and_the_harness_decide_by_the_one_rule(demo_bundle):

@@ -63,9 +63,11 @@ def test_every_older_schema_id_and_the_older_bag_format_are_refused(bundle):
                 assert refused(lines, rel, "[parsing] schema", RE_RUN), (kind, lines)
     older = C.FORMAT.rsplit("/v", 1)[0] + "/v5"
     bag_info(bundle, set_bag("Abba-Format", older))
-    for lines in problems(bundle):
-        assert lines == [f"unusable: {C.BAG_INFO}: Abba-Format \"{older}\": this checker reads "
-                         f"{C.FORMAT} only; re-run its campaign with this harness to get a bundle it judges"], lines
+    for lines in problems(bundle):  # a format no generation had (v5 never had the closed contract)
+        assert len(lines) == 1 and lines[0].startswith(
+            f"unusable: {C.BAG_INFO}: Abba-Format \"{older}\" with schema ids of no generation this checker knows: "
+            "a newer harness's bundle (it says Bag-Software-Agent \"abba-harness ") and \
+            f"this checker reads {C.FORMAT} only" in lines[0] and RE_RUN in lines[0], lines
 
 
 # --- bag-info: exactly the contract's keys ----------------------------------------------------------
