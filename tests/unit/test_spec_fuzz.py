@@ -14,6 +14,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from harness import contract as C
 from harness.plan import spec
 from spec_support import PATHS, SOURCE, VALID, dotted, get, values
 
@@ -119,7 +120,7 @@ def test_numbers_and_their_ranges(key, value):
     campaign, key_path = parse_or_error(data)
     low, high, integer = {("slots",): (1, 256, True), ("timeouts", "run_s"): (1, 7 * 24 * 3600, False),
                           ("timeouts", "campaign_s"): (1, 7 * 24 * 3600, False),
-                          ("verdict", "threshold"): (0, 0.5, False)}[key]
+                          ("verdict", "threshold"): (0, C.MAX_BAND, False)}[key]
     is_number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
     ok = is_number and low <= value <= high
     assert (campaign is not None) == ok, value
