@@ -364,7 +364,10 @@ def test_the_install_check_refuses_a_harness_not_at_the_pinned_commit(tmp_path, 
         step = step_named(load(name), "Check abba-harness")
         env = {**os.environ, "HARNESS_SHA": pin, "PYTHONPATH": str(tmp_path / "site"),
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-        result = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60)
+        # cwd: a folder of its own (a clone's top holds the editable install's abba_harness.egg-info,
+        # which `python -` would find first, as a runner's checkout would not hold)
+        result = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60,
+                                cwd=tmp_path)
         assert (result.returncode == 0) == ok, result.stderr
         assert (f"at {pin}" in result.stdout) if ok else ("not the pinned" in result.stderr)
 
