@@ -258,13 +258,14 @@ def record(label: str, variant: str, items: list, wall_s: float = 1.0, status: s
 
 # --- a comparison.json by hand, for the readers (harness/bundle/model.py) --------------------------
 def _stats_doc() -> dict:
-    return {"method": "paired rounds", "threshold": 0.02, "floor": None, "band": 0.02, "claim_band": 0.02,
+    return {"method": "paired rounds", "question": "claim", "threshold": 0.02, "margin": None, "floor": None,
+            "band": 0.02, "claim_band": 0.02,
             "rounds": {"n": 0, "min": 0, "pairs": [], "unpaired": [], "log_ratios": [], "sd_log": None,
                        "t_quantile": None, "typical_deviation": None},
             "sequential": None,
             "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
                        "run_ratio": None},
-            "per_item": None, "drift": None, "load": {"overloaded": []},
+            "per_item": None, "family": None, "drift": None, "load": {"overloaded": []},
             "verdict": "inconclusive", "verdict_reason": "", "warnings": []}
 
 

@@ -26,7 +26,8 @@ def section(runs: list[RunRecord], stats: dict, wall: dict, instructions: dict |
     instructions section (None: the campaign counted none)."""
     by_label = {r.label: r for r in usable_runs(runs)}
     pairs = [(by_label[a], by_label[b]) for a, b in stats["rounds"]["pairs"]]
-    sequential = stats["sequential"] is not None
+    seq = stats["sequential"]  # the other metrics are claims read at the headline's stop, by its looks' design
+    sequential = C.design(seq["first"], seq["cap"]) if seq is not None else None
     out = [C.headline_entry(wall, stats)]
     for metric in C.METRIC_DEFINITIONS:
         if metric.name != C.HEADLINE and metric.statistic == "rounds":
@@ -45,7 +46,7 @@ def run_value(run: RunRecord, path: str) -> Any:
 
 
 def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], threshold: float,
-                 sequential: bool) -> dict:
+                 sequential: C.Design | None) -> dict:
     """One metric's entry from the paired timed rounds."""
     runs = [r for pair in pairs for r in pair]
     if metric.reads.startswith("items[]."):

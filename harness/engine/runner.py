@@ -268,6 +268,7 @@ class Runner:
         self.warnings: list[str] = []  # the pre-flight's notes (outputs that already differ, ...)
         self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
         self.unanchored: str | None = None  # the campaign file lies outside any git repository: why that matters
+        self.decided_at: dict[str, int] = {}  # a suite's benchmarks the looks decided: they leave the later rounds
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -414,8 +415,9 @@ class Runner:
                 break
             self.progress.run_started(step, label, variant)
             mode = "instructions" if label.startswith("I") else "run"
+            held = C.run_items(items, self.decided_at, label) if mode == "run" else items
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
-                                   deadline, interpreters[variant]["executable"], items, mode, after, valgrind)
+                                   deadline, interpreters[variant]["executable"], held, mode, after, valgrind)
             shutil.rmtree(scratch / "runs" / label, ignore_errors=True)  # its own folders: never the next run's
             if mode == "instructions":
                 instr_runs.append(record)
@@ -427,7 +429,7 @@ class Runner:
             if record.status != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
             step += 1
-            if campaign.budget_s is not None and mode == "run" and (step == 2 or self._decides(runs, floor)):
+            if campaign.budget_s is not None and mode == "run" and (step == 2 or self._decides(runs, floor, items)):
                 campaign, plan = self._cap_rounds(campaign, runs, plan) if step == 2 else \
                     self._stop_rounds(campaign, runs, plan, step)
 
@@ -488,8 +490,9 @@ class Runner:
         self.progress.note(f"rounds: auto: the first round took {pace:.1f} s{how}")
         return campaign, longer
 
-    def _decides(self, runs, floor) -> bool:
-        """After a round from the first look, before the cap: does its look decide?"""
+    def _decides(self, runs, floor, items) -> bool:
+        """After a round from the first look, before the cap: does its look decide? A suite's
+        benchmarks that its look decided leave the later rounds (self.decided_at)."""
         last = runs[-1]
         k = int(last.label[1:]) if C.timed(last.label) else 0
         partner = ("B" if last.label[0] == "A" else "A") + last.label[1:]
@@ -498,7 +501,12 @@ class Runner:
         if not first <= k < cap or partner not in {r.label for r in runs}:
             return False
         plan = {"first": first, "cap": cap}
-        stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan)
+        family = items if C.is_suite_entry(self.campaign.workload.entry) else None
+        stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
+                                 question=self.campaign.question, margin=self.campaign.margin, family=family)
+        if stats["family"] is not None:
+            self.decided_at = {row["id"]: row["decided_at"] for row in stats["family"]["items"]
+                               if row["decided_at"] is not None}
         looks = (stats["sequential"] or {}).get("looks") or [{"verdict": "inconclusive"}]
         return looks[-1]["verdict"] != "inconclusive"
 

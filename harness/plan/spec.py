@@ -125,6 +125,8 @@ class Campaign:
     # (None: not declared, the contract's); campaign.json records them with the defaults filled in
     interference: dict | None = None
     suite: Suite | None = None  # `suite:` in place of `workload:` (the workload is then the suite's entry)
+    question: str = C.DEFAULT_QUESTION  # `verdict: {question: ...}`: a claim, or a one-sided question (QUESTIONS)
+    margin: float | None = None  # a one-sided question's margin; None for a claim
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -592,8 +594,22 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         g = r.mapping(top["noise_floor"], "noise_floor", {"path", "sha256"}, {"path", "sha256"})
         floor = r.path(g["path"], "noise_floor.path")
         floor_sha256 = r.string(g["sha256"], "noise_floor.sha256", HEX64_RE, "64 lowercase hex digits")
-    verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
+    # The question the campaign asks: a claim (improved, regressed or equal, against the equal band
+    # of +-threshold), or a one-sided one against a margin kept apart from that band: "not slower
+    # than the margin?" (a CI gate), or "not faster?" (a claim that what the candidate leaves out
+    # cost nothing).
+    verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold", "question", "margin"})
     threshold = float(r.number(verdict.get("threshold", DEFAULT_THRESHOLD), "verdict.threshold", 0, 0.5))
+    question = verdict.get("question", C.DEFAULT_QUESTION)
+    if question not in C.QUESTIONS:
+        raise r.fail("verdict.question", f"one of {', '.join(C.QUESTIONS)} (a claim, or a one-sided question "
+                                         "against verdict.margin)", question)
+    margin = None
+    if question != "claim":
+        margin = float(r.number(verdict.get("margin", C.DEFAULT_MARGIN), "verdict.margin", 0.001, 0.5))
+    elif "margin" in verdict:
+        raise r.fail("verdict.margin", "only with a one-sided question (verdict.question: not_slower or "
+                                       "not_faster); a claim's band is verdict.threshold", verdict["margin"])
     # Bit for bit unless the campaign declares how far floats may move (a summation order, a
     # fused multiply-add): then "within N ULP (close, not identical)", never "identical" or "equal".
     # The outputs' dtypes are known only when they are compared: here the widest bound (float64's)
@@ -632,7 +648,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
                     max_ulp=max_ulp, interference=interference, suite=suite, launch=launch,
-                    preload=preload)
+                    preload=preload, question=question, margin=margin)
 
 
 def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:

@@ -134,8 +134,13 @@ def section(e, root: Path) -> str:
 
 def _statistics(c: Comparison) -> list[str]:
     s = c.stats
-    out = ["### Statistics", "", f"- {cell(s.verdict_reason, 1000)}."]
+    out = ["### Statistics", "", f"- The rule that decided: {cell(outcomes.method_text(s), 1500)}.",
+           f"- {cell(s.verdict_reason, 1000)}."]
     rounds = s.rounds
+    budget = outcomes.budget_text(s)
+    if budget:
+        out.append(f"- {cell(budget[:1].upper() + budget[1:])}: a larger `budget_s` (a campaign cannot go on past "
+                   "its cap).")
     if s.paired.ci95:
         out.append(f"- {rounds.n} rounds; winsorized sd of the per-round log ratios {num(rounds.sd_log, 4)}, "
                    f"t quantile {num(rounds.t_quantile, 4)}, typical per-round deviation "
@@ -158,13 +163,22 @@ def _statistics(c: Comparison) -> list[str]:
     for warning in s.warnings:
         if not warning.startswith(LOAD_CAUTION):
             out.append(f"- Warning: {cell(warning, 1000)}.")
-    per = s.per_item
-    if per and per.items:
-        rows = [{"item": cell(row.id), "candidate/base [95% CI]": ratio_text(row.ratio, row.ci95)}
+    per, fam = s.per_item, s.family
+    if fam is not None:
+        rows = [{"benchmark": cell(m.id), "verdict": cell(m.verdict),
+                 "candidate/base [interval]": ratio_text(m.ratio, m.ci95) if m.ratio is not None else NA,
+                 "decided": f"round {m.decided_at}" if m.decided_at is not None else "undecided"}
+                for m in fam.leading()[:max(5, sum(1 for m in fam.items if m.changed))]]
+        out += ["", f"Per benchmark, changed first: {cell(outcomes.family_text(s) or '', 2000)}:", "",
+                table(rows, right=("candidate/base [interval]",))]
+    elif per and per.items:
+        rows = [{"item": cell(row.id), "candidate/base [interval]": ratio_text(row.ratio, row.ci95)}
                 for row in per.table[:5]]
-        out += ["", f"Per item, worst first: {per.regressed} of {per.items} regressed and {per.improved} "
-                f"improved beyond +-{100 * per.band:.1f}% (their interval beyond it):", "",
-                table(rows, right=("candidate/base [95% CI]",))]
+        said = (f"{per.regressed} of {per.items} regressed and {per.improved} improved beyond "
+                f"+-{100 * per.band:.1f}% (their interval beyond it)")
+        if per.note:
+            said = f"{said}; {cell(per.note)}" if per.regressed or per.improved else cell(per.note)
+        out += ["", f"Per item, worst first: {said}:", "", table(rows, right=("candidate/base [interval]",))]
     return out + [""]
 
 
@@ -263,10 +277,12 @@ def _runs(b) -> list[str]:
 def render(entries: list, root: Path, sources: str) -> str:
     """The whole REPORT.md. sources: what the report was made from, in words."""
     lines = [GENERATED, "", "# Performance evidence", "", f"Made from {sources}. Method: shuffled rounds of one "
-             "base and one candidate run, each a fresh process; the 20%-trimmed mean of the per-round log ratios and "
-             "its Tukey-McLaughlin 95% interval (it holds the run-to-run variance); improved below the band 1 - b "
-             "(b = max(threshold, noise floor)), regressed above 1 + b, equal inside it, otherwise inconclusive; under "
-             "load or drift a claim must also clear the rounds' noise (docs/statistics.md).", ""]
+             "base and one candidate run, each a fresh process; an interval of the per-round log ratios (it holds "
+             "the run-to-run variance) against the band 1 +- b (b = max(threshold, noise floor)): improved below it, "
+             "regressed above, equal inside, otherwise inconclusive, or a one-sided question's answer against its "
+             "margin; under load or drift a claim must also clear the rounds' noise. Each bundle's Statistics say "
+             "the rule that decided it: the sequential looks of `rounds: auto` (an interval valid at every look up "
+             "to the budget's cap) or a fixed count's trimmed-t interval (docs/statistics.md).", ""]
     if not entries:
         return "\n".join(lines + ["No bundles.", ""])
     lines += [summary(entries, root), ""] + how_to_check()

@@ -189,24 +189,32 @@ def _verdict(c: Comparison, campaign: dict) -> str:
     stats, paired, wall = c.stats, c.stats.paired, c.wall
     base, cand = (campaign["revisions"][v] for v in ("base", "candidate"))
     code_ = outcomes.exit_code(c)
+    answer = outcomes.answer_word(stats)
     word = {outcomes.FAILED: "Campaign failed", outcomes.PARITY: "Parity mismatch",
-            outcomes.UNUSABLE: "Unusable"}.get(code_, str(stats.verdict).capitalize())
+            outcomes.UNUSABLE: "Unusable"}.get(code_, answer[:1].upper() + answer[1:])
     line = f"**{cell(word)}** (`harness compare` exit {code_})"
-    if paired.ci95:
-        seq = stats.sequential
-        level = ("interval valid at every look" if seq is not None and seq.stopped == "decided" else
-                 f"{100 * C.SEQ_LAST_LEVEL:g}% interval" if seq is not None and seq.stopped == "cap"
-                 else "95% interval")
-        line += (f": candidate/base {ratio_text(paired.geomean_ratio, paired.ci95)} ({level}, "
-                 f"{cell(paired.metric)} over {paired.items} items, equal band +-{100 * stats.band:.1f}%"
-                 + (f", claims had to clear +-{100 * stats.claim_band:.1f}% under load or drift"
-                    if stats.claim_band > stats.band else "") + ")")
+    one_sided = stats.question != "claim"
+    band = (f"margin {100 * (stats.margin or 0.0):g}%" if one_sided else f"equal band +-{100 * stats.band:.1f}%") \
+        + (f", claims had to clear +-{100 * stats.claim_band:.1f}% under load or drift"
+           if stats.claim_band > stats.band else "")
+    level = ("one-sided 95% bounds" if one_sided else "95% interval") + \
+        (" valid at every look" if stats.sequential is not None else "")
+    family = outcomes.family_text(stats)
+    shown = outcomes.interval_text(stats)
+    if family is not None:
+        line += f": {cell(family, 2000)} (each benchmark its own {level} at its share of alpha, {band})"
+    elif shown is not None:
+        line += (f": candidate/base {cell(shown)} ({level}, {cell(paired.metric)} over {paired.items} items, "
+                 f"{band})")
     else:
         line += f": {cell(stats.verdict_reason)}"
     rounds = _rounds(stats, campaign)
     if rounds not in stats.verdict_reason:
         line += f"; {rounds}"
     line += ", each round one base and one candidate run in fresh processes."
+    budget = outcomes.budget_text(stats)
+    if budget:
+        line += f" {cell(budget[:1].upper() + budget[1:])}: a larger `budget_s` (the campaign cannot go on past its cap)."
     if wall.speedup:
         line += (f" Mean timed wall {wall.base_mean_s:.3f} s -> {wall.candidate_mean_s:.3f} s "
                  f"({wall.speedup:.3f}x).")
@@ -216,27 +224,63 @@ def _verdict(c: Comparison, campaign: dict) -> str:
 
 
 def _items(stats: Stats, long: bool) -> list[str]:
+    if stats.family is not None:
+        return _members(stats, long)
     per = stats.per_item
     if not per or not per.items:
         return []
     rows = per.table if long else per.table[:ITEMS_SHOWN]
-    band, enough = per.band, stats.rounds.n >= C.MIN_ROUNDS
+    band, judged = per.band, stats.rounds.n >= C.MIN_ROUNDS or stats.sequential is not None
 
     def beyond(row: ItemRatio) -> str:
         ci = row.ci95
-        if not enough or not ci:
+        if not judged or not ci:
             return "n/a"
         return "regressed" if ci[0] > 1 + band else "improved" if ci[1] < 1 - band else "within"
 
     shown = [{"item": cell(r.id, 120), "candidate/base": num(r.ratio, 4),
-              "95% interval": f"[{r.ci95[0]:.4f}, {r.ci95[1]:.4f}]" if r.ci95 else "n/a",
+              "interval": f"[{r.ci95[0]:.4f}, {r.ci95[1]:.4f}]" if r.ci95 else "n/a",
               f"beyond +-{100 * band:.1f}%": beyond(r)} for r in rows]
     more = per.items - len(rows)
-    judged = (f"{per.regressed} of {per.items} regressed and {per.improved} improved beyond +-{100 * band:.1f}%"
-              if enough else f"none of the {per.items} judged beyond +-{100 * band:.1f}% ({stats.rounds.n} "
-              f"rounds, fewer than the {C.MIN_ROUNDS} a per-item verdict needs)")
-    return [f"Per item, worst first: {judged}" + (f" ({more} more not shown)" if more else "") + ":", "",
+    said = f"{per.regressed} of {per.items} regressed and {per.improved} improved beyond +-{100 * band:.1f}%"
+    if per.note:
+        said = f"{said}; {cell(per.note)}" if per.regressed or per.improved else cell(per.note)
+    kind = "each valid at every look, alpha shared among the items" if stats.sequential is not None else \
+        "95% intervals"
+    return [f"Per item, worst first ({kind}): {said}" + (f" ({more} more not shown)" if more else "") + ":", "",
             table(shown, right=("candidate/base",)), ""]
+
+
+def _members(stats: Stats, long: bool) -> list[str]:
+    """A suite's benchmarks, the changed ones first: each its own verdict and interval, the look
+    that decided it (it left the later rounds), or why it could not decide."""
+    fam = stats.family
+    assert fam is not None
+    ordered = fam.leading()
+    changed = [m for m in ordered if m.changed]
+    rows = ordered if long else ordered[:max(ITEMS_SHOWN, len(changed))]
+
+    def when(m) -> str:
+        if m.decided_at is not None:
+            return f"round {m.decided_at}"
+        if m.expected_rounds is not None:
+            return ("more than one campaign's rounds" if m.expected_rounds > C.MAX_ROUNDS
+                    else f"undecided: about {m.expected_rounds} rounds in all")
+        return "undecided"
+
+    shown = [{"benchmark": cell(m.id, 120), "verdict": cell(m.verdict), "candidate/base": num(m.ratio, 4),
+              "interval": f"[{m.ci95[0]:.4f}, {m.ci95[1]:.4f}]" if m.ci95 else "unbounded", "decided": when(m)}
+             for m in rows]
+    more = fam.members - len(rows)
+    head = (f"Per benchmark, changed first ({fam.members} claims, each at alpha {fam.alpha:.3g}: any false claim "
+            f"among them at most {C.SEQ_ALPHA if stats.question == 'claim' else C.QUESTION_ALPHA:g}; a benchmark "
+            "that decided left the later rounds)")
+    out = [head + (f" ({more} more not shown: `harness summary --long`)" if more else "") + ":", "",
+           table(shown, right=("candidate/base",)), ""]
+    undecided = [m for m in rows if m.verdict == "inconclusive"][:1]
+    if undecided:
+        out += [f"Why {cell(undecided[0].id, 120)} did not decide: {cell(undecided[0].verdict_reason, 600)}.", ""]
+    return out
 
 
 def _outputs(bundle) -> str:

@@ -58,7 +58,8 @@ def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, loa
 def test_a_fixed_count_and_a_cap_are_said_as_such(tmp_path, capsys):
     outcome, _ = run_fake(tmp_path, rounds=5)
     assert "; 5 rounds (a fixed count), each round" in page(outcome.out, capsys=capsys)
-    sequential = {"method": "", "first": 5, "cap": 9, "looks": [], "stopped": "cap"}
+    sequential = {"method": "", "first": 5, "cap": 9, "alpha": 0.05, "sides": 2, "levels": [0.003, 0.001],
+                  "looks": [], "stopped": "cap", "expected_rounds": None}
     stats = comparison(stats={"rounds": {"n": 9}, "sequential": sequential}).stats
     assert summary._rounds(stats, {"rounds": None}) == "no look decided by the cap of 9 rounds"
 
@@ -149,5 +150,5 @@ def test_per_item_verdicts_under_the_minimum_rounds_are_said_as_not_judged(tmp_p
     text = page(outcome.out, capsys=capsys)
     head = next(ln for ln in text.splitlines() if ln.startswith("Per item, worst first"))
     assert "regressed and" not in head, head
-    assert f"{C.MIN_ROUNDS - 1} rounds, fewer than the {C.MIN_ROUNDS} a per-item verdict needs" in head
+    assert f"{C.MIN_ROUNDS - 1} round(s): too few for a verdict per item (at least {C.MIN_ROUNDS})" in head
     assert head.endswith(":") and "(1 more not shown)" in head
