@@ -47,7 +47,7 @@ def test_t_sequence_is_centred_on_the_mean_and_unbounded_below_three_values():
     assert C.t_sequence([0.1, 0.2], PLAN) is None
     assert C.t_sequence([0.25, 0.25, 0.25], PLAN) is None  # no spread to scale by
     lo, hi = C.t_sequence([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7], PLAN)
-    assert math.isclose((lo + hi) / 2, 0.35) and 0.0 < lo < 0.35 < hi < 0.7
+    assert math.isclose((lo + hi) / 2, 0.35) and lo < 0.35 < hi and hi - lo < 0.75
 
 
 def test_the_design_is_tighter_than_the_mixture_it_replaced_where_small_effects_decide():
@@ -55,7 +55,7 @@ def test_the_design_is_tighter_than_the_mixture_it_replaced_where_small_effects_
     t multiplier over looks 4..40 (two-sided 4%) is far below from the sixth round on."""
     level = C.levels(PLAN)[0]
     q = {n: C.t_quantile(1 - level, n - 1) for n in (4, 6, 10, 20)}
-    assert q[6] < 5.0 and q[10] < 3.8 and q[20] < 3.3
+    assert q[6] < 5.0 and q[10] < 3.8 and q[20] < 3.3  # 4.86, 3.74, 3.21
     assert q[4] < 12.3
 
 
