@@ -40,6 +40,7 @@ class Model:
     disturb: dict = field(default_factory=dict)
     memory: float = 1.0  # the candidate's loop peak over the base's (each run's reading within a page or two)
     peak_bytes: int = 50 << 20  # the base's loop peak
+    item_ratio: dict = field(default_factory=dict)  # item id -> the candidate's ratio for it (else `ratio`)
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -73,12 +74,13 @@ class Model:
             return FakeRun(result={"item": first, "fields": fields, "raised": [], "items": self.ids(),
                                    "stage_calls": {name: 1 for name in job.stages},
                                    "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
-        factor = math.exp(self.rng.gauss(0.0, self.noise)) * (self.ratio if variant == "candidate" else 1.0)
+        factor = math.exp(self.rng.gauss(0.0, self.noise))
         steal, slowed = self.disturb.get(label, (0, 1.0))
         factor *= slowed
         items = []
         for item in job.items:
-            wall = self.item_s * factor * math.exp(self.rng.gauss(0.0, self.noise / 4))
+            ratio = self.item_ratio.get(item, self.ratio) if variant == "candidate" else 1.0
+            wall = self.item_s * factor * ratio * math.exp(self.rng.gauss(0.0, self.noise / 4))
             out = records.Output(**arrays.store(self._output(item, variant), arrays_dir))
             items.append(records.Item(item, wall, wall * 0.9, {"out": out}, None))
         wall = sum(it.wall_s for it in items) * 1.001 + 1e-4
