@@ -29,7 +29,7 @@ SCHEMAS = {
     "result": "abba-harness/result/v2",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "bisect": "abba-harness/bisect/v1",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
-    "claim": "abba-harness/claim/v1",  # harness summary --format json: the claim for dashboards, not part of a bundle
+    "claim": "abba-harness/claim/v2",  # harness summary --format json: the claim for dashboards, not part of a bundle
     "run": "abba-harness/run/v7",
     "instructions": "abba-harness/instructions/v4",
     "campaign": "abba-harness/campaign/v10",  # v10: verdict.question and margin
