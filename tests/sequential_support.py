@@ -236,15 +236,18 @@ def family(rng: np.random.Generator, families: int, rounds: int, effects: list[f
 @dataclass
 class FamilyOutcome:
     """Per family: the round it stopped at, each benchmark's verdict and decision round (0: none), and
-    the benchmark-rounds it ran (each round times the benchmarks still undecided in it)."""
+    the benchmark-rounds it ran (each round times the benchmarks still undecided in it); held: every
+    benchmark's interval at its stop held its true effect (a one-sided question: its upper bound)."""
     stop: np.ndarray
     verdicts: np.ndarray
     decided_at: np.ndarray
     member_rounds: np.ndarray
+    held: np.ndarray
 
 
 def run_family(d: np.ndarray, first: int, cap: int, band: float = 0.02, question: str = "claim",
-               margin: float | None = None, members_alpha: int | None = None) -> FamilyOutcome:
+               margin: float | None = None, members_alpha: int | None = None,
+               effects: list[float] | None = None) -> FamilyOutcome:
     """A suite campaign (analysis.family_section): each benchmark its own looks at alpha / members
     until it decides, the family stopped when all have (or at the cap). members_alpha: the count
     alpha is shared by (default: the members; 1: each benchmark alone at the whole alpha)."""
@@ -256,7 +259,10 @@ def run_family(d: np.ndarray, first: int, cap: int, band: float = 0.02, question
     decided = np.where(out.verdict != UNDECIDED, out.stop, 0).reshape(families, members)
     stop = np.where((decided > 0).all(axis=1), decided.max(axis=1), cap)
     member_rounds = np.where(decided > 0, decided, stop[:, None]).sum(axis=1)
-    return FamilyOutcome(stop, verdicts, decided, member_rounds)
+    truth = np.tile(np.log(np.asarray(effects if effects is not None else [1.0] * members)), families)
+    lo, hi = out.lo, out.hi
+    missed = (~np.isnan(lo) & ((lo > truth) | (hi < truth))) if question == "claim" else (~np.isnan(hi) & (hi < truth))
+    return FamilyOutcome(stop, verdicts, decided, member_rounds, ~missed.reshape(families, members).any(axis=1))
 
 
 def false_claims(verdicts: np.ndarray, effects: list[float], band: float = 0.02) -> np.ndarray:

@@ -154,8 +154,8 @@ def test_a_suite_is_a_family_of_claims(label, effects, round_sd, item_sd, questi
     rng = np.random.default_rng(64)
     margin = 0.05 if question != "claim" else None
     d = S.family(rng, CAMPAIGNS, CAP, effects, round_sd, item_sd)
-    fam = S.run_family(d, FIRST, CAP, question=question, margin=margin)
-    alone = S.run_family(d, FIRST, CAP, question=question, margin=margin, members_alpha=1)
+    fam = S.run_family(d, FIRST, CAP, question=question, margin=margin, effects=effects)
+    alone = S.run_family(d, FIRST, CAP, question=question, margin=margin, members_alpha=1, effects=effects)
     wrong = S.false_claims(fam.verdicts, effects)
     if question != "claim":  # a gate's false answer: "not slower" for a benchmark slower than the margin
         e = np.asarray(effects)[None, :]
@@ -164,7 +164,9 @@ def test_a_suite_is_a_family_of_claims(label, effects, round_sd, item_sd, questi
     found = [float((fam.verdicts[:, j] != S.UNDECIDED).mean()) for j in range(len(effects))]
     separate = alone.decided_at.clip(min=1) + (alone.decided_at == 0) * (CAP - 1)
     print(f"\n| {label} | family-wise error {wrong.mean():.1%} (one campaign each at 5%: {wrong_alone.mean():.1%}) | "
+          f"every benchmark's interval at its stop held its truth {fam.held.mean():.1%} ({alone.held.mean():.1%}) | "
           f"decided: changed {np.mean(found[:2]):.1%}, unchanged {np.mean(found[2:]):.1%} | median rounds "
           f"{np.median(fam.stop):g} (benchmark-rounds {np.median(fam.member_rounds):g}) | one campaign each: "
           f"{np.median(separate.sum(axis=1)):g} rounds |")
     assert wrong.mean() <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / CAMPAIGNS)
+    assert fam.held.mean() >= 0.95 - 2 * math.sqrt(0.05 * 0.95 / CAMPAIGNS)
