@@ -505,8 +505,12 @@ class Runner:
         stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
                                  question=self.campaign.question, margin=self.campaign.margin, family=family)
         if stats["family"] is not None:
-            self.decided_at = {row["id"]: row["decided_at"] for row in stats["family"]["items"]
-                               if row["decided_at"] is not None}
+            decided = {row["id"]: row["decided_at"] for row in stats["family"]["items"] if row["decided_at"] is not None}
+            now = [i for i in decided if i not in self.decided_at]
+            self.decided_at = decided
+            if now and len(decided) < len(items):
+                self.progress.note(f"rounds: auto: the look after round {k} decided {len(now)} benchmark(s), "
+                                   f"{len(items) - len(decided)} still undecided: the decided ones leave the later rounds")
         looks = (stats["sequential"] or {}).get("looks") or [{"verdict": "inconclusive"}]
         return looks[-1]["verdict"] != "inconclusive"
 

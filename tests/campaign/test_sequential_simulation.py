@@ -170,3 +170,24 @@ def test_a_suite_is_a_family_of_claims(label, effects, round_sd, item_sd, questi
           f"{np.median(separate.sum(axis=1)):g} rounds |")
     assert wrong.mean() <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / CAMPAIGNS)
     assert fam.held.mean() >= 0.95 - 2 * math.sqrt(0.05 * 0.95 / CAMPAIGNS)
+
+
+@pytest.mark.parametrize("first,cap,question,members,runs", [
+    (4, 40, "claim", 1, 100_000), (3, 12, "claim", 1, 100_000), (4, 100, "claim", 1, 50_000),
+    (4, 40, "not_slower", 1, 100_000), (4, 20, "claim", 12, 300_000), (3, 12, "claim", 12, 400_000),
+    (4, 100, "claim", 12, 100_000), (4, 20, "claim", 100, 1_000_000), (4, 40, "not_slower", 12, 200_000)])
+def test_the_design_holds_alpha_across_first_looks_caps_and_families(first, cap, question, members, runs):
+    """Normal rounds, every look to the cap: the chance that any look's interval misses the centre
+    (a one-sided question: its upper bound), as a share of the design's alpha; the t's spend
+    (contract.SEQ_T_SPEND) is what keeps it below 1 where the t statistics' estimated spread
+    alone would not."""
+    plan = C.design(first, cap, question, members)
+    rng = np.random.default_rng(65)
+    missed = 0
+    for done in range(0, runs, 100_000):
+        out = S.run(rng.standard_normal((min(100_000, runs - done), cap)), plan, band=0.0, through=True)
+        missed += int((~(out.held if question == "claim" else out.held_upper)).sum())
+    share = missed / runs / plan.alpha
+    print(f"\n| looks {first}..{cap}, {question}, alpha/{members} | any look missed: {share:.3f} of alpha "
+          f"({missed} of {runs:,}) |")
+    assert share <= 1 + 2 * math.sqrt(1 / (plan.alpha * runs))
