@@ -174,7 +174,7 @@ def method_text(stats: Stats) -> str:
     """The rule that decided this comparison, in words: the sequential design's looks and levels,
     or the fixed count's trimmed-t interval; a one-sided question's margin; a suite's family."""
     asked = question_text(stats)
-    what = (f"one-sided bounds (each side's error at most {100 * C.QUESTION_ALPHA:g}%) against the {asked} margin"
+    what = (f"one-sided bounds (each side's error at most {100 * C.QUESTION_ALPHA:g}%) for the question \"{asked}?\""
             if asked else f"a two-sided interval (error at most {100 * C.SEQ_ALPHA:g}%) against the equal band "
             f"+-{100 * stats.band:.1f}%")
     fam = stats.family

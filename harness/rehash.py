@@ -2259,7 +2259,7 @@ def metrics_section(runs, stats, wall, instructions, threshold):
     for metric in C.METRIC_DEFINITIONS:
         if metric.name == C.HEADLINE or metric.statistic != "rounds":
             continue
-        d, totals, of = metric_rounds(metric.reads, pairs)
+        d, totals, of = metric_rounds(metric.reads, pairs, stats["family"] is not None)
         if not d:
             out.append(C.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential))
             continue
@@ -2273,11 +2273,24 @@ def metrics_section(runs, stats, wall, instructions, threshold):
     return out
 
 
-def metric_rounds(reads, pairs):
+def metric_rounds(reads, pairs, family=False):
     """(per-round log ratios, each run's value by label, what was compared) of the field `reads`:
-    an item field over the items usable in every paired run (the mean of their log ratios), or a
-    run field (one value per run, every paired run holding a positive one)."""
+    an item field over the items usable in every paired run (the mean of their log ratios; a
+    family's: per round over the items both its runs held), or a run field (one value per run,
+    every paired run holding a positive one)."""
     runs = [r for pair in pairs for r in pair]
+    if reads.startswith("items[].") and family:
+        key = reads[len("items[]."):]
+        d, totals = [], {}
+        for a, b in pairs:
+            ma, mb = by_id(a), by_id(b)
+            common = [i for i in ma if i in mb and all(not m[i]["error"] and m[i][key] > 0 for m in (ma, mb))]
+            if not common:
+                return [], {}, f"item {key} over the benchmarks each round held"
+            d.append(math.fsum(math.log(mb[i][key] / ma[i][key]) for i in common) / len(common))
+            totals[a["label"]] = math.fsum(ma[i][key] for i in common)
+            totals[b["label"]] = math.fsum(mb[i][key] for i in common)
+        return d, totals, f"item {key} over the benchmarks each round held"
     if reads.startswith("items[]."):
         key = reads[len("items[]."):]
         maps = [by_id(r) for r in runs]

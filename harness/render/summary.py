@@ -204,7 +204,7 @@ def _verdict(c: Comparison, campaign: dict) -> str:
     if family is not None:
         line += f": {cell(family, 2000)} (each benchmark its own {level} at its share of alpha, {band})"
     elif shown is not None:
-        line += (f": candidate/base {cell(shown)} ({level}, {cell(paired.metric)} over {paired.items} items, "
+        line += (f": candidate/base {shown} ({level}, {cell(paired.metric)} over {paired.items} items, "
                  f"{band})")
     else:
         line += f": {cell(stats.verdict_reason)}"
