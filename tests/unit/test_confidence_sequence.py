@@ -165,3 +165,19 @@ def test_the_rule_says_how_many_rounds_it_expects_to_need():
     gap = max(math.log(0.98) - m, m - math.log(1.02), min(m - math.log(0.98), math.log(1.02) - m))
     assert C.t_quantile(1 - C.levels(plan)[0], need - 1) * s / math.sqrt(need) <= gap
     assert C.expected_rounds([0.0, 0.0, 0.0], plan, 0.02, None, "claim", 3) is None  # no spread
+
+
+def test_at_the_cap_the_trimmed_t_joins_and_a_stalled_host_can_still_decide():
+    """One run in ten 1.8x slower on either side (a host that stalls): the plain t is wide for good;
+    at the cap's look the 20%-trimmed t (at the t's level) joins the intersection, and is far
+    narrower."""
+    rng = random.Random(8)
+    values = [-0.06 + rng.gauss(0.0, 0.02) + 0.59 * ((rng.random() < 0.1) - (rng.random() < 0.1)) for _ in range(30)]
+    plan = C.design(4, 30)
+    before = C.confidence_sequence(values[:29], plan)
+    at_cap = C.confidence_sequence(values, plan)
+    trimmed = C.trimmed_sequence(values, plan)
+    assert trimmed is not None and at_cap == [max(at_cap[0], trimmed[0]), min(at_cap[1], trimmed[1])]
+    t = C.t_sequence(values, plan)
+    assert trimmed[1] - trimmed[0] < 0.5 * (t[1] - t[0]) and at_cap[1] - at_cap[0] < before[1] - before[0]
+    assert C.confidence_sequence(values, C.design(4, 31)) != at_cap  # not the cap there: no trimmed t
