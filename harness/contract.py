@@ -670,11 +670,11 @@ QUESTION_ALPHA = 0.05  # a one-sided question: each side's answer
 SEQ_SIGN_SHARE = 0.15  # of each alpha to the signs (they cannot bound before ~8 rounds), the rest to the t
 # The t's level comes from the walk of normal sums with a KNOWN spread; estimated afresh at every look,
 # the spread makes the t statistics of successive looks less alike than the walk's, and their
-# chance of any rejection runs 1.1-1.2x the walk's at a claim's alpha and up to 1.28x at a family
+# chance of any rejection runs 1.11-1.21x the walk's at a claim's alpha and up to 1.38x at a family
 # member's smaller one (simulated: 200,000-2,000,000 normal campaigns per design, first look 3-8,
-# cap 10-100, alpha 5% to 0.05%). The t's design therefore spends this share of its alpha (the
-# second: a member of a family), and the three parts stay within alpha together:
-# tests/unit/test_sequential_rates.py.
+# cap 10-100, alpha 4% to 0.04%: tests/campaign/test_sequential_simulation.py). The t's design
+# therefore spends this share of its alpha (the second: a member of a family), and the three
+# parts stay within alpha together (measured there; tests/unit/test_sequential_rates.py).
 SEQ_T_SPEND, SEQ_T_SPEND_FAMILY = 0.8, 0.68
 QUESTIONS = ("claim", "not_slower", "not_faster")
 DEFAULT_QUESTION = "claim"

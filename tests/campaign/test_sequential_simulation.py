@@ -191,3 +191,27 @@ def test_the_design_holds_alpha_across_first_looks_caps_and_families(first, cap,
     print(f"\n| looks {first}..{cap}, {question}, alpha/{members} | any look missed: {share:.3f} of alpha "
           f"({missed} of {runs:,}) |")
     assert share <= 1 + 2 * math.sqrt(1 / (plan.alpha * runs))
+
+
+@pytest.mark.parametrize("first,cap,alpha,sides,runs", [
+    (4, 40, 0.04, 2, 200_000), (3, 10, 0.04, 2, 200_000), (8, 40, 0.04, 2, 200_000), (4, 40, 0.04, 1, 200_000),
+    (4, 40, 0.04 / 12, 2, 600_000), (4, 100, 0.04 / 12, 2, 300_000), (4, 40, 0.0004, 2, 2_000_000),
+    (3, 20, 0.0004, 2, 2_000_000)])
+def test_the_t_alone_errs_more_often_than_the_walk_it_is_computed_for(first, cap, alpha, sides, runs):
+    """Why the t's design spends SEQ_T_SPEND of its share: at the walk's level for alpha (a known
+    spread), the t with its spread estimated at every look misses more often; the ratio printed."""
+    level = C._above(C.walk_bound(first, cap, alpha, sides))
+    rng = np.random.default_rng(66)
+    missed = 0
+    for done in range(0, runs, 100_000):
+        d = rng.standard_normal((min(100_000, runs - done), cap))
+        mean, sd = S._moments(d)
+        miss = np.zeros(d.shape[0], dtype=bool)
+        for n in range(first, cap + 1):
+            half = C.t_quantile(1 - level, n - 1) * sd[:, n - 1] / math.sqrt(n)
+            miss |= (np.abs(mean[:, n - 1]) if sides == 2 else mean[:, n - 1]) > half
+        missed += int(miss.sum())
+    ratio = missed / runs / alpha
+    print(f"\n| looks {first}..{cap}, alpha {alpha:.2g}, {sides} side(s) | the t alone missed {ratio:.3f} times the walk's "
+          f"alpha ({missed} of {runs:,}) |")
+    assert 1.0 < ratio < 1 / (C.SEQ_T_SPEND_FAMILY if alpha < 0.01 else C.SEQ_T_SPEND)
