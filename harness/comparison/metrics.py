@@ -52,7 +52,8 @@ def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], thr
     runs = [r for pair in pairs for r in pair]
     if metric.reads.startswith("items[].") and family:
         key = metric.reads[len("items[]."):]
-        d, totals = [], {}
+        d: list[float] = []
+        totals: dict[str, float] = {}
         for a, b in pairs:
             ma, mb = a.item_map(), b.item_map()
             common = [i for i in ma if i in mb and all(not m[i].error and getattr(m[i], key) > 0 for m in (ma, mb))]
