@@ -524,6 +524,53 @@ def family_verdict(question, verdicts):
     return ANSWERS[question][0]
 
 
+def family_of(question, rows, first, rounds):
+    """(stats.family, the family's looks) from its benchmarks' rows (id, n, ratio, ci95, verdict,
+    verdict_reason, decided_at, expected_rounds), each derived by the same look rule: the counts of
+    every word, each benchmark's share of alpha, and at each look from `first` to `rounds` (None:
+    a fixed count, no looks) the family's word once every benchmark has decided by it."""
+    m = len(rows)
+    looks = []
+    for k in range(first, rounds + 1) if first is not None else ():
+        done = [row["verdict"] for row in rows if row["decided_at"] is not None and row["decided_at"] <= k]
+        looks.append({"round": k, "ci95": None, "verdict": family_verdict(question, done) if len(done) == m
+                      else "inconclusive"})
+    expected = [row["expected_rounds"] for row in rows if row["expected_rounds"] is not None]
+    section = {"members": m, "alpha": sig10((QUESTION_ALPHA if question != "claim" else SEQ_ALPHA) / m),
+               "counts": {word: sum(1 for row in rows if row["verdict"] == word) for word in VERDICTS},
+               "items": rows, "expected_rounds": max(expected) if expected else None}
+    return section, looks
+
+
+def family_summary(section):
+    """A suite's counts in words, naming its changed benchmarks (FAMILY_NAMED at most): "12
+    benchmarks: 2 improved (b3 0.4012, b7 0.7003), 0 regressed, 10 equal, 0 undecided"."""
+    rows, counts, parts = section["items"], section["counts"], []
+    for word in VERDICTS:
+        if word == "inconclusive":
+            continue
+        named = [f"{row['id']} {row['ratio']:.4f}" for row in rows if row["verdict"] == word and word in CHANGED]
+        if counts[word] or word in CHANGED:
+            text = f"{counts[word]} {word}"
+            if named:
+                text += f" ({', '.join(named[:FAMILY_NAMED])}{', ...' if len(named) > FAMILY_NAMED else ''})"
+            parts.append(text)
+    parts.append(f"{counts['inconclusive']} undecided")
+    return f"{section['members']} benchmarks: " + ", ".join(parts)
+
+
+def family_ending(question, section, looks, why, rounds, cap):
+    """(verdict, reason) of a sequential suite: the family's look that decided (every benchmark
+    had), or at the cap the members' words as they stand."""
+    summary = family_summary(section)
+    if why == "decided":
+        return looks[-1]["verdict"], f"{summary}; every benchmark decided by round {rounds}"
+    if why == "cap":
+        return (family_verdict(question, [row["verdict"] for row in section["items"]]),
+                f"{summary}; the budget's cap of {cap} rounds came first")
+    return "inconclusive", f"{summary}; the campaign ended after {rounds} of at most {cap} rounds"
+
+
 def expected_rounds(values, plan, band, margin, question, rounds):
     """The rounds in all a campaign of this Design's level would need for the mean's interval to
     decide, if its per-round log ratios kept their mean and spread: the first count whose half

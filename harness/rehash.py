@@ -2015,10 +2015,7 @@ def family_stats(out, pairs, members, threshold, band, plan, question, margin, o
             row["verdict_reason"] = f"no look yet: {len(d)} of the first look's {plan['first']} rounds"
         if row["decided_at"] is None and d and len(pairs) >= plan["cap"]:
             row["expected_rounds"] = C.expected_rounds(d, design, band, margin, question, len(d))
-    counts = {word: sum(1 for row in rows if row["verdict"] == word) for word in C.VERDICTS}
-    expected = [row["expected_rounds"] for row in rows if row["expected_rounds"] is not None]
-    section = {"members": m, "alpha": sig10((C.QUESTION_ALPHA if question != "claim" else C.SEQ_ALPHA) / m),
-               "counts": counts, "items": rows, "expected_rounds": max(expected) if expected else None}
+    section, looks = C.family_of(question, rows, plan["first"] if plan is not None else None, len(pairs))
     out["family"] = section
     d = []
     for a, b in pairs:
@@ -2032,45 +2029,17 @@ def family_stats(out, pairs, members, threshold, band, plan, question, margin, o
                          geomean_ratio=sig10(math.exp(math.fsum(ratios) / len(ratios))) if ratios else None)
     if overloaded:  # each benchmark's own looks cleared its claim band and drift
         out["warnings"].append(f"more runnable work than cores during {', '.join(overloaded)}")
-    summary = family_words(section)
-    words = [row["verdict"] for row in rows]
     out["method"] = f"{C.METHOD}; {C.FAMILY_METHOD}" + (f"; {C.SEQ_METHOD}" if plan is not None else "")
     if plan is None:
-        out["verdict"], out["verdict_reason"] = C.family_verdict(question, words), summary
+        out["verdict"] = C.family_verdict(question, [row["verdict"] for row in rows])
+        out["verdict_reason"] = C.family_summary(section)
         return out
-    looks = []
-    for k in range(plan["first"], len(pairs) + 1):
-        done = [row["verdict"] for row in rows if row["decided_at"] is not None and row["decided_at"] <= k]
-        looks.append({"round": k, "ci95": None,
-                      "verdict": C.family_verdict(question, done) if len(done) == m else "inconclusive"})
     why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
     out["sequential"] = sequential_section(design, plan, looks, why)
-    if why == "decided":
-        out["verdict"] = looks[-1]["verdict"]
-        out["verdict_reason"] = f"{summary}; every benchmark decided by round {len(pairs)}"
-    elif why == "cap":
-        out["verdict"] = C.family_verdict(question, words)
-        out["verdict_reason"] = f"{summary}; the budget's cap of {plan['cap']} rounds came first"
+    out["verdict"], out["verdict_reason"] = C.family_ending(question, section, looks, why, len(pairs), plan["cap"])
+    if why == "cap":
         out["sequential"]["expected_rounds"] = section["expected_rounds"]
-    else:
-        out["verdict_reason"] = f"{summary}; the campaign ended after {len(pairs)} of at most {plan['cap']} rounds"
     return out
-
-
-def family_words(section):
-    """The family's counts in words, naming the changed benchmarks (contract.FAMILY_NAMED at most)."""
-    rows, counts, parts = section["items"], section["counts"], []
-    for word in C.VERDICTS:
-        if word == "inconclusive":
-            continue
-        named = [f"{row['id']} {row['ratio']:.4f}" for row in rows if row["verdict"] == word and word in C.CHANGED]
-        if counts[word] or word in C.CHANGED:
-            text = f"{counts[word]} {word}"
-            if named:
-                text += f" ({', '.join(named[:C.FAMILY_NAMED])}{', ...' if len(named) > C.FAMILY_NAMED else ''})"
-            parts.append(text)
-    parts.append(f"{counts['inconclusive']} undecided")
-    return f"{section['members']} benchmarks: " + ", ".join(parts)
 
 
 def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUESTION, margin=None, family=None):

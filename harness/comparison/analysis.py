@@ -478,26 +478,18 @@ def _family(result: dict, pairs, members: list[str], threshold: float, band: flo
                             geomean_ratio=sig10(math.exp(math.fsum(ratios) / len(ratios))) if ratios else None)
     if overloaded_runs:  # each benchmark's claim cleared its own claim band (its looks); drift is its own too
         result["warnings"].append(f"more runnable work than cores during {', '.join(overloaded_runs)}")
-    words = [row["verdict"] for row in section["items"]]
-    summary = family_summary(section)
     result["method"] = f"{METHOD}; {C.FAMILY_METHOD}" + (f"; {SEQ_METHOD}" if sequential is not None else "")
     if sequential is None:
-        result["verdict"] = C.family_verdict(question, words)
-        result["verdict_reason"] = summary
+        result["verdict"] = C.family_verdict(question, [row["verdict"] for row in section["items"]])
+        result["verdict_reason"] = C.family_summary(section)
         return result
     first, cap = sequential["first"], sequential["cap"]
     why = stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), cap)
     result["sequential"] = sequential_section(C.design(*rule_looks(sequential), question, len(members)), first, cap,
                                               looks, why)
-    if why == "decided":
-        result["verdict"] = looks[-1]["verdict"]
-        result["verdict_reason"] = f"{summary}; every benchmark decided by round {len(pairs)}"
-    elif why == "cap":
-        result["verdict"] = C.family_verdict(question, words)
-        result["verdict_reason"] = f"{summary}; the budget's cap of {cap} rounds came first"
+    result["verdict"], result["verdict_reason"] = C.family_ending(question, section, looks, why, len(pairs), cap)
+    if why == "cap":
         result["sequential"]["expected_rounds"] = section["expected_rounds"]
-    else:
-        result["verdict_reason"] = f"{summary}; the campaign ended after {len(pairs)} of at most {cap} rounds"
     return result
 
 
@@ -539,16 +531,7 @@ def family_section(pairs, maps: dict, members: list[str], threshold: float, band
             row["verdict_reason"] = f"no look yet: {len(d)} of the first look's {sequential['first']} rounds"
         if row["decided_at"] is None and d and len(pairs) >= sequential["cap"]:
             row["expected_rounds"] = C.expected_rounds(d, plan, band, margin, question, len(d))
-    looks = []
-    if sequential is not None:
-        for k in range(sequential["first"], len(pairs) + 1):
-            done = [row["verdict"] for row in rows if row["decided_at"] is not None and row["decided_at"] <= k]
-            looks.append({"round": k, "ci95": None,
-                          "verdict": C.family_verdict(question, done) if len(done) == m else "inconclusive"})
-    counts = {word: sum(1 for row in rows if row["verdict"] == word) for word in C.VERDICTS}
-    expected = [row["expected_rounds"] for row in rows if row["expected_rounds"] is not None]
-    return {"members": m, "alpha": sig10((C.QUESTION_ALPHA if question != "claim" else C.SEQ_ALPHA) / m),
-            "counts": counts, "items": rows, "expected_rounds": max(expected) if expected else None}, looks
+    return C.family_of(question, rows, sequential["first"] if sequential is not None else None, len(pairs))
 
 
 def _fixed_member(row: dict, held, d: list[float], item: str, threshold: float, band: float, question: str,
@@ -566,22 +549,6 @@ def _fixed_member(row: dict, held, d: list[float], item: str, threshold: float, 
     lo, hi = row["ci95"]
     row["verdict"], row["verdict_reason"] = decide(lo, hi, band, None, member_what(item, len(d)), claim_band,
                                                    question, margin)
-
-
-def family_summary(section: dict) -> str:
-    """"2 of 12 benchmarks improved (a 0.4000, b 0.7000), 0 regressed, 10 equal, 0 undecided"."""
-    rows, counts = section["items"], section["counts"]
-    parts = []
-    for word in C.VERDICTS:
-        if word == "inconclusive":
-            continue
-        named = [f"{row['id']} {row['ratio']:.4f}" for row in rows if row["verdict"] == word and word in C.CHANGED]
-        if counts[word] or word in ("improved", "regressed"):
-            parts.append(f"{counts[word]} {word}" + (f" ({', '.join(named[:C.FAMILY_NAMED])}"
-                                                     + (", ..." if len(named) > C.FAMILY_NAMED else "") + ")"
-                                                     if named else ""))
-    parts.append(f"{counts['inconclusive']} undecided")
-    return f"{section['members']} benchmarks: " + ", ".join(parts)
 
 
 def round_of(label: str) -> int:
