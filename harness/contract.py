@@ -21,7 +21,7 @@ import re
 import sys
 from collections import namedtuple
 
-FORMAT = "abba-harness/bundle/v8"  # the bundle format this contract describes (bag-info Abba-Format)
+FORMAT = "abba-harness/bundle/v9"  # the bundle format this contract describes (bag-info Abba-Format)
 
 # --- schema ids: one current set; a file of any other id is refused ------------------------
 SCHEMAS = {
