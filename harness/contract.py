@@ -30,11 +30,11 @@ SCHEMAS = {
     "result": "abba-harness/result/v2",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "bisect": "abba-harness/bisect/v2",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
-    "claim": "abba-harness/claim/v1",  # harness summary --format json: the claim for dashboards, not part of a bundle
+    "claim": "abba-harness/claim/v2",  # harness summary --format json: the claim for dashboards, not part of a bundle
     "run": "abba-harness/run/v7",
     "instructions": "abba-harness/instructions/v4",
-    "campaign": "abba-harness/campaign/v10",
-    "comparison": "abba-harness/comparison/v8",
+    "campaign": "abba-harness/campaign/v10",  # v10: verdict.question and margin; bisect's overrides
+    "comparison": "abba-harness/comparison/v8",  # v8: the looks' design, one-sided questions, a suite's family, contradicted counts
     "environment": "abba-harness/environment/v4",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
@@ -530,7 +530,15 @@ def interference_warning(disturbed, max_steal, min_cpu_per_wall, rounds, holds):
             f"{', '.join(str(k) for k in rounds)}")
 
 # --- verdicts: the words (harness/outcomes.py gives their exit codes and the verdict line) ----
-VERDICTS = ("improved", "regressed", "equal", "inconclusive")
+VERDICTS = ("improved", "regressed", "equal", "not slower", "not faster", "inconclusive")
+# The words each question may stop on (a claim: two-sided; a one-sided question: its answer, or the
+# other side past the margin), inconclusive aside.
+ANSWERS = {"claim": ("improved", "regressed", "equal"), "not_slower": ("not slower", "regressed"),
+           "not_faster": ("not faster", "improved")}
+CHANGED = ("improved", "regressed")  # the words that say a benchmark of a family changed
+FAMILY_NAMED = 5  # changed benchmarks a verdict line names (the summary and the report show every one)
+FAMILY_METHOD = ("a suite is a family of claims: every benchmark its own interval at alpha / benchmarks "
+                 "(Bonferroni, over benchmarks and looks); a benchmark that has decided leaves the later rounds")
 # `harness reproduce`: the re-run is the measurement, the original the claim.
 REPRODUCTION_VERDICTS = ("reproduced", "not contradicted", "not reproduced", "partial", "outputs differ",
                          "run failed")
@@ -550,12 +558,18 @@ def sig10(x):
     return float(f"{x:.{SIG_DIGITS - 1}e}")
 
 
-def decide(lo, hi, band, run_ratio, what, claim_band=None):
-    """(verdict, reason) of a 95% interval [lo, hi] of candidate/base against the equal band
-    [1 - band, 1 + band]: improved below it, regressed above it, equal inside it, else
-    inconclusive; a claim the run-level ratio of mean walls contradicts (it lies on the other
-    side of the band) is inconclusive too; measured under load or drift, a claim must also clear
-    the wider claim_band."""
+def decide(lo, hi, band, run_ratio, what, claim_band=None, question="claim", margin=None):
+    """(verdict, reason) of an interval [lo, hi] of candidate/base. A claim (question "claim", the
+    interval two-sided at 95%) against the equal band [1 - band, 1 + band]: improved below it,
+    regressed above it, equal inside it, else inconclusive; a claim the run-level ratio of mean
+    walls contradicts (it lies on the other side of the band) is inconclusive too; measured under
+    load or drift, a claim must also clear the wider claim_band. A one-sided question (each end a
+    one-sided 95% bound) against its margin: "not_slower" answers "not slower" when the upper end
+    is within 1 + margin, "regressed" when the lower end is past it (and past the claim band);
+    "not_faster" the mirror ("not faster", "improved"). A pure function of the interval, the band
+    and the margin."""
+    if question != "claim":
+        return _one_sided(lo, hi, band, run_ratio, what, claim_band, question, margin)
     edges = f"[{1 - band:.4f}, {1 + band:.4f}]"
     ci = f"95% CI [{lo:.4f}, {hi:.4f}] of {what}"
     if lo >= 1 - band and hi <= 1 + band:
@@ -577,18 +591,133 @@ def decide(lo, hi, band, run_ratio, what, claim_band=None):
     return verdict, reason
 
 
+def _one_sided(lo, hi, band, run_ratio, what, claim_band, question, margin):
+    """decide for a one-sided question (QUESTIONS): its answer, the other side, or inconclusive."""
+    slower = question == "not_slower"
+    edge = 1 + margin if slower else 1 - margin
+    name = f"{'slower' if slower else 'faster'} than {100 * margin:g}%"
+    bounds = f"one-sided 95% bounds [{lo:.4f}, {hi:.4f}] of {what}"
+    past = max(margin, claim_band or band)  # the other side is a claim: it clears the claim band too
+    if (hi <= edge) if slower else (lo >= edge):
+        word = "not slower" if slower else "not faster"
+        reason = f"the {'upper' if slower else 'lower'} bound of the {bounds} lies within {edge:.4f}: not {name}"
+        if run_ratio is not None and ((run_ratio > edge) if slower else (run_ratio < edge)):
+            return "inconclusive", (f"{reason}, but the run-level ratio of mean walls {run_ratio:.4f} lies beyond "
+                                    f"{edge:.4f}")
+        return word, reason
+    if (lo > 1 + past) if slower else (hi < 1 - past):
+        word = "regressed" if slower else "improved"
+        reason = f"the {'lower' if slower else 'upper'} bound of the {bounds} lies beyond {edge:.4f}: {name}"
+        if run_ratio is not None and ((run_ratio < 1 - band) if slower else (run_ratio > 1 + band)):
+            return "inconclusive", (f"{reason}, but the run-level ratio of mean walls {run_ratio:.4f} lies on "
+                                    "the other side of the band")
+        return word, reason
+    if (lo > edge) if slower else (hi < edge):
+        return "inconclusive", (f"the {bounds} lie beyond {edge:.4f}, but measured under load or drift the answer "
+                                f"must clear {1 + past if slower else 1 - past:.4f}, and it does not")
+    return "inconclusive", f"the {bounds} straddle {edge:.4f}: not yet known whether {name}"
+
+
+def family_verdict(question, verdicts):
+    """The word a family of claims (a suite's benchmarks) gives once every member has decided:
+    the other side of the question if any member reached it (regressed for a claim or a gate,
+    improved for "not faster"), inconclusive if any member did not decide, else a claim's
+    improved when any member improved and equal when all are, a one-sided question's answer."""
+    words = set(verdicts)
+    against = "improved" if question == "not_faster" else "regressed"
+    if against in words:
+        return against
+    if "inconclusive" in words or not words:
+        return "inconclusive"
+    if question == "claim":
+        return "improved" if "improved" in words else "equal"
+    return ANSWERS[question][0]
+
+
+def family_of(question, rows, first, rounds):
+    """(stats.family, the family's looks) from its benchmarks' rows (id, n, ratio, ci95, verdict,
+    verdict_reason, decided_at, expected_rounds), each derived by the same look rule: the counts of
+    every word, each benchmark's share of alpha, and at each look from `first` to `rounds` (None:
+    a fixed count, no looks) the family's word once every benchmark has decided by it."""
+    m = len(rows)
+    looks = []
+    for k in range(first, rounds + 1) if first is not None else ():
+        done = [row["verdict"] for row in rows if row["decided_at"] is not None and row["decided_at"] <= k]
+        looks.append({"round": k, "ci95": None, "verdict": family_verdict(question, done) if len(done) == m
+                      else "inconclusive"})
+    expected = [row["expected_rounds"] for row in rows if row["expected_rounds"] is not None]
+    section = {"members": m, "alpha": sig10((QUESTION_ALPHA if question != "claim" else SEQ_ALPHA) / m),
+               "counts": {word: sum(1 for row in rows if row["verdict"] == word) for word in VERDICTS},
+               "items": rows, "expected_rounds": max(expected) if expected else None}
+    return section, looks
+
+
+def family_summary(section):
+    """A suite's counts in words, naming its changed benchmarks (FAMILY_NAMED at most): "12
+    benchmarks: 2 improved (b3 0.4012, b7 0.7003), 0 regressed, 10 equal, 0 undecided"."""
+    rows, counts, parts = section["items"], section["counts"], []
+    for word in VERDICTS:
+        if word == "inconclusive":
+            continue
+        named = [f"{row['id']} {row['ratio']:.4f}" for row in rows if row["verdict"] == word and word in CHANGED]
+        if counts[word] or word in CHANGED:
+            text = f"{counts[word]} {word}"
+            if named:
+                text += f" ({', '.join(named[:FAMILY_NAMED])}{', ...' if len(named) > FAMILY_NAMED else ''})"
+            parts.append(text)
+    parts.append(f"{counts['inconclusive']} undecided")
+    return f"{section['members']} benchmarks: " + ", ".join(parts)
+
+
+def family_ending(question, section, looks, why, rounds, cap):
+    """(verdict, reason) of a sequential suite: the family's look that decided (every benchmark
+    had), or at the cap the members' words as they stand."""
+    summary = family_summary(section)
+    if why == "decided":
+        return looks[-1]["verdict"], f"{summary}; every benchmark decided by round {rounds}"
+    if why == "cap":
+        return (family_verdict(question, [row["verdict"] for row in section["items"]]),
+                f"{summary}; the budget's cap of {cap} rounds came first")
+    return "inconclusive", f"{summary}; the campaign ended after {rounds} of at most {cap} rounds"
+
+
+def expected_rounds(values, plan, band, margin, question, rounds):
+    """The rounds in all a campaign of this Design's level would need for the mean's interval to
+    decide, if its per-round log ratios kept their mean and spread: the first count whose half
+    width is within the distance from the mean to the nearest answer (MAX_ROUNDS + 1: more than
+    one campaign may run; None: no spread, or the mean on an edge that no count clears)."""
+    n = len(values)
+    if n < 3:
+        return None
+    m = math.fsum(values) / n
+    s = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
+    if question == "claim":
+        low, high = math.log(1 - band), math.log1p(band)
+        gap = max(low - m, m - high, min(m - low, high - m))
+    else:
+        gap = abs(m - (math.log1p(margin) if question == "not_slower" else math.log(1 - margin)))
+    if s == 0.0 or gap <= 0.0:
+        return None
+    level = levels(plan)[0]
+    for count in range(max(rounds + 1, 3), MAX_ROUNDS + 1):
+        if t_quantile(1.0 - level, count - 1) * s / math.sqrt(count) <= gap:
+            return count
+    return MAX_ROUNDS + 1
+
+
 def metric_interval(d, sequential, fixed):
     """[lo, hi] of a metric other than the headline, from its per-round log ratios d at the
-    campaign's last round. A sequential campaign: the confidence sequence (valid at any stopping
-    time, so at the one the headline chose), or a point when every round gave the same ratio (a
-    reading that repeats exactly, as a peak in whole pages can); None while unbounded. A fixed
-    count: `fixed`, the 95% trimmed-t interval each checker derives its own way."""
+    campaign's last round. A sequential campaign (`sequential`: its claim Design): the interval of
+    its looks (valid at whichever look stopped, so at the one the headline chose), or a point when
+    every round gave the same ratio (a reading that repeats exactly, as a peak in whole pages can);
+    None while unbounded. A fixed count (None): `fixed`, the 95% trimmed-t interval each checker
+    derives its own way."""
     if not sequential:
         return fixed
     if len(d) >= 3 and max(d) == min(d):
         point = sig10(math.exp(max(-20.0, min(20.0, d[0]))))
         return [point, point]
-    return sequence_ratio(d)
+    return sequence_ratio(d, sequential)
 
 
 def metric_entry(name, of, n, base, candidate, ratio, ci, band, sequential):
@@ -718,130 +847,304 @@ def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds=MAX_ROUNDS):
     return max(min_rounds, min(max_rounds, math.ceil(budget_s / first_round_s)))
 
 
-# --- sequential rounds: an interval valid at every look decides when a campaign stops ----------
-# After each round from the first look, the interval of the per-round log ratios' centre is the
-# intersection of two confidence sequences, each valid at every look by Ville's inequality (a
-# nonnegative martingale under the tested value exceeds 1/alpha at ANY look with probability at
-# most alpha), so by the union bound the pair misses with probability at most their sum:
-# - for the mean, a mixture of one-sample t-test Bayes factors (Lai 1976; Perez-Ortiz, Lardy,
-#   de Heide & Grunwald 2024: the Bayes factor of the scale-invariant data is a martingale), the
-#   runs' unknown scale handled exactly by that invariance, not plugged in; it decides a clean
-#   large change within a few rounds;
-# - for the median, the signs of the rounds against each value (a Beta-binomial Bayes factor
-#   against a share of 1/2): no moment and no scale, so a slow spell that doubles one run moves
-#   it by one rank where it widens the t-mixture for the rest of the campaign.
-# Their centres agree when the log ratios are symmetric about the effect, which the shuffled
-# order gives when the noise does not depend on the variant. SEQ_ALPHA is spent over all looks;
-# the last look at the budget's cap, which time alone sets, spends the rest on the fixed-count
-# trimmed-t interval at SEQ_LAST_LEVEL: a false claim needs one of them to miss, so at most
-# 2.5% + 2.5%.
-SEQ_ALPHA = 0.025
-SEQ_T_ALPHA, SEQ_SIGN_ALPHA = 0.02, 0.005  # SEQ_ALPHA split: the signs cannot bound before ~12 rounds
-SEQ_LAST_LEVEL = 0.975
-SEQ_GRID = (0.1, 1.0, 10.0, 100.0)  # prior variances of the standardized effect, equal weights
-SIGN_PRIOR = 0.5  # Beta(a, a) on the share below a value: Jeffreys', bounded from the fewest rounds
-SEQ_METHOD = ("sequential: after each round from the first look, the intersection of a t-mixture confidence sequence "
-              "of the mean per-round log ratio (98% at every look) and a sign confidence sequence of their median "
-              "(99.5%); stops when it decides; at the budget's cap the 97.5% trimmed-t interval")
+# --- sequential rounds: a plan of looks, each valid whichever one stops the campaign ----------
+# The cap is known after the first round (auto_rounds: time alone sets it, never a ratio), so the
+# looks a campaign may take are known before any ratio is: one after each round from `first` to
+# `cap`. A group-sequential design spends alpha over exactly those looks (Pocock 1977): one
+# nominal level at every look, the level at which the chance that ANY of them rejects the true
+# value is alpha. The interval of the per-round log ratios' centre at a look is the intersection
+# of two such designs, so by the union bound the pair misses at any look with probability at
+# most the sum of their alphas:
+# - for the mean, Student's t at the nominal level with n - 1 degrees of freedom (the
+#   significance-level approach to a group-sequential t-test, Jennison & Turnbull 2000, ch. 11),
+#   the level computed for normal values by the recursion of Armitage, McPherson & Rowe (1969)
+#   over the random walk of their standardized sums (_walk_exceeds, standard library); it
+#   decides a clean change in few rounds;
+# - for the median, the signs of the rounds against each value: at each look a count of rounds
+#   below it that the binomial distribution makes rarer than the sign design's nominal level
+#   rejects it, the level set so that the exact chance of any look rejecting the median is the
+#   signs' alpha (_sign_exceeds, by recursion over the counts). No moment and no scale, so a
+#   slow spell that doubles one run moves it by one rank where it widens the t for the rest of
+#   the campaign.
+# Their centres agree when the log ratios are symmetric about the effect, which the shuffled order
+# gives when the noise does not depend on the variant. A claim (improved, regressed, equal)
+# spends SEQ_ALPHA over both sides and every look up to the cap; a one-sided question ("not
+# slower than the margin?", "not faster?") spends QUESTION_ALPHA on each side apart, so each of
+# its answers is wrong at most that often. The design holds for the planned looks only: a
+# campaign cannot go on past its cap (re-run it with a larger budget), which is the price of
+# intervals 30% narrower than a confidence sequence valid for ever (docs/statistics.md).
+SEQ_ALPHA = 0.05  # a claim: both sides, every look to the cap included
+QUESTION_ALPHA = 0.05  # a one-sided question: each side's answer
+SEQ_SIGN_SHARE = 0.15  # of each alpha to the signs (they cannot bound before ~8 rounds), the rest to the t
+# The t's level comes from the walk of normal sums with a KNOWN spread; estimated afresh at every look,
+# the spread makes the t statistics of successive looks less alike than the walk's, and their
+# chance of any rejection runs 1.11-1.21x the walk's at a claim's alpha and up to 1.38x at a family
+# member's smaller one (simulated: 200,000-2,000,000 normal campaigns per design, first look 3-8,
+# cap 10-100, alpha 4% to 0.04%: tests/campaign/test_sequential_simulation.py). The t's design
+# therefore spends this share of its alpha (the second: a member of a family), and the three
+# parts stay within alpha together (measured there; tests/unit/test_sequential_rates.py).
+SEQ_T_SPEND, SEQ_T_SPEND_FAMILY = 0.8, 0.68
+QUESTIONS = ("claim", "not_slower", "not_faster")
+DEFAULT_QUESTION = "claim"
+DEFAULT_MARGIN = 0.05  # a one-sided question's margin where the campaign names none
+WALK_STEP = 0.25  # the recursion's grid, in units of one round's standard deviation (its error: under 0.5% of alpha)
+WALK_REACH = 7.0  # standard deviations beyond which a step's kernel and a far tail are left out (1e-12)
+SEQ_METHOD = ("sequential: after each round from the first look to the cap, the intersection of a group-sequential "
+              "t interval of the mean per-round log ratio and a sign interval of their median (at the cap also the "
+              "20%-trimmed t), one nominal level at every look, set so that any look errs with probability at most "
+              "alpha (Pocock); stops when it decides")
+
+# the looks first..cap, alpha over all of them, 2 or 1 sides, and the t's spend (SEQ_T_SPEND or _FAMILY)
+Design = namedtuple("Design", "first cap alpha sides spend")
 
 
-def _log_mixture(t2, n):
-    """log of the mean over SEQ_GRID of the one-sample t-test Bayes factor with a normal prior
-    of variance g on the standardized effect (Rouder et al. 2009, eq. 1 at fixed g), at n
-    values whose t statistic is sqrt(t2)."""
-    nu = n - 1
-    terms = []
-    for g in SEQ_GRID:
-        c = 1.0 + n * g
-        terms.append(-0.5 * math.log(c) + 0.5 * n * (math.log1p(t2 / nu) - math.log1p(t2 / (nu * c))))
-    top = max(terms)
-    return top + math.log(math.fsum(math.exp(v - top) for v in terms) / len(terms))
+def design(first, cap, question=DEFAULT_QUESTION, members=1):
+    """The design of a sequential campaign's looks after rounds first..cap (cap at least first)
+    for its question: a claim spends SEQ_ALPHA over both sides, a one-sided question
+    QUESTION_ALPHA on each side; a family of `members` claims (a suite's benchmarks) gives each
+    its share (Bonferroni: any member errs with probability at most alpha)."""
+    one = question != "claim"
+    return Design(first, max(first, cap), (QUESTION_ALPHA if one else SEQ_ALPHA) / max(1, members), 1 if one else 2,
+                  SEQ_T_SPEND if members <= 1 else SEQ_T_SPEND_FAMILY)
 
 
-@functools.lru_cache(maxsize=None)
-def _t2_bound(n, alpha):
-    """The squared t statistic at which the mixture reaches 1/alpha after n values (None:
-    it never does, every mean is still possible). It depends on n and alpha alone."""
-    target = math.log(1.0 / alpha)
-    # As t2 grows the mixture tends to the mean of c^((n-1)/2): below 1/alpha no mean is ruled out.
-    limit = [0.5 * (n - 1) * math.log(1.0 + n * g) for g in SEQ_GRID]
-    top = max(limit)
-    if top + math.log(math.fsum(math.exp(v - top) for v in limit) / len(limit)) <= target:
-        return None
-    lo, hi = 0.0, 1.0
-    while _log_mixture(hi, n) < target:  # the mixture grows with t2: bracket, then bisect
-        lo, hi = hi, 2.0 * hi
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if _log_mixture(mid, n) < target else (lo, mid)
+def _phi(x):
+    return math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+def _above(x):
+    """P(Z > x) for a standard normal Z."""
+    return 0.5 * math.erfc(x / math.sqrt(2.0))
+
+
+def _walk_exceeds(c, first, cap, sides):
+    """The chance that a random walk of standard normal steps, S_n, has S_n > c sqrt(n) (or, two
+    sides, |S_n| > c sqrt(n)) at some look n in first..cap: the density of S_n on the still-going
+    region, carried one step at a time by the normal kernel on a grid of WALK_STEP (trapezoids,
+    the region's two ends as nodes of their own), and the mass each step carries past an edge
+    summed from the normal tail. Standard library; the same float on every machine."""
+    h, reach = WALK_STEP, WALK_REACH
+    taps = int(round(reach / h))
+    kernel = [_phi(k * h) for k in range(-taps, taps + 1)]
+
+    def edges(n):
+        up = c * math.sqrt(n)
+        return (-up if sides == 2 else -reach * math.sqrt(n)), up
+
+    def nodes(low, up):
+        return math.floor(low / h) + 1, math.ceil(up / h) - 1
+
+    s = math.sqrt(first)
+    low, up = edges(first)
+    i0, i1 = nodes(low, up)
+    f = [_phi(i * h / s) / s for i in range(i0, i1 + 1)]
+    f_low, f_up = _phi(low / s) / s, _phi(up / s) / s
+    total = sides * _above(c)
+    for n in range(first + 1, cap + 1):
+        xs = [i * h for i in range(i0, i1 + 1)]
+        if not xs:  # the region is narrower than a grid step: c is far too small to matter
+            return 1.0
+        # trapezoids over low, x_0 .. x_m-1, up: the masses each node carries into this step
+        e_low, e_up = xs[0] - low, up - xs[-1]
+        a = [h * v for v in f]
+        a[0] += (e_low - h) / 2 * f[0]
+        a[-1] += (e_up - h) / 2 * f[-1]
+        ends = ((low, e_low / 2 * f_low), (up, e_up / 2 * f_up))
+        n_low, n_up = edges(n)
+
+        def out(x):
+            return _above(n_up - x) + (_above(x - n_low) if sides == 2 else 0.0)
+
+        near = [j for j in range(len(xs)) if n_up - xs[j] < reach or (sides == 2 and xs[j] - n_low < reach)]
+        total += math.fsum([a[j] * out(xs[j]) for j in near] + [m * out(x) for x, m in ends])
+        j0, j1 = nodes(n_low, n_up)
+        g = []
+        for j in range(0 if sides == 2 else j0, j1 + 1):  # two sides: the density is even, half of it
+            lo_i, hi_i = max(i0, j - taps), min(i1, j + taps)
+            v = sum(map(float.__mul__, a[lo_i - i0:hi_i - i0 + 1], kernel[lo_i - j + taps:hi_i - j + taps + 1]))
+            y = j * h
+            for x, m in ends:
+                if abs(y - x) < reach:
+                    v += m * _phi(y - x)
+            g.append(v)
+        if sides == 2:
+            g = g[:0:-1] + g
+        def density(y):
+            return math.fsum([a[k] * _phi(y - xs[k]) for k in range(len(xs)) if abs(y - xs[k]) < reach]
+                             + [m * _phi(y - x) for x, m in ends])
+
+        f_low, f_up = density(n_low), density(n_up)
+        f, i0, i1, low, up = g, j0, j1, n_low, n_up
+    return total
+
+
+def _z_above(p):
+    """The z with P(Z > z) = p (0 < p < 1/2), by bisection on the normal tail."""
+    lo, hi = 0.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if _above(mid) > p else (lo, mid)
     return hi
 
 
-def t_sequence(values, alpha):
-    """[lo, hi] of the mean of `values` from the t-mixture at level 1 - alpha, valid at every
-    look; None while unbounded (too few values, or no spread to scale by)."""
+@functools.lru_cache(maxsize=None)
+def walk_bound(first, cap, alpha, sides):
+    """The constant c at which a look after each round first..cap crosses c standard errors (one
+    side, or either) with probability alpha in all (the Pocock boundary), by regula falsi on log
+    chance between the one-look bound and Bonferroni's."""
+    looks = cap - first + 1
+    lo, hi = _z_above(alpha / sides), _z_above(alpha / (sides * looks))
+    f_lo = math.log(_walk_exceeds(lo, first, cap, sides) / alpha)
+    f_hi = math.log(_walk_exceeds(hi, first, cap, sides) / alpha)
+    while f_hi > 0.0:  # the grid's error may leave Bonferroni's bound a hair low
+        hi += 0.05
+        f_hi = math.log(_walk_exceeds(hi, first, cap, sides) / alpha)
+    if looks == 1 or f_lo <= 0.0:
+        return lo
+    side = 0
+    for _ in range(100):  # Illinois: regula falsi that halves the stale end's value
+        c = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        if not lo < c < hi:
+            break
+        f_c = math.log(_walk_exceeds(c, first, cap, sides) / alpha)
+        if abs(f_c) < 1e-7:  # alpha to a part in ten million
+            return c
+        if f_c > 0.0:
+            lo, f_lo = c, f_c
+            if side == 1:
+                f_hi /= 2.0
+            side = 1
+        else:
+            hi, f_hi = c, f_c
+            if side == -1:
+                f_lo /= 2.0
+            side = -1
+    return hi  # the safe side: at most alpha
+
+
+@functools.lru_cache(maxsize=None)
+def _binomial_cdf(n):
+    """P(B <= k) for k = 0..n, B binomial(n, 1/2)."""
+    total, out = 0, []
+    for k in range(n + 1):
+        total += math.comb(n, k)
+        out.append(total / 2 ** n)
+    return tuple(out)
+
+
+def sign_rank(n, level):
+    """The rank k of the sign interval [x_(k), x_(n-k+1)] after n rounds at one-tail nominal
+    level `level`: the largest k with P(B <= k - 1) <= level, B binomial(n, 1/2); 0 when no k
+    is (the interval is unbounded)."""
+    cdf = _binomial_cdf(n) if n else ()
+    k = 0
+    while k < (n + 1) // 2 and cdf[k] <= level:
+        k += 1
+    return k
+
+
+def _sign_exceeds(level, first, cap, sides):
+    """The exact chance that the sign interval at `level` misses the median at some look n in
+    first..cap (one side, or either): the count below the median moves as a fair coin."""
+    dist, total = [1.0], 0.0
+    for n in range(1, cap + 1):
+        dist = [0.5 * ((dist[b] if b < n else 0.0) + (dist[b - 1] if b else 0.0)) for b in range(n + 1)]
+        k = sign_rank(n, level) if n >= first else 0
+        if k:
+            gone = list(range(k)) + (list(range(n - k + 1, n + 1)) if sides == 2 else [])
+            total += math.fsum(dist[b] for b in gone)
+            for b in gone:
+                dist[b] = 0.0
+    return total
+
+
+@functools.lru_cache(maxsize=None)
+def sign_level(first, cap, alpha, sides):
+    """The largest one-tail nominal level (a binomial tail) at which the sign interval misses the
+    median at any look first..cap with probability at most alpha (0.0: it never bounds)."""
+    tails = sorted({p for n in range(max(1, first), cap + 1) for p in _binomial_cdf(n)[:(n + 1) // 2] if p <= alpha})
+    lo, hi, best = 0, len(tails) - 1, 0.0
+    while lo <= hi:  # the chance grows with the level: the last tail that keeps it within alpha
+        mid = (lo + hi) // 2
+        if _sign_exceeds(tails[mid], first, cap, sides) <= alpha:
+            best, lo = tails[mid], mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def levels(plan):
+    """(the t's one-tail nominal level, the signs') at every look of a Design."""
+    t_alpha = plan.alpha * (1.0 - SEQ_SIGN_SHARE) * plan.spend
+    return (_above(walk_bound(plan.first, plan.cap, t_alpha, plan.sides)),
+            sign_level(plan.first, plan.cap, plan.alpha * SEQ_SIGN_SHARE, plan.sides))
+
+
+def t_sequence(values, plan):
+    """[lo, hi] of the mean of `values` from the group-sequential t at the Design's nominal level,
+    n - 1 degrees of freedom; None while unbounded (fewer than 3 values, or no spread)."""
     n = len(values)
     if n < 3:
         return None
     m = math.fsum(values) / n
     s = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
-    bound = _t2_bound(n, alpha)
-    if bound is None or s == 0.0:
+    if s == 0.0:
         return None
-    half = math.sqrt(bound) * s / math.sqrt(n)
+    half = t_quantile(1.0 - levels(plan)[0], n - 1) * s / math.sqrt(n)
     return [m - half, m + half]
 
 
-def _log_sign_factor(k, n):
-    """log of the Bayes factor of k of n values below a point, under a Beta(SIGN_PRIOR,
-    SIGN_PRIOR) prior on their share against the share 1/2 the median gives: a nonnegative
-    martingale of the signs when the point is the median."""
-    a = SIGN_PRIOR
-    return (math.lgamma(a + k) + math.lgamma(a + n - k) - math.lgamma(2 * a + n)
-            - 2 * math.lgamma(a) + math.lgamma(2 * a) + n * math.log(2.0))
-
-
-@functools.lru_cache(maxsize=None)
-def _sign_rank(n, alpha):
-    """The smallest k (1-based rank) whose sign factor stays below 1/alpha after n values:
-    every point between the k-th smallest and the k-th largest value is still possible (None:
-    every point is, the sequence is unbounded). It depends on n and alpha alone."""
-    target = math.log(1.0 / alpha)
-    for k in range(0, n // 2 + 1):
-        if _log_sign_factor(k, n) < target:
-            return k if k > 0 else None
-    return None
-
-
-def sign_sequence(values, alpha):
-    """[lo, hi] of the median of `values` from the signs at level 1 - alpha, valid at every look
-    (the median only: no moment, no scale, so a slow spell's outlier moves it by one rank);
-    None while unbounded."""
+def sign_sequence(values, plan):
+    """[lo, hi] of the median of `values` from the signs at the Design's nominal level (no moment,
+    no scale: a slow spell's outlier moves it by one rank); None while unbounded."""
     n = len(values)
-    k = _sign_rank(n, alpha) if n else None
-    if k is None:
+    k = sign_rank(n, levels(plan)[1]) if n else 0
+    if not k:
         return None
     ordered = sorted(values)
     return [ordered[k - 1], ordered[n - k]]
 
 
-def confidence_sequence(values):
-    """[lo, hi] of the per-round log ratios' centre, valid at every look at level 1 - SEQ_ALPHA,
-    or None while it is unbounded: the intersection of the t-mixture's sequence for the mean (at
-    SEQ_T_ALPHA) and the signs' for the median (at SEQ_SIGN_ALPHA). Two that do not meet cannot
-    both hold the centre: that look decides nothing (None), as before either is bounded."""
-    both = [cs for cs in (t_sequence(values, SEQ_T_ALPHA), sign_sequence(values, SEQ_SIGN_ALPHA)) if cs is not None]
+def trimmed_sequence(values, plan):
+    """[lo, hi] of the centre of `values` from the 20%-trimmed (Tukey-McLaughlin) t at the t's
+    nominal level: read at the cap's look only, where a host's stalls that widen the plain t for
+    good leave a trimmed mean the rounds can still decide on (None below two kept values)."""
+    x = sorted(values)
+    n = len(x)
+    g = int(TRIM * n)
+    h = n - 2 * g
+    if h < 2:
+        return None
+    m = math.fsum(x[g:n - g]) / h
+    w = [min(max(v, x[g]), x[n - g - 1]) for v in x]
+    wm = math.fsum(w) / n
+    sw2 = math.fsum((v - wm) ** 2 for v in w) / (n - 1)
+    if sw2 == 0.0:
+        return None
+    half = t_quantile(1.0 - levels(plan)[0], h - 1) * math.sqrt((n - 1) * sw2 / (h * (h - 1)))
+    return [m - half, m + half]
+
+
+def confidence_sequence(values, plan):
+    """[lo, hi] of the per-round log ratios' centre at a look of the Design, or None while it is
+    unbounded: the intersection of the t's interval for the mean and the signs' for the median
+    (and, at the cap's look, the trimmed t's). Intervals that do not meet cannot all hold the
+    centre: that look decides nothing (None)."""
+    parts = (t_sequence(values, plan), sign_sequence(values, plan),
+             trimmed_sequence(values, plan) if len(values) == plan.cap else None)
+    both = [cs for cs in parts if cs is not None]
     if not both:
         return None
     lo, hi = max(cs[0] for cs in both), min(cs[1] for cs in both)
     return [lo, hi] if lo <= hi else None
 
 
-def sequence_ratio(values):
-    """The confidence sequence of per-round log ratios as a ratio interval [lo, hi], each end
-    at 10 significant digits and within the ratios a bundle may hold (1e-9..1e9); None while
-    it is unbounded."""
-    cs = confidence_sequence(values)
+def sequence_ratio(values, plan):
+    """The Design's interval of per-round log ratios as a ratio interval [lo, hi], each end at 10
+    significant digits and within the ratios a bundle may hold (1e-9..1e9); None while unbounded."""
+    cs = confidence_sequence(values, plan)
     if cs is None:
         return None
     return [sig10(math.exp(max(cs[0], -20.0))), sig10(math.exp(min(cs[1], 20.0)))]
@@ -862,10 +1165,27 @@ def sequential_plan(campaign, first_runs):
     return {"first": campaign["min_rounds"], "cap": cap}
 
 
+def family_members(campaign, planned):
+    """A suite campaign's benchmarks (its planned items), each a claim of its own; None for a
+    workload, whose items are parts of one claim (docs/statistics.md "A suite is a family")."""
+    return list(planned) if is_suite_entry(campaign["workload"]["entry"]) else None
+
+
+def run_items(planned, decided_at, label):
+    """The items a run holds: a timed run of round k in a family, the benchmarks still undecided at
+    the look after round k - 1 (decided_at: item -> the round whose look decided it); every other
+    run, all the planned items."""
+    if not decided_at or not timed(label):
+        return list(planned)
+    k = int(label[1:])
+    return [i for i in planned if decided_at.get(i) is None or decided_at[i] >= k]
+
+
 def stopped(looks, rounds, cap):
     """Why a sequential campaign of `rounds` rounds ended, from its looks [(round, verdict)]:
     "decided" at its first look whose verdict is not inconclusive, "cap" at the budget's cap
-    without one, else None (it should have gone on, or stopped earlier)."""
+    without one, else None (it should have gone on, or stopped earlier). A family's look decides
+    when every member has (family_verdict)."""
     decided = [k for k, verdict in looks if verdict != "inconclusive"]
     if decided:
         return "decided" if decided[0] == rounds else None
@@ -1277,6 +1597,9 @@ FIELDS = {
         "noise_floor_sha256": F("sha256?", "identity: noise_floor.json's SHA-256; campaign: campaign.yaml"),
         "threshold": F("num", "campaign: campaign.yaml; derived: the verdict; decision: at most MAX_BAND", lo=0.0,
                        hi=MAX_BAND),
+        "question": F("enum", "campaign: campaign.yaml; derived: the verdict and the looks' design", values=QUESTIONS),
+        "margin": F("num?", "campaign: campaign.yaml (null exactly for a claim); derived: a one-sided question's "
+                            "verdict; decision: at most MAX_BAND", lo=0.001, hi=MAX_BAND),
         "interference": F("dict", "campaign: campaign.yaml (its bounds, else the contract's); identity: present "
                                   "exactly when the run records are of the current run schema", optional=True),
         "interference.max_steal": F("num", "campaign: campaign.yaml; derived: the disturbed rule",
@@ -1565,7 +1888,9 @@ FIELDS["comparison"] = {
     "parity.divergence[].**": F("any", "decoded: re-derived from the stored arrays' values by harness verify"),
     "stats": F("dict", _D),
     "stats.method": F("str", _D, size=1024),
+    "stats.question": F("enum", _D + " (campaign.json's question)", values=QUESTIONS),
     "stats.threshold": F("num", _D, lo=0.0, hi=MAX_BAND),
+    "stats.margin": F("num?", _D + " (campaign.json's margin)", lo=0.001, hi=MAX_BAND),
     "stats.floor": F("num?", _D, lo=0.0, hi=MAX_BAND),
     "stats.band": F("num", _D, lo=0.0, hi=MAX_BAND),
     "stats.claim_band": F("num", _D, lo=0.0, hi=1.0),
@@ -1586,6 +1911,10 @@ FIELDS["comparison"] = {
     "stats.sequential.method": F("str", _D, size=512),
     "stats.sequential.first": F("int", _D, lo=3, hi=MAX_ROUNDS),
     "stats.sequential.cap": F("int", _D, lo=3, hi=MAX_ROUNDS),
+    "stats.sequential.alpha": F("num", _D + " (the design's: contract.design)", lo=0.0, hi=0.5),
+    "stats.sequential.sides": F("int", _D, lo=1, hi=2),
+    "stats.sequential.levels": F("list", _D + " (the t's and the signs' one-tail nominal level at every look)", size=2),
+    "stats.sequential.levels[]": F("num", _D, lo=0.0, hi=0.5),
     "stats.sequential.looks": F("list", _D, size=MAX_ROUNDS),
     "stats.sequential.looks[]": F("dict", _D),
     "stats.sequential.looks[].round": F("int", _D, lo=3, hi=MAX_ROUNDS),
@@ -1593,6 +1922,9 @@ FIELDS["comparison"] = {
     "stats.sequential.looks[].ci95[]": F("num", _D, **RATIO),
     "stats.sequential.looks[].verdict": F("enum", _D, values=VERDICTS),
     "stats.sequential.stopped": F("enum", _D, values=("decided", "cap", "ended")),
+    "stats.sequential.expected_rounds": F("int?", _D + " (at the cap, undecided: the rounds in all the rule expects "
+                                                       "to need; MAX_ROUNDS + 1: more than one campaign may run)",
+                                          lo=1, hi=MAX_ROUNDS + 1),
     "stats.paired": F("dict", _D),
     "stats.paired.metric": F("enum", _D, values=("item wall_s", "run wall_s")),
     "stats.paired.items": F("int", _D, **COUNT),
@@ -1606,6 +1938,7 @@ FIELDS["comparison"] = {
     "stats.per_item.band": F("num", _D, lo=0.0, hi=1.0),
     "stats.per_item.regressed": F("int", _D, **COUNT),
     "stats.per_item.improved": F("int", _D, **COUNT),
+    "stats.per_item.note": F("str?", _D + " (why the items cannot be judged)", size=1024),
     "stats.per_item.worst": F("dict?", _D),
     "stats.per_item.worst.id": F("str", _D, size=256),
     "stats.per_item.worst.ratio": F("num", _D, **RATIO),
@@ -1618,6 +1951,25 @@ FIELDS["comparison"] = {
     "stats.per_item.table[].ci95": F("list?", _D, size=2),
     "stats.per_item.table[].ci95[]": F("num", _D, **RATIO),
     "stats.per_item.more": F("int", _D, **COUNT),
+    "stats.family": F("dict?", _D + " (a suite's benchmarks, each a claim of its own; null for a workload)"),
+    "stats.family.members": F("int", _D, lo=1, hi=MAX_ITEMS),
+    "stats.family.alpha": F("num", _D + " (each benchmark's share)", lo=0.0, hi=0.5),
+    "stats.family.counts": F("dict", _D, size=len(VERDICTS)),
+    "stats.family.counts.*": F("int", _D + " (every verdict word, how many benchmarks have it)", lo=0, hi=MAX_ITEMS,
+                               key=re.compile("^(" + "|".join(VERDICTS) + r")\Z")),
+    "stats.family.items": F("list", _D + " (in the planned order)", size=MAX_ITEMS),
+    "stats.family.items[]": F("dict", _D),
+    "stats.family.items[].id": F("str", _D, size=256),
+    "stats.family.items[].n": F("int", _D, lo=0, hi=MAX_RUNS),
+    "stats.family.items[].ratio": F("num?", _D, **RATIO),
+    "stats.family.items[].ci95": F("list?", _D, size=2),
+    "stats.family.items[].ci95[]": F("num", _D, **RATIO),
+    "stats.family.items[].verdict": F("enum", _D, values=VERDICTS),
+    "stats.family.items[].verdict_reason": F("str", _D, size=4096),
+    "stats.family.items[].decided_at": F("int?", _D + "; plan: the rounds after it do not time it", lo=1,
+                                         hi=MAX_ROUNDS),
+    "stats.family.items[].expected_rounds": F("int?", _D, lo=1, hi=MAX_ROUNDS + 1),
+    "stats.family.expected_rounds": F("int?", _D, lo=1, hi=MAX_ROUNDS + 1),
     "stats.drift": F("dict?", _D),
     **{f"stats.drift.{v}{k}": f for v in ("base", "candidate") for k, f in {
         "": F("dict?", _D),

@@ -41,7 +41,10 @@ def error(command: str, *lines, code: int = UNUSABLE) -> int:
 
 
 # Keyed by object: a verdict read from a bundle may be any JSON value (a missing one is None).
-EXIT_CODES: dict[object, int] = {"improved": OK, "equal": OK, "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
+# A one-sided question's answer exits 0 like a claim's improved or equal: "not slower than 5%" is what a
+# CI gate passes on; its other side, regressed, fails it (5), and not knowing yet is 6.
+EXIT_CODES: dict[object, int] = {"improved": OK, "equal": OK, "not slower": OK, "not faster": OK,
+                                 "regressed": REGRESSED, "inconclusive": INCONCLUSIVE}
 RUN_EXIT_MEANING = {OK: "complete, outputs agree", PARITY: "parity mismatch", FAILED: "campaign failed",
                     PROBLEMS: "the sealed bundle does not verify"}
 REPRODUCTION_CODES = {"reproduced": OK, "not contradicted": NOT_CONTRADICTED, "not reproduced": NOT_REPRODUCED,
@@ -142,11 +145,9 @@ def per_item_text(stats: Stats) -> str | None:
     per = stats.per_item
     if per is None or not per.items:
         return None
-    if stats.rounds.n < C.MIN_ROUNDS:
-        text = (f"no per-item verdict ({stats.rounds.n} rounds, fewer than the {C.MIN_ROUNDS} an item's own "
-                f"interval needs) for {per.items} items")
-    else:
-        text = f"{per.regressed} of {per.items} items regressed beyond +-{100 * per.band:.1f}%"
+    if per.note and not (per.regressed or per.improved):
+        return f"per item: {per.note}"
+    text = f"{per.regressed} of {per.items} items regressed beyond +-{100 * per.band:.1f}%"
     if per.worst:
         text += f", worst {per.worst.id} {per.worst.ratio:.4f}"
     return text
@@ -209,12 +210,13 @@ def parity_text(comparison: Comparison) -> str:
 def rounds_text(stats: Stats) -> str:
     """How many rounds and which interval: a sequential campaign says how it stopped."""
     n, seq = stats.rounds.n, stats.sequential
+    kind = "one-sided 95% bounds" if stats.question != "claim" else "95% interval"
     if not seq:
-        return f"{n} rounds, 95% CI"
+        return f"{n} rounds, {kind.replace('interval', 'CI')}"
     if seq.stopped == "decided":
-        return f"{n} rounds, decided at the look after round {n}, 95% interval valid at every look"
+        return f"{n} rounds, decided at the look after round {n}, {kind} valid at every look"
     if seq.stopped == "cap":
-        return f"{n} rounds, no look decided by the cap of {seq.cap}, 97.5% CI at the cap"
+        return f"{n} rounds, no look decided by the cap of {seq.cap}, {kind} valid at every look"
     return f"{n} rounds, ended before a look decided"
 
 
@@ -230,6 +232,113 @@ def judged_line(judgement, metric: str = "wall") -> tuple[str, int]:
     text = line(judgement.comparison, metric=metric)
     head, sep, rest = text.partition(" (exit ")
     return f"{head}, judged by {where}{sep}{rest}", own
+
+
+def method_text(stats: Stats) -> str:
+    """The rule that decided this comparison, in words: the sequential design's looks and levels,
+    or the fixed count's trimmed-t interval; a one-sided question's margin; a suite's family."""
+    asked = question_text(stats)
+    what = (f"one-sided bounds (each side's error at most {100 * C.QUESTION_ALPHA:g}%) for the question \"{asked}?\""
+            if asked else f"a two-sided interval (error at most {100 * C.SEQ_ALPHA:g}%) against the equal band "
+            f"+-{100 * stats.band:.1f}%")
+    fam = stats.family
+    family = (f"; a suite's {fam.members} benchmarks are a family of claims, each its own interval at alpha "
+              f"{fam.alpha:.3g} (Bonferroni over benchmarks and looks), and a benchmark that decided left the later "
+              "rounds") if fam is not None else ""
+    seq = stats.sequential
+    if seq is None:
+        return (f"fixed count: {stats.rounds.n} rounds, the 20%-trimmed mean of the per-round log ratios and its "
+                f"Tukey-McLaughlin interval, {what}{family}")
+    t_level, sign_level = seq.levels
+    how = {"decided": f"it decided at the look after round {stats.rounds.n}",
+           "cap": f"no look decided by the cap of {seq.cap} rounds",
+           "ended": f"it ended after {stats.rounds.n} rounds before a look decided"}.get(seq.stopped, seq.stopped)
+    return (f"sequential: a look after each round from round {seq.first} to the cap of {seq.cap} (set by the budget "
+            f"after the first round), each the intersection of a t interval of the mean per-round log ratio and a "
+            f"sign interval of their median at one nominal level per look (t {100 * t_level:.3g}%, signs "
+            f"{100 * sign_level:.3g}% a tail), set so that any look errs at most as often as said (Pocock's "
+            f"group-sequential design); {what}{family}; {how}")
+
+
+def question_text(stats: Stats) -> str | None:
+    """A one-sided question in words: "slower than 5%" ("not_slower"), "faster than 5%"; None for a claim."""
+    if stats.question == "claim" or stats.margin is None:
+        return None
+    return f"{'slower' if stats.question == 'not_slower' else 'faster'} than {100 * stats.margin:g}%"
+
+
+def answer_word(stats: Stats) -> str:
+    """The verdict as the question reads it: a claim's word, or "not slower than 5%", "regressed,
+    slower than 5%", "inconclusive: slower than 5%?"."""
+    asked = question_text(stats)
+    if asked is None:
+        return stats.verdict
+    if stats.verdict in ("not slower", "not faster"):
+        return f"not {asked}"
+    if stats.verdict == "inconclusive":
+        return f"inconclusive, {asked}?"
+    return f"{stats.verdict}, {asked}"
+
+
+def interval_text(stats: Stats) -> str | None:
+    """"0.9980 [0.9700, 1.0310]", or a one-sided question's side: "0.9980, at most 1.0310" (the
+    answer's bound: at most for not slower, at least for not faster; both for no answer yet)."""
+    paired = stats.paired
+    if paired.geomean_ratio is None or not paired.ci95:
+        return None
+    lo, hi = paired.ci95
+    if stats.verdict == "not slower" or (stats.question == "not_faster" and stats.verdict == "improved"):
+        return f"{paired.geomean_ratio:.4f}, at most {hi:.4f}"
+    if stats.verdict == "not faster" or (stats.question == "not_slower" and stats.verdict == "regressed"):
+        return f"{paired.geomean_ratio:.4f}, at least {lo:.4f}"
+    return f"{paired.geomean_ratio:.4f} [{lo:.4f}, {hi:.4f}]"
+
+
+def family_text(stats: Stats) -> str | None:
+    """A suite's verdicts: "12 benchmarks: 2 improved (b3 0.4012 [0.35, 0.46], ...), 0 regressed,
+    10 equal, 0 undecided"; None for a workload."""
+    fam = stats.family
+    if fam is None:
+        return None
+    parts = []
+    for word in C.VERDICTS:
+        if word == "inconclusive" or not (fam.counts.get(word) or word in C.CHANGED):
+            continue
+        named = [m for m in fam.leading() if m.verdict == word and m.changed]
+        shown = ", ".join(f"{m.id} {m.ratio:.4f}" + (f" [{m.ci95[0]:.4f}, {m.ci95[1]:.4f}]" if m.ci95 else "")
+                          for m in named[:C.FAMILY_NAMED] if m.ratio is not None)
+        more = f", and {len(named) - C.FAMILY_NAMED} more" if len(named) > C.FAMILY_NAMED else ""
+        parts.append(f"{fam.counts.get(word, 0)} {word}" + (f" ({shown}{more})" if shown else ""))
+    parts.append(f"{fam.undecided} undecided")
+    return f"{fam.members} benchmarks: " + ", ".join(parts)
+
+
+def budget_text(stats: Stats) -> str | None:
+    """The last line's hint when the budget ran out before the rule decided: what it expects to need."""
+    seq = stats.sequential
+    if seq is None or seq.stopped != "cap" or stats.verdict != "inconclusive":
+        return None
+    more = seq.more_rounds(stats.rounds.n)
+    if more is None:
+        return None
+    return f"the budget ran out before a look decided; at this spread the rule expects {more}"
+
+
+def speed_text(stats: Stats) -> str:
+    """The campaign's one figure as a factor (speed), a one-sided answer with the bound it rests
+    on: "1.00x faster, at most 1.03x slower" (not slower than the margin), "1.20x slower, at least
+    1.12x slower" (regressed against it); a claim's with its interval."""
+    paired = stats.paired
+    ratio, ci = paired.geomean_ratio, paired.ci95
+    if ratio is None or not ci:
+        return speed(ratio, ci)
+    centre = speed(ratio).replace(" (no interval)", "")
+    lo, hi = ci
+    if stats.verdict == "not slower" or (stats.question == "not_faster" and stats.verdict == "improved"):
+        return f"{centre}, at most {factor(hi)} slower" if hi > 1 else f"{centre}, at least {factor(1 / hi)} faster"
+    if stats.verdict == "not faster" or (stats.question == "not_slower" and stats.verdict == "regressed"):
+        return f"{centre}, at least {factor(lo)} slower" if lo > 1 else f"{centre}, at most {factor(1 / lo)} faster"
+    return speed(ratio, ci)
 
 
 def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") -> str:
@@ -251,7 +360,7 @@ def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") 
     if code == UNUSABLE:
         what = f"no {C.METRIC[metric].title} metric" if metric != C.HEADLINE else "no usable stats"
         return f"verdict: unusable ({exit_word} {code}): comparison.json has {what}"
-    word = stats.verdict if code != PARITY else f"parity mismatch, timing {stats.verdict}"
+    word = answer_word(stats) if code != PARITY else f"parity mismatch, timing {stats.verdict}"
     gate = comparison.metric(metric) if metric != C.HEADLINE else None
     if gate is not None and code == CONTRADICTED:
         word = f"{gate.title} contradicted by the wall, wall {stats.verdict}"
@@ -259,13 +368,21 @@ def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") 
         word = f"{gate.verdict} by {gate.title}, wall {stats.verdict}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
     paired = stats.paired
-    if paired.geomean_ratio is not None and paired.ci95:
-        lo, hi = paired.ci95
-        floor = f", noise floor {100 * stats.floor:.1f}%" if stats.floor else ""
-        wider = f", claims +-{100 * stats.claim_band:.1f}%" if stats.claim_band > stats.band else ""
-        parts.append(f"{speed(paired.geomean_ratio, paired.ci95)} (candidate/base {paired.geomean_ratio:.4f} "
-                     f"[{lo:.4f}, {hi:.4f}], {paired.metric}, {rounds_text(stats)}, band +-{100 * stats.band:.1f}%"
-                     f"{wider}{floor})")
+    shown = speed_text(stats)
+    floor = f", noise floor {100 * stats.floor:.1f}%" if stats.floor else ""
+    wider = f", claims +-{100 * stats.claim_band:.1f}%" if stats.claim_band > stats.band else ""
+    band = f"band +-{100 * stats.band:.1f}%" if stats.question == "claim" else \
+        f"margin {100 * (stats.margin or 0.0):g}%"
+    family = family_text(stats)
+    interval = interval_text(stats)
+    if family is not None:
+        parts.append(family)
+        if paired.geomean_ratio is not None:
+            parts.append(f"geometric mean of the benchmarks' ratios {paired.geomean_ratio:.4f} (no claim of its "
+                         f"own; {rounds_text(stats).replace('valid', 'each valid')}, {band}{wider}{floor})")
+    elif interval is not None:
+        parts.append(f"{shown} (candidate/base {interval}, {paired.metric}, {rounds_text(stats)}, {band}{wider}"
+                     f"{floor})")
     elif stats.verdict_reason:
         parts.append(stats.verdict_reason)
     wall = comparison.wall  # the timed loops' mean walls, as context: the claim is the one figure above
@@ -274,6 +391,9 @@ def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") 
     items = per_item_text(stats)
     if items:
         parts.append(items)
+    budget = budget_text(stats)
+    if budget:
+        parts.append(budget)
     parts.extend(metric_text(comparison, entry) for entry in comparison.other_metrics())
     parts.append(parity_text(comparison) if code != PARITY else f"parity mismatch: {explain(comparison)}")
     text = parts[0] + ": " + "; ".join(parts[1:])

@@ -505,6 +505,8 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "noise_floor": rel(campaign.noise_floor),
         "noise_floor_sha256": campaign.noise_floor_sha256,
         "threshold": campaign.threshold,
+        "question": campaign.question,
+        "margin": campaign.margin,
         "interference": interference_bounds(campaign.interference),
         "parity": {"max_ulp": campaign.max_ulp},
         "metrics": list(campaign.metrics),

@@ -944,15 +944,17 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
         if w0 is None or w1 is None or not (process["started_at"] - C.CLOCK_TOL_S <= w0 <= w1 <=
                                             process["ended_at"] + span) or wall > w1 - w0 + span:
             check.fail(rel, "the worker's own start and end do not hold its timed wall inside its process", "physics")
-    # items: exactly the planned ones, in order
-    if status == "ok" and [it["id"] for it in record["items"]] != runner["items"]:
-        got = [it["id"] for it in record["items"]]
-        missing = [i for i in runner["items"] if i not in set(got)]
-        check.fail(rel, f"items {short(got)} are not the {len(runner['items'])} planned (runner.json items"
-                        + (f"; missing {short(missing[:3])}" if missing else "") + ")", "plan")
-    total, all_stored = 0.0, True
+    # items: exactly the planned ones, in order; a sequential suite's timed runs the benchmarks still
+    # undecided at the look before them (a subsequence here; which one, check_family_items)
     workload = campaign.get("workload") if isinstance(campaign, dict) else None
     suite = isinstance(workload, dict) and C.is_suite_entry(workload.get("entry"))
+    got = [it["id"] for it in record["items"]]
+    compacts = suite and campaign.get("budget_s") is not None and C.timed(label)
+    if status == "ok" and (not subsequence(got, runner["items"]) if compacts else got != runner["items"]):
+        missing = [i for i in runner["items"] if i not in set(got)]
+        check.fail(rel, f"items {short(got)} are not the {len(runner['items'])} planned (runner.json items"
+                        + (f"; missing {short(missing[:3])}" if missing and not compacts else "") + ")", "plan")
+    total, all_stored = 0.0, True
     for item in record["items"]:
         name = short(item["id"])
         if item["wall_s"] <= 0:  # a timed item takes some time, even one that fails
@@ -1127,9 +1129,36 @@ def check_auto_rounds(check, campaign, runs):
                                     f"{plan['cap']} rounds within the {campaign['budget_s']:g} s budget", "plan")
 
 
+def subsequence(got, planned):
+    """got holds some of planned, each once, in planned's order, and at least one."""
+    it = iter(planned)
+    return bool(got) and all(any(i == p for p in it) for i in got)
+
+
+def check_family_items(check, campaign, runner, held, stats):
+    """A sequential suite's timed run of round k holds exactly the benchmarks still undecided at
+    the look after round k - 1 (contract.run_items), with the decisions re-derived from the
+    records (stats): a bundle cannot keep timing a benchmark that decided, nor drop one that did
+    not. held: (label, status, its item ids) of every run."""
+    family = stats.get("family")
+    if family is None or campaign["budget_s"] is None:
+        return
+    decided = {row["id"]: row["decided_at"] for row in family["items"] if row["decided_at"] is not None}
+    for label, status, got in held:
+        want = C.run_items(runner["items"], decided, label)
+        if status == "ok" and got != want:
+            extra = [i for i in got if i not in set(want)]
+            gone = [i for i in want if i not in set(got)]
+            why = (f"holds {short(extra[:3])}, decided at round(s) {short(sorted({decided[i] for i in extra}))}"
+                   if extra else f"lacks {short(gone[:3])}, still undecided at the look before it")
+            check.fail(C.run_path(label), f"items: {why} (a suite's benchmark leaves the rounds after the look that "
+                                          "decided it, and only then)", "plan")
+
+
 def check_stop(check, campaign, stats):
     """A sequential campaign stops at its first look that decides, or at its cap: a bundle
-    cannot claim a stop it did not make (stats: the re-derived comparison stats)."""
+    cannot claim a stop it did not make (stats: the re-derived comparison stats; a family's look
+    decides once every benchmark has)."""
     seq = stats.get("sequential")
     if campaign["budget_s"] is None or seq is None:
         return
@@ -1676,10 +1705,11 @@ def compare_runs(reference, others):
         items = by_id(run)
         for item_id in sorted(set(ref_items) | set(items)):
             ref, other = ref_items.get(item_id), items.get(item_id)
-            if ref is None or other is None:
-                who = reference["label"] if ref is None else run["label"]
+            if other is None:  # which items a run holds is the plan rule's (check_run, check_family_items)
+                continue
+            if ref is None:
                 mismatches.append({"run": run["label"], "item": item_id, "field": None,
-                                   "reason": f"item missing from {who}"})
+                                   "reason": f"item missing from {reference['label']}"})
                 continue
             if ref["error"] != other["error"]:
                 errors_identical = False
@@ -1923,63 +1953,164 @@ def marked_disturbed(run):
     return bool((run.get("interference") or {}).get("disturbed"))
 
 
-def undisturbed_look(pairs, threshold, band):
-    """The verdict of the one look over the rounds of `pairs` without a disturbed run, derived
-    from those runs alone (a plan whose cap lies past them, so no fixed-count fallback), or None
-    when no round is disturbed."""
+def design_looks(plan):
+    """(first, cap) of the design a sequential analysis reads: the campaign's, or the one it names
+    for a subset of its rounds."""
+    first, cap = plan.get("design") or (plan["first"], plan["cap"])
+    return first, cap
+
+
+def seq_look(pairs, d, what, overloaded, threshold, band, design, question, margin, whole=True):
+    """(interval or None, verdict, reason) of one look of the design over rounds `pairs`."""
+    ci = C.sequence_ratio(d, design)
+    if ci is None:
+        return None, "inconclusive", f"the interval valid at every look is still unbounded after {len(d)} rounds"
+    labels = {r["label"] for pair in pairs for r in pair}
+    _, claim_k, _ = claim_band_of(pairs, d, [x for x in overloaded if x in labels], threshold, band)
+    run_ratio = sig10(mean([b["wall_s"] for _, b in pairs]) / mean([a["wall_s"] for a, _ in pairs])) if whole else None
+    return (ci, *C.decide(ci[0], ci[1], band, run_ratio, what + " (valid at every look)", claim_k, question, margin))
+
+
+def undisturbed_look(pairs, threshold, band, plan, question, margin):
+    """The verdict of the one look of the campaign's design over the rounds of `pairs` without a
+    disturbed run, derived from those runs alone, or None when no round is disturbed."""
     kept = [(a, b) for a, b in pairs if not (marked_disturbed(a) or marked_disturbed(b))]
     if len(kept) == len(pairs):
         return None
     return derive_stats([r for pair in kept for r in pair], threshold, band,
-                        {"first": len(kept), "cap": len(kept) + 1})["verdict"]
+                        {"first": len(kept), "cap": len(kept) + 1, "design": list(design_looks(plan))},
+                        question, margin)["verdict"]
 
 
-def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan):
-    """The looks of a sequential campaign and its verdict: at each round from the first look
-    the contract's confidence sequence against the band; the first look that decides is the
-    verdict; without one, at the cap, the trimmed-t interval at C.SEQ_LAST_LEVEL. A look over
-    disturbed rounds decides only when the undisturbed rounds' look gives the same word."""
+def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan, question, margin):
+    """The looks of a sequential campaign and its verdict: at each round from the first look the
+    design's interval (contract.design) against the band or margin; the first look that decides
+    is the verdict; without one, at the cap, no claim and the rounds the rule expects to need. A
+    look over disturbed rounds decides only when the undisturbed rounds' look gives the same word."""
+    design = C.design(*design_looks(plan), question)
     looks, last = [], None
     for k in range(plan["first"], len(pairs) + 1):
-        ci = C.sequence_ratio(d[:k])
-        if ci is None:
-            last = (None, "inconclusive", f"the interval valid at every look is still unbounded after {k} rounds")
-        else:
-            labels = {r["label"] for pair in pairs[:k] for r in pair}
-            _, claim_k, _ = claim_band_of(pairs[:k], d[:k], [x for x in overloaded if x in labels], threshold, band)
-            run_ratio = sig10(mean([b["wall_s"] for _, b in pairs[:k]]) / mean([a["wall_s"] for a, _ in pairs[:k]]))
-            last = (ci, *C.decide(ci[0], ci[1], band, run_ratio, interval_name(items, k) + " (valid at every look)",
-                                  claim_k))
-            if last[1] != "inconclusive" and undisturbed_look(pairs[:k], threshold, band) not in (None, last[1]):
-                last = (ci, "inconclusive", f"{last[2]}, but not without the disturbed rounds")
+        last = seq_look(pairs[:k], d[:k], interval_name(items, k), overloaded, threshold, band, design, question,
+                        margin)
+        if last[1] != "inconclusive" and undisturbed_look(pairs[:k], threshold, band, plan, question,
+                                                            margin) not in (None, last[1]):
+            last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
         looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
     why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
-    out["sequential"] = {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "looks": looks,
-                         "stopped": why or "ended"}
+    out["sequential"] = sequential_section(design, plan, looks, why)
     out["method"] = f"{C.METHOD}; {C.SEQ_METHOD}"
-    paired = out["paired"]
+    out["paired"]["ci95"] = last[0] if last else None
     if why == "decided":
-        paired["ci95"] = last[0]
         out["verdict"], out["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap" and len(d) >= 2:
-        _, ci, _, _ = t_ratio(d, C.SEQ_LAST_LEVEL)
-        paired["ci95"] = ci
-        verdict, reason = C.decide(ci[0], ci[1], band, paired["run_ratio"],
-                                   interval_name(items, len(pairs)).replace("ratio", f"ratio ({100 * C.SEQ_LAST_LEVEL:g}%)", 1),
-                                   out["claim_band"])
-        out["verdict"] = verdict
-        out["verdict_reason"] = f"{reason}; no look decided before the budget's cap of {plan['cap']} rounds"
+    elif why == "cap":
+        out["verdict_reason"] = f"{last[2] if last else 'no look'}; no look decided by the budget's cap of {plan['cap']} rounds"
+        out["sequential"]["expected_rounds"] = C.expected_rounds(d, design, band, margin, question, len(d))
     else:
-        paired["ci95"] = last[0] if last else None
         out["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {plan['cap']} rounds before a "
                                  "look decided")
     return out
 
 
-def derive_stats(runs, threshold, floor, sequential=None):
+def sequential_section(design, plan, looks, why):
+    t_level, sign_level = C.levels(design)
+    return {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "alpha": sig10(design.alpha),
+            "sides": design.sides, "levels": [sig10(t_level), sig10(sign_level)], "looks": looks,
+            "stopped": why or "ended", "expected_rounds": None}
+
+
+def timed_item(items, item):
+    """The run (its items by id) timed the item: held, no error, a positive wall."""
+    got = items.get(item)
+    return got is not None and not got["error"] and got["wall_s"] > 0
+
+
+def member_name(item, rounds):
+    return f"benchmark {item}'s wall ratio over {rounds} rounds"
+
+
+def family_stats(out, pairs, members, threshold, band, plan, question, margin, overloaded):
+    """A suite's stats (contract.family_members): each benchmark's own looks at its share of alpha
+    (Bonferroni), the family's looks (decided when every benchmark has), the headline its word."""
+    maps = {r["label"]: by_id(r) for pair in pairs for r in pair}
+    m = len(members)
+    design = C.design(*design_looks(plan), question, m) if plan is not None else None
+    rows = []
+    for item in members:
+        held = [(a, b) for a, b in pairs if timed_item(maps[a["label"]], item) and timed_item(maps[b["label"]], item)]
+        d = [math.log(maps[b["label"]][item]["wall_s"] / maps[a["label"]][item]["wall_s"]) for a, b in held]
+        row = {"id": item, "n": len(d), "ratio": t_ratio(d)[0] if d else None, "ci95": None,
+               "verdict": "inconclusive", "verdict_reason": "", "decided_at": None, "expected_rounds": None}
+        rows.append(row)
+        if design is None:
+            if len(d) < C.MIN_ROUNDS:
+                row["verdict_reason"] = (f"only {len(d)} round(s) timed it: at least {C.MIN_ROUNDS} are needed for a "
+                                         "verdict per benchmark")
+                continue
+            alpha = (2.0 * C.QUESTION_ALPHA if question != "claim" else C.SEQ_ALPHA) / m
+            row["ci95"] = t_ratio(d, 1.0 - alpha)[1]
+            labels = {r["label"] for pair in held for r in pair}
+            _, claim, _ = claim_band_of(held, d, [x for x in overloaded if x in labels], threshold, band)
+            row["verdict"], row["verdict_reason"] = C.decide(row["ci95"][0], row["ci95"][1], band, None,
+                                                             member_name(item, len(d)), claim, question, margin)
+            continue
+        last = None
+        for k in range(plan["first"], len(pairs) + 1):
+            upto = [(a, b) for a, b in held if int(a["label"][1:]) <= k]
+            last = seq_look(upto, d[:len(upto)], member_name(item, len(upto)), overloaded, threshold, band, design,
+                            question, margin, whole=False)
+            if last[1] != "inconclusive":
+                kept = [(a, b) for a, b in upto if not (marked_disturbed(a) or marked_disturbed(b))]
+                if len(kept) < len(upto):
+                    other = "inconclusive"
+                    if kept:
+                        dk = [math.log(maps[b["label"]][item]["wall_s"] / maps[a["label"]][item]["wall_s"])
+                              for a, b in kept]
+                        other = seq_look(kept, dk, member_name(item, len(kept)), overloaded, threshold, band, design,
+                                         question, margin, whole=False)[1]
+                    if other != last[1]:
+                        last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
+            if last[1] != "inconclusive":
+                row["decided_at"] = k
+                break
+        if last is not None:
+            row["ci95"], row["verdict"], row["verdict_reason"] = last
+        else:
+            row["verdict_reason"] = f"no look yet: {len(d)} of the first look's {plan['first']} rounds"
+        if row["decided_at"] is None and d and len(pairs) >= plan["cap"]:
+            row["expected_rounds"] = C.expected_rounds(d, design, band, margin, question, len(d))
+    section, looks = C.family_of(question, rows, plan["first"] if plan is not None else None, len(pairs))
+    out["family"] = section
+    d = []
+    for a, b in pairs:
+        ma, mb = maps[a["label"]], maps[b["label"]]
+        common = [i for i in members if timed_item(ma, i) and timed_item(mb, i)]
+        d.append(math.fsum(math.log(mb[i]["wall_s"] / ma[i]["wall_s"]) for i in common) / len(common)
+                 if common else 0.0)
+    out["rounds"]["log_ratios"] = [sig10(v) for v in d]
+    ratios = [math.log(row["ratio"]) for row in rows if row["ratio"] is not None]
+    out["paired"].update(items=m, items_excluded=m - len(ratios),
+                         geomean_ratio=sig10(math.exp(math.fsum(ratios) / len(ratios))) if ratios else None)
+    if overloaded:  # each benchmark's own looks cleared its claim band and drift
+        out["warnings"].append(f"more runnable work than cores during {', '.join(overloaded)}")
+    out["method"] = f"{C.METHOD}; {C.FAMILY_METHOD}" + (f"; {C.SEQ_METHOD}" if plan is not None else "")
+    if plan is None:
+        out["verdict"] = C.family_verdict(question, [row["verdict"] for row in rows])
+        out["verdict_reason"] = C.family_summary(section)
+        return out
+    why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
+    out["sequential"] = sequential_section(design, plan, looks, why)
+    out["verdict"], out["verdict_reason"] = C.family_ending(question, section, looks, why, len(pairs), plan["cap"])
+    if why == "cap":
+        out["sequential"]["expected_rounds"] = section["expected_rounds"]
+    return out
+
+
+def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUESTION, margin=None, family=None):
     """comparison.json `stats` in full, from the run records (written apart from the harness's
     analysis; only the policy constants and the verdict rule come from the contract).
-    sequential: {first, cap} of a `rounds: auto` campaign (sequential_plan), else None."""
+    sequential: {first, cap} of a `rounds: auto` campaign (sequential_plan; "design": the
+    campaign's looks when these are some of its rounds), else None. question, margin: what the
+    campaign asks. family: a suite's benchmarks (contract.family_members), else None."""
     usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0]
     warnings = []
     excluded = [r["label"] for r in runs if r not in usable]
@@ -1992,13 +2123,14 @@ def derive_stats(runs, threshold, floor, sequential=None):
     paired_labels = {r["label"] for pair in pairs for r in pair}
     unpaired = [r["label"] for r in ok if r["label"] not in paired_labels]
     overloaded = overloaded_runs(ok)
-    out = {"method": C.METHOD, "threshold": sig10(float(threshold)), "floor": sig10(floor), "band": band,
+    out = {"method": C.METHOD, "question": question, "threshold": sig10(float(threshold)),
+           "margin": sig10(margin) if question != "claim" else None, "floor": sig10(floor), "band": band,
            "rounds": {"n": len(pairs), "min": C.MIN_ROUNDS, "pairs": [[a["label"], b["label"]] for a, b in pairs],
                       "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
                       "typical_deviation": None},
            "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
                       "run_ratio": None},
-           "claim_band": band, "per_item": None, "drift": None, "load": {"overloaded": overloaded},
+           "claim_band": band, "per_item": None, "family": None, "drift": None, "load": {"overloaded": overloaded},
            "sequential": None, "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
     costs = [r["machine"]["stage_wrapper_s"] for r in usable if r["machine"]["stage_wrapper_s"] is not None]
     cost = statistics.median(costs) if costs else C.WRAPPER_S
@@ -2019,6 +2151,8 @@ def derive_stats(runs, threshold, floor, sequential=None):
     if not pairs:
         out["verdict_reason"] = "no round with an ok run of both variants"
         return out
+    if family is not None:
+        return family_stats(out, pairs, family, threshold, band, sequential, question, margin, overloaded)
     in_pairs = [r for pair in pairs for r in pair]
 
     def usable_items(key):
@@ -2067,29 +2201,45 @@ def derive_stats(runs, threshold, floor, sequential=None):
     out["claim_band"] = claim
     enough = len(pairs) >= C.MIN_ROUNDS
     if items:
+        item_design = C.design(*design_looks(sequential), "claim", len(items)) if sequential is not None else None
+        judged = enough or item_design is not None
         rows = []
         for j, item in enumerate(items):
-            r_j, ci_j, _, _ = t_ratio([row[j] for row in logs])
-            rows.append({"id": item, "ratio": r_j, "ci95": ci_j})
+            column = [row[j] for row in logs]
+            r_j, ci_j, _, _ = t_ratio(column)
+            rows.append({"id": item, "ratio": r_j,
+                         "ci95": C.sequence_ratio(column, item_design) if item_design is not None else ci_j})
         rows.sort(key=lambda row: (-row["ratio"], row["id"]))
+        unbounded = sum(1 for row in rows if row["ci95"] is None)
+        note = None
+        if not judged:
+            note = (f"{len(logs)} round(s): too few for a verdict per item (at least {C.MIN_ROUNDS}); each item's "
+                    "ratio is shown, none is judged")
+        elif unbounded:
+            note = (f"{unbounded} of {len(rows)} items' intervals are still unbounded after {len(logs)} rounds (each "
+                    "item has its share of alpha): those items cannot be judged")
         out["per_item"] = {
             "items": len(rows), "band": claim,
-            "regressed": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + claim),
-            "improved": sum(1 for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - claim),
-            "worst": rows[0], "table": rows[:C.PER_ITEM_SHOWN], "more": max(0, len(rows) - C.PER_ITEM_SHOWN)}
+            "regressed": sum(1 for row in rows if judged and row["ci95"] and row["ci95"][0] > 1 + claim),
+            "improved": sum(1 for row in rows if judged and row["ci95"] and row["ci95"][1] < 1 - claim),
+            "note": note, "worst": rows[0], "table": rows[:C.PER_ITEM_SHOWN],
+            "more": max(0, len(rows) - C.PER_ITEM_SHOWN)}
     if sequential is not None:
-        return sequential_stats(out, pairs, d, len(items), overloaded, threshold, band, sequential)
+        return sequential_stats(out, pairs, d, len(items), overloaded, threshold, band, sequential, question, margin)
     if not enough:
         out["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
                                  f"{C.MIN_ROUNDS} are needed to estimate the run-to-run variance")
         warnings.append(f"too few rounds to conclude ({len(pairs)} of at least {C.MIN_ROUNDS}; `rounds: N` or "
                         "`--rounds N`)")
         return out
-    out["verdict"], out["verdict_reason"] = C.decide(ci[0], ci[1], band, run_ratio, what, claim)
+    if question != "claim":  # each end a one-sided bound at the question's alpha
+        _, ci, _, _ = t_ratio(d, 1.0 - 2.0 * C.QUESTION_ALPHA)
+        paired["ci95"] = ci
+    out["verdict"], out["verdict_reason"] = C.decide(ci[0], ci[1], band, run_ratio, what, claim, question, margin)
     return out
 
 
-def with_interference(stats, runs, bounds, threshold, floor):
+def with_interference(stats, runs, bounds, threshold, floor, question=C.DEFAULT_QUESTION, margin=None):
     """stats with `interference` when campaign.json has its bounds: the runs marked disturbed (the
     marks are checked against their readings by check_interference), the rounds they are in, and
     derive_stats on the other rounds; a claim those alone do not give is no claim."""
@@ -2100,11 +2250,12 @@ def with_interference(stats, runs, bounds, threshold, floor):
     marked = [r["label"] for r, _s in section if marked_disturbed(r)]
     rounds = [int(a[1:]) for a, b in stats["rounds"]["pairs"] if a in marked or b in marked]
     other = without = None
-    if rounds:
+    if rounds and stats["family"] is None:
         gone = {f"{v}{k}" for k in rounds for v in "AB"}
         kept = len(stats["rounds"]["pairs"]) - len(rounds)
-        plan = {"first": kept, "cap": kept} if stats["sequential"] is not None and kept else None
-        rest = derive_stats([r for r in runs if r["label"] not in gone], threshold, floor, plan)
+        seq = stats["sequential"]
+        plan = {"first": kept, "cap": kept, "design": [seq["first"], seq["cap"]]} if seq is not None and kept else None
+        rest = derive_stats([r for r in runs if r["label"] not in gone], threshold, floor, plan, question, margin)
         other = (rest["verdict"], rest["rounds"]["n"])
         without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
                    "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
@@ -2134,12 +2285,13 @@ def metrics_section(runs, stats, wall, instructions, threshold):
     from the paired timed rounds' records, read here by its field path; the instruction counts'."""
     labels = {r["label"]: r for r in runs}
     pairs = [(labels[a], labels[b]) for a, b in stats["rounds"]["pairs"]]
-    sequential = stats["sequential"] is not None
+    seq = stats["sequential"]
+    sequential = C.design(seq["first"], seq["cap"]) if seq is not None else None
     out = [C.headline_entry(wall, stats)]
     for metric in C.METRIC_DEFINITIONS:
         if metric.name == C.HEADLINE or metric.statistic != "rounds":
             continue
-        d, totals, of = metric_rounds(metric.reads, pairs)
+        d, totals, of = metric_rounds(metric.reads, pairs, stats["family"] is not None)
         if not d:
             out.append(C.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential))
             continue
@@ -2153,11 +2305,24 @@ def metrics_section(runs, stats, wall, instructions, threshold):
     return out
 
 
-def metric_rounds(reads, pairs):
+def metric_rounds(reads, pairs, family=False):
     """(per-round log ratios, each run's value by label, what was compared) of the field `reads`:
-    an item field over the items usable in every paired run (the mean of their log ratios), or a
-    run field (one value per run, every paired run holding a positive one)."""
+    an item field over the items usable in every paired run (the mean of their log ratios; a
+    family's: per round over the items both its runs held), or a run field (one value per run,
+    every paired run holding a positive one)."""
     runs = [r for pair in pairs for r in pair]
+    if reads.startswith("items[].") and family:
+        key = reads[len("items[]."):]
+        d, totals = [], {}
+        for a, b in pairs:
+            ma, mb = by_id(a), by_id(b)
+            common = [i for i in ma if i in mb and all(not m[i]["error"] and m[i][key] > 0 for m in (ma, mb))]
+            if not common:
+                return [], {}, f"item {key} over the benchmarks each round held"
+            d.append(math.fsum(math.log(mb[i][key] / ma[i][key]) for i in common) / len(common))
+            totals[a["label"]] = math.fsum(ma[i][key] for i in common)
+            totals[b["label"]] = math.fsum(mb[i][key] for i in common)
+        return d, totals, f"item {key} over the benchmarks each round held"
     if reads.startswith("items[]."):
         key = reads[len("items[]."):]
         maps = [by_id(r) for r in runs]
@@ -2213,8 +2378,11 @@ def check_comparison(check, docs):
                          docs["instructions"], docs["workload"]["digest"])
         floor = docs["noise_floor"]["floor"] if docs["noise_floor"] else None
         plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
-        derived["stats"] = with_interference(derive_stats(docs["runs"], campaign["threshold"], floor, plan),
-                                             docs["runs"], campaign.get("interference"), campaign["threshold"], floor)
+        question, margin = campaign["question"], campaign["margin"]
+        derived["stats"] = with_interference(
+            derive_stats(docs["runs"], campaign["threshold"], floor, plan, question, margin,
+                         C.family_members(campaign, docs["runner"]["items"])),
+            docs["runs"], campaign.get("interference"), campaign["threshold"], floor, question, margin)
         stats = derived["stats"]
         derived["instructions"] = instructions_section(docs["instructions"], stats["verdict"],
                                                        stats["paired"]["ci95"], stats["band"]) \
@@ -2222,6 +2390,9 @@ def check_comparison(check, docs):
         derived["metrics"] = metrics_section(docs["runs"], derived["stats"], derived["wall"], derived["instructions"],
                                              campaign["threshold"])
         check_stop(check, campaign, derived["stats"])
+        check_family_items(check, campaign, docs["runner"],
+                           [(r["label"], r["status"], [it["id"] for it in r["items"]]) for r in docs["runs"]],
+                           derived["stats"])
     except (OSError, ValueError, EOFError, zlib.error) as exc:
         check.fail(C.COMPARISON, f"cannot be re-derived from the records ({exc.__class__.__name__}: {str(exc)[:80]})",
                    "derived")

@@ -122,6 +122,25 @@ def failed_bundle(where: Path) -> Path:
     return outcome.out
 
 
+def family_bundle(where: Path) -> Path:
+    """A sequential suite campaign (a family: every benchmark its own verdict, the decided ones
+    leaving the later rounds), two of its six benchmarks faster."""
+    outcome, _ = run_fake(where, Model(items=6, item_s=0.05, ratio=1.0, noise=0.004, seed=3,
+                                       item_ratio={"item-0": 0.40, "item-1": 0.70}),
+                          rounds="auto", budget_s=60, min_rounds=4,
+                          workload={"entry": C.SUITE_ENTRIES["asv"], "path": "workloads"})
+    assert outcome.comparison["stats"]["family"] is not None, outcome.comparison["stats"]["verdict_reason"]
+    return outcome.out
+
+
+def gate_bundle(where: Path) -> Path:
+    """A sequential campaign asking the CI gate's one-sided question (not slower than 5%), answered."""
+    outcome, _ = run_fake(where, Model(items=4, item_s=0.1, ratio=1.0, noise=0.01, seed=5), rounds="auto",
+                          budget_s=60, min_rounds=4, verdict={"question": "not_slower", "margin": 0.05})
+    assert outcome.comparison["stats"]["verdict"] == "not slower", outcome.comparison["stats"]["verdict_reason"]
+    return outcome.out
+
+
 def instruction_bundle(where: Path, monkeypatch, counts: dict | None = None, **fields) -> Path:
     no_valgrind_probe(monkeypatch)
     body = dict(metrics=["wall", "instructions"], instructions={"items": 2, "runs": 2})

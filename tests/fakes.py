@@ -44,6 +44,7 @@ class Model:
     # (item, label) -> {name: array}: what an item returns instead of one float64 "out" (the
     # pre-flight's label is check:base or check:candidate)
     outputs: Any = None
+    item_ratio: dict = field(default_factory=dict)  # item id -> the candidate's ratio for it (else `ratio`)
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -77,12 +78,13 @@ class Model:
             return FakeRun(result={"item": first, "fields": fields, "raised": [], "items": self.ids(),
                                    "stage_calls": {name: 1 for name in job.stages},
                                    "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
-        factor = math.exp(self.rng.gauss(0.0, self.noise)) * (self.ratio if variant == "candidate" else 1.0)
+        factor = math.exp(self.rng.gauss(0.0, self.noise))
         steal, slowed = self.disturb.get(label, (0, 1.0))
         factor *= slowed
         items = []
         for item in job.items:
-            wall = self.item_s * factor * math.exp(self.rng.gauss(0.0, self.noise / 4))
+            ratio = self.item_ratio.get(item, self.ratio) if variant == "candidate" else 1.0
+            wall = self.item_s * factor * ratio * math.exp(self.rng.gauss(0.0, self.noise / 4))
             outs = {name: records.Output(**arrays.store(value, arrays_dir))
                     for name, value in self._outputs(item, label, variant).items()}
             items.append(records.Item(item, wall, wall * 0.9, outs, None))
@@ -266,13 +268,14 @@ def record(label: str, variant: str, items: list, wall_s: float = 1.0, status: s
 
 # --- a comparison.json by hand, for the readers (harness/bundle/model.py) --------------------------
 def _stats_doc() -> dict:
-    return {"method": "paired rounds", "threshold": 0.02, "floor": None, "band": 0.02, "claim_band": 0.02,
+    return {"method": "paired rounds", "question": "claim", "threshold": 0.02, "margin": None, "floor": None,
+            "band": 0.02, "claim_band": 0.02,
             "rounds": {"n": 0, "min": 0, "pairs": [], "unpaired": [], "log_ratios": [], "sd_log": None,
                        "t_quantile": None, "typical_deviation": None},
             "sequential": None,
             "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
                        "run_ratio": None},
-            "per_item": None, "drift": None, "load": {"overloaded": []},
+            "per_item": None, "family": None, "drift": None, "load": {"overloaded": []},
             "verdict": "inconclusive", "verdict_reason": "", "warnings": []}
 
 

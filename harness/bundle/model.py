@@ -19,6 +19,7 @@ It sits in the bundle's layer because the one reader hands it out (Bundle.compar
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -193,8 +194,22 @@ class Sequential:
     method: str
     first: int
     cap: int
+    alpha: float
+    sides: int
+    levels: list[float]  # the t's and the signs' one-tail nominal level at every look
     looks: list[Look]
     stopped: str
+    expected_rounds: Optional[int]  # at the cap, undecided: the rounds the rule expects to need in all
+
+    def more_rounds(self, n: int) -> Optional[str]:
+        """"about 6 more rounds" (or "more than one campaign may run"): what the rule expects to need
+        past the n rounds run, when the budget ran out first; None otherwise."""
+        need = self.expected_rounds
+        if need is None:
+            return None
+        if need > C.MAX_ROUNDS:
+            return f"more than the {C.MAX_ROUNDS} rounds one campaign may run"
+        return f"about {need - n} more round{'s' if need - n != 1 else ''} ({need} in all)"
 
 
 @dataclass(frozen=True)
@@ -220,9 +235,52 @@ class PerItem:
     band: float
     regressed: int
     improved: int
+    note: Optional[str]  # why the items cannot be judged (too few rounds, intervals still unbounded)
     worst: Optional[ItemRatio]
     table: list[ItemRatio]
     more: int
+
+
+@dataclass(frozen=True)
+class Member:
+    """One benchmark of a suite's family: its own interval, verdict and the look that decided it."""
+    id: str
+    n: int
+    ratio: Optional[float]
+    ci95: Optional[list[float]]
+    verdict: str
+    verdict_reason: str
+    decided_at: Optional[int]
+    expected_rounds: Optional[int]
+
+    @property
+    def changed(self) -> bool:
+        return self.verdict in C.CHANGED
+
+
+@dataclass(frozen=True)
+class Family:
+    """A suite's benchmarks, each a claim of its own (stats.family)."""
+    members: int
+    alpha: float
+    counts: dict[str, int]  # every verdict word -> how many benchmarks have it
+    items: list[Member]
+    expected_rounds: Optional[int]
+
+    def leading(self) -> list[Member]:
+        """The benchmarks, changed first (regressed, then improved, by how far), then undecided, then
+        the rest, each group by ratio: the order a table shows them in."""
+        rank = {"regressed": 0, "improved": 1, "inconclusive": 2}
+
+        def key(m: Member) -> tuple:
+            far = abs(math.log(m.ratio)) if m.ratio else 0.0
+            return rank.get(m.verdict, 3), -far if m.changed else 0.0, m.id
+
+        return sorted(self.items, key=key)
+
+    @property
+    def undecided(self) -> int:
+        return self.counts.get("inconclusive", 0)
 
 
 @dataclass(frozen=True)
@@ -283,7 +341,9 @@ class Interference:
 @dataclass(frozen=True)
 class Stats:
     method: str
+    question: str  # contract.QUESTIONS: a claim, or a one-sided question against `margin`
     threshold: float
+    margin: Optional[float]
     floor: Optional[float]
     band: float
     claim_band: float
@@ -291,6 +351,7 @@ class Stats:
     sequential: Optional[Sequential]
     paired: Paired
     per_item: Optional[PerItem]
+    family: Optional[Family]
     drift: Optional[Drift]
     load: Load
     # present exactly when campaign.json's interference is (None when absent)

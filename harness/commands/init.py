@@ -45,7 +45,8 @@ candidate:
 # stage_rounds: {stage_rounds}            # with stages: rounds of stage runs, the only ones with wrappers
 # env: {{}}                     # extra environment variables for the workers
 # golden: null                  # {{path, sha256}}: digests every run must reproduce
-# verdict: {{threshold: {threshold:g}}}   # relative band inside which the change counts as equal
+# verdict: {{threshold: {threshold:g}}}   # relative band inside which the change counts as equal; a CI gate
+#                               # asks {{question: not_slower, margin: 0.05}}: "not slower than 5%" or not
 # noise_floor: null             # {{path, sha256}} of `harness calibrate`'s file: no claim smaller than the floor
 # parity: {{max_ulp: null}}       # floats may differ by N units in the last place ("within N ULP (close, not
 #                               # identical)"); at most float16 32, float32 4096, float64 2**26; null: bit for bit

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.comparison.stats import mean, t_interval, trimmed_mean
 # The policy is the contract's (both checkers apply the same); the numbers are derived here.
+from harness import contract as C
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
-                              SEQ_LAST_LEVEL, SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
+                              SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
                               decide, sequence_ratio, sig10, stopped, timed)
 from harness.contract import interference_warning, without_disturbed as decide_without
 
@@ -168,13 +169,19 @@ def usable_runs(runs: list[RunRecord]) -> list[RunRecord]:
 
 def item_times(runs: list[RunRecord]) -> dict[str, tuple[float, float]]:
     """Each item's median timed wall per variant (base, candidate) over the rounds the statistics
-    pair, for the items usable in all of them: the times a page shows beside an item's ratio (the
-    ratio itself is per_item's, from the same rounds)."""
+    pair that hold it usable in both runs (every round for a workload; a suite's benchmark leaves
+    the rounds after the look that decided it): the times a page shows beside an item's ratio (the
+    ratio itself is per_item's or its family member's, from the same rounds)."""
     pairs, _ = pairs_of([r for r in usable_runs(runs) if timed(r.label)])
-    items, _ = usable_items([r for pair in pairs for r in pair], "wall_s")
     maps = [(a.item_map(), b.item_map()) for a, b in pairs]
-    return {i: (statistics.median(ma[i].wall_s for ma, _ in maps), statistics.median(mb[i].wall_s for _, mb in maps))
-            for i in items}
+    held: dict[str, list[tuple[float, float]]] = {}
+    for ma, mb in maps:
+        for i, a in ma.items():
+            b = mb.get(i)
+            if b is not None and not a.error and not b.error and a.wall_s > 0 and b.wall_s > 0:
+                held.setdefault(i, []).append((a.wall_s, b.wall_s))
+    return {i: (statistics.median(a for a, _ in walls), statistics.median(b for _, b in walls))
+            for i, walls in sorted(held.items())}
 
 
 def load_reading(r: RunRecord) -> str:
@@ -203,26 +210,49 @@ def gil_bound(ok: list[RunRecord], overloaded_runs: list[str]) -> list[str]:
             "parallel and the ratio measures the contention; use `slots: 1`"]
 
 
-def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enough: bool) -> dict:
-    """Each item's own ratio over the rounds, its interval, and how many regressed beyond
-    the band (interval above it): what a geometric mean over items can hide."""
+def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enough: bool,
+             plan: C.Design | None = None) -> dict:
+    """Each item's own ratio over the rounds, its interval, and how many regressed beyond the band
+    (interval above it) or improved: what a geometric mean over items can hide. A sequential
+    campaign's item intervals are its design's with each item's share of alpha (valid at whichever
+    look stopped it, for every item together); a fixed count's the 95% trimmed-t. `note` says when
+    the items cannot be judged, and why."""
     rows = []
     for j, item in enumerate(items):
-        iv = interval([row[j] for row in logs])
-        rows.append({"id": item, "ratio": iv["geomean_ratio"], "ci95": iv["ci95"]})
+        column = [row[j] for row in logs]
+        iv = interval(column)
+        rows.append({"id": item, "ratio": iv["geomean_ratio"],
+                     "ci95": sequence_ratio(column, plan) if plan is not None else iv["ci95"]})
     rows.sort(key=lambda row: (-row["ratio"], row["id"]))
-    regressed = [row for row in rows if enough and row["ci95"] and row["ci95"][0] > 1 + band]
-    improved = [row for row in rows if enough and row["ci95"] and row["ci95"][1] < 1 - band]
+    judged = enough or plan is not None
+    regressed = [row for row in rows if judged and row["ci95"] and row["ci95"][0] > 1 + band]
+    improved = [row for row in rows if judged and row["ci95"] and row["ci95"][1] < 1 - band]
     return {"items": len(rows), "band": band, "regressed": len(regressed), "improved": len(improved),
+            "note": item_note(len(logs), len(rows), sum(1 for row in rows if row["ci95"] is None), judged),
             "worst": rows[0] if rows else None, "table": rows[:PER_ITEM_SHOWN],
             "more": max(0, len(rows) - PER_ITEM_SHOWN)}
 
 
-def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None, sequential: dict | None = None) -> dict:
+def item_note(rounds: int, items: int, unbounded: int, judged: bool) -> str | None:
+    """Why the per-item counts may say nothing: too few rounds, or intervals still unbounded."""
+    if not judged:
+        return (f"{rounds} round(s): too few for a verdict per item (at least {MIN_ROUNDS}); each item's ratio is "
+                "shown, none is judged")
+    if unbounded:
+        return (f"{unbounded} of {items} items' intervals are still unbounded after {rounds} rounds (each item has "
+                "its share of alpha): those items cannot be judged")
+    return None
+
+
+def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None, sequential: dict | None = None, *,
+            question: str = C.DEFAULT_QUESTION, margin: float | None = None, family: list[str] | None = None) -> dict:
     """`stats` of comparison.json from the run records in execution order (see the module
     docstring); JSON-able, floats at 10 significant digits, a pure function of its input.
     sequential: {first, cap} of a `rounds: auto` campaign (contract.sequential_plan), whose
-    looks and stop are then derived too; None for a fixed count or order."""
+    looks and stop are then derived too (with "design": [first, cap], the looks of another
+    campaign's design read on these rounds); None for a fixed count or order. question and
+    margin: what the campaign asks (contract.QUESTIONS). family: a suite's planned benchmarks, each
+    a claim of its own (family_section); None for a workload, whose items are one claim."""
     threshold = float(threshold)
     if not (threshold >= 0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
@@ -237,14 +267,16 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
     band = sig10(max(threshold, floor or 0.0))
     pairs, unpaired = pairs_of(ok)
     result: dict[str, Any] = {
-        "method": METHOD, "threshold": sig10(threshold), "floor": sig10(floor), "band": sig10(band),
+        "method": METHOD, "question": question, "threshold": sig10(threshold),
+        "margin": sig10(margin) if question != "claim" else None, "floor": sig10(floor), "band": sig10(band),
         "rounds": {"n": len(pairs), "min": MIN_ROUNDS, "pairs": [[a.label, b.label] for a, b in pairs],
                    "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
                    "typical_deviation": None},
         "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
                    "ci95": None, "run_ratio": None},
-        "claim_band": sig10(band), "per_item": None, "drift": None, "load": {"overloaded": overloaded(ok)},
-        "sequential": None, "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings,
+        "claim_band": sig10(band), "per_item": None, "family": None, "drift": None,
+        "load": {"overloaded": overloaded(ok)}, "sequential": None, "verdict": "inconclusive", "verdict_reason": "",
+        "warnings": warnings,
     }
     warnings.extend(thin_stages(usable))
     wrapped = [r.label for r in ok if any(r.stages_installed.values())]
@@ -258,6 +290,8 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
     if not pairs:
         result["verdict_reason"] = "no round with an ok run of both variants"
         return result
+    if family is not None:
+        return _family(result, pairs, family, threshold, band, sequential, question, margin)
 
     items, dropped = usable_items([r for pair in pairs for r in pair], "wall_s")
     logs = round_logs(pairs, items, "wall_s")
@@ -288,18 +322,29 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
     result["claim_band"] = claim_band
     enough = len(pairs) >= MIN_ROUNDS
     if items:
-        result["per_item"] = per_item(pairs, items, logs, claim_band, enough)
+        item_plan = C.design(*rule_looks(sequential), "claim", len(items)) if sequential is not None else None
+        result["per_item"] = per_item(pairs, items, logs, claim_band, enough, item_plan)
     if sequential is not None:
-        return _sequential(result, pairs, d, items, threshold, band, sequential)
+        return _sequential(result, pairs, d, items, threshold, band, sequential, question, margin)
     if not enough:
         result["verdict_reason"] = (f"only {len(pairs)} round(s) of one base and one candidate run: at least "
                                     f"{MIN_ROUNDS} are needed to estimate the run-to-run variance")
         warnings.append(f"too few rounds to conclude ({len(pairs)} of at least {MIN_ROUNDS}; `rounds: N` or "
                         "`--rounds N`)")
         return result
+    if question != "claim":  # a one-sided question: each end a one-sided bound at its alpha
+        paired["ci95"] = interval(d, 1.0 - 2.0 * C.QUESTION_ALPHA)["ci95"]
     lo, hi = paired["ci95"]
-    result["verdict"], result["verdict_reason"] = decide(lo, hi, band, paired["run_ratio"], what, claim_band)
+    result["verdict"], result["verdict_reason"] = decide(lo, hi, band, paired["run_ratio"], what, claim_band,
+                                                         question, margin)
     return result
+
+
+def rule_looks(sequential: dict) -> tuple[int, int]:
+    """(first, cap) of the design whose looks a sequential analysis reads: the campaign's own, or,
+    for a subset of its rounds (with_interference), the campaign's it names."""
+    first, cap = sequential.get("design") or (sequential["first"], sequential["cap"])
+    return first, cap
 
 
 def cautions_of(pairs, d: list[float], overloaded_runs: list[str], threshold: float, band: float):
@@ -332,74 +377,195 @@ def what_of(items: list[str], rounds: int) -> str:
 
 
 def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], threshold: float,
-         band: float) -> tuple[list[float] | None, str, str]:
-    """One look of a sequential campaign after round len(d): ([lo, hi] of the ratio, valid at
-    every look, or None while unbounded; verdict; reason) by the contract's rule."""
-    ci = sequence_ratio(d)
+         band: float, plan: C.Design, question: str = C.DEFAULT_QUESTION, margin: float | None = None,
+         member: str | None = None) -> tuple[list[float] | None, str, str]:
+    """One look of a sequential campaign after round len(d): ([lo, hi] of the ratio at that look of
+    the design `plan`, or None while unbounded; verdict; reason) by the contract's rule. The
+    run-level ratio guards a workload's look; a family's `member` (one benchmark) has none."""
+    ci = sequence_ratio(d, plan)
     if ci is None:
         return None, "inconclusive", f"the interval valid at every look is still unbounded after {len(d)} rounds"
     lo, hi = ci
     labels = {r.label for pair in pairs for r in pair}
     _, _, claim_band, _ = cautions_of(pairs, d, [x for x in overloaded_runs if x in labels], threshold, band)
-    run_ratio = sig10(mean(_wall(b) for _, b in pairs) / mean(_wall(a) for a, _ in pairs))
-    verdict, reason = decide(lo, hi, band, run_ratio, what_of(items, len(d)) + " (valid at every look)",
-                             claim_band)
+    run_ratio = sig10(mean(_wall(b) for _, b in pairs) / mean(_wall(a) for a, _ in pairs)) if member is None else None
+    what = what_of(items, len(d)) if member is None else member_what(member, len(d))
+    verdict, reason = decide(lo, hi, band, run_ratio, what + " (valid at every look)", claim_band, question, margin)
     return [lo, hi], verdict, reason
 
 
-def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, band: float) -> str | None:
+def member_what(member: str, rounds: int) -> str:
+    """A benchmark's interval's quantity, in words."""
+    return f"benchmark {member}'s wall ratio over {rounds} rounds"
+
+
+def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, band: float, plan: C.Design,
+                        question: str = C.DEFAULT_QUESTION, margin: float | None = None,
+                        member: tuple[str, dict] | None = None) -> str | None:
     """The same look on the rounds of `pairs` without a disturbed run (items and log ratios
-    derived again from those rounds, as with_interference derives them), or None when no round
-    is disturbed: a look decides only when its claim holds on these too."""
+    derived again from those rounds, as with_interference derives them; one benchmark's when
+    `member` is (its id, each run's items by id)), or None when no round is disturbed: a look
+    decides only when its claim holds on these too."""
     kept = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)]
     if len(kept) == len(pairs):
         return None
     if not kept:
         return "inconclusive"
+    if member is not None:
+        item, maps = member
+        d = [math.log(maps[b.label][item].wall_s / maps[a.label][item].wall_s) for a, b in kept]
+        return look(kept, d, [], overloaded_runs, threshold, band, plan, question, margin, item)[1]
     items, _ = usable_items([r for pair in kept for r in pair], "wall_s")
     d = [math.fsum(row) / len(row) for row in round_logs(kept, items, "wall_s")]
-    return look(kept, d, items, overloaded_runs, threshold, band)[1]
+    return look(kept, d, items, overloaded_runs, threshold, band, plan, question, margin)[1]
 
 
 def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold: float, band: float,
-                plan: dict) -> dict:
+                sequential: dict, question: str, margin: float | None) -> dict:
     """A sequential campaign's looks, and its verdict: the first look that decides, else at the
-    budget's cap the fixed-count trimmed-t interval at SEQ_LAST_LEVEL (contract: SEQ_*). A look
-    over disturbed rounds decides only when the undisturbed rounds' look gives the same word, so
-    the campaign goes on rather than stop on a claim the disturbed rounds alone carry."""
-    first, cap = plan["first"], plan["cap"]
+    budget's cap no claim, and the rounds the rule expects a campaign to need (contract:
+    design, expected_rounds). A look over disturbed rounds decides only when the undisturbed
+    rounds' look gives the same word, so the campaign goes on rather than stop on a claim the
+    disturbed rounds alone carry."""
+    first, cap = sequential["first"], sequential["cap"]
+    plan = C.design(*rule_looks(sequential), question)
     overloaded_runs = result["load"]["overloaded"]
     looks: list[dict] = []
     last: tuple[list[float] | None, str, str] | None = None
     for k in range(first, len(pairs) + 1):
-        last = look(pairs[:k], d[:k], items, overloaded_runs, threshold, band)
-        if last[1] != "inconclusive" and undisturbed_verdict(pairs[:k], overloaded_runs, threshold,
-                                                               band) not in (None, last[1]):
+        last = look(pairs[:k], d[:k], items, overloaded_runs, threshold, band, plan, question, margin)
+        if last[1] != "inconclusive" and undisturbed_verdict(pairs[:k], overloaded_runs, threshold, band, plan,
+                                                               question, margin) not in (None, last[1]):
             last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
         looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
     why = stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), cap)
-    result["sequential"] = {"method": SEQ_METHOD, "first": first, "cap": cap, "looks": looks,
-                            "stopped": why or "ended"}
+    result["sequential"] = sequential_section(plan, first, cap, looks, why)
     result["method"] = f"{METHOD}; {SEQ_METHOD}"
     paired = result["paired"]
+    paired["ci95"] = last[0] if last else None
     if why == "decided":
         assert last is not None  # a look decided, so there was one
-        paired["ci95"] = last[0]
         result["verdict"], result["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap" and len(d) >= 2:
-        fixed = interval(d, SEQ_LAST_LEVEL)
-        paired["ci95"] = fixed["ci95"]
-        lo, hi = fixed["ci95"]
-        verdict, reason = decide(lo, hi, band, paired["run_ratio"],
-                                 what_of(items, len(d)).replace("ratio", f"ratio ({100 * SEQ_LAST_LEVEL:g}%)", 1),
-                                 result["claim_band"])
-        result["verdict"] = verdict
-        result["verdict_reason"] = f"{reason}; no look decided before the budget's cap of {cap} rounds"
+    elif why == "cap":
+        reason = last[2] if last else "no look"
+        result["verdict_reason"] = f"{reason}; no look decided by the budget's cap of {cap} rounds"
+        result["sequential"]["expected_rounds"] = C.expected_rounds(d, plan, band, margin, question, len(d))
     else:
-        paired["ci95"] = last[0] if last else None
         result["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {cap} rounds before a look "
                                     "decided")
     return result
+
+
+def sequential_section(plan: C.Design, first: int, cap: int, looks: list[dict], why: str | None) -> dict:
+    """comparison.json stats.sequential: the design's looks, its alpha and the nominal level of each
+    look (the t's and the signs'), every look, and why it stopped."""
+    t_level, sign_level = C.levels(plan)
+    return {"method": SEQ_METHOD, "first": first, "cap": cap, "alpha": sig10(plan.alpha), "sides": plan.sides,
+            "levels": [sig10(t_level), sig10(sign_level)], "looks": looks, "stopped": why or "ended",
+            "expected_rounds": None}
+
+
+# --- a suite: a family of claims, one per benchmark ------------------------------------------------
+def holds(items: dict, item: str) -> bool:
+    """A run (its items by id) timed the item: it holds it, without an error, with a positive wall."""
+    got = items.get(item)
+    return got is not None and not got.error and got.wall_s > 0
+
+
+def _family(result: dict, pairs, members: list[str], threshold: float, band: float, sequential: dict | None,
+            question: str, margin: float | None) -> dict:
+    """A suite's stats: every benchmark its own verdict and interval (family_section), the headline
+    the family's word (contract.family_verdict) and its counts; a sequential campaign's looks are
+    the family's (decided once every benchmark has), and a benchmark that has decided leaves the
+    later rounds. The ratio shown is the geometric mean of the benchmarks' own ratios, with no
+    interval of its own (a family is its members' claims)."""
+    overloaded_runs = result["load"]["overloaded"]
+    maps = {r.label: r.item_map() for pair in pairs for r in pair}
+    section, looks = family_section(pairs, maps, members, threshold, band, sequential, question, margin,
+                                    overloaded_runs)
+    result["family"] = section
+    d = []
+    for a, b in pairs:  # per round, the mean log ratio of the benchmarks both its runs timed
+        ma, mb = maps[a.label], maps[b.label]
+        common = [i for i in members if holds(ma, i) and holds(mb, i)]
+        d.append(math.fsum(math.log(mb[i].wall_s / ma[i].wall_s) for i in common) / len(common) if common else 0.0)
+    result["rounds"].update(log_ratios=[sig10(v) for v in d])
+    ratios = [math.log(row["ratio"]) for row in section["items"] if row["ratio"] is not None]
+    result["paired"].update(items=len(members), items_excluded=len(members) - len(ratios),
+                            geomean_ratio=sig10(math.exp(math.fsum(ratios) / len(ratios))) if ratios else None)
+    if overloaded_runs:  # each benchmark's claim cleared its own claim band (its looks); drift is its own too
+        result["warnings"].append(f"more runnable work than cores during {', '.join(overloaded_runs)}")
+    result["method"] = f"{METHOD}; {C.FAMILY_METHOD}" + (f"; {SEQ_METHOD}" if sequential is not None else "")
+    if sequential is None:
+        result["verdict"] = C.family_verdict(question, [row["verdict"] for row in section["items"]])
+        result["verdict_reason"] = C.family_summary(section)
+        return result
+    first, cap = sequential["first"], sequential["cap"]
+    why = stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), cap)
+    result["sequential"] = sequential_section(C.design(*rule_looks(sequential), question, len(members)), first, cap,
+                                              looks, why)
+    result["verdict"], result["verdict_reason"] = C.family_ending(question, section, looks, why, len(pairs), cap)
+    if why == "cap":
+        result["sequential"]["expected_rounds"] = section["expected_rounds"]
+    return result
+
+
+def family_section(pairs, maps: dict, members: list[str], threshold: float, band: float, sequential: dict | None,
+                   question: str, margin: float | None, overloaded_runs: list[str]) -> tuple[dict, list[dict]]:
+    """(stats.family, the family's looks) of a suite's rounds. Each benchmark's per-round log ratios
+    over the rounds whose two runs both timed it; its interval the design's with alpha shared among
+    the benchmarks (Bonferroni: any benchmark errs at any look with probability at most alpha in
+    all), looked at after every round from the first until it decides (then it leaves the later
+    rounds), or, with a fixed count, the trimmed-t interval at 1 - alpha / members once at the end."""
+    m = len(members)
+    plan = C.design(*rule_looks(sequential), question, m) if sequential is not None else None
+    rows: list[dict] = []
+    for item in members:
+        held = [(a, b) for a, b in pairs if holds(maps[a.label], item) and holds(maps[b.label], item)]
+        d = [math.log(maps[b.label][item].wall_s / maps[a.label][item].wall_s) for a, b in held]
+        row: dict[str, Any] = {"id": item, "n": len(d), "ratio": interval(d)["geomean_ratio"] if d else None,
+                               "ci95": None, "verdict": "inconclusive", "verdict_reason": "", "decided_at": None,
+                               "expected_rounds": None}
+        rows.append(row)
+        if plan is None:
+            _fixed_member(row, held, d, item, threshold, band, question, margin, m, overloaded_runs)
+            continue
+        assert sequential is not None  # a design comes from a sequential plan
+        last = None
+        for k in range(sequential["first"], len(pairs) + 1):  # sequential: rule_looks needs it
+            upto = [(a, b) for a, b in held if round_of(a.label) <= k]
+            last = look(upto, d[:len(upto)], [], overloaded_runs, threshold, band, plan, question, margin, item)
+            if last[1] != "inconclusive" and undisturbed_verdict(upto, overloaded_runs, threshold, band, plan,
+                                                                   question, margin, (item, maps)) not in (None,
+                                                                                                            last[1]):
+                last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
+            if last[1] != "inconclusive":
+                row["decided_at"] = k
+                break
+        if last is not None:
+            row["ci95"], row["verdict"], row["verdict_reason"] = last
+        else:
+            row["verdict_reason"] = f"no look yet: {len(d)} of the first look's {sequential['first']} rounds"
+        if row["decided_at"] is None and d and len(pairs) >= sequential["cap"]:
+            row["expected_rounds"] = C.expected_rounds(d, plan, band, margin, question, len(d))
+    return C.family_of(question, rows, sequential["first"] if sequential is not None else None, len(pairs))
+
+
+def _fixed_member(row: dict, held, d: list[float], item: str, threshold: float, band: float, question: str,
+                  margin: float | None, members: int, overloaded_runs: list[str]) -> None:
+    """A benchmark's verdict in a fixed-count suite: its trimmed-t interval at its share of alpha,
+    once, at the end (MIN_ROUNDS rounds at least)."""
+    if len(d) < MIN_ROUNDS:
+        row["verdict_reason"] = (f"only {len(d)} round(s) timed it: at least {MIN_ROUNDS} are needed for a verdict "
+                                 "per benchmark")
+        return
+    alpha = (2.0 * C.QUESTION_ALPHA if question != "claim" else C.SEQ_ALPHA) / members
+    row["ci95"] = interval(d, 1.0 - alpha)["ci95"]
+    labels = {r.label for pair in held for r in pair}
+    _, _, claim_band, _ = cautions_of(held, d, [x for x in overloaded_runs if x in labels], threshold, band)
+    lo, hi = row["ci95"]
+    row["verdict"], row["verdict_reason"] = decide(lo, hi, band, None, member_what(item, len(d)), claim_band,
+                                                   question, margin)
 
 
 def round_of(label: str) -> int:
@@ -408,11 +574,13 @@ def round_of(label: str) -> int:
 
 
 def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: float,
-                      floor: float | None = None) -> dict:
+                      floor: float | None = None, question: str = C.DEFAULT_QUESTION,
+                      margin: float | None = None) -> dict:
     """stats with `interference` (campaign.json's bounds given; None: a bundle of an earlier run
     schema, whose records measured none): the ok runs the runner marked disturbed, the rounds they
     are in, and the verdict of the same rule (analyze) on the other rounds. A claim that the other
-    rounds alone do not give is no claim (contract.without_disturbed)."""
+    rounds alone do not give is no claim (contract.without_disturbed). A family's benchmarks each
+    held every decided look to its undisturbed rounds already: it has no `without`."""
     if bounds is None:
         return stats
     usable = usable_runs(runs)
@@ -421,24 +589,26 @@ def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: f
     labels = {r.label for r in marked}
     rounds = [round_of(a) for a, b in pairs if a in labels or b in labels]
     other, without = None, None
-    if rounds:
+    if rounds and stats["family"] is None:
         gone = {f"{v}{k}" for k in rounds for v in "AB"}
         kept = len(pairs) - len(rounds)
-        # A sequential campaign's rule on the other rounds: one look over all of them (its cap).
-        plan = {"first": kept, "cap": kept} if stats["sequential"] is not None and kept else None
-        rest = analyze([r for r in runs if r.label not in gone], threshold, floor, plan)
+        seq = stats["sequential"]
+        # A sequential campaign's rule on the other rounds: one look over all of them, by its design.
+        plan = {"first": kept, "cap": kept, "design": [seq["first"], seq["cap"]]} if seq is not None and kept else None
+        rest = analyze([r for r in runs if r.label not in gone], threshold, floor, plan, question=question,
+                       margin=margin)
         other = (rest["verdict"], rest["rounds"]["n"])
         without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
                    "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
-    verdict, reason, holds = decide_without(stats["verdict"], stats["verdict_reason"], rounds, other)
+    verdict, reason, holds_ = decide_without(stats["verdict"], stats["verdict_reason"], rounds, other)
     stats["verdict"], stats["verdict_reason"] = verdict, reason
     stats["interference"] = {
         "max_steal": bounds["max_steal"], "min_cpu_per_wall": bounds["min_cpu_per_wall"],
         "steal_runs": sum(1 for r in usable if r.interference is not None and r.interference.steal_ticks is not None),
         "freq_runs": sum(1 for r in usable if r.interference is not None
                          and r.interference.freq_mhz_before is not None),
-        "disturbed": [r.label for r in marked], "disturbed_rounds": rounds, "without": without, "holds": holds}
+        "disturbed": [r.label for r in marked], "disturbed_rounds": rounds, "without": without, "holds": holds_}
     if marked:
         stats["warnings"].append(interference_warning([(r.label, cast("Interference", r.interference).causes) for r in marked],
-                                                      bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
+                                                      bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds_))
     return stats

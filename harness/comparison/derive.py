@@ -56,9 +56,11 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
     staged = [r for r in ok if C.instrumented(r.label, campaign["order"])]
     plan = C.sequential_plan(campaign, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
     floor_value = cast("float | None", floor and floor["floor"])  # a pinned floor file holds its floor
-    stats = analysis.analyze(runs, campaign["threshold"], floor_value, plan)
+    question, margin = campaign["question"], campaign["margin"]
+    stats = analysis.analyze(runs, campaign["threshold"], floor_value, plan, question=question, margin=margin,
+                             family=C.family_members(campaign, runner["items"]))
     stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
-                                       floor_value)
+                                       floor_value, question, margin)
     instructions = instructions_section(instr, stats) if campaign["instructions"] is not None else None
     return {
         "schema": C.SCHEMAS["comparison"],

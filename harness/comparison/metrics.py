@@ -26,11 +26,12 @@ def section(runs: list[RunRecord], stats: dict, wall: dict, instructions: dict |
     instructions section (None: the campaign counted none)."""
     by_label = {r.label: r for r in usable_runs(runs)}
     pairs = [(by_label[a], by_label[b]) for a, b in stats["rounds"]["pairs"]]
-    sequential = stats["sequential"] is not None
+    seq = stats["sequential"]  # the other metrics are claims read at the headline's stop, by its looks' design
+    sequential = C.design(seq["first"], seq["cap"]) if seq is not None else None
     out = [C.headline_entry(wall, stats)]
     for metric in C.METRIC_DEFINITIONS:
         if metric.name != C.HEADLINE and metric.statistic == "rounds":
-            out.append(rounds_entry(metric, pairs, threshold, sequential))
+            out.append(rounds_entry(metric, pairs, threshold, sequential, stats["family"] is not None))
     if instructions is not None:
         out.append(C.instructions_entry(instructions))
     return out
@@ -45,10 +46,25 @@ def run_value(run: RunRecord, path: str) -> Any:
 
 
 def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], threshold: float,
-                 sequential: bool) -> dict:
-    """One metric's entry from the paired timed rounds."""
+                 sequential: C.Design | None, family: bool = False) -> dict:
+    """One metric's entry from the paired timed rounds (a family's: an item field per round over
+    the items both runs of the round held, as its decided benchmarks leave the later rounds)."""
     runs = [r for pair in pairs for r in pair]
-    if metric.reads.startswith("items[]."):
+    if metric.reads.startswith("items[].") and family:
+        key = metric.reads[len("items[]."):]
+        d: list[float] = []
+        totals: dict[str, float] = {}
+        for a, b in pairs:
+            ma, mb = a.item_map(), b.item_map()
+            common = [i for i in ma if i in mb and all(not m[i].error and getattr(m[i], key) > 0 for m in (ma, mb))]
+            if not common:
+                d = []
+                break
+            d.append(math.fsum(math.log(getattr(mb[i], key) / getattr(ma[i], key)) for i in common) / len(common))
+            totals[a.label] = math.fsum(getattr(ma[i], key) for i in common)
+            totals[b.label] = math.fsum(getattr(mb[i], key) for i in common)
+        of = f"item {key} over the benchmarks each round held"
+    elif metric.reads.startswith("items[]."):
         key = metric.reads[len("items[]."):]
         items, _ = usable_items(runs, key)
         logs = round_logs(pairs, items, key) if items else []

@@ -272,6 +272,7 @@ class Runner:
         self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
         self.unanchored: str | None = None  # the campaign file lies outside any git repository: why that matters
         self.budget = sealable.Budget()  # the checkers' limits on outputs, over the runs so far
+        self.decided_at: dict[str, int] = {}  # a suite's benchmarks the looks decided: they leave the later rounds
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -418,8 +419,9 @@ class Runner:
                 break
             self.progress.run_started(step, label, variant)
             mode = "instructions" if label.startswith("I") else "run"
+            held = C.run_items(items, self.decided_at, label) if mode == "run" else items
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
-                                   deadline, interpreters[variant]["executable"], items, mode, after, valgrind)
+                                   deadline, interpreters[variant]["executable"], held, mode, after, valgrind)
             shutil.rmtree(scratch / "runs" / label, ignore_errors=True)  # its own folders: never the next run's
             if mode == "instructions":
                 instr_runs.append(record)
@@ -431,7 +433,7 @@ class Runner:
             if record.status != "ok":
                 break  # a failed run ends the campaign: its evidence is already unusable
             step += 1
-            if campaign.budget_s is not None and mode == "run" and (step == 2 or self._decides(runs, floor)):
+            if campaign.budget_s is not None and mode == "run" and (step == 2 or self._decides(runs, floor, items)):
                 campaign, plan = self._cap_rounds(campaign, runs, plan) if step == 2 else \
                     self._stop_rounds(campaign, runs, plan, step)
 
@@ -492,8 +494,9 @@ class Runner:
         self.progress.note(f"rounds: auto: the first round took {pace:.1f} s{how}")
         return campaign, longer
 
-    def _decides(self, runs, floor) -> bool:
-        """After a round from the first look, before the cap: does its look decide?"""
+    def _decides(self, runs, floor, items) -> bool:
+        """After a round from the first look, before the cap: does its look decide? A suite's
+        benchmarks that its look decided leave the later rounds (self.decided_at)."""
         last = runs[-1]
         k = int(last.label[1:]) if C.timed(last.label) else 0
         partner = ("B" if last.label[0] == "A" else "A") + last.label[1:]
@@ -502,7 +505,16 @@ class Runner:
         if not first <= k < cap or partner not in {r.label for r in runs}:
             return False
         plan = {"first": first, "cap": cap}
-        stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan)
+        family = items if C.is_suite_entry(self.campaign.workload.entry) else None
+        stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
+                                 question=self.campaign.question, margin=self.campaign.margin, family=family)
+        if stats["family"] is not None:
+            decided = {row["id"]: row["decided_at"] for row in stats["family"]["items"] if row["decided_at"] is not None}
+            now = [i for i in decided if i not in self.decided_at]
+            self.decided_at = decided
+            if now and len(decided) < len(items):
+                self.progress.note(f"rounds: auto: the look after round {k} decided {len(now)} benchmark(s), "
+                                   f"{len(items) - len(decided)} still undecided: the decided ones leave the later rounds")
         looks = (stats["sequential"] or {}).get("looks") or [{"verdict": "inconclusive"}]
         return looks[-1]["verdict"] != "inconclusive"
 

@@ -195,6 +195,8 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
                                  f"{str(exc)[:80]})", "derived")
         return
     rehash.check_stop(check, docs["campaign"], derived["stats"])
+    rehash.check_family_items(check, docs["campaign"], docs["runner"],
+                              [(r.label, r.status, [it.id for it in r.items]) for r in runs], derived["stats"])
     rehash.report_diff(check, derived, docs["claimed"])
     check.status = docs["claimed"]["status"]
 

@@ -125,6 +125,8 @@ class Campaign:
     # (None: not declared, the contract's); campaign.json records them with the defaults filled in
     interference: dict | None = None
     suite: Suite | None = None  # `suite:` in place of `workload:` (the workload is then the suite's entry)
+    question: str = C.DEFAULT_QUESTION  # `verdict: {question: ...}`: a claim, or a one-sided question (QUESTIONS)
+    margin: float | None = None  # a one-sided question's margin; None for a claim
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -629,13 +631,27 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         g = r.mapping(top["noise_floor"], "noise_floor", {"path", "sha256"}, {"path", "sha256"})
         floor = r.path(g["path"], "noise_floor.path")
         floor_sha256 = r.string(g["sha256"], "noise_floor.sha256", HEX64_RE, "64 lowercase hex digits")
-    verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold"})
+    # The question the campaign asks: a claim (improved, regressed or equal, against the equal band
+    # of +-threshold), or a one-sided one against a margin kept apart from that band: "not slower
+    # than the margin?" (a CI gate), or "not faster?" (a claim that what the candidate leaves out
+    # cost nothing). Both bands are bounded by the contract's decision rule (MAX_BAND).
+    verdict = r.mapping(top.get("verdict", {}), "verdict", {"threshold", "question", "margin"})
     threshold = verdict.get("threshold", DEFAULT_THRESHOLD)
     if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and threshold > C.MAX_BAND:
         raise r.fail("verdict.threshold", f"at most {C.MAX_BAND} (the contract's widest band: past it \"equal\" would "
                                           "pass a change of 1.3x; a machine that needs more is too noisy to claim "
                                           "anything)", threshold)
     threshold = float(r.number(threshold, "verdict.threshold", 0, C.MAX_BAND))
+    question = verdict.get("question", C.DEFAULT_QUESTION)
+    if question not in C.QUESTIONS:
+        raise r.fail("verdict.question", f"one of {', '.join(C.QUESTIONS)} (a claim, or a one-sided question "
+                                         "against verdict.margin)", question)
+    margin = None
+    if question != "claim":
+        margin = float(r.number(verdict.get("margin", C.DEFAULT_MARGIN), "verdict.margin", 0.001, C.MAX_BAND))
+    elif "margin" in verdict:
+        raise r.fail("verdict.margin", "only with a one-sided question (verdict.question: not_slower or "
+                                       "not_faster); a claim's band is verdict.threshold", verdict["margin"])
     # Bit for bit unless the campaign declares how far floats may move (a summation order, a
     # fused multiply-add): then "within N ULP (close, not identical)", never "identical" or "equal".
     # The outputs' dtypes are known only when they are compared: here the widest bound (float64's)
@@ -674,7 +690,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
                     max_ulp=max_ulp, interference=interference, suite=suite, launch=launch,
-                    preload=preload)
+                    preload=preload, question=question, margin=margin)
 
 
 def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:

@@ -47,7 +47,12 @@ def claim(bundle, signer: str | None = None, judgement=None) -> dict:
                    "stopped": seq.stopped if seq is not None else "fixed count",
                    "first_look": seq.first if seq is not None else None,
                    "cap": seq.cap if seq is not None else None},
+        "question": {"asked": stats.question, "margin": stats.margin, "answer": outcomes.answer_word(stats)},
         "band": stats.band, "claim_band": stats.claim_band,
+        "family": None if stats.family is None else {
+            "members": stats.family.members, "alpha": stats.family.alpha, "counts": stats.family.counts,
+            "benchmarks": [{"id": m.id, "verdict": m.verdict, "ratio": m.ratio, "ci95": m.ci95,
+                            "decided_at": m.decided_at} for m in stats.family.leading()]},
         "per_item": {"items": per.items if per else 0, "regressed": per.regressed if per else 0,
                      "improved": per.improved if per else 0, "band": per.band if per else None,
                      "worst": [{"id": r.id, "ratio": r.ratio, "ci95": r.ci95} for r in (per.table if per else [])]},
@@ -102,6 +107,10 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
                          f"; {c.stats.rounds.n} rounds"))
     for row in per.table if per else []:
         out.append(entry(f"{name}/{cell(row.id, 120)}", row.ratio, "ratio (candidate/base)", row.ci95))
+    for m in c.stats.family.leading() if c.stats.family else []:  # a suite: every benchmark, the changed first
+        if m.ratio is not None:
+            out.append(entry(f"{name}/{cell(m.id, 120)}", m.ratio, "ratio (candidate/base)", m.ci95,
+                             f"; benchmark verdict {cell(m.verdict)}"))
     for m in c.other_metrics():
         if m.ratio is not None:
             out.append(entry(f"{name} {m.title}", m.ratio, "ratio (candidate/base)", m.ci95,

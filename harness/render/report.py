@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import contract as C, outcomes
-from harness.render.summary import per_item
+from harness.render.summary import item_rows
 from harness.render.text import (NA, cell, code, fence, md_lines, md_url, metric, metrics_table, num, pct, shell_word,
                                  stage_table, table, verdict_word)
 
@@ -127,7 +127,7 @@ def section(e, root: Path) -> str:
         lines += [f"What moves these figures: {cell(campaign['notes'], 2000)}", ""]
     if e.figure:
         lines += [f"![{cell(b.name)}: ratio per round, per item, wall per run, stages]({md_url(e.figure)})", ""]
-    lines += _statistics(c) + per_item(b, ITEMS_SHOWN, cell) + _metrics(c) + _instructions(c) + _stages(c) + _parity(c) \
+    lines += _statistics(c) + item_rows(b, ITEMS_SHOWN) + _metrics(c) + _instructions(c) + _stages(c) + _parity(c) \
         + _reproductions(e.reproductions, root)
     lines += _runs(b)
     return "\n".join(lines)
@@ -135,8 +135,13 @@ def section(e, root: Path) -> str:
 
 def _statistics(c: Comparison) -> list[str]:
     s = c.stats
-    out = ["### Statistics", "", f"- {cell(s.verdict_reason, 1000)}."]
+    out = ["### Statistics", "", f"- The rule that decided: {cell(outcomes.method_text(s), 1500)}.",
+           f"- {cell(s.verdict_reason, 1000)}."]
     rounds = s.rounds
+    budget = outcomes.budget_text(s)
+    if budget:
+        out.append(f"- {cell(budget[:1].upper() + budget[1:])}: a larger `budget_s` (a campaign cannot go on past "
+                   "its cap).")
     if s.paired.ci95:
         out.append(f"- {rounds.n} rounds; winsorized sd of the per-round log ratios {num(rounds.sd_log, 4)}, "
                    f"t quantile {num(rounds.t_quantile, 4)}, typical per-round deviation "
@@ -257,10 +262,12 @@ def _runs(b) -> list[str]:
 def render(entries: list, root: Path, sources: str) -> str:
     """The whole REPORT.md. sources: what the report was made from, in words."""
     lines = [GENERATED, "", "# Performance evidence", "", f"Made from {sources}. Method: shuffled rounds of one "
-             "base and one candidate run, each a fresh process; the 20%-trimmed mean of the per-round log ratios and "
-             "its Tukey-McLaughlin 95% interval (it holds the run-to-run variance); improved below the band 1 - b "
-             "(b = max(threshold, noise floor)), regressed above 1 + b, equal inside it, otherwise inconclusive; under "
-             "load or drift a claim must also clear the rounds' noise (docs/statistics.md).", ""]
+             "base and one candidate run, each a fresh process; an interval of the per-round log ratios (it holds "
+             "the run-to-run variance) against the band 1 +- b (b = max(threshold, noise floor)): improved below it, "
+             "regressed above, equal inside, otherwise inconclusive, or a one-sided question's answer against its "
+             "margin; under load or drift a claim must also clear the rounds' noise. Each bundle's Statistics say "
+             "the rule that decided it: the sequential looks of `rounds: auto` (an interval valid at every look up "
+             "to the budget's cap) or a fixed count's trimmed-t interval (docs/statistics.md).", ""]
     if not entries:
         return "\n".join(lines + ["No bundles.", ""])
     lines += [summary(entries, root), "", "`change [interval]` is each campaign's one figure: its candidate/base ratio "

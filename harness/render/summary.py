@@ -224,10 +224,9 @@ def _rounds(stats: Stats, campaign: dict) -> str:
 
 
 def _level(stats: Stats) -> str:
-    seq = stats.sequential
-    return ("an interval valid at every look" if seq is not None and seq.stopped == "decided" else
-            f"a {100 * C.SEQ_LAST_LEVEL:g}% interval at the cap" if seq is not None and seq.stopped == "cap"
-            else "a 95% interval")
+    one_sided = stats.question != "claim"
+    return ("one-sided 95% bounds" if one_sided else "a 95% interval") + \
+        (" valid at every look" if stats.sequential is not None else "")
 
 
 def _verdict(c: Comparison, campaign: dict) -> list[str]:
@@ -236,20 +235,31 @@ def _verdict(c: Comparison, campaign: dict) -> list[str]:
     interval alone would read as one."""
     stats, paired = c.stats, c.stats.paired
     code_ = outcomes.exit_code(c)
+    answer = outcomes.answer_word(stats)
     word = {outcomes.FAILED: "Campaign failed", outcomes.PARITY: "Parity mismatch",
-            outcomes.UNUSABLE: "Unusable"}.get(code_, str(stats.verdict).capitalize())
-    figure = f": {outcomes.speed(paired.geomean_ratio, paired.ci95)}" if paired.ci95 and code_ != outcomes.FAILED \
-        else ""
-    lines = [f"**{cell(word)}{figure}** (`harness compare` exit {code_})", ""]
+            outcomes.UNUSABLE: "Unusable"}.get(code_, answer[:1].upper() + answer[1:])
+    family = outcomes.family_text(stats)
+    figure = outcomes.speed_text(stats) if family is None and paired.ci95 and code_ != outcomes.FAILED else None
+    lines = [f"**{cell(word)}{f': {figure}' if figure else ''}** (`harness compare` exit {code_})", ""]
     if code_ == outcomes.FAILED:
         lines += [f"{cell(c.reason or stats.verdict_reason, 600)}.", ""]
-    if paired.ci95:
+    edge = (f"margin {100 * (stats.margin or 0.0):g}%" if stats.question != "claim" else
+            f"equal band {band(stats.band)}")
+    if family is not None:
+        lines += [f"{cell(family, 2000)}: each benchmark its own claim, with {_level(stats)} at its share of "
+                  f"alpha; {edge}.", ""]
+        how = f"{_rounds(stats, campaign).capitalize()}, each round one base and one candidate run in fresh processes."
+    elif paired.ci95:
         how = (f"{_rounds(stats, campaign).capitalize()}, each round one base and one candidate run in fresh "
                f"processes. The figure is candidate time over base time ({paired.geomean_ratio:.4g}), the geometric "
                f"mean over {paired.items} items of {cell(paired.metric)}, shown as a factor with {_level(stats)}; "
-               f"equal band {band(stats.band)}.")
+               f"{edge}.")
     else:
         how = f"{cell(stats.verdict_reason)}; {_rounds(stats, campaign)}."
+    budget = outcomes.budget_text(stats)
+    if budget:
+        how += (f" {cell(budget[:1].upper() + budget[1:])}: re-run with a larger `budget_s` (a campaign cannot go "
+                "on past its cap).")
     revs = " \u2192 ".join(f"{label} {code(r['sha'])}" + (f" ({cell(r['rev'], 80)})" if r["rev"] != r["sha"] else "")
                           for label, r in (("Base", campaign["revisions"]["base"]),
                                            ("candidate", campaign["revisions"]["candidate"])))
@@ -309,7 +319,16 @@ def _item_verdict(row: ItemRatio, stats: Stats, enough: bool) -> str:
 
 
 def _items(bundle, long: bool) -> list[str]:
-    return per_item(bundle, None if long else ITEMS_SHOWN, cell)
+    return item_rows(bundle, None if long else ITEMS_SHOWN)
+
+
+def item_rows(bundle, limit: int | None) -> list[str]:
+    """The per-benchmark table of a suite (its family: every changed one, at least `limit` rows)
+    or the per-item table of a workload (at most `limit` rows; None: all), as this page and
+    REPORT.md's section show them."""
+    if bundle.comparison.stats.family is not None:
+        return _members(bundle, limit is None)
+    return per_item(bundle, limit, cell)
 
 
 def per_item(bundle, limit: int | None, esc=None) -> list[str]:
@@ -326,7 +345,7 @@ def per_item(bundle, limit: int | None, esc=None) -> list[str]:
     if not per or not per.items:
         return []
     rows = per.table[:limit]
-    enough = stats.rounds.n >= C.MIN_ROUNDS
+    enough = stats.rounds.n >= C.MIN_ROUNDS or stats.sequential is not None
     times = item_times(bundle.runs)
     number = _calls(bundle)
     each = f"per call, each item timed over {number} calls" if number > 1 else "per timed item"
@@ -335,9 +354,12 @@ def per_item(bundle, limit: int | None, esc=None) -> list[str]:
               "change [interval]": outcomes.speed(r.ratio, r.ci95), "verdict": _item_verdict(r, stats, enough)}
              for r in rows]
     more = per.items - len(rows)
+    kind = ("each by its interval valid at every look, alpha shared among the items" if stats.sequential is not None
+            else "each by its own 95% interval")
     if enough:
-        judged = (f"{per.regressed} slower and {per.improved} faster beyond {band(per.band)}, each by its own "
-                  "95% interval")
+        judged = f"{per.regressed} slower and {per.improved} faster beyond {band(per.band)}, {kind}"
+        if per.note:
+            judged += f"; {esc(per.note, 300)}"
     else:
         judged = (f"no item has a verdict of its own: {stats.rounds.n} rounds are fewer than the {C.MIN_ROUNDS} an "
                   "item's own interval needs (the campaign's verdict above covers them together)")
@@ -377,6 +399,46 @@ def _notes(bundle, long: bool) -> list[str]:
     suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
                                    "metrics": r.metrics, "variant": r.variant} for r in bundle.runs if r.ok], cell)
     return notes + [line + "." for line in suite]
+
+
+def _members(bundle, long: bool) -> list[str]:
+    """A suite's benchmarks, the changed ones first: each its base and candidate times, its own
+    verdict and its change as a factor with its interval, the look that decided it (it left the
+    later rounds), or why it could not decide."""
+    from harness.comparison.analysis import item_times
+
+    stats = bundle.comparison.stats
+    fam = stats.family
+    assert fam is not None
+    ordered = fam.leading()
+    changed = [m for m in ordered if m.changed]
+    rows = ordered if long else ordered[:max(ITEMS_SHOWN, len(changed))]
+    times, number = item_times(bundle.runs), _calls(bundle)
+
+    def when(m) -> str:
+        if m.decided_at is not None:
+            return f"round {m.decided_at}"
+        if m.expected_rounds is not None:
+            return ("more than one campaign's rounds" if m.expected_rounds > C.MAX_ROUNDS
+                    else f"undecided: about {m.expected_rounds} rounds in all")
+        return "undecided"
+
+    shown = [{"benchmark": cell(m.id, 120), "base (ms)": ms(times[m.id][0] / number) if m.id in times else "n/a",
+              "candidate (ms)": ms(times[m.id][1] / number) if m.id in times else "n/a",
+              "change [interval]": outcomes.speed(m.ratio, m.ci95) if m.ratio is not None else "n/a",
+              "verdict": f"**{cell(m.verdict)}**" if m.changed else cell(m.verdict), "decided": when(m)}
+             for m in rows]
+    more = fam.members - len(rows)
+    each = f"; median time per call, each timed over {number} calls" if number > 1 else "; median time per timed item"
+    head = (f"Per benchmark, changed first ({fam.members} claims, each at alpha {fam.alpha:.3g}: any false claim "
+            f"among them at most {C.SEQ_ALPHA if stats.question == 'claim' else C.QUESTION_ALPHA:g}; a benchmark "
+            f"that decided left the later rounds{each})")
+    out = [head + (f" ({more} more not shown: `harness summary --long`)" if more else "") + ":", "",
+           table(shown, right=("base (ms)", "candidate (ms)")), ""]
+    undecided = [m for m in rows if m.verdict == "inconclusive"][:1]
+    if undecided:
+        out += [f"Why {cell(undecided[0].id, 120)} did not decide: {cell(undecided[0].verdict_reason, 600)}.", ""]
+    return out
 
 
 def _outputs(bundle) -> str:

@@ -269,7 +269,7 @@ def verdict_word(comparison: Comparison) -> str:
 
     code_ = outcomes.exit_code(comparison)
     words = {outcomes.UNUSABLE: "unusable", outcomes.PARITY: "parity mismatch", outcomes.FAILED: "campaign failed"}
-    return words.get(code_) or cell(comparison.stats.verdict)
+    return words.get(code_) or cell(outcomes.answer_word(comparison.stats))
 
 
 # --- stage tables --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from fakes import comparison, run_record, with_machine
 from harness import rehash, records
 from harness.comparison import analysis
 from harness import outcomes as verdict
+from harness.bundle.model import Stats
 from noise_support import campaign
 
 
@@ -209,3 +210,44 @@ def test_a_stage_whose_calls_cost_about_the_wrapper_is_named():
     s = same(runs)
     named = [w for w in s["warnings"] if w.startswith("stage ")]
     assert len(named) == 1 and named[0].startswith("stage tiny: 2.00 us self CPU per call, within 10x")
+
+
+def both_ways(runs, threshold=0.02, floor=None, sequential=None, **kw):
+    """analysis.analyze, and rehash.derive_stats re-deriving the same from the records' JSON."""
+    got = analysis.analyze(runs, threshold, floor, sequential, **kw)
+    family = kw.get("family")
+    again = rehash.derive_stats(records.to_json(runs), threshold, floor, sequential, kw.get("question", "claim"),
+                                kw.get("margin"), family)
+    assert list(rehash.diff(got, again)) == []
+    return got
+
+
+def test_a_fixed_count_answers_a_one_sided_question_with_one_sided_bounds():
+    s = both_ways(rounds_of([1.00, 1.01, 0.99, 1.00, 1.005, 0.995]), question="not_slower", margin=0.05)
+    assert s["verdict"] == "not slower" and s["question"] == "not_slower" and s["margin"] == 0.05
+    assert "not slower than 5%" in s["verdict_reason"]
+    s = both_ways(rounds_of([1.2, 1.21, 1.19, 1.2, 1.22, 1.18]), question="not_slower", margin=0.05)
+    assert s["verdict"] == "regressed" and "slower than 5%" in s["verdict_reason"]
+    s = both_ways(rounds_of([0.5, 0.51, 0.49, 0.5, 0.5, 0.5]), question="not_faster", margin=0.05)
+    assert s["verdict"] == "improved"
+
+
+def test_a_fixed_count_suite_judges_each_benchmark_at_its_share_of_alpha():
+    jitter = [0.0, 0.002, -0.002, 0.001, -0.001, 0.0]
+    runs = rounds_of([[0.5 + j, 1.0 + j, 1.0 - j] for j in jitter], base=(0.010, 0.020, 0.030))
+    s = both_ways(runs, family=["i0", "i1", "i2"])
+    fam = s["family"]
+    assert [row["verdict"] for row in fam["items"]] == ["improved", "equal", "equal"]
+    assert s["verdict"] == "improved" and s["per_item"] is None and s["sequential"] is None
+    assert fam["counts"]["improved"] == 1 and fam["counts"]["equal"] == 2 and fam["alpha"] == pytest.approx(0.05 / 3)
+    assert s["verdict_reason"].startswith("3 benchmarks: 1 improved (i0 0.5000), 0 regressed, 2 equal")
+
+
+def test_per_item_says_why_the_items_cannot_be_judged():
+    s = both_ways(rounds_of([0.05, 0.05, 0.05, 0.05], base=(0.010, 0.020, 0.030)), sequential={"first": 4, "cap": 10})
+    per = s["per_item"]
+    assert per["regressed"] == per["improved"] == 0
+    assert per["note"] and "cannot be judged" in per["note"]
+    assert verdict.per_item_text(Stats.of(s)).startswith("per item: ")
+    fixed = both_ways(rounds_of([0.5, 0.5, 0.5]))
+    assert "too few for a verdict per item" in fixed["per_item"]["note"]

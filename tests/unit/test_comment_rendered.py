@@ -190,7 +190,7 @@ def test_an_undecided_interval_says_in_words_why_it_is_no_change(ci, overloaded,
 
 def test_an_item_between_the_two_bands_is_not_shown_as_within():
     c = comparison(stats={"rounds": {"n": 8}, "band": 0.02, "claim_band": 0.207,
-                          "per_item": {"items": 1, "band": 0.207, "regressed": 0, "improved": 0, "worst": None,
+                          "per_item": {"items": 1, "band": 0.207, "regressed": 0, "improved": 0, "worst": None, "note": None,
                                        "table": [], "more": 0}})
     row = type("Row", (), {"ci95": [0.576, 0.858], "ratio": 0.7031})()
     assert summary._item_verdict(row, c.stats, True) == "not shown: load, \u00b120.7%"

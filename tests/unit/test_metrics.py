@@ -88,12 +88,15 @@ def test_a_sequential_campaign_reads_the_other_metrics_with_its_interval_valid_a
         return json.loads((outcome.out / C.run_path(label)).read_text())["memory"]["loop_peak_bytes"]
 
     d = [math.log(peak(f"B{k}") / peak(f"A{k}")) for k in range(1, c["stats"]["rounds"]["n"] + 1)]
-    assert entries(c)["memory"]["ci95"] == C.metric_interval(d, True, None) and entries(c)["memory"]["n"] == len(d)
+    seq = c["stats"]["sequential"]
+    assert entries(c)["memory"]["ci95"] == C.metric_interval(d, C.design(seq["first"], seq["cap"]), None)
+    assert entries(c)["memory"]["n"] == len(d)
 
 
 def test_identical_readings_in_every_round_are_a_point():
-    assert C.metric_interval([0.0] * 5, True, None) == [1.0, 1.0]
-    assert C.metric_interval([0.1, 0.1, 0.1, 0.1], True, None) == [C.sig10(math.exp(0.1))] * 2
+    plan = C.design(4, 20)
+    assert C.metric_interval([0.0] * 5, plan, None) == [1.0, 1.0]
+    assert C.metric_interval([0.1, 0.1, 0.1, 0.1], plan, None) == [C.sig10(math.exp(0.1))] * 2
 
 
 def forged(bundle, where, label, edit):

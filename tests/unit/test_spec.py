@@ -246,7 +246,19 @@ CASES = [
     ("verdict/threshold", 0.9, "verdict.threshold: expected at most 0.25 (the contract's widest band"),
     ("verdict/threshold", -0.1, "verdict.threshold: expected a number"),
     ("verdict/other", 1, "verdict.other: expected one of the known keys"),
+    ("verdict/question", "gate", "verdict.question: expected one of claim, not_slower, not_faster"),
+    ("verdict/margin", 0.05, "verdict.margin: expected only with a one-sided question"),
 ]
+
+
+def test_a_one_sided_question_keeps_its_margin_apart_from_the_band():
+    data = copy.deepcopy(VALID)
+    data["verdict"] = {"threshold": 0.02, "question": "not_slower"}
+    c = spec.parse(data, Path(SOURCE))
+    assert (c.question, c.margin, c.threshold) == ("not_slower", C.DEFAULT_MARGIN, 0.02)
+    data["verdict"]["margin"] = 0.9
+    assert "verdict.margin: expected a number from 0.001 to 0.25" in error_of(data)
+    assert spec.parse(copy.deepcopy(VALID), Path(SOURCE)).question == "claim"
 
 
 @pytest.mark.parametrize("path, value, expected", CASES, ids=[f"{c[0]}={c[1]!r}"[:60] for c in CASES])

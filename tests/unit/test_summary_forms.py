@@ -58,7 +58,8 @@ def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, loa
 def test_a_fixed_count_and_a_cap_are_said_as_such(tmp_path, capsys):
     outcome, _ = run_fake(tmp_path, rounds=5)
     assert "\n5 rounds (a fixed count), each round" in page(outcome.out, capsys=capsys)
-    sequential = {"method": "", "first": 5, "cap": 9, "looks": [], "stopped": "cap"}
+    sequential = {"method": "", "first": 5, "cap": 9, "alpha": 0.05, "sides": 2, "levels": [0.003, 0.001],
+                  "looks": [], "stopped": "cap", "expected_rounds": None}
     stats = comparison(stats={"rounds": {"n": 9}, "sequential": sequential}).stats
     assert summary._rounds(stats, {"rounds": None}) == "no look decided by the cap of 9 rounds"
 

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from checks_support import failed_bundle, full_bundle, reproduction, ulp_bundle
+from checks_support import failed_bundle, family_bundle, full_bundle, gate_bundle, reproduction, ulp_bundle
 from conftest import ROOT
 from harness import contract as C
 from harness.selftest import closedworld, fieldwalk
@@ -25,7 +25,8 @@ def bundles(tmp_path_factory, full_fake, counted_fake):
     where = tmp_path_factory.mktemp("walks")
     return {"full": (full_fake, None), "reproduction": (reproduction(full_fake, where / "again"), full_fake),
             "instructions": (counted_fake, None), "ulp": (ulp_bundle(where / "ulp"), None),
-            "failed": (failed_bundle(where / "failed"), None)}
+            "failed": (failed_bundle(where / "failed"), None), "family": (family_bundle(where / "family"), None),
+            "gate": (gate_bundle(where / "gate"), None)}
 
 
 def misses(results) -> list:
@@ -104,7 +105,8 @@ def test_the_field_walk_touches_every_declared_field_of_a_bundle_with_every_part
 
 
 @pytest.mark.parametrize("name, docs", [("instructions", ("instructions",)), ("reproduction", ("reproduction",)),
-                                        ("ulp", ("comparison",)), ("failed", ("run", "comparison"))])
+                                        ("ulp", ("comparison",)), ("failed", ("run", "comparison")),
+                                        ("family", ("comparison",)), ("gate", ("comparison", "campaign"))])
 def test_the_field_walk_on_what_each_other_bundle_adds(bundles, name, docs):
     bundle, original = bundles[name]
     results = fieldwalk.run(bundle, original=original, sample=None if name == "instructions" else 1,
