@@ -125,6 +125,9 @@ class Campaign:
     # (None: not declared, the contract's); campaign.json records them with the defaults filled in
     interference: dict | None = None
     suite: Suite | None = None  # `suite:` in place of `workload:` (the workload is then the suite's entry)
+    # `sandbox:` how each worker is confined (harness/engine/sandbox.py): {mode: on|off, network: bool,
+    # read: [absolute folders]}; campaign.json records it
+    sandbox: dict = field(default_factory=lambda: dict(C.DEFAULT_SANDBOX))
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -375,7 +378,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
                  "verdict", "build", "metrics", "instructions", "python", "parity", "interference", "suite",
-                 "launch"},
+                 "launch", "sandbox"},
         required={"name", "target", "base", "candidate"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -619,6 +622,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                               "--inplace]]", build)
 
     launch, preload = _launch(r, top)
+    sandbox = _sandbox(r, top)
 
     if budget is not None and instructions is not None and rounds is not None and stage_rounds is not None \
             and rounds + stage_rounds < 2 * instructions.runs + 1:  # a budget comes with rounds
@@ -632,7 +636,27 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
                     max_ulp=max_ulp, interference=interference, suite=suite, launch=launch,
-                    preload=preload)
+                    preload=preload, sandbox=sandbox)
+
+
+def _sandbox(r: _Reader, top: dict) -> dict:
+    """`sandbox:` off | {network: true, read: [folder, ...]}: by default every worker sees only its
+    tree, its interpreter, the inputs, the workload folder and its own folder, with no network;
+    a campaign declares what else its runs need (recorded), or opts out (recorded, and shown)."""
+    value = top.get("sandbox")
+    if value is None:
+        return dict(C.DEFAULT_SANDBOX)
+    if value == "off" or value is False:
+        return {**C.DEFAULT_SANDBOX, "mode": "off"}
+    block = r.mapping(value, "sandbox", {"network", "read"})
+    network = block.get("network", False)
+    if not isinstance(network, bool):
+        raise r.fail("sandbox.network", "true or false", network)
+    read = block.get("read") or []
+    if not isinstance(read, list) or len(read) > C.MAX_SANDBOX_READ:
+        raise r.fail("sandbox.read", f"a list of at most {C.MAX_SANDBOX_READ} folders the runs may read", read)
+    folders = sorted({str(r.path(p, "sandbox.read")) for p in read})
+    return {"mode": "on", "network": network, "read": folders}
 
 
 def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:
