@@ -959,7 +959,7 @@ def F(type_, rule, *, lo=None, hi=None, size=None, values=None, key=None, option
 T0, T1 = 1.0e9, 1.0e10  # epoch seconds a bundle's clocks may show (2001 to 2286)
 SECONDS = dict(lo=0.0, hi=MAX_TIMEOUT_S)
 PCT = dict(lo=-1e9, hi=1e9)
-RATIO = dict(lo=0.0, hi=1e9)
+RATIO = dict(lo=0.0, hi=1e300)  # an interval over two noisy rounds can reach far (df 1: t = 12.7)
 COUNT = dict(lo=0, hi=2**53)
 BYTES = dict(lo=0, hi=2**50)  # a resident set (1 PiB: beyond any machine)
 # Linux keeps resident-page counts per CPU and folds them in batches (percpu_counter_batch,

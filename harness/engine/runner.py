@@ -586,6 +586,15 @@ class Runner:
             workload = str(self.campaign.workload.path) if self.campaign.workload.path else None
             self.readable[variant] = sandbox.readable(roots, [r["path"] for r in inputs.values()], workload,
                                                       list(setting["read"]))
+        if self.out is not None and setting["mode"] != "off":
+            staging = self.out.absolute().parent
+            for what, folders in (("readable", sorted({p for v in self.readable.values() for p in v})),
+                                  ("writable (the campaign's env names it)", sandbox.declared_write(self.campaign.env))):
+                for folder in folders:
+                    if staging == Path(folder) or Path(folder) in staging.parents:
+                        raise SpecError(f"{self.campaign.source}: the runs' {what} folder {folder} holds the bundle's "
+                                        f"output ({self.out}): the code under test could read or write the evidence; "
+                                        "write the bundle elsewhere (--out)")
 
     def _confinement(self, variant: str, run_dir: Path) -> sandbox.Confinement | None:
         if self.found is None or variant not in self.readable:

@@ -434,12 +434,31 @@ class Marks:
         if self.sock is not None:
             self.sock.setblocking(True)
 
-    def mark(self, text: str) -> None:
+    def mark(self, text: str, spin_s: float = 1.0) -> None:
+        """Send a mark and wait for the parent's answer, spinning (yielding the CPU between tries)
+        for up to spin_s so that this process is running, not asleep, when the answer comes: a
+        wake-up after it would count in the parent's loop wall."""
         if self.sock is None:
             return
         self.sock.sendall(text.encode() + b"\n")
+        end = _monotonic() + spin_s
+        while _monotonic() < end:
+            try:
+                got = self.sock.recv(1, socket_dontwait())
+            except BlockingIOError:
+                os.sched_yield()
+                continue
+            if not got:
+                raise SystemExit("the parent closed the mark channel")
+            return
         if not self.sock.recv(1):
             raise SystemExit("the parent closed the mark channel")
+
+
+def socket_dontwait() -> int:
+    import socket
+
+    return socket.MSG_DONTWAIT
 
 
 MARKS: Marks | None = None  # made once per process, before the code under test can read the channel's number
