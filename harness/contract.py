@@ -449,7 +449,8 @@ def sandbox_summary(env_sandbox):
 #   cpu         it claims more process CPU over the loop than the kernel charged (CPU_SLACK_S)
 #   items_cpu   its items' thread CPU sums above the kernel's CPU over the loop
 #   stages_cpu  its stages' self CPU sums above the kernel's CPU over the loop
-#   items_wall  one slot, and its items' walls sum below ITEMS_SHARE of its own loop less the slack
+#   items_wall  one slot, and its items' walls sum below ITEMS_SHARE of its own loop less ITEMS_SLACK_S
+#               (a collection between two items falls outside both: only a gross shortfall counts)
 #   tripwire    it found its clocks or its functions replaced after its loop
 #   scheduling  the scheduling of another process (the runner, a zygote) or its own beyond its
 #               launcher's changed during the run
@@ -460,12 +461,13 @@ CONTRADICTIONS = ("stamps", "wall", "cpu", "items_cpu", "stages_cpu", "items_wal
 MARK_SLACK_S, MARK_SLACK_SHARE = 0.1, 0.05
 CPU_SLACK_S = 0.002  # the kernel's process CPU clock and the worker's read it at different instants
 STAMP_TOL_S = 1e-6  # float rounding of the two readings of one monotonic clock
-ITEMS_SHARE = 0.8
+ITEMS_SHARE, ITEMS_SLACK_S = 0.5, 0.01
 # The time outside the loop: a candidate whose loop saved time that reappears before or after it (work
 # done at import, or finished after the end mark) saved nothing. Per round k: r_k = (candidate's time
 # outside its loop - the base's) - MOVED_SHARE x (base loop - candidate loop) - band x base loop, by
-# the parent's clock and, separately, by the kernel's CPU; the claim is not supported when the lower
-# bound of a one-sided MOVED_LEVEL t interval of the mean r_k is above 0 by either.
+# the parent's clock and, separately, by the kernel's CPU (outside and in the loop alike); the claim is
+# not supported when the lower bound of a one-sided MOVED_LEVEL t interval of the mean r_k is above 0
+# by either.
 MOVED_SHARE = 0.5
 MOVED_LEVEL = 0.995
 
@@ -488,7 +490,7 @@ def contradictions(outside, wall_s, items, slots, process_cpu_s, stage_self_cpu_
         if stage_self_cpu_s > cpu + CPU_SLACK_S:
             found.add("stages_cpu")
     if slots == 1 and items and math.fsum(w for w, _c in items) < \
-            ITEMS_SHARE * outside["worker_wall_s"] - MARK_SLACK_S:
+            ITEMS_SHARE * outside["worker_wall_s"] - ITEMS_SLACK_S:
         found.add("items_wall")
     for cause, key in (("tripwire", "tripwire"), ("scheduling", "scheduling"), ("marks", "violations")):
         if outside[key]:
@@ -498,9 +500,9 @@ def contradictions(outside, wall_s, items, slots, process_cpu_s, stage_self_cpu_
 
 def moved_outside(rounds, band):
     """The time-outside-the-loop rule over paired timed rounds. rounds: per round (base, candidate),
-    each (loop wall, time outside the loop by the parent's clock, CPU outside it by the kernel's or
-    None). None with fewer than MIN_ROUNDS rounds; else {rounds, saved_s, grown_s, grown_cpu_s,
-    lower_s: [by the clock, by CPU or None], flagged}."""
+    each (loop wall, time outside the loop by the parent's clock, the kernel's CPU over the loop and
+    outside it, each None where not read). None with fewer than MIN_ROUNDS rounds; else {rounds,
+    saved_s, grown_s, grown_cpu_s, lower_s: [by the clock, by CPU or None], flagged}."""
     if len(rounds) < MIN_ROUNDS:
         return None
     n = len(rounds)
@@ -515,9 +517,10 @@ def moved_outside(rounds, band):
     grown = [b[1] - a[1] for a, b in rounds]
     margin = [MOVED_SHARE * s + band * a[0] for s, (a, _b) in zip(saved, rounds)]
     by_wall = lower([g - m for g, m in zip(grown, margin)])
-    cpu = None not in [x[2] for pair in rounds for x in pair]
-    grown_cpu = [b[2] - a[2] for a, b in rounds] if cpu else None
-    by_cpu = lower([g - m for g, m in zip(grown_cpu, margin)]) if grown_cpu is not None else None
+    cpu = None not in [x[k] for pair in rounds for x in pair for k in (2, 3)]
+    grown_cpu = [b[3] - a[3] for a, b in rounds] if cpu else None
+    by_cpu = lower([g - MOVED_SHARE * (a[2] - b[2]) - band * a[2] for g, (a, b) in zip(grown_cpu, rounds)]) \
+        if grown_cpu is not None else None
     return {"rounds": n, "saved_s": sig10(math.fsum(saved) / n), "grown_s": sig10(math.fsum(grown) / n),
             "grown_cpu_s": sig10(math.fsum(grown_cpu) / n) if grown_cpu is not None else None,
             "lower_s": [sig10(by_wall), sig10(by_cpu)],
@@ -540,6 +543,22 @@ def outside_veto(verdict, reason, contradicted, moved):
                                 f"loop saved {moved['saved_s']:.6g} s: the work moved out of the loop, not away; the "
                                 "claim is not made"), False
     return verdict, reason, True
+
+
+def origin_allowed(where, roots):
+    """An import origin a run can have (its record's imported_from): a path in its revision's tree
+    (tree:REL, no component that leaves it), a built-in, or an absolute path under a folder the run
+    could read (environment.json's sandbox.read: its interpreter, the inputs, the workload folder,
+    what the campaign declared)."""
+    if where == "<built-in>":
+        return True
+    if where.startswith("tree:"):
+        rel = where[5:]
+        return bool(rel) and not rel.startswith("/") and all(p not in ("..", ".", "") for p in rel.split("/")) \
+            and not any(ch in rel for ch in "\r\n\\%\0")
+    if not where.startswith("/") or any(p in ("..", ".") for p in where.split("/")) or "//" in where:
+        return False
+    return any(where == r or where.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 def _num(x):
@@ -1660,7 +1679,8 @@ FIELDS["comparison"] = {
     "stats.verdict_reason": F("str", _D, size=4096),
     "stats.warnings": F("list", _D, size=64),
     "stats.warnings[]": F("str", _D, size=4096),
-    "stats.outside": F("dict", _D + ": the runner's own figures against the claim (contract.outside_veto)"),
+    "stats.outside": F("dict", _D + ": the runner's own figures against the claim (contract.outside_veto); "
+                                    "always re-derived, so never absent from a bundle that verifies", optional=True),
     "stats.outside.contradicted": F("list", _D, size=MAX_RUNS),
     "stats.outside.contradicted[]": F("label", _D),
     "stats.outside.moved": F("dict?", _D + " (null: fewer than MIN_ROUNDS rounds)"),

@@ -164,6 +164,15 @@ def rounds_text(stats: Stats) -> str:
     return f"{n} rounds, ended before a look decided"
 
 
+def sandbox_text(comparison: Comparison) -> str | None:
+    """"not sandboxed: WHY" or "partly sandboxed: WHY" when the workers did not run fully confined
+    (comparison.json's sandbox), else None: the headline carries it."""
+    box = comparison.sandbox
+    if box.full:
+        return None
+    return f"{'partly sandboxed' if box.level == 'partial' else 'not sandboxed'}: {box.reason or box.level}"
+
+
 def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): candidate/base 0.8123 [0.8011, 0.8240] ...; warnings: ...``.
@@ -186,6 +195,9 @@ def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") 
     if gate is not None and code != PARITY:
         word = f"{gate.verdict} by {gate.title}, wall {stats.verdict}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
+    confined = sandbox_text(comparison)
+    if confined:
+        parts.append(confined)
     paired = stats.paired
     if paired.geomean_ratio is not None and paired.ci95:
         lo, hi = paired.ci95

@@ -1063,18 +1063,6 @@ def check_outside(check, rel, record):
             check.fail(rel, f"outside.{key} {short(section[key])}, but its figures give {short(value)}", "derived")
 
 
-def origin_allowed(where, roots):
-    """An import origin a run can have: a path in its revision's tree (tree:...), a built-in, or an
-    absolute path under a folder its sandbox let it read (environment.json's sandbox.read)."""
-    if where == "<built-in>":
-        return True
-    if where.startswith("tree:"):
-        return not unsafe_path(where[5:])
-    if not where.startswith("/") or "/../" in where + "/" or "/./" in where + "/" or "//" in where:
-        return False
-    return any(where == r or where.startswith(r.rstrip("/") + "/") for r in roots)
-
-
 def check_origins(check, rel, record, env):
     """Where the workload and each stage came from is the worker's word: it must be a place the run
     could read (its tree, or a folder environment.json's sandbox lists): a path elsewhere (an
@@ -1085,7 +1073,7 @@ def check_origins(check, rel, record, env):
     origins = [("workload", record["imported_from"]["workload"])] + \
         [(f"stage {name}", where) for name, where in record["imported_from"]["stages"].items()]
     for what, where in origins:
-        if where is not None and not origin_allowed(where, roots):
+        if where is not None and not C.origin_allowed(where, roots):
             check.fail(rel, f"{what} imported from {short(where)}: neither its revision's tree nor a folder its "
                             "sandbox could read (environment.json sandbox.read)", "identity")
 
@@ -2156,7 +2144,7 @@ def with_outside(stats, runs):
         o = r["outside"]
         cpu = o["before_cpu_s"] + o["after_cpu_s"] if o["before_cpu_s"] is not None and o["after_cpu_s"] is not None \
             else None
-        return r["wall_s"], o["before_s"] + o["after_s"], cpu
+        return r["wall_s"], o["before_s"] + o["after_s"], o["loop_cpu_s"], cpu
 
     rounds = [(side(r), side(timed["B" + label[1:]])) for label, r in timed.items()
               if r["variant"] == "base" and "B" + label[1:] in timed]

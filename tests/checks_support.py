@@ -71,7 +71,7 @@ class ErringModel(Model):
         run = super().__call__(job)
         for item in (run.result or {}).get("items", []) if job.mode == "run" else []:
             if item["id"] in self.raising:
-                item.update(fields={}, error={"type": "ValueError", "message": f"{item['id']}: no such series"})
+                item.update(files={}, error={"type": "ValueError", "message": f"{item['id']}: no such series"})
         return run
 
 

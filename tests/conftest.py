@@ -228,6 +228,7 @@ def write_campaign(path: Path, tree: Path, patch: Path, workload_dir: Path, entr
             "workload": {"entry": entry, "path": str(workload_dir), "params": fields.pop("params", {})},
             "order": "AB", "slots": 1, "timeouts": {"run_s": 60, "campaign_s": 300}}
     body.update(fields)
+    body = {k: v for k, v in body.items() if v is not None}  # a field given as None leaves the default out
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
 

@@ -328,8 +328,9 @@ class Stats:
     verdict: str
     verdict_reason: str
     warnings: list[str]
-    # the runner's own figures against the claim (contract.outside_veto), after interference
-    outside: OutsideStats = dataclasses.field(kw_only=True)
+    # the runner's own figures against the claim (contract.outside_veto), after interference (None:
+    # stats a look derives, before it; a bundle's always has it)
+    outside: Optional[OutsideStats] = dataclasses.field(default=None, kw_only=True)
 
     @classmethod
     def of(cls, doc: dict) -> Stats:

@@ -395,11 +395,12 @@ def round_of(label: str) -> int:
 
 
 def outside_of(r: RunRecord) -> tuple:
-    """(loop wall, time outside the loop by the runner's clock, CPU outside it by the kernel's or None)."""
+    """(loop wall, time outside the loop by the runner's clock, the kernel's CPU over the loop and
+    outside it, each None where not read)."""
     o = r.outside
     assert o is not None  # an ok run of the current schema has its section
     cpu = o.before_cpu_s + o.after_cpu_s if o.before_cpu_s is not None and o.after_cpu_s is not None else None
-    return _wall(r), o.before_s + o.after_s, cpu
+    return _wall(r), o.before_s + o.after_s, o.loop_cpu_s, cpu
 
 
 def with_outside(stats: dict, runs: list) -> dict:

@@ -337,6 +337,7 @@ class FakeRun:
     scheduling: list = field(default_factory=list)
     violations: list = field(default_factory=list)
     unmarked: bool = False  # the worker never marked its loop
+    marked_s: Optional[float] = None  # the loop as the worker's own end mark says (None: its result's wall)
 
     def marks(self, launched: float, worker_wall: Optional[float]) -> Marks:
         """The marks of this fake run, launched at `launched` on the fake clock."""
@@ -352,7 +353,7 @@ class FakeRun:
                       violations=list(self.violations), scheduling=list(self.scheduling))
         if worker_wall is not None and not self.unmarked:
             marks.start, marks.end, marks.cpu_start, marks.cpu_end = start, start + loop, cpu_start, cpu_start + loop_cpu
-            marks.worker = (start + 1e-4, start + 1e-4 + worker_wall)
+            marks.worker = (start + 1e-4, start + 1e-4 + (self.marked_s if self.marked_s is not None else worker_wall))
         return marks
 
     @property

@@ -152,6 +152,18 @@ def own_folders(run_dir: Path, campaign_env: dict) -> dict[str, str]:
     return env
 
 
+def stage_workload(scratch: Path, files: list[tuple[str, bytes]]) -> Path:
+    """The workload folder as the bundle stores it (its snapshot: without byte code, .git, bundles
+    and our own output), copied for the workers, which import it from here: what ran is what the
+    bundle holds, and nothing else of the folder (an earlier bundle's outputs) is theirs to read."""
+    dest = scratch / "workload"
+    dest.mkdir()
+    for rel, data in files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
+    return dest
+
+
 def stage_code(scratch: Path) -> Path:
     """A copy of the harness package for the workers (its .py files: the digest they record)."""
     dest = scratch / "harness-code"
@@ -274,6 +286,7 @@ class Runner:
         self.receipts_written = False  # every run ended and the runner's receipts are in the staging folder
         self.unanchored: str | None = None  # the campaign file lies outside any git repository: why that matters
         self.found: sandbox.Probe | None = None  # what sandbox this machine gives (probed once, at the start)
+        self.workload_copy: Path | None = None  # the workload folder's snapshot, which the workers import from
         self.readable: dict[str, list[str]] = {}  # variant -> what its runs may read
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
@@ -320,6 +333,7 @@ class Runner:
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
                 code = stage_code(scratch)
+                self.workload_copy = stage_workload(scratch, self.workload) if campaign.workload.path else None
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
                 self._materialized = materialized
@@ -551,7 +565,7 @@ class Runner:
             parent_pid=os.getpid(),
             workload=records.JobWorkload(
                 entry=campaign.workload.entry, params=campaign.workload.params,
-                path=str(campaign.workload.path) if campaign.workload.path else None, exclude=list(self.exclude),
+                path=str(self.workload_copy) if self.workload_copy else None, exclude=[],
                 sys_path=list(campaign.workload.sys_path), items=campaign.workload.items,
                 prepare=campaign.workload.prepare),
             inputs={name: records.JobInput(path=r["path"], sha256=r["sha256"]) for name, r in inputs.items()},
@@ -583,9 +597,9 @@ class Runner:
                 roots = sandbox.interpreter_roots(interpreters[variant]["executable"])
             except sandbox.SandboxError as exc:
                 raise SpecError(f"{self.campaign.source}: {exc}") from None
-            workload = str(self.campaign.workload.path) if self.campaign.workload.path else None
+            workload = str(self.workload_copy) if self.workload_copy else None
             self.readable[variant] = sandbox.readable(roots, [r["path"] for r in inputs.values()], workload,
-                                                      list(setting["read"]))
+                                                      list(setting["read"]), self.campaign.env)
         if self.out is not None and setting["mode"] != "off":
             staging = self.out.absolute().parent
             for what, folders in (("readable", sorted({p for v in self.readable.values() for p in v})),
@@ -653,7 +667,8 @@ class Runner:
         if self.interrupted:
             return "failed", self.interrupted
         if exit_.exit_code != 0:
-            return "failed", f"worker exited with {_describe_exit(exit_.exit_code)}: {_last_line(run_dir / 'worker.log')}"
+            return "failed", self._shown(f"worker exited with {_describe_exit(exit_.exit_code)}: "
+                                         f"{_last_line(run_dir / 'worker.log')}")
         if not (run_dir / "result.json").exists():
             return "failed", "worker exited 0 without writing its result"
         if exit_.leftovers:
@@ -677,6 +692,9 @@ class Runner:
             _argv, exit_ = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s, env,
                                         interpreters[variant]["executable"])
             status, reason = self._status(exit_, run_dir, self.campaign.run_timeout_s)
+            if status == "ok" and exit_.marks is not None and exit_.marks.scheduling:
+                status, reason = "failed", ("its worker changed the scheduling of another process of the campaign: "
+                                            + "; ".join(exit_.marks.scheduling[:4]))
             if status != "ok":
                 if exit_.exit_code and not exit_.timed_out and not self.interrupted:
                     reason = _last_line(run_dir / "worker.log")
@@ -720,8 +738,15 @@ class Runner:
                     f"{', '.join(differ[:3])}): parity will fail"
                     + ("" if self.campaign.max_ulp is not None else
                        "; if the change moves floats in their last bits by design, declare `parity: {max_ulp: N}`"))
-        return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
-                                                {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
+        problems += self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
+                                          {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
+        return [self._shown(p) for p in problems]
+
+    def _shown(self, text: str) -> str:
+        """A line about the workers' copy of the workload folder, naming the folder itself."""
+        if self.workload_copy is None or self.campaign.workload.path is None:
+            return text
+        return text.replace(str(self.workload_copy), str(self.campaign.workload.path))
 
     def _packages(self, materialized: dict) -> dict[str, str]:
         """{top-level package: where} that either revision's tree offers the workers to import (the
@@ -826,6 +851,11 @@ class Runner:
         taken: dict = {}
         if status == "ok":
             assert measured is not None  # ok: read above
+            elsewhere = self._elsewhere(measured, variant)
+            if elsewhere:
+                status, reason, measured = "failed", elsewhere, None
+        if status == "ok":
+            assert measured is not None  # ok: read above
             try:
                 taken["items"] = self._ingest(measured, out_dir, staging.arrays_dir)
                 taken["wall_s"], taken["outside"], taken["memory"] = from_outside(exit_, measured, taken["items"], job)
@@ -835,6 +865,20 @@ class Runner:
                                     process=exit_.process, log=log, measured=measured, **taken,
                                     launch=exit_.launch or records.Launched(),
                                     bounds=records.interference_bounds(self.campaign.interference))
+
+    def _elsewhere(self, measured: records.WorkerResult, variant: str) -> str | None:
+        """Why a run fails whose worker says its workload or a stage came from a folder it could not
+        read (its tree, or environment.json's sandbox.read): under the sandbox an honest run cannot
+        say that; without one, the folder must be declared (`sandbox: {read: [...]}`) all the same."""
+        roots = sorted({p for paths in self.readable.values() for p in paths})
+        said = [("workload", measured.imported_from.workload)] + \
+            [(f"stage {name}", where) for name, where in measured.imported_from.stages.items()]
+        for what, where in said:
+            if where is not None and not (isinstance(where, str) and C.origin_allowed(where, roots)):
+                return (f"the worker says its {what} was imported from {str(where)[:300]!r}, neither its revision's "
+                        "tree nor a folder its runs may read: code the campaign does not hold (a folder it needs goes "
+                        "in `sandbox: {read: [...]}`)")
+        return None
 
     def _interpreter_lied(self, variant: str, reported, label: str) -> str | None:
         """Why a run fails when its worker ran another interpreter than the probe described."""
@@ -874,6 +918,10 @@ def from_outside(exit_: Exit, measured: records.WorkerResult, items: list,
         raise ValueError("the worker's end mark holds readings that are not finite numbers")
     wall = m.end - m.start
     ends = m.reaped if m.reaped is not None else m.end
+    said = m.worker[1] - m.worker[0]
+    violations = list(m.violations)
+    if abs(measured.wall_s - said) > C.STAMP_TOL_S:  # its result and its own end mark disagree
+        violations.append(f"its result claims a loop of {measured.wall_s:.9g} s, its end mark {said:.9g} s")
     loop_cpu = m.cpu_end - m.cpu_start if m.cpu_start is not None and m.cpu_end is not None else None
     after_cpu = max(0.0, m.life_cpu - m.cpu_end) if m.life_cpu is not None and m.cpu_end is not None else None
     section = records.Outside.judged(
@@ -883,7 +931,7 @@ def from_outside(exit_: Exit, measured: records.WorkerResult, items: list,
         loop_cpu_s=loop_cpu, before_cpu_s=m.cpu_start if after_cpu is not None else None,
         after_cpu_s=after_cpu if m.cpu_start is not None else None,
         tripwire=[str(t)[:256] for t in measured.tripwire[:32]], scheduling=[s[:256] for s in m.scheduling[:64]],
-        violations=[v[:256] for v in m.violations[:8]])
+        violations=[v[:256] for v in violations[:8]])
     memory = records.Memory()
     if m.rss_start is not None and m.hwm_end is not None:
         memory = records.Memory(process_peak_bytes=max(m.hwm_end, m.hwm_before or 0), loop_start_bytes=m.rss_start,

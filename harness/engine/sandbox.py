@@ -156,10 +156,12 @@ def confinement(found: Probe, setting: dict, code: Path, tree: str, read: list, 
     return Confinement((sys.executable, "-I", "-S", str(wrapper_script(code))), rules)
 
 
-def readable(roots: dict, inputs: list, workload: Optional[str], declared: list) -> list[str]:
+def readable(roots: dict, inputs: list, workload: Optional[str], declared: list, env: Optional[dict] = None) -> list[str]:
     """What a run may read besides the system folders, its own tree and the harness's code copy:
-    its interpreter, the inputs, the workload folder and the campaign's declared folders."""
+    its interpreter, the inputs, the workload folder, the campaign's declared folders and the
+    folders its env puts on PYTHONPATH (declared in the campaign file too)."""
     out = [*roots["prefixes"], *roots["inside"], os.path.dirname(roots["executable"])]
+    out += [p for p in ((env or {}).get("PYTHONPATH") or "").split(os.pathsep) if p.startswith("/")]
     out += [p for p in inputs if p]
     if workload:
         out.append(workload)

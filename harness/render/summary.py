@@ -192,6 +192,9 @@ def _verdict(c: Comparison, campaign: dict) -> str:
     word = {outcomes.FAILED: "Campaign failed", outcomes.PARITY: "Parity mismatch",
             outcomes.UNUSABLE: "Unusable"}.get(code_, str(stats.verdict).capitalize())
     line = f"**{cell(word)}** (`harness compare` exit {code_})"
+    confined = outcomes.sandbox_text(c)
+    if confined:
+        line += f"; **{cell(confined, 400)}**"
     if paired.ci95:
         seq = stats.sequential
         level = ("interval valid at every look" if seq is not None and seq.stopped == "decided" else
