@@ -1775,15 +1775,15 @@ BAG_INFO_FIELDS = {
 # What no checker can bind from the bundle, beyond the fields whose rule is "free", or single
 # mutation kinds of a bound field ("path@kind,kind"): the reason, for the docs and the walk.
 UNBOUND = {
-    ("run", "outside.after_s@/7,zero"): "less of the process's life after its loop is physical: only its life bounds "
+    ("run", "outside.after_s@/7,zero,swap"): "less of the process's life after its loop is physical: only its life bounds "
                                          "it from above; the moved-outside rule is re-derived from it",
     ("run", "outside.before_s@/7,zero,swap"): "less of the process's life before its loop is physical: only its life "
                                               "bounds it from above; the moved-outside rule is re-derived from it",
     ("run", "outside.latency_s[]@swap"): "which side of the loop a wake-up fell on: their sum is bound (the loop less "
                                          "the worker's wall) and re-derived into the contradictions",
-    ("run", "outside.loop_cpu_s@/7,zero,swap"): "the kernel's CPU over the loop anywhere up to cores x the loop is "
-                                                "physical (a thread that waits); the contradictions are re-derived "
-                                                "from it",
+    ("run", "outside.loop_cpu_s@x7,/7,zero,swap"): "the kernel's CPU over the loop anywhere up to cores x the loop "
+                                                   "and a tick is physical (a thread that waits; a short loop's tick "
+                                                   "is most of it); the contradictions are re-derived from it",
     ("run", "outside.before_cpu_s@/7,zero,swap"): "less CPU before the loop is physical (a process that waits); "
                                                   "the moved-outside rule is re-derived from it",
     ("run", "outside.after_cpu_s@x7,/7,zero,swap"): "the CPU after the loop holds the reaped children's, spent at "

@@ -598,8 +598,9 @@ class Runner:
             except sandbox.SandboxError as exc:
                 raise SpecError(f"{self.campaign.source}: {exc}") from None
             workload = str(self.workload_copy) if self.workload_copy else None
+            # the harness's code copy too: a suite's adapter is the workload entry
             self.readable[variant] = sandbox.readable(roots, [r["path"] for r in inputs.values()], workload,
-                                                      list(setting["read"]), self.campaign.env)
+                                                      [*setting["read"], str(code)], self.campaign.env)
         if self.out is not None and setting["mode"] != "off":
             staging = self.out.absolute().parent
             for what, folders in (("readable", sorted({p for v in self.readable.values() for p in v})),

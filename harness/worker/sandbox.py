@@ -37,7 +37,6 @@ import ctypes
 import errno
 import json
 import os
-import platform
 import struct
 import sys
 
@@ -90,8 +89,9 @@ def _syscall(number: int, *args) -> int:
 
 def landlock_abi() -> tuple:
     """(ABI version, None) or (None, why not): asked of the kernel, not of securityfs."""
-    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64", "riscv64"):
-        return None, f"Landlock: not on Linux x86-64 or aarch64 ({platform.system()} {platform.machine()})"
+    system, machine = os.uname().sysname, os.uname().machine
+    if system != "Linux" or machine not in ("x86_64", "aarch64", "riscv64"):
+        return None, f"Landlock: not on Linux x86-64 or aarch64 ({system} {machine})"
     try:
         return _syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)), None
     except OSError as exc:
@@ -200,7 +200,7 @@ def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
 
 def scheduling_filter(pid: int) -> bytes:
     """The BPF program: the scheduling calls above allowed on pid 0 and `pid` only."""
-    machine = platform.machine()
+    machine = os.uname().machine
     column = 0 if machine == "x86_64" else 1
     arg = lambda i: 16 + 8 * i  # noqa: E731 - the low half of seccomp_data.args[i] (little endian)
     prog = [_bpf(BPF_LD_W_ABS, 0, 0, 4), _bpf(BPF_JEQ_K, 1, 0, AUDIT_ARCH[machine]), _bpf(BPF_RET_K, 0, 0, RET_ALLOW),
@@ -220,7 +220,7 @@ def scheduling_filter(pid: int) -> bytes:
 
 def own_scheduling_only() -> None:
     """Install the scheduling filter for this process (after no_new_privs)."""
-    if platform.machine() not in AUDIT_ARCH:
+    if os.uname().machine not in AUDIT_ARCH:
         return
     prog = scheduling_filter(os.getpid())
     filters = ctypes.create_string_buffer(prog, len(prog))
