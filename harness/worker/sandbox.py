@@ -41,7 +41,7 @@ import struct
 import sys
 
 SANDBOX_EXIT = 125  # the wrapper could not apply the rules it was given: the run fails, nothing ran
-# Syscall numbers of the Landlock calls: x86-64 and the generic table (aarch64, riscv64) agree.
+# Syscall numbers of the Landlock calls: x86-64 and the generic table (aarch64) agree.
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1 << 0
 RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
@@ -90,7 +90,7 @@ def _syscall(number: int, *args) -> int:
 def landlock_abi() -> tuple:
     """(ABI version, None) or (None, why not): asked of the kernel, not of securityfs."""
     system, machine = os.uname().sysname, os.uname().machine
-    if system != "Linux" or machine not in ("x86_64", "aarch64", "riscv64"):
+    if system != "Linux" or machine not in AUDIT_ARCH:  # the syscall numbers and the seccomp filter are these two's
         return None, f"Landlock: not on Linux x86-64 or aarch64 ({system} {machine})"
     try:
         return _syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)), None

@@ -85,7 +85,8 @@ def test_each_run_imports_its_own_revision(probe_runs, order):
     for path in sorted((run.out / "data" / "runs").glob("*.json")):
         record = read_json(path)
         assert record["imported_from"]["stages"] == {"outer": "tree:probe/core.py", "inner": "tree:probe/core.py"}
-        assert record["imported_from"]["workload"].endswith("workloads/probe_workload.py")
+        # the workers' copy of the workload folder, as the bundle stores it (runner.stage_workload)
+        assert record["imported_from"]["workload"].endswith("/workload/probe_workload.py")
         assert record["stages_installed"] == {"outer": True, "inner": True}
 
 
