@@ -27,11 +27,11 @@ FORMAT = "abba-harness/bundle/v9"  # the bundle format this contract describes (
 # --- schema ids: one current set; a file of any other id is refused ------------------------
 SCHEMAS = {
     "job": "abba-harness/job/v3",  # runner -> worker, not part of a bundle
-    "result": "abba-harness/result/v2",  # worker -> runner, not part of a bundle
+    "result": "abba-harness/result/v3",  # worker -> runner, not part of a bundle
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "bisect": "abba-harness/bisect/v2",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
     "claim": "abba-harness/claim/v2",  # harness summary --format json: the claim for dashboards, not part of a bundle
-    "run": "abba-harness/run/v7",
+    "run": "abba-harness/run/v8",
     "instructions": "abba-harness/instructions/v4",
     "campaign": "abba-harness/campaign/v10",  # v10: verdict.question and margin; bisect's overrides
     "comparison": "abba-harness/comparison/v8",  # v8: the looks' design, one-sided questions, a suite's family, contradicted counts
@@ -325,23 +325,35 @@ def dtype_problem(descr):
     return None
 
 
+def fields_problem(names):
+    """The first rule of the contract an item's output field names break (how many, and each name),
+    as one line naming the field and the fix, or None: what the runner checks before it reads an
+    output's file (output_problem checks the rest once it has)."""
+    spec = FIELDS["run"]
+    most, name_rule = spec["items[].fields"].size, spec["items[].fields.*"].key
+    if len(names) > most:
+        return (f"{len(names)} output fields; a bundle holds at most {most} per item: return fewer (stack fields of "
+                "one shape into one array, or keep what parity needs)")
+    for name in names:
+        if not isinstance(name, str) or not name_rule.match(name):
+            shown_name = repr(name)[:40] + ("..." if len(repr(name)) > 40 else "")
+            length = len(name) if isinstance(name, str) else 0
+            return (f"field name {shown_name} has {length} characters; a field name has 1 to 128: give it a "
+                    "shorter name")
+    return None
+
+
 def output_problem(fields):
     """The first rule of the contract an item's outputs break, as one line naming the field and
     the fix, or None. fields: {name: (dtype, shape)}, dtype numpy's descr ('<f8'), as a run record
     keeps them; the bounds are FIELDS["run"]'s items[].fields, the dtypes dtype_problem's, and one
     array's bytes at most the checkers' default budget for all of them."""
     spec = FIELDS["run"]
-    most, name_rule = spec["items[].fields"].size, spec["items[].fields.*"].key
     dims, dim = spec["items[].fields.*.shape"].size, spec["items[].fields.*.shape[]"]
-    if len(fields) > most:
-        return (f"{len(fields)} output fields; a bundle holds at most {most} per item: return fewer (stack fields of "
-                "one shape into one array, or keep what parity needs)")
+    problem = fields_problem(list(fields))
+    if problem:
+        return problem
     for name, (dtype, shape) in fields.items():
-        if not isinstance(name, str) or not name_rule.match(name):
-            shown_name = repr(name)[:40] + ("..." if len(repr(name)) > 40 else "")
-            length = len(name) if isinstance(name, str) else 0
-            return (f"field name {shown_name} has {length} characters; a field name has 1 to 128: give it a "
-                    "shorter name")
         problem = dtype_problem(dtype)
         if problem:
             return f"field {name!r}: {problem}"
@@ -451,15 +463,15 @@ SIG_DIGITS = 10  # every stats float keeps 10 significant digits
 # item field (items[].x) the mean over items of the per-item log ratios.
 Metric = namedtuple("Metric", "name title unit reads where statistic band")
 METRIC_DEFINITIONS = (
-    Metric("wall", "wall", "s", "items[].wall_s",
-           "the worker: perf_counter around each item, and around the timed loop (run wall_s, when the items "
-           "carry no usable timings)", "rounds", "campaign"),
-    Metric("cpu", "thread CPU", "s", "items[].cpu_s",
-           "the worker: the thread CPU (time.thread_time) of the thread that ran each item", "rounds", "threshold"),
+    Metric("wall", "wall", "s", "wall_s",
+           "the runner: its own monotonic clock between the worker's marks around the timed loop, read while the "
+           "worker waits at each (the worker's own perf_counter walls are held to it)", "rounds", "campaign"),
+    Metric("cpu", "CPU", "s", "outside.loop_cpu_s",
+           "the runner: the kernel's CPU time of the worker process (every thread: its process CPU clock) over the "
+           "timed loop, read at the marks", "rounds", "threshold"),
     Metric("memory", "peak memory", "B", "memory.loop_peak_bytes",
-           "the worker: its resident set's high-water mark (Linux VmHWM) reset just before the timed loop "
-           "(/proc/self/clear_refs) and read just after it; the process's own peak where the reset is refused "
-           "(memory.process_peak_bytes); the runner's rusage of the reaped process bounds both",
+           "the runner: the worker's resident high-water mark (Linux VmHWM) reset at the loop's start mark "
+           "(/proc/PID/clear_refs) and read at its end mark; the kernel's rusage of the reaped process bounds it",
            "rounds", "threshold"),
     Metric("instructions", "instructions", "instructions", "instructions",
            "instruction runs of their own under callgrind (`metrics: [wall, instructions]`)", "counts", "counts"),
@@ -528,6 +540,152 @@ def interference_warning(disturbed, max_steal, min_cpu_per_wall, rounds, holds):
     return (f"interference: disturbed ({bounds}): {runs}; the verdict "
             + ("holds" if holds else "does not hold") + f" without the {len(rounds)} round(s) "
             f"{', '.join(str(k) for k in rounds)}")
+
+# --- the sandbox (harness/worker/sandbox.py, harness/engine/sandbox.py) --------------------------------
+# What every worker ran under, environment.json `sandbox`, worst last: full (Landlock and a user
+# namespace; the network cut unless the campaign declared it), partial (Landlock without a user
+# namespace: UDP and unix sockets open, a root harness's capabilities reach the worker), none (no
+# Landlock: nothing confined), off (the campaign opted out). Anything but full is said in the
+# summary's headline (comparison.json `sandbox`, re-derived by both checkers).
+SANDBOX_LEVELS = ("full", "partial", "none", "off")
+WALL_TIMER = "runner monotonic"  # what times a run's loop: the runner's clock between the worker's marks
+SANDBOX_NETWORK = ("cut", "tcp", "open", "declared")
+DEFAULT_SANDBOX = {"mode": "on", "network": False, "read": []}
+MAX_SANDBOX_READ = 64  # folders a campaign may declare readable (`sandbox: {read: [...]}`)
+MAX_SANDBOX_PATHS = 512  # shared folders environment.json lists
+
+
+def sandbox_summary(env_sandbox):
+    """comparison.json `sandbox` from environment.json's: its level and why it is not full."""
+    if env_sandbox is None:
+        return {"level": "none", "reason": "no sandbox record"}
+    return {"level": env_sandbox["level"], "reason": env_sandbox["reason"]}
+
+
+# --- measured from outside the worker (harness/engine/outside.py) -------------------------------
+# The parent times each run's loop between the worker's marks by its own clock, while the worker
+# waits at each mark; the worker's own figures are held to it. A run is contradicted when:
+#   stamps      the worker's own start or end lies outside the parent's loop (no clock can do that)
+#   wall        the worker claims a loop shorter than the parent saw by more than a wake-up at each
+#               mark (MARK_SLACK_S + MARK_SLACK_SHARE x the loop)
+#   cpu         it claims more process CPU over the loop than the kernel charged (CPU_SLACK_S)
+#   items_cpu   its items' thread CPU sums above the kernel's CPU over the loop
+#   stages_cpu  its stages' self CPU sums above the kernel's CPU over the loop
+#   items_wall  one slot, and its items' walls sum below ITEMS_SHARE of its own loop less ITEMS_SLACK_S
+#               (a collection between two items falls outside both: only a gross shortfall counts)
+#   tripwire    it found its clocks or its functions replaced after its loop
+#   scheduling  the scheduling of another process (the runner, a zygote) or its own beyond its
+#               launcher's changed during the run
+#   marks       it sent marks the protocol does not allow
+# A claim is not made on a campaign with a contradicted timed run (contract.outside_veto).
+CONTRADICTIONS = ("stamps", "wall", "cpu", "items_cpu", "stages_cpu", "items_wall", "tripwire", "scheduling",
+                  "marks")
+MARK_SLACK_S, MARK_SLACK_SHARE = 0.1, 0.05
+CPU_SLACK_S = 0.002  # the kernel's process CPU clock and the worker's read it at different instants
+STAMP_TOL_S = 1e-6  # float rounding of the two readings of one monotonic clock
+ITEMS_SHARE, ITEMS_SLACK_S = 0.5, 0.01
+# The time outside the loop: a candidate whose loop saved time that reappears before or after it (work
+# done at import, or finished after the end mark) saved nothing. Per round k: r_k = (candidate's time
+# outside its loop - the base's) - MOVED_SHARE x (base loop - candidate loop) - band x base loop, by
+# the parent's clock and, separately, by the kernel's CPU (outside and in the loop alike); the claim is
+# not supported when the lower bound of a one-sided MOVED_LEVEL t interval of the mean r_k is above 0
+# by either.
+MOVED_SHARE = 0.5
+MOVED_LEVEL = 0.995
+
+
+def contradictions(outside, wall_s, items, slots, process_cpu_s, stage_self_cpu_s):
+    """The CONTRADICTIONS one ok run's figures show (outside: its record's section as JSON; items:
+    (wall, cpu) per item, the worker's), in CONTRADICTIONS order."""
+    found = set()
+    start_lat, end_lat = outside["latency_s"]
+    if start_lat < -STAMP_TOL_S or end_lat < -STAMP_TOL_S:
+        found.add("stamps")
+    if start_lat + end_lat > MARK_SLACK_S + MARK_SLACK_SHARE * wall_s:
+        found.add("wall")
+    cpu = outside["loop_cpu_s"]
+    if cpu is not None:
+        if process_cpu_s is not None and process_cpu_s > cpu + CPU_SLACK_S:
+            found.add("cpu")
+        if math.fsum(c for _w, c in items) > cpu + CPU_SLACK_S:
+            found.add("items_cpu")
+        if stage_self_cpu_s > cpu + CPU_SLACK_S:
+            found.add("stages_cpu")
+    if slots == 1 and items and math.fsum(w for w, _c in items) < \
+            ITEMS_SHARE * outside["worker_wall_s"] - ITEMS_SLACK_S:
+        found.add("items_wall")
+    for cause, key in (("tripwire", "tripwire"), ("scheduling", "scheduling"), ("marks", "violations")):
+        if outside[key]:
+            found.add(cause)
+    return [c for c in CONTRADICTIONS if c in found]
+
+
+def moved_outside(rounds, band):
+    """The time-outside-the-loop rule over paired timed rounds. rounds: per round (base, candidate),
+    each (loop wall, time outside the loop by the parent's clock, the kernel's CPU over the loop and
+    outside it, each None where not read). None with fewer than MIN_ROUNDS rounds; else {rounds,
+    saved_s, grown_s, grown_cpu_s, lower_s: [by the clock, by CPU or None], flagged}."""
+    if len(rounds) < MIN_ROUNDS:
+        return None
+    n = len(rounds)
+    q = t_quantile(MOVED_LEVEL, n - 1)
+
+    def lower(values):
+        m = math.fsum(values) / n
+        sd = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
+        return m - q * sd / math.sqrt(n)
+
+    saved = [a[0] - b[0] for a, b in rounds]
+    grown = [b[1] - a[1] for a, b in rounds]
+    margin = [MOVED_SHARE * s + band * a[0] for s, (a, _b) in zip(saved, rounds)]
+    by_wall = lower([g - m for g, m in zip(grown, margin)])
+    cpu = None not in [x[k] for pair in rounds for x in pair for k in (2, 3)]
+    grown_cpu = [b[3] - a[3] for a, b in rounds] if cpu else None
+    by_cpu = lower([g - MOVED_SHARE * (a[2] - b[2]) - band * a[2] for g, (a, b) in zip(grown_cpu, rounds)]) \
+        if grown_cpu is not None else None
+    return {"rounds": n, "saved_s": sig10(math.fsum(saved) / n), "grown_s": sig10(math.fsum(grown) / n),
+            "grown_cpu_s": sig10(math.fsum(grown_cpu) / n) if grown_cpu is not None else None,
+            "lower_s": [sig10(by_wall), sig10(by_cpu)],
+            "flagged": by_wall > 0 or (by_cpu is not None and by_cpu > 0)}
+
+
+def outside_veto(verdict, reason, contradicted, moved):
+    """(verdict, reason, holds): a claim (improved, regressed, equal) the outside figures do not
+    support is not made. contradicted: (label, causes) of the timed runs whose figures the parent's
+    contradict; moved: moved_outside's section (or None)."""
+    if verdict == "inconclusive":
+        return verdict, reason, True
+    if contradicted:
+        runs = ", ".join(f"{label} ({', '.join(causes)})" for label, causes in contradicted)
+        return "inconclusive", (f"{reason}, but the runner's own figures contradict the worker's in {runs}: the "
+                                "claim is not made"), False
+    if moved is not None and moved["flagged"] and verdict in ("improved", "equal"):
+        return "inconclusive", (f"{reason}, but the time outside the candidate's timed loop grew by "
+                                f"{moved['grown_s']:.6g} s a round (CPU {_num(moved['grown_cpu_s'])} s) while the "
+                                f"loop saved {moved['saved_s']:.6g} s: the work moved out of the loop, not away; the "
+                                "claim is not made"), False
+    return verdict, reason, True
+
+
+def origin_allowed(where, roots):
+    """An import origin a run can have (its record's imported_from): a path in its revision's tree
+    (tree:REL, no component that leaves it), a built-in, or an absolute path under a folder the run
+    could read (environment.json's sandbox.read: its interpreter, the inputs, the workload folder,
+    what the campaign declared)."""
+    if where == "<built-in>":
+        return True
+    if where.startswith("tree:"):
+        rel = where[5:]
+        return bool(rel) and not rel.startswith("/") and all(p not in ("..", ".", "") for p in rel.split("/")) \
+            and not any(ch in rel for ch in "\r\n\\%\0")
+    if not where.startswith("/") or any(p in ("..", ".") for p in where.split("/")) or "//" in where:
+        return False
+    return any(where == r or where.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _num(x):
+    return "n/a" if x is None else f"{x:.6g}"
+
 
 # --- verdicts: the words (harness/outcomes.py gives their exit codes and the verdict line) ----
 VERDICTS = ("improved", "regressed", "equal", "not slower", "not faster", "inconclusive")
@@ -744,7 +902,7 @@ def headline_entry(wall, stats):
     """The headline's entry of comparison.json `metrics`: what `stats` and `wall` hold, in the
     one shape every metric has (the headline's own detail stays in `stats`)."""
     paired = stats["paired"]
-    of = paired["metric"] + (f" over {paired['items']} items" if paired["items"] else "")
+    of = paired["metric"]
     return {"name": HEADLINE, "unit": METRIC[HEADLINE].unit, "of": of, "n": stats["rounds"]["n"],
             "base": wall["base_mean_s"], "candidate": wall["candidate_mean_s"], "ratio": paired["geomean_ratio"],
             "ci95": paired["ci95"], "band": stats["band"], "verdict": stats["verdict"],
@@ -1321,7 +1479,7 @@ HARNESS_ORIGINS = ("checkout", "checkout-modified", "installed-vcs", "unknown")
 T0, T1 = 1.0e9, 1.0e10  # epoch seconds a bundle's clocks may show (2001 to 2286)
 SECONDS = dict(lo=0.0, hi=MAX_TIMEOUT_S)
 PCT = dict(lo=-1e9, hi=1e9)
-RATIO = dict(lo=0.0, hi=1e9)
+RATIO = dict(lo=0.0, hi=1e300)  # an interval over two noisy rounds can reach far (df 1: t = 12.7)
 COUNT = dict(lo=0, hi=2**53)
 BYTES = dict(lo=0, hi=2**50)  # a resident set (1 PiB: beyond any machine)
 # Linux keeps resident-page counts per CPU and folds them in batches (percpu_counter_batch,
@@ -1472,6 +1630,34 @@ FIELDS = {
         "worker_started_at": F("iso?", "physics: an ISO time inside the process's life", size=64),
         "worker_ended_at": F("iso?", "physics: an ISO time inside the process's life, the timed wall within the "
                                      "span", size=64),
+        "outside": F("dict?", "status: present exactly when ok: what the runner saw of its process from outside"),
+        "outside.before_s": F("num", "physics: its process's life before the loop, by the runner's clock; with the "
+                                     "loop and after_s within the process's wall; derived: the moved-outside rule",
+                              **SECONDS),
+        "outside.after_s": F("num", "physics: its process's life after the loop, by the runner's clock; derived: the "
+                                    "moved-outside rule", **SECONDS),
+        "outside.worker_wall_s": F("num", "physics: the worker's own loop wall: wall_s less the two latencies; "
+                                          "derived: contradictions", **SECONDS),
+        "outside.latency_s": F("list", "physics: [the worker's start after the runner's, the runner's end after the "
+                                       "worker's]; derived: contradictions (stamps, wall)", size=2),
+        "outside.latency_s[]": F("num", "derived: contradictions (stamps, wall)", lo=-MAX_TIMEOUT_S, hi=MAX_TIMEOUT_S),
+        "outside.loop_cpu_s": F("num?", "physics: the kernel's CPU of the process over the loop, within cores x the "
+                                        "loop; derived: contradictions (cpu, items_cpu, stages_cpu)", **SECONDS),
+        "outside.before_cpu_s": F("num?", "physics: the kernel's CPU before the loop, within cores x before_s; "
+                                          "derived: the moved-outside rule", **SECONDS),
+        "outside.after_cpu_s": F("num?", "physics: the kernel's CPU after the loop (rusage at reap), given with "
+                                         "before_cpu_s; derived: the moved-outside rule", **SECONDS),
+        "outside.tripwire": F("list", "derived: contradictions (tripwire): what the worker found replaced", size=32),
+        "outside.tripwire[]": F("str", "free", size=256),
+        "outside.scheduling": F("list", "derived: contradictions (scheduling): changes the runner saw", size=64),
+        "outside.scheduling[]": F("str", "free", size=256),
+        "outside.violations": F("list", "derived: contradictions (marks): what the worker sent out of protocol",
+                                size=8),
+        "outside.violations[]": F("str", "free", size=256),
+        "outside.contradictions": F("list", "derived: contract.contradictions of the record's figures",
+                                    size=len(CONTRADICTIONS)),
+        "outside.contradictions[]": F("enum", "derived: contract.contradictions", values=CONTRADICTIONS),
+        "outside.contradicted": F("bool", "derived: exactly when contradictions is not empty"),
         "pid": F("int", "ledger: the ledger's worker for this run", lo=1, hi=2**31),
         "launch": F("dict", "identity: how its process was made"),
         "launch.mode": F("enum", "identity: campaign.json's launch", values=LAUNCH_MODES),
@@ -1607,6 +1793,13 @@ FIELDS = {
         "interference.min_cpu_per_wall": F("num?", "campaign: campaign.yaml (null: not declared single-threaded); "
                                                    "derived: the disturbed rule", lo=MIN_CPU_PER_WALL_LIMITS[0],
                                            hi=MIN_CPU_PER_WALL_LIMITS[1]),
+        "sandbox": F("dict", "campaign: campaign.yaml (sandbox:, else the default); identity: environment.json's "
+                             "sandbox level off exactly when its mode is"),
+        "sandbox.mode": F("enum", "campaign: campaign.yaml", values=("on", "off")),
+        "sandbox.network": F("bool", "campaign: campaign.yaml; identity: environment.json's network declared "
+                                     "exactly when true"),
+        "sandbox.read": F("list", "campaign: campaign.yaml", size=MAX_SANDBOX_READ),
+        "sandbox.read[]": F("str", "campaign: campaign.yaml", size=4096),
         "parity": F("dict", "derived: parity; campaign: campaign.yaml"),
         "parity.max_ulp": F("int?", "campaign: campaign.yaml; derived: floats may differ by this many units in the "
                                     "last place (null: bit for bit)", lo=0, hi=MAX_ULP_ANY),
@@ -1708,6 +1901,20 @@ FIELDS = {
         "interpreters.candidate.packages": F("dict", "free", size=4096),
         "interpreters.candidate.packages.*": F("str", "free", size=128,
                                                key=re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")),
+        "sandbox": F("dict", "identity: the campaign's sandbox setting; derived: comparison.json's sandbox"),
+        "sandbox.level": F("enum", "identity: off exactly when campaign.json's sandbox mode is; derived: "
+                                   "comparison.json's sandbox", values=SANDBOX_LEVELS),
+        "sandbox.reason": F("str?", "identity: null exactly when the level is full", size=2048),
+        "sandbox.landlock": F("int?", "identity: Landlock's ABI, set exactly when the level is full or partial",
+                              lo=1, hi=1024),
+        "sandbox.namespaces": F("bool", "identity: exactly when the level is full"),
+        "sandbox.network": F("enum", "identity: declared exactly when campaign.json's sandbox network is; cut "
+                                     "exactly with namespaces otherwise", values=SANDBOX_NETWORK),
+        "sandbox.scheduling": F("bool", "identity: exactly when the level is full or partial"),
+        "sandbox.read": F("list", "identity: campaign.json's sandbox read", size=MAX_SANDBOX_READ),
+        "sandbox.read[]": F("str", "free", size=4096),
+        "sandbox.write": F("list", "free", size=MAX_SANDBOX_PATHS),
+        "sandbox.write[]": F("str", "free", size=4096),
         "isolation": F("dict", "free", optional=True),  # absent in bundles sealed before issue 33
         "isolation.per_run": F("list", "free", size=32),
         "isolation.per_run[]": F("str", "free", size=128),
@@ -1830,8 +2037,11 @@ FIELDS["comparison"] = {
     "runs[].wall_s": F("num?", _D, **SECONDS),
     "runs[].exit_code": F("int?", _D, lo=-255, hi=255),
     "runs[].status": F("enum", _D, values=RUN_STATUSES),
+    "sandbox": F("dict", _D + " from environment.json's sandbox (contract.sandbox_summary)"),
+    "sandbox.level": F("enum", _D, values=SANDBOX_LEVELS),
+    "sandbox.reason": F("str?", _D, size=2048),
     "wall": F("dict", _D),
-    "wall.timer": F("enum", _D, values=("perf_counter",)),
+    "wall.timer": F("enum", _D, values=(WALL_TIMER,)),
     "wall.base_mean_s": F("num?", _D, **SECONDS),
     "wall.candidate_mean_s": F("num?", _D, **SECONDS),
     "wall.saving_s": F("num?", _D, lo=-MAX_TIMEOUT_S, hi=MAX_TIMEOUT_S),
@@ -2014,6 +2224,19 @@ FIELDS["comparison"] = {
     "stats.verdict_reason": F("str", _D, size=4096),
     "stats.warnings": F("list", _D, size=64),
     "stats.warnings[]": F("str", _D, size=4096),
+    "stats.outside": F("dict", _D + ": the runner's own figures against the claim (contract.outside_veto); "
+                                    "always re-derived, so never absent from a bundle that verifies", optional=True),
+    "stats.outside.contradicted": F("list", _D, size=MAX_RUNS),
+    "stats.outside.contradicted[]": F("label", _D),
+    "stats.outside.moved": F("dict?", _D + " (null: fewer than MIN_ROUNDS rounds)"),
+    "stats.outside.moved.rounds": F("int", _D, lo=0, hi=MAX_RUNS),
+    "stats.outside.moved.saved_s": F("num", _D, lo=-MAX_TIMEOUT_S, hi=MAX_TIMEOUT_S),
+    "stats.outside.moved.grown_s": F("num", _D, lo=-MAX_TIMEOUT_S, hi=MAX_TIMEOUT_S),
+    "stats.outside.moved.grown_cpu_s": F("num?", _D, lo=-MAX_TIMEOUT_S, hi=MAX_TIMEOUT_S),
+    "stats.outside.moved.lower_s": F("list", _D, size=2),
+    "stats.outside.moved.lower_s[]": F("num?", _D, lo=-1e9, hi=1e9),
+    "stats.outside.moved.flagged": F("bool", _D),
+    "stats.outside.holds": F("bool", _D),
     "instructions": F("dict?", _D),
     "instructions.tool": F("enum", _D, values=("callgrind",)),
     "instructions.items": F("int", _D, **COUNT),
@@ -2101,6 +2324,20 @@ BAG_INFO_FIELDS = {
 # What no checker can bind from the bundle, beyond the fields whose rule is "free", or single
 # mutation kinds of a bound field ("path@kind,kind"): the reason, for the docs and the walk.
 UNBOUND = {
+    ("run", "outside.after_s@/7,zero,swap"): "less of the process's life after its loop is physical: only its life bounds "
+                                         "it from above; the moved-outside rule is re-derived from it",
+    ("run", "outside.before_s@/7,zero,swap"): "less of the process's life before its loop is physical: only its life "
+                                              "bounds it from above; the moved-outside rule is re-derived from it",
+    ("run", "outside.latency_s[]@swap"): "which side of the loop a wake-up fell on: their sum is bound (the loop less "
+                                         "the worker's wall) and re-derived into the contradictions",
+    ("run", "outside.loop_cpu_s@x7,/7,zero,swap"): "the kernel's CPU over the loop anywhere up to cores x the loop "
+                                                   "and a tick is physical (a thread that waits; a short loop's tick "
+                                                   "is most of it); the contradictions are re-derived from it",
+    ("run", "outside.before_cpu_s@/7,zero,swap"): "less CPU before the loop is physical (a process that waits); "
+                                                  "the moved-outside rule is re-derived from it",
+    ("run", "outside.after_cpu_s@x7,/7,zero,swap"): "the CPU after the loop holds the reaped children's, spent at "
+                                                    "any time: no bound; the moved-outside rule is re-derived from it",
+    ("environment", "sandbox.landlock@x7"): "another Landlock ABI is another kernel's: any version a kernel may give",
     ("run", "items[].wall_s@/7,swap"): "an item wall above its CPU and within the run's is physical: timings "
                                        "invented consistently pass; only `harness reproduce` tests them",
     ("run", "wall_s@x7,swap"): "a run wall within its process's life and above its items is physical: timings "
@@ -2175,6 +2412,15 @@ FREE = {
                                              "the machine has none); no other record holds it, and no rule reads it",
     ("run", "interference.freq_mhz_after"): "what the kernel's cpufreq reported for the worker's CPU (null where "
                                             "the machine has none); no other record holds it, and no rule reads it",
+    ("environment", "sandbox.read[]"): "the folders the runner let the runs read (interpreters, inputs, workload, "
+                                       "declared): a machine's paths; campaign.json's declared ones must be among "
+                                       "them, and every import origin under one of them",
+    ("run", "outside.tripwire[]"): "the names the worker's tripwire gave (its word); that any were given is bound "
+                                   "(contradictions)",
+    ("run", "outside.scheduling[]"): "the runner's words for the scheduling changes it saw; that any were seen is "
+                                     "bound (contradictions)",
+    ("run", "outside.violations[]"): "the runner's words for what the worker sent out of protocol; that any were "
+                                     "sent is bound (contradictions)",
     ("cleanup", "method"): "prose naming how absence was verified",
     ("cleanup", "processes[].cmdline"): "the command line the ledger saw; only the role and run are bound",
     ("environment", "*"): "what the machine reported (CPU model, ISA, BLAS, packages, load, worker env): no record "

@@ -341,6 +341,15 @@ def speed_text(stats: Stats) -> str:
     return speed(ratio, ci)
 
 
+def sandbox_text(comparison: Comparison) -> str | None:
+    """"not sandboxed: WHY" or "partly sandboxed: WHY" when the workers did not run fully confined
+    (comparison.json's sandbox), else None: the headline carries it."""
+    box = comparison.sandbox
+    if box.full:
+        return None
+    return f"{'partly sandboxed' if box.level == 'partial' else 'not sandboxed'}: {box.reason or box.level}"
+
+
 def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") -> str:
     """One line for humans and CI logs, e.g.
     ``verdict: improved (exit 0): 1.23x faster [1.21x, 1.25x] (candidate/base 0.8123 [0.8011,
@@ -367,6 +376,9 @@ def line(comparison: Comparison, exit_word: str = "exit", metric: str = "wall") 
     elif gate is not None and code != PARITY:
         word = f"{gate.verdict} by {gate.title}, wall {stats.verdict}"
     parts = [f"verdict: {word} ({exit_word} {code})"]
+    confined = sandbox_text(comparison)
+    if confined:
+        parts.append(confined)
     paired = stats.paired
     shown = speed_text(stats)
     floor = f", noise floor {100 * stats.floor:.1f}%" if stats.floor else ""

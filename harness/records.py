@@ -171,6 +171,23 @@ class Item:
 
 
 @dataclass(frozen=True)
+class WorkerItem:
+    """One item as the worker reports it: its own walls, and the files (in its output folder) that
+    hold its outputs, which the runner reads, hashes and stores (an Item of the run record)."""
+    id: str
+    wall_s: float
+    cpu_s: float
+    files: dict  # name -> file, relative to the run's output folder
+    error: Optional[dict]  # {type, message}, never beside files
+
+    @classmethod
+    def measured(cls, item_id: str, wall_s: float, cpu_s: float, files: dict, error: Optional[dict]) -> "WorkerItem":
+        if error is not None:
+            error = {"type": error["type"][:256], "message": error["message"][:C.MAX_ERROR_MESSAGE]}
+        return cls(item_id, wall_s, cpu_s, files if error is None else {}, error)
+
+
+@dataclass(frozen=True)
 class StageTotals:
     calls: int
     self_cpu_s: float
@@ -237,9 +254,10 @@ class Imports:
 
 @dataclass(frozen=True)
 class WorkerResult:
-    """What a worker measured and hands the runner (result.json): the run record's measured part."""
+    """What a worker measured and hands the runner (result.json): its word, which the runner holds
+    to what it measured itself (Outside) before any of it enters a run record."""
     wall_s: float
-    items: list  # Item
+    items: list  # WorkerItem
     stages: dict  # name -> StageTotals
     stages_installed: dict
     imported_from: Imports
@@ -252,10 +270,10 @@ class WorkerResult:
     ended_at: str
     schema: str = C.SCHEMAS["result"]
     interference: Optional[dict] = None  # Interference.MEASURED over the timed loop (None: not read)
-    memory: Memory = field(default_factory=Memory)
+    tripwire: list = field(default_factory=list)  # what the worker found replaced after its loop (its clocks, its functions)
 
-    NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
-              "machine": ("one", Machine), "python": ("one", Interpreter), "memory": ("one", Memory)}
+    NESTED = {"items": ("list", WorkerItem), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
+              "machine": ("one", Machine), "python": ("one", Interpreter)}
 
     @classmethod
     def from_json(cls, data: dict) -> "WorkerResult":
@@ -285,6 +303,36 @@ class Log:
     sha256: str
     written: int
     truncated: bool
+
+
+@dataclass(frozen=True)
+class Outside:
+    """What the runner saw of a run's process from outside it (harness/engine/outside.py): by its own
+    clock the process's life before the timed loop and after it (the loop itself is the record's
+    wall_s), the kernel's CPU time of the process in each part, the worker's own wall and how far its
+    readings lie inside the runner's (each latency >= 0), and what the worker's figures contradict
+    (contract.contradictions: a claim is not made on a campaign with a contradicted run)."""
+    before_s: float  # launch -> the loop's start mark (the parent's monotonic clock)
+    after_s: float  # the loop's end mark -> reap
+    worker_wall_s: float  # the worker's own wall of its loop (its perf_counter): its word
+    latency_s: list  # [worker's start - parent's start, parent's end - worker's end]
+    loop_cpu_s: Optional[float]  # the kernel's CPU time of the process over the loop (None: not readable)
+    before_cpu_s: Optional[float]  # ... from its launch (fork, for a zygote's child) to the loop
+    after_cpu_s: Optional[float]  # ... after the loop, to its reap (rusage: its reaped children's too)
+    tripwire: list  # what the worker found replaced (its clocks, its functions): its word
+    scheduling: list  # scheduling changes seen: its own beyond its launcher's, or another process's
+    violations: list  # what it sent on its channel that the protocol does not allow
+    contradictions: list = field(default_factory=list)  # derived: contract.CONTRADICTIONS
+    contradicted: bool = False  # derived: contradictions is not empty
+
+    @classmethod
+    def judged(cls, *, wall_s: float, items: list, slots: int, process_cpu_s: Optional[float], stages: dict,
+               **readings) -> "Outside":
+        """The section with its contradictions derived (contract.contradictions)."""
+        raw = cls(**readings)
+        found = C.contradictions(to_json(raw), wall_s, [(it.wall_s, it.cpu_s) for it in items], slots, process_cpu_s,
+                                 sum(t.self_cpu_s for t in stages.values()))
+        return dataclasses.replace(raw, contradictions=found, contradicted=bool(found))
 
 
 @dataclass(frozen=True)
@@ -327,37 +375,43 @@ class RunRecord:
     # Absent (None) only in a record of an earlier schema (contract.PREVIOUS_SCHEMAS); null in a failed run.
     interference: Optional[Interference] = None
     memory: Memory = field(default_factory=Memory)  # all None in a failed run
+    outside: Optional[Outside] = None  # null in a failed run
 
     NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
               "machine": ("one", Machine), "python": ("one", Interpreter), "launch": ("one", Launched),
               "process": ("one", Process), "log": ("one", Log), "interference": ("one", Interference),
-              "memory": ("one", Memory)}
+              "memory": ("one", Memory), "outside": ("one", Outside)}
 
     @classmethod
     def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
-           process: Process, log: Log, measured: Optional[WorkerResult],
+           process: Process, log: Log, measured: Optional[WorkerResult], items: Optional[list] = None,
+           wall_s: Optional[float] = None, outside: Optional[Outside] = None, memory: Optional[Memory] = None,
            launch: Optional[Launched] = None, bounds: Optional[dict] = None) -> "RunRecord":
         """A run record from what the runner gave the worker (job), saw of its process and log, and
-        what the worker measured (None when it failed before writing it, or cannot be trusted). A run
-        is 'ok' only with a measurement, exit code 0 and no reason. bounds: campaign.json's
+        what the worker measured (None when it failed before writing it, or cannot be trusted); items:
+        the worker's items with the outputs the runner read, hashed and stored; wall_s: the timed
+        loop's wall by the runner's clock, outside: what it saw from outside, memory: its readings. A
+        run is 'ok' only with all of these, exit code 0 and no reason. bounds: campaign.json's
         interference (the contract's when None), which mark the run disturbed."""
         if status not in C.RUN_STATUSES:
             raise ValueError(f"run status {status!r}")
-        if status == "ok" and (measured is None or exit_code != 0 or reason is not None):
-            raise ValueError("an ok run needs the worker's measurements, exit code 0 and no reason")
+        if status == "ok" and (measured is None or exit_code != 0 or reason is not None or items is None
+                               or wall_s is None or outside is None):
+            raise ValueError("an ok run needs the worker's measurements, the runner's own, exit code 0 and no reason")
         m = measured if status == "ok" else None
         return cls(
             schema=C.SCHEMAS["run"], label=job.label, variant=job.variant, index=job.index, sha=job.sha,
-            status=status, reason=reason, exit_code=exit_code, wall_s=m.wall_s if m else None, slots=job.slots,
-            items=m.items if m else [], stages=m.stages if m else {}, stages_installed=m.stages_installed if m else {},
+            status=status, reason=reason, exit_code=exit_code, wall_s=wall_s if m else None, slots=job.slots,
+            items=(items or []) if m else [], stages=m.stages if m else {},
+            stages_installed=m.stages_installed if m else {},
             imported_from=m.imported_from if m else Imports(), metrics=m.metrics if m else {},
             machine=m.machine if m else Machine(), harness_source_sha256=m.harness_source_sha256 if m else None,
             workload_sha256=m.workload_sha256 if m else None, python=m.python if m else None,
             worker_started_at=m.started_at if m else None, worker_ended_at=m.ended_at if m else None,
             pid=pid, launch=launch or Launched(), process=process, log=log,
-            interference=Interference.marked(m.interference, m.wall_s, m.machine.process_cpu_s, m.machine.cores,
-                                             bounds or interference_bounds(None)) if m else None,
-            memory=m.memory if m else Memory())
+            interference=Interference.marked(m.interference, wall_s or 0.0, m.machine.process_cpu_s,
+                                             m.machine.cores, bounds or interference_bounds(None)) if m else None,
+            memory=(memory or Memory()) if m else Memory(), outside=outside if m else None)
 
     @property
     def disturbed(self) -> bool:
@@ -496,6 +550,8 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "python": {v: campaign.revision(v).python for v in ("base", "candidate")},
         "launch": campaign.launch,
         "preload": list(campaign.preload),
+        "sandbox": {"mode": campaign.sandbox["mode"], "network": bool(campaign.sandbox.get("network")),
+                    "read": list(campaign.sandbox.get("read") or [])},
         "stages": campaign.stages,
         "optional_stages": sorted(campaign.optional_stages),
         "stage_calls": campaign.stage_calls,

@@ -1016,6 +1016,8 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
     if "interference" in record:  # absent only in a record of an earlier schema (load_doc)
         check_interference(check, rel, record, campaign)
     check_memory(check, rel, record)
+    check_outside(check, rel, record)
+    check_origins(check, rel, record, env)
     staged = C.instrumented(label, campaign["order"])
     if status == "ok" and not staged:  # a timed run of an order with stage runs: no wrappers at all
         if record["stages"] or record["stages_installed"] or record["imported_from"]["stages"]:
@@ -1073,6 +1075,80 @@ def check_interference(check, rel, record, campaign):
         if list(diff(want, section[key])):
             check.fail(rel, f"interference.{key} {short(section[key])}, but its readings and campaign.json's bounds "
                             f"give {short(want)}", "derived")
+
+
+def check_outside(check, rel, record):
+    """A run record's outside section (what the runner saw of its process): present exactly when ok;
+    the loop and the time before and after it within the process's life, the worker's own wall the
+    loop less its latencies, the kernel's CPU within the cores, and its contradictions re-derived
+    from the record's figures (contract.contradictions)."""
+    section, wall, status = record.get("outside"), record["wall_s"], record["status"]
+    if (section is None) != (status != "ok"):
+        check.fail(rel, "outside " + ("null in an ok run" if section is None else f"in a {status} run"), "status")
+        return
+    if section is None or wall is None:
+        return
+    cores, process = record["machine"]["cores"] or 1, record["process"]
+    if section["before_s"] + wall + section["after_s"] > bound(process["wall_s"]):
+        check.fail(rel, f"outside: {section['before_s']:.6g} s before the loop, {wall:.6g} s in it and "
+                        f"{section['after_s']:.6g} s after it exceed its process's life {process['wall_s']:.6g} s",
+                   "physics")
+    latency = section["latency_s"]
+    if abs(section["worker_wall_s"] + latency[0] + latency[1] - wall) > C.STAMP_TOL_S * 10 + C.REL_TOL * wall:
+        check.fail(rel, f"outside: the worker's wall {section['worker_wall_s']:.9g} s and its latencies do not make "
+                        f"the loop's {wall:.9g} s", "physics")
+    if section["loop_cpu_s"] is not None and section["loop_cpu_s"] > bound(cores * wall) + C.TICK_S:
+        check.fail(rel, f"outside.loop_cpu_s {section['loop_cpu_s']:.6g} above {cores} core(s) x the loop's "
+                        f"{wall:.6g} s", "physics")
+    before, after = section["before_cpu_s"], section["after_cpu_s"]
+    if (before is None) != (after is None):
+        check.fail(rel, "outside: the CPU before and after the loop come together or not at all", "physics")
+    elif before is not None and before > bound(cores * section["before_s"]) + C.TICK_S:
+        check.fail(rel, f"outside.before_cpu_s {before:.6g} above {cores} core(s) x the {section['before_s']:.6g} s "
+                        "before the loop", "physics")
+    stages = math.fsum(row["self_cpu_s"] for row in record["stages"].values())
+    want = C.contradictions(section, wall, [(it["wall_s"], it["cpu_s"]) for it in record["items"]], record["slots"],
+                            record["machine"]["process_cpu_s"], stages)
+    for key, value in (("contradictions", want), ("contradicted", bool(want))):
+        if list(diff(value, section[key])):
+            check.fail(rel, f"outside.{key} {short(section[key])}, but its figures give {short(value)}", "derived")
+
+
+def check_origins(check, rel, record, env):
+    """Where the workload and each stage came from is the worker's word: it must be a place the run
+    could read (its tree, or a folder environment.json's sandbox lists): a path elsewhere (an
+    author's home folder) is code the campaign does not hold."""
+    if record["status"] != "ok":
+        return
+    roots = (env.get("sandbox") or {}).get("read") or []
+    origins = [("workload", record["imported_from"]["workload"])] + \
+        [(f"stage {name}", where) for name, where in record["imported_from"]["stages"].items()]
+    for what, where in origins:
+        if where is not None and not C.origin_allowed(where, roots):
+            check.fail(rel, f"{what} imported from {short(where)}: neither its revision's tree nor a folder its "
+                            "sandbox could read (environment.json sandbox.read)", "identity")
+
+
+def check_sandbox(check, campaign, env):
+    """environment.json's sandbox against campaign.json's setting and itself (contract.SANDBOX_LEVELS),
+    and said: a bundle whose workers were not fully sandboxed says so in both checkers' output."""
+    box, setting = env["sandbox"], campaign["sandbox"]
+    level, on = box["level"], box["level"] in ("full", "partial")
+    rules = [((level == "off") == (setting["mode"] == "off"), "level off exactly when campaign.json's sandbox mode is"),
+             ((box["reason"] is None) == (level == "full"), "a reason exactly when the level is not full"),
+             ((box["landlock"] is not None) == on, "Landlock's ABI exactly when the level is full or partial"),
+             (box["namespaces"] == (level == "full"), "namespaces exactly when the level is full"),
+             (box["scheduling"] == on, "the scheduling filter exactly when the level is full or partial"),
+             ((box["network"] == "declared") == bool(setting["network"]),
+              "network declared exactly when campaign.json's sandbox declares it"),
+             (setting["network"] or box["network"] == ("cut" if level == "full" else "tcp" if on else "open"),
+              "network cut under full, tcp under partial, open otherwise"),
+             (set(setting["read"]) <= set(box["read"]), "read holds what campaign.json's sandbox declares")]
+    for holds, what in rules:
+        if not holds:
+            check.fail(C.ENVIRONMENT, f"sandbox {short(box)[:200]}: {what}", "identity")
+    if level != "full":
+        check.notes.append(f"{'not sandboxed' if level in ('none', 'off') else 'partly sandboxed'}: {box['reason']}")
 
 
 def check_memory(check, rel, record):
@@ -1566,6 +1642,7 @@ def check_records(check, stored):
     if not sound:
         return None
     check_ledger(check, docs["cleanup"], runner, runs + instr, campaign["launch"])
+    check_sandbox(check, campaign, env)
     # every ok run measured the same field names per item: the odd ones out against the names most
     # runs give it (an item that recorded an error has no fields; parity reports the error itself)
     ok_runs = [r for r in runs if r["status"] == "ok"]
@@ -1758,7 +1835,7 @@ def tolerance_section(check, mismatches, max_ulp):
     return C.tolerance_section(mismatches, max_ulp, lambda ref, got: ulp_and_dtype(check, ref, got))
 
 
-def derive(check, campaign, runs, runner, cleanup, golden, instr, workload):
+def derive(check, campaign, runs, runner, cleanup, golden, instr, workload, sandbox=None):
     """comparison.json without `stats` and `instructions` (derive_stats, instructions_section)
     and without the values of `parity.divergence` (harness verify re-derives those)."""
     ok = [r for r in runs if r["status"] == "ok"]
@@ -1781,7 +1858,7 @@ def derive(check, campaign, runs, runner, cleanup, golden, instr, workload):
 
     base_mean = mean([r["wall_s"] for r in base if C.timed(r["label"])])
     cand_mean = mean([r["wall_s"] for r in cand if C.timed(r["label"])])
-    wall = {"timer": "perf_counter", "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
+    wall = {"timer": C.WALL_TIMER, "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
             "saving_s": None, "saving_pct": None, "speedup": None}
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
         wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
@@ -1849,6 +1926,7 @@ def derive(check, campaign, runs, runner, cleanup, golden, instr, workload):
         "items": {"planned": len(runner["items"]), "of": len(runner["items_all"])},
         "runs": [{"label": r["label"], "variant": r["variant"], "sha": r["sha"], "wall_s": r["wall_s"],
                   "exit_code": r["exit_code"], "status": r["status"]} for r in runs],
+        "sandbox": C.sandbox_summary(sandbox),
         "wall": wall,
         "stages": stages,
         "parity": parity,
@@ -1942,10 +2020,8 @@ def claim_band_of(pairs, d, overloaded, threshold, band):
 
 
 def interval_name(items, rounds):
-    """What the verdict's interval is of, in words."""
-    if items:
-        return f"the geometric-mean item wall ratio over {items} items and {rounds} rounds"
-    return f"the run wall ratio over {rounds} rounds (items carry no usable timings)"
+    """What the verdict's interval is of, in words (the run walls: the runner's clock)."""
+    return f"the run wall ratio (the runner's clock) over {rounds} rounds"
 
 
 def marked_disturbed(run):
@@ -2128,7 +2204,7 @@ def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUE
            "rounds": {"n": len(pairs), "min": C.MIN_ROUNDS, "pairs": [[a["label"], b["label"]] for a, b in pairs],
                       "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
                       "typical_deviation": None},
-           "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
+           "paired": {"metric": "run wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
                       "run_ratio": None},
            "claim_band": band, "per_item": None, "family": None, "drift": None, "load": {"overloaded": overloaded},
            "sequential": None, "verdict": "inconclusive", "verdict_reason": "", "warnings": warnings}
@@ -2170,8 +2246,8 @@ def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUE
         return [row(a, b) for a, b in pairs]
 
     items, dropped = usable_items("wall_s")
-    logs = logs_of(items, "wall_s")
-    d = [math.fsum(row) / len(row) for row in logs]
+    logs = logs_of(items, "wall_s")  # per item: the worker's walls, for the per-item table
+    d = [row[0] for row in logs_of([], "wall_s")]  # the headline: the runner's walls
     ratio, ci, sd, q = t_ratio(d)
     run_ratio = sig10(mean([b["wall_s"] for _, b in pairs]) / mean([a["wall_s"] for a, _ in pairs]))
     paired = out["paired"]
@@ -2179,13 +2255,9 @@ def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUE
     center = math.log(ratio)
     deviation = sig10(1.0 - math.exp(-statistics.median([abs(v - center) for v in d])))
     out["rounds"].update(log_ratios=[sig10(v) for v in d], sd_log=sd, t_quantile=q, typical_deviation=deviation)
-    if items:
-        if dropped:
-            warnings.append(f"{dropped} item(s) left out of the paired comparison "
-                            "(error or no positive wall_s in some ok run)")
-    else:
-        paired["metric"] = "run wall_s"
-        warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
+    if items and dropped:
+        warnings.append(f"{dropped} item(s) left out of the per-item table "
+                        "(error or no positive wall_s in some ok run)")
     what = interval_name(len(items), len(pairs))
 
     drift, claim, cautions = claim_band_of(pairs, d, overloaded, threshold, band)
@@ -2270,6 +2342,36 @@ def with_interference(stats, runs, bounds, threshold, floor, question=C.DEFAULT_
         stats["warnings"].append(C.interference_warning([(r["label"], s["causes"]) for r, s in section
                                                          if s is not None and s["disturbed"]],
                                                         bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
+    return stats
+
+
+def with_outside(stats, runs):
+    """stats with `outside`, as harness/comparison/analysis.py derives it: the contradicted runs (the
+    runner's marks, which check_outside holds to the records' figures) and the time-outside-the-loop
+    rule over the paired timed rounds; a claim they do not support is not made."""
+    usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0
+              and isinstance(r.get("outside"), dict)]
+    contradicted = [(r["label"], r["outside"]["contradictions"]) for r in usable if r["outside"]["contradicted"]]
+    timed = {r["label"]: r for r in usable if C.timed(r["label"])}
+
+    def side(r):
+        o = r["outside"]
+        cpu = o["before_cpu_s"] + o["after_cpu_s"] if o["before_cpu_s"] is not None and o["after_cpu_s"] is not None \
+            else None
+        return r["wall_s"], o["before_s"] + o["after_s"], o["loop_cpu_s"], cpu
+
+    rounds = [(side(r), side(timed["B" + label[1:]])) for label, r in timed.items()
+              if r["variant"] == "base" and "B" + label[1:] in timed]
+    moved = C.moved_outside(rounds, stats["band"])
+    stats["verdict"], stats["verdict_reason"], holds = C.outside_veto(stats["verdict"], stats["verdict_reason"],
+                                                                      contradicted, moved)
+    stats["outside"] = {"contradicted": [label for label, _ in contradicted], "moved": moved, "holds": holds}
+    if contradicted:
+        stats["warnings"].append("outside: the runner's own figures contradict the worker's in " + ", ".join(
+            f"{label} ({', '.join(causes)})" for label, causes in contradicted))
+    if moved is not None and moved["flagged"]:
+        stats["warnings"].append(f"outside: the time outside the candidate's timed loop grew by {moved['grown_s']:.3g} "
+                                 f"s a round while its loop saved {moved['saved_s']:.3g} s")
     return stats
 
 
@@ -2375,14 +2477,14 @@ def check_comparison(check, docs):
     campaign, claimed = docs["campaign"], docs["claimed"]
     try:
         derived = derive(check, campaign, docs["runs"], docs["runner"], docs["cleanup"], docs["golden"],
-                         docs["instructions"], docs["workload"]["digest"])
+                         docs["instructions"], docs["workload"]["digest"], docs["environment"].get("sandbox"))
         floor = docs["noise_floor"]["floor"] if docs["noise_floor"] else None
         plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
         question, margin = campaign["question"], campaign["margin"]
-        derived["stats"] = with_interference(
+        derived["stats"] = with_outside(with_interference(
             derive_stats(docs["runs"], campaign["threshold"], floor, plan, question, margin,
                          C.family_members(campaign, docs["runner"]["items"])),
-            docs["runs"], campaign.get("interference"), campaign["threshold"], floor, question, margin)
+            docs["runs"], campaign.get("interference"), campaign["threshold"], floor, question, margin), docs["runs"])
         stats = derived["stats"]
         derived["instructions"] = instructions_section(docs["instructions"], stats["verdict"],
                                                        stats["paired"]["ci95"], stats["band"]) \

@@ -71,7 +71,7 @@ class ErringModel(Model):
         run = super().__call__(job)
         for item in (run.result or {}).get("items", []) if job.mode == "run" else []:
             if item["id"] in self.raising:
-                item.update(fields={}, error={"type": "ValueError", "message": f"{item['id']}: no such series"})
+                item.update(files={}, error={"type": "ValueError", "message": f"{item['id']}: no such series"})
         return run
 
 
@@ -134,8 +134,11 @@ def family_bundle(where: Path) -> Path:
 
 
 def gate_bundle(where: Path) -> Path:
-    """A sequential campaign asking the CI gate's one-sided question (not slower than 5%), answered."""
-    outcome, _ = run_fake(where, Model(items=4, item_s=0.1, ratio=1.0, noise=0.01, seed=5), rounds="auto",
+    """A sequential campaign asking the CI gate's one-sided question (not slower than 5%), answered
+    after more rounds than its first look (13 of a cap of 39): a budget cut to a seventh gives a cap
+    below the rounds it ran, which the checkers refuse; a campaign that decides at its first look
+    holds its budget to nothing but a cap at or above that look."""
+    outcome, _ = run_fake(where, Model(items=4, item_s=0.1, ratio=1.0, noise=0.03, seed=5), rounds="auto",
                           budget_s=60, min_rounds=4, verdict={"question": "not_slower", "margin": 0.05})
     assert outcome.comparison["stats"]["verdict"] == "not slower", outcome.comparison["stats"]["verdict_reason"]
     return outcome.out

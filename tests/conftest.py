@@ -228,6 +228,7 @@ def write_campaign(path: Path, tree: Path, patch: Path, workload_dir: Path, entr
             "workload": {"entry": entry, "path": str(workload_dir), "params": fields.pop("params", {})},
             "order": "AB", "slots": 1, "timeouts": {"run_s": 60, "campaign_s": 300}}
     body.update(fields)
+    body = {k: v for k, v in body.items() if v is not None}  # a field given as None leaves the default out
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
 
@@ -347,11 +348,13 @@ def probe_runs(tmp_path_factory):
         here = root / order
         scratch = here / "tmp"
         scratch.mkdir(parents=True)
-        log = here / "steps.log"
+        log = here / "log" / "steps.log"  # a folder the campaign declares shared: the workers write it
+        log.parent.mkdir()
         campaign = write_campaign(here / "probe.yaml", tree, patch, workloads, "probe_workload:setup",
                                   name=f"probe-{order.lower()}", order=order, slots=2,
                                   params={"log": str(log), "n": 100000, "items": 3},
-                                  stages={"outer": "probe.core:outer", "inner": "probe.core:inner"})
+                                  stages={"outer": "probe.core:outer", "inner": "probe.core:inner"},
+                                  env={"PROBE_LOG": str(log.parent)})
         run_env = {**env, "TMPDIR": str(scratch)}
         out = here / "bundle"
         procs[order] = subprocess.Popen([sys.executable, "-m", "harness", "run", str(campaign), "--out", str(out)],

@@ -45,6 +45,9 @@ class Model:
     # pre-flight's label is check:base or check:candidate)
     outputs: Any = None
     item_ratio: dict = field(default_factory=dict)  # item id -> the candidate's ratio for it (else `ratio`)
+    # label -> FakeRun fields of what the runner sees from outside (before_s, after_s, loop_s, loop_cpu_s,
+    # before_cpu_s, after_cpu_s, scheduling, violations, unmarked): a run whose outside figures differ
+    outside: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -71,10 +74,11 @@ class Model:
             return FakeRun(exit_code=1, output=b"Traceback (most recent call last):\nRuntimeError: boom\n")
         if label in self.hang:
             return FakeRun(hang=True)
-        arrays_dir = Path(job.arrays_dir)
+        arrays_dir = Path(job.arrays_dir)  # the run's own output folder: the runner reads, hashes and stores
         if job.mode == "check":
             first = self.ids()[0]
-            fields = {name: arrays.store(value, arrays_dir) for name, value in self._outputs(first, label, variant).items()}
+            fields = {name: arrays.write_raw(value, arrays_dir, f"0-{j}")
+                      for j, (name, value) in enumerate(self._outputs(first, label, variant).items())}
             return FakeRun(result={"item": first, "fields": fields, "raised": [], "items": self.ids(),
                                    "stage_calls": {name: 1 for name in job.stages},
                                    "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
@@ -82,17 +86,18 @@ class Model:
         steal, slowed = self.disturb.get(label, (0, 1.0))
         factor *= slowed
         items = []
-        for item in job.items:
+        for index, item in enumerate(job.items):
             ratio = self.item_ratio.get(item, self.ratio) if variant == "candidate" else 1.0
             wall = self.item_s * factor * ratio * math.exp(self.rng.gauss(0.0, self.noise / 4))
-            outs = {name: records.Output(**arrays.store(value, arrays_dir))
-                    for name, value in self._outputs(item, label, variant).items()}
-            items.append(records.Item(item, wall, wall * 0.9, outs, None))
+            outs = {name: arrays.write_raw(value, arrays_dir, f"{index}-{j}")
+                    for j, (name, value) in enumerate(self._outputs(item, label, variant).items())}
+            items.append(records.WorkerItem(item, wall, wall * 0.9, outs, None))
         wall = sum(it.wall_s for it in items) * 1.001 + 1e-4
         stages = {name: records.StageTotals(len(items), 0.1 * wall, 0.2 * wall) for name in job.stages}
         result = records.WorkerResult(
             wall_s=wall, items=items, stages=stages, stages_installed={name: True for name in job.stages},
-            imported_from=records.Imports("/fake/workload.py", {n: "tree:lib/core.py" for n in job.stages}),
+            imported_from=records.Imports(f"{job.workload.path}/model_workload.py" if job.workload.path else "<built-in>",
+                                          {n: "tree:lib/core.py" for n in job.stages}),
             metrics={}, machine=records.Machine(cores=2, process_cpu_s=0.95 * wall, cpu_stall_s=self.stall * wall,
                                                 stage_wrapper_s=1e-6 if job.stages else None, cpu_freq_mhz=None,
                                                 warmup_s=0.25, loadavg_before=[0.1, 0.1, 0.1],
@@ -102,18 +107,17 @@ class Model:
             python=records.Interpreter.current(),
             started_at=_iso(0.0), ended_at=_iso(0.0),
             interference={"user_hz": 100, "steal_ticks": steal, "cpu": 0, "cpu_steal_ticks": steal,
-                          "freq_mhz_before": None, "freq_mhz_after": None},
-            memory=self._memory(variant))
+                          "freq_mhz_before": None, "freq_mhz_after": None})
+        memory = self._memory(variant)
         return FakeRun(result=records.to_json(result), wall_s=wall + 0.4, output=self.output,
-                       maxrss_bytes=result.memory.process_peak_bytes + (8 << 20))
+                       maxrss_bytes=memory["hwm_before"] + (8 << 20), memory=memory, **self.outside.get(label, {}))
 
-    def _memory(self, variant: str) -> records.Memory:
-        """Readings as Linux gives them: whole 4 KiB pages, the loop's peak a few pages apart run to run."""
+    def _memory(self, variant: str) -> dict:
+        """The runner's readings as Linux gives them: whole 4 KiB pages, the loop's peak a few pages apart run to run."""
         page = 4096
         peak = int(self.peak_bytes * (self.memory if variant == "candidate" else 1.0)) // page * page
         peak += self.rng.randrange(4) * page
-        return records.Memory(process_peak_bytes=peak + 64 * page, loop_start_bytes=peak - 256 * page,
-                              loop_peak_bytes=peak, reset=True)
+        return {"rss_start": peak - 256 * page, "hwm_before": peak + 64 * page, "hwm_end": peak}
 
     def _outputs(self, item: str, label: str, variant: str) -> dict:
         return self.outputs(item, label) if self.outputs else {"out": self._output(item, variant)}
@@ -273,10 +277,11 @@ def _stats_doc() -> dict:
             "rounds": {"n": 0, "min": 0, "pairs": [], "unpaired": [], "log_ratios": [], "sd_log": None,
                        "t_quantile": None, "typical_deviation": None},
             "sequential": None,
-            "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
+            "paired": {"metric": "run wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None, "ci95": None,
                        "run_ratio": None},
             "per_item": None, "family": None, "drift": None, "load": {"overloaded": []},
-            "verdict": "inconclusive", "verdict_reason": "", "warnings": []}
+            "verdict": "inconclusive", "verdict_reason": "", "warnings": [],
+            "outside": {"contradicted": [], "moved": None, "holds": True}}
 
 
 def comparison_doc(**parts) -> dict:
@@ -284,7 +289,8 @@ def comparison_doc(**parts) -> dict:
     in, level by level: a dict merges into the level it names, anything else replaces it."""
     doc = {"schema": C.SCHEMAS["comparison"], "campaign": "hand", "status": "complete", "reason": None, "order": "",
            "items": {"planned": 0, "of": 0}, "runs": [],
-           "wall": {"timer": "perf_counter", "base_mean_s": None, "candidate_mean_s": None, "saving_s": None,
+           "sandbox": {"level": "full", "reason": None},
+           "wall": {"timer": C.WALL_TIMER, "base_mean_s": None, "candidate_mean_s": None, "saving_s": None,
                     "saving_pct": None, "speedup": None},
            "stages": {},
            "parity": {"identical": True, "agree": True, "tolerance": None, "reference": None, "items": 0,

@@ -3,6 +3,12 @@
 The digest covers dtype, shape and the raw C-contiguous little-endian bytes, so NaN payloads,
 -0.0 and dtype or shape changes all count. torch is never imported here: tensors are
 converted by duck typing, so a worker that returns numpy arrays never loads torch.
+
+Two sides of one owner: the worker writes each output raw into its run's own folder
+(`write_raw`: the code under test runs in the worker, so it never hashes what becomes evidence),
+and the runner reads each file bounded, as a hostile file (no link followed, a regular file only,
+its header held to the canonical form, its size to its header's, nothing unpickled), hashes it
+and stores it into the bundle itself (`ingest`).
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import io
 import json
 import math
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +108,93 @@ def store(array: np.ndarray, arrays_dir: Path) -> dict:
     if not path.exists():
         atomic_write_bytes(path, gzip.compress(npy_bytes(array), compresslevel=6, mtime=0))
     return info
+
+
+def write_raw(array, folder: Path, stem: str) -> str:
+    """The worker's side: the canonical array as a plain `.npy` in its own folder; its file name."""
+    array = to_numpy(array)
+    name = f"{stem}.npy"
+    with open(Path(folder) / name, "wb") as fh:
+        np.lib.format.write_array(fh, array, version=(1, 0), allow_pickle=False)
+    return name
+
+
+CHUNK = 1 << 20
+MAX_RAW_BYTES = 4 << 30  # the most one output file may hold (the contract's arrays total, decompressed)
+
+
+def ingest(path: str | os.PathLike, arrays_dir: Path | None, limit: int = MAX_RAW_BYTES) -> dict:
+    """The runner's side: a worker's raw output file read as hostile input (no link followed, a
+    regular file of at most `limit` bytes, a canonical header: a plain little-endian C-order array of
+    a supported kind, exactly the bytes its header declares, nothing unpickled), hashed here, and
+    stored into arrays_dir under its digest (None: hashed only). {digest, dtype, shape}, or
+    ArrayError naming what is wrong."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ArrayError(f"cannot open it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ArrayError("not a regular file")
+        if st.st_size > limit:
+            raise ArrayError(f"{st.st_size} bytes, over the {limit} an output may have")
+        try:
+            version = np.lib.format.read_magic(fh)
+            if version != (1, 0):
+                raise ValueError(f".npy version {version}, not the (1, 0) the worker writes")
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh, max_header_size=1 << 12)
+        except (ValueError, OSError, SyntaxError) as exc:
+            raise ArrayError(f"not an .npy file the worker writes ({str(exc)[:200]})") from None
+        if fortran or dtype.hasobject or dtype.fields is not None or dtype.kind not in _SUPPORTED_KINDS:
+            raise ArrayError(f"not a plain C-order array of a supported kind ({dtype})")
+        if dtype.byteorder == ">" or len(shape) > 32 or any(n < 0 for n in shape):
+            raise ArrayError(f"not in canonical form ({dtype.str}, {len(shape)} dimensions)")
+        size = math.prod(shape) * dtype.itemsize
+        if fh.tell() + size != st.st_size:
+            raise ArrayError(f"{st.st_size - fh.tell()} bytes of data, its header declares {size}")
+        h = hashlib.sha256(DIGEST_PREFIX)
+        h.update(header(dtype.str, shape))
+        h.update(b"\n")
+        start = fh.tell()
+        left = size
+        while left:
+            data = fh.read(min(CHUNK, left))
+            if not data:
+                raise ArrayError("the file shrank while it was read")
+            h.update(data)
+            left -= len(data)
+        digest_ = h.hexdigest()
+        info = {"digest": digest_, "dtype": dtype.str, "shape": list(shape)}
+        if arrays_dir is not None:
+            dest = array_path(arrays_dir, digest_)
+            if not dest.exists():
+                fh.seek(start)
+                _store_stream(fh, dtype, shape, size, dest)
+    return info
+
+
+def _store_stream(fh, dtype, shape, size: int, dest: Path) -> None:
+    """Gzip the canonical .npy (header as `store` writes it, then the data) into dest, atomically."""
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+            np.lib.format.write_array_header_1_0(gz, {"descr": dtype.str, "fortran_order": False,
+                                                      "shape": tuple(shape)})
+            left = size
+            while left:
+                data = fh.read(min(CHUNK, left))
+                if not data:
+                    raise ArrayError("the file shrank while it was read")
+                gz.write(data)
+                left -= len(data)
+        with open(tmp, "rb") as done:
+            os.fsync(done.fileno())
+        os.replace(tmp, dest)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def load(path: str | os.PathLike) -> np.ndarray:

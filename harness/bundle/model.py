@@ -339,6 +339,36 @@ class Interference:
 
 
 @dataclass(frozen=True)
+class Moved:
+    """The time-outside-the-loop rule over the paired rounds (contract.moved_outside)."""
+    rounds: int
+    saved_s: float
+    grown_s: float
+    grown_cpu_s: Optional[float]
+    lower_s: list[Optional[float]]
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class OutsideStats:
+    """What the runner's own figures say of the claim (contract.outside_veto)."""
+    contradicted: list[str]
+    moved: Optional[Moved]
+    holds: bool
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """What every worker ran under (environment.json's sandbox): its level and why it is not full."""
+    level: str
+    reason: Optional[str]
+
+    @property
+    def full(self) -> bool:
+        return self.level == "full"
+
+
+@dataclass(frozen=True)
 class Stats:
     method: str
     question: str  # contract.QUESTIONS: a claim, or a one-sided question against `margin`
@@ -359,6 +389,9 @@ class Stats:
     verdict: str
     verdict_reason: str
     warnings: list[str]
+    # the runner's own figures against the claim (contract.outside_veto), after interference (None:
+    # stats a look derives, before it; a bundle's always has it)
+    outside: Optional[OutsideStats] = dataclasses.field(default=None, kw_only=True)
 
     @classmethod
     def of(cls, doc: dict) -> Stats:
@@ -422,6 +455,7 @@ class Comparison:
     order: str
     items: Items
     runs: list[RunRow]
+    sandbox: Sandbox
     wall: Wall
     stages: dict[str, Stage]
     parity: Parity

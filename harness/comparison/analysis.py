@@ -3,9 +3,10 @@
 Method (README "Statistics and verdict"). Ok timed runs are paired into rounds: the k-th
 base run with the k-th candidate run (with `rounds: N` they ran in round k, in a shuffled
 order); stage runs (As1, Bs1) carry the stage wrappers and stay out of the headline.
-Per round, d_k = the mean over items of log(candidate item wall / base item wall), over
-the items usable in every ok run (no error, a positive wall); without usable items,
-log(candidate run wall / base run wall). The ratio is exp(the 20%-trimmed mean of d_k),
+Per round, d_k = log(candidate run wall / base run wall), each run's wall its timed loop by the
+runner's own clock between the worker's marks (harness/engine/outside.py): the code under test
+runs in the worker, so nothing the worker times is the headline. Each item's own ratio over the
+rounds (the per-item table) reads the worker's item walls, its word. The ratio is exp(the 20%-trimmed mean of d_k),
 its 95% interval the Tukey-McLaughlin (Yuen) trimmed-t interval: the spread between
 rounds, so the interval holds what load and drift change (the process, the run), not
 only the item-to-item spread.
@@ -35,7 +36,7 @@ from harness import contract as C
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
                               SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
                               decide, sequence_ratio, sig10, stopped, timed)
-from harness.contract import interference_warning, without_disturbed as decide_without
+from harness.contract import interference_warning, moved_outside, outside_veto, without_disturbed as decide_without
 
 if TYPE_CHECKING:
     from harness.records import Interference, RunRecord
@@ -272,7 +273,7 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
         "rounds": {"n": len(pairs), "min": MIN_ROUNDS, "pairs": [[a.label, b.label] for a, b in pairs],
                    "unpaired": unpaired, "log_ratios": [], "sd_log": None, "t_quantile": None,
                    "typical_deviation": None},
-        "paired": {"metric": "item wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
+        "paired": {"metric": "run wall_s", "items": 0, "items_excluded": 0, "geomean_ratio": None,
                    "ci95": None, "run_ratio": None},
         "claim_band": sig10(band), "per_item": None, "family": None, "drift": None,
         "load": {"overloaded": overloaded(ok)}, "sequential": None, "verdict": "inconclusive", "verdict_reason": "",
@@ -294,8 +295,8 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
         return _family(result, pairs, family, threshold, band, sequential, question, margin)
 
     items, dropped = usable_items([r for pair in pairs for r in pair], "wall_s")
-    logs = round_logs(pairs, items, "wall_s")
-    d = [math.fsum(row) / len(row) for row in logs]
+    logs = round_logs(pairs, items, "wall_s")  # per item: the worker's walls, for the per-item table
+    d = run_logs(pairs)  # the headline: the runner's walls
     iv = interval(d)
     run_ratio = mean(_wall(b) for _, b in pairs) / mean(_wall(a) for a, _ in pairs)
     paired, rounds = result["paired"], result["rounds"]
@@ -307,13 +308,9 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
     deviation = sig10(1.0 - math.exp(-statistics.median(abs(v - center) for v in d)))
     rounds.update(log_ratios=[sig10(v) for v in d], sd_log=iv["sd_log"], t_quantile=iv["t_quantile"],
                   typical_deviation=deviation)
-    if items:
-        if dropped:
-            warnings.append(f"{dropped} item(s) left out of the paired comparison "
-                            "(error or no positive wall_s in some ok run)")
-    else:
-        paired["metric"] = "run wall_s"
-        warnings.append("items carry no usable timings: the ratio and its CI come from run walls")
+    if items and dropped:
+        warnings.append(f"{dropped} item(s) left out of the per-item table "
+                        "(error or no positive wall_s in some ok run)")
 
     what = what_of(items, len(pairs))
     result["drift"], _, claim_band, cautions = cautions_of(pairs, d, result["load"]["overloaded"], threshold, band)
@@ -371,9 +368,12 @@ def cautions_of(pairs, d: list[float], overloaded_runs: list[str], threshold: fl
 
 def what_of(items: list[str], rounds: int) -> str:
     """The verdict reason's name for the interval's quantity."""
-    if items:
-        return f"the geometric-mean item wall ratio over {len(items)} items and {rounds} rounds"
-    return f"the run wall ratio over {rounds} rounds (items carry no usable timings)"
+    return f"the run wall ratio (the runner's clock) over {rounds} rounds"
+
+
+def run_logs(pairs: list[tuple[RunRecord, RunRecord]]) -> list[float]:
+    """Per round, log(candidate run wall / base run wall): the headline's d_k."""
+    return [math.log(_wall(b) / _wall(a)) for a, b in pairs]
 
 
 def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], threshold: float,
@@ -415,9 +415,7 @@ def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, ban
         item, maps = member
         d = [math.log(maps[b.label][item].wall_s / maps[a.label][item].wall_s) for a, b in kept]
         return look(kept, d, [], overloaded_runs, threshold, band, plan, question, margin, item)[1]
-    items, _ = usable_items([r for pair in kept for r in pair], "wall_s")
-    d = [math.fsum(row) / len(row) for row in round_logs(kept, items, "wall_s")]
-    return look(kept, d, items, overloaded_runs, threshold, band, plan, question, margin)[1]
+    return look(kept, run_logs(kept), [], overloaded_runs, threshold, band, plan, question, margin)[1]
 
 
 def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold: float, band: float,
@@ -571,6 +569,35 @@ def _fixed_member(row: dict, held, d: list[float], item: str, threshold: float, 
 def round_of(label: str) -> int:
     """A timed run's round: A3 and B3 are round 3."""
     return int(label[1:])
+
+
+def outside_of(r: RunRecord) -> tuple:
+    """(loop wall, time outside the loop by the runner's clock, the kernel's CPU over the loop and
+    outside it, each None where not read)."""
+    o = r.outside
+    assert o is not None  # an ok run of the current schema has its section
+    cpu = o.before_cpu_s + o.after_cpu_s if o.before_cpu_s is not None and o.after_cpu_s is not None else None
+    return _wall(r), o.before_s + o.after_s, o.loop_cpu_s, cpu
+
+
+def with_outside(stats: dict, runs: list) -> dict:
+    """stats with `outside`: the runs whose figures the runner's own contradict, and the rule on the
+    time outside the timed loop over the paired rounds (contract.moved_outside); a claim the outside
+    figures do not support is not made (contract.outside_veto)."""
+    usable = [r for r in usable_runs(runs) if r.outside is not None]
+    contradicted = [(r.label, r.outside.contradictions) for r in usable if r.outside and r.outside.contradicted]
+    pairs, _ = pairs_of([r for r in usable if timed(r.label)])
+    moved = moved_outside([(outside_of(a), outside_of(b)) for a, b in pairs], stats["band"])
+    stats["verdict"], stats["verdict_reason"], holds = outside_veto(stats["verdict"], stats["verdict_reason"],
+                                                                    contradicted, moved)
+    stats["outside"] = {"contradicted": [label for label, _ in contradicted], "moved": moved, "holds": holds}
+    if contradicted:
+        stats["warnings"].append("outside: the runner's own figures contradict the worker's in " + ", ".join(
+            f"{label} ({', '.join(causes)})" for label, causes in contradicted))
+    if moved is not None and moved["flagged"]:
+        stats["warnings"].append(f"outside: the time outside the candidate's timed loop grew by {moved['grown_s']:.3g} "
+                                 f"s a round while its loop saved {moved['saved_s']:.3g} s")
+    return stats
 
 
 def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: float,

@@ -21,11 +21,12 @@ def mean(values: list[float]) -> float | None:
 
 
 def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict | None, arrays_dir: Path,
-           floor: dict | None = None, instr: Sequence[InstructionRecord] = (), workload: str | None = None) -> dict:
+           floor: dict | None = None, instr: Sequence[InstructionRecord] = (), workload: str | None = None,
+           sandbox: dict | None = None) -> dict:
     """campaign: data/campaign.json; runs: RunRecords in execution order; runner and cleanup:
     their receipts; golden: the pinned golden file; floor: the pinned noise-floor file; instr:
     the InstructionRecords in execution order; workload: the workload receipt's digest, which
-    every ok run's must equal."""
+    every ok run's must equal; sandbox: environment.json's sandbox (what every worker ran under)."""
     ok = [r for r in runs if r.ok]
     ok_instr = [r for r in instr if r.ok]
     by_variant = {v: [r for r in ok if r.variant == v] for v in ("base", "candidate")}
@@ -48,7 +49,7 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
     # ones (the same runs, for an order without stage runs); parity over every run.
     base_mean = mean([r.wall_s for r in by_variant["base"] if r.timed])
     cand_mean = mean([r.wall_s for r in by_variant["candidate"] if r.timed])
-    wall = {"timer": "perf_counter", "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
+    wall = {"timer": C.WALL_TIMER, "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
             "saving_s": None, "saving_pct": None, "speedup": None}
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
         wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
@@ -61,6 +62,7 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
                              family=C.family_members(campaign, runner["items"]))
     stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
                                        floor_value, question, margin)
+    stats = analysis.with_outside(stats, runs)
     instructions = instructions_section(instr, stats) if campaign["instructions"] is not None else None
     return {
         "schema": C.SCHEMAS["comparison"],
@@ -71,6 +73,7 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
         "items": {"planned": len(runner["items"]), "of": len(runner["items_all"])},
         "runs": [{"label": r.label, "variant": r.variant, "sha": r.sha, "wall_s": r.wall_s,
                   "exit_code": r.exit_code, "status": r.status} for r in runs],
+        "sandbox": C.sandbox_summary(sandbox),
         "wall": wall,
         "stages": _stages(campaign, staged),
         "parity": _parity(campaign, ok, by_variant, golden, arrays_dir, staged),

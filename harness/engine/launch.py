@@ -1,31 +1,47 @@
 """Launching workers: the one seam between the campaign loop and the machine.
 
-The runner (harness/engine/runner.py) decides what runs when; a Launcher starts one worker
-for a run, waits for it under its timeout, kills what it left behind, and keeps the ledger of
-every process it launched for the cleanup receipt. It also answers what the runner asks of the
-machine the workers run on: the clock, the environment record and an interpreter's identity.
+The runner (harness/engine/runner.py) decides what runs when; a Launcher (the `Launcher` protocol
+below) starts one worker for a run, confines it (its Launch's sandbox), measures it from outside
+(the mark channel, engine/outside.py), waits for it under its timeout, kills what it left behind,
+and keeps the ledger of every process it launched for the cleanup receipt. It also answers what
+the runner asks of the machine the workers run on: the clock, the environment record and an
+interpreter's identity. What it hands back for each run is an Exit: the process's identity and
+life, the parent's own marks, and how the run was made (records.Launched).
 
-* LocalLauncher: real processes (subprocess, psutil), each in its own process group, as every
-  campaign runs.
+* LocalLauncher: real processes, each in its own process group and, by default, its own sandbox
+  (the harness's interpreter runs harness/worker/sandbox.py, which confines itself and execs the
+  worker), each given one end of a mark channel.
+* ZygoteLauncher (engine/zygote_launcher.py): timed and stage runs forked from a per-variant zygote.
 * FakeLauncher: no process at all. A Python function plays the worker (it gets the job and
-  returns what the worker would write), a fake clock advances by the wall it says the run took.
-  Order, rounds, `rounds: auto`, timeouts, interruption and a whole campaign's statistics are
-  tested with it in milliseconds (tests/unit/test_engine.py); the tests of real processes
-  (cleanup, signals, kill) use LocalLauncher.
+  returns what the worker would write), a fake clock advances by the wall it says the run took,
+  and the marks are what the fake run says the parent saw. Order, rounds, `rounds: auto`,
+  timeouts, interruption and a whole campaign's statistics are tested with it in milliseconds
+  (tests/unit/test_engine.py); the tests of real processes (cleanup, signals, kill) use
+  LocalLauncher.
+
+A new launcher (a container, a remote host) is one file: a class with these methods, which starts
+what Launch.argv names (wrapped by Launch.sandbox where it confines), gives the worker its
+channel (outside.CHANNEL_ENV) and returns its Exit; `runner._launcher` picks it.
 """
 from __future__ import annotations
 
 import os
+import selectors
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
+from harness.engine import outside
+from harness.engine.outside import Marks
+from harness.engine.sandbox import Confinement, Probe
 from harness.records import Job, Launched, Process
 
-POLL_S = 0.05  # how soon a worker's exit is noticed
+POLL_S = 0.05  # how soon a zygote's reply is looked for when nothing else wakes the launcher
+TICK_S = 0.25  # how often the progress line is redrawn while a worker runs (its marks and exit wake us at once)
 WATCH_S = 0.5  # how often its descendants are listed (~0.4 ms of parent CPU each time)
 
 
@@ -40,6 +56,7 @@ class Launch:
     label: str
     role: str  # "worker" | "preflight"
     timeout_s: float
+    sandbox: Optional[Confinement] = None  # how the worker is confined (None: not at all)
 
 
 @dataclass(frozen=True)
@@ -52,6 +69,34 @@ class Exit:
     leftovers: list
     process: Process
     launch: Optional[Launched] = None  # how it was made (None: fresh, by this launcher)
+    marks: Optional[Marks] = None  # what the parent saw of it from outside (None: no channel)
+
+
+class Launcher(Protocol):
+    """What the runner needs of a launcher (LocalLauncher, ZygoteLauncher, FakeLauncher)."""
+    clock: "Clock | FakeClock"
+
+    def environment(self, worker_env: dict, interpreters: dict) -> dict: ...
+
+    def interpreter(self, python: Optional[str], cwd: Path) -> dict: ...
+
+    def sandbox_probe(self, code: Path) -> Probe:
+        """What sandbox this machine gives the workers (engine/sandbox.py)."""
+        ...
+
+    def run(self, launch: Launch) -> Exit: ...
+
+    def prepare(self, variant: str, launch: Launch, protected: frozenset = frozenset()) -> Optional[str]:
+        """Before any timed run (the pre-flight): anything of this variant's launches that can be
+        refused now (a zygote's preload importing one of the `protected` packages: the code under
+        test), as one line; None when nothing is wrong."""
+        ...
+
+    def interrupt(self) -> None: ...
+
+    def kill_all(self) -> None: ...
+
+    def receipt(self) -> dict: ...
 
 
 def maxrss_bytes(usage) -> Optional[int]:
@@ -59,20 +104,49 @@ def maxrss_bytes(usage) -> Optional[int]:
     return usage.ru_maxrss * 1024 if usage.ru_maxrss > 0 else None
 
 
-def reap(proc: subprocess.Popen, block: bool) -> tuple[bool, Optional[int]]:
-    """Reap the worker with wait4, for the rusage Popen.wait drops: (reaped, its maxrss in bytes).
-    Its exit code goes where Popen keeps it (a negative signal number, as Popen gives)."""
+def reap(proc: subprocess.Popen, block: bool) -> tuple[bool, Optional[int], Optional[float]]:
+    """Reap the worker with wait4, for the rusage Popen.wait drops: (reaped, its maxrss in bytes,
+    its CPU time: user + system, its reaped descendants' included). Its exit code goes where Popen
+    keeps it (a negative signal number, as Popen gives)."""
     if proc.returncode is not None:
-        return True, None
+        return True, None, None
     try:
         pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
     except ChildProcessError:  # reaped elsewhere (never here: the runner is its only waiter)
         proc.returncode = proc.returncode if proc.returncode is not None else -1
-        return True, None
+        return True, None, None
     if pid == 0:
-        return False, None
+        return False, None, None
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return True, maxrss_bytes(usage)
+    return True, maxrss_bytes(usage), usage.ru_utime + usage.ru_stime
+
+
+def channel_pair() -> tuple[socket.socket, socket.socket]:
+    """(the parent's end, the worker's end) of a mark channel; the worker's is inheritable."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    theirs.set_inheritable(True)
+    return ours, theirs
+
+
+def pidfd(pid: int) -> Optional[int]:
+    """A descriptor that becomes readable when the process ends (Linux 5.3+), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def watched(launcher, channel: Optional["outside.Channel"]) -> dict:
+    """The scheduling of the processes a worker could reach but must not change: the runner and
+    every live zygote (ZygoteLauncher.others), read before a run and compared after it."""
+    seen = {"runner": outside.scheduling(os.getpid())}
+    for name, pid in getattr(launcher, "others", lambda: {})().items():
+        seen[name] = outside.scheduling(pid)
+    return seen
+
+
+def scheduling_moved(before: dict, after: dict) -> list[str]:
+    return [line for name in before for line in outside.changes(name, before[name], after.get(name))]
 
 
 class Clock:
@@ -108,37 +182,47 @@ class LocalLauncher:
 
         return environment.interpreter(python, cwd)
 
+    def prepare(self, variant: str, launch: Launch, protected: frozenset = frozenset()) -> Optional[str]:
+        return None
+
+    def sandbox_probe(self, code: Path) -> Probe:
+        from harness.engine import sandbox
+
+        return sandbox.probe(str(code), os.environ.get(sandbox.DISABLE_ENV, ""))
+
     def run(self, launch: Launch) -> Exit:
-        """Start the worker, wait for it (killing it at its timeout), then kill and record
-        anything of its run still alive: a worker that leaves processes behind fails."""
+        """Start the worker (in its sandbox, given its channel), wait for it (killing it at its
+        timeout), then kill and record anything of its run still alive: a worker that leaves
+        processes behind fails. Its marks are read as they come, the parent's clock first."""
         import psutil
 
         from harness.engine import cleanup
 
+        before = watched(self, None)
+        ours, theirs = channel_pair()
+        env = {**launch.env, outside.CHANNEL_ENV: str(theirs.fileno())}
+        argv = launch.sandbox.argv(launch.argv) if launch.sandbox is not None else launch.argv
         started_at, t0 = time.time(), time.monotonic()
+        marks = Marks(launched=t0)
         with open(launch.log, "wb") as log:
-            proc = subprocess.Popen(launch.argv, cwd=launch.cwd, env=launch.env, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                proc = subprocess.Popen(argv, cwd=launch.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(theirs.fileno(),))
+            finally:
+                theirs.close()
             self.current, self.current_label = proc, launch.label
             try:
                 self.ledger.add(psutil.Process(proc.pid), launch.label, launch.role, launch.argv)
             except psutil.NoSuchProcess:
                 pass
-            timed_out, next_watch, maxrss = False, 0.0, None
-            while True:
-                reaped, maxrss = reap(proc, block=False)
-                if reaped:
-                    break
-                if time.monotonic() >= next_watch:
-                    self.ledger.watch_descendants(proc.pid, launch.label)
-                    next_watch = time.monotonic() + WATCH_S
-                self.tick()
-                if time.monotonic() - t0 > launch.timeout_s:
-                    timed_out = True
-                    self._kill_run(proc.pid, launch.label)
-                    _, maxrss = reap(proc, block=True)
-                    break
-                time.sleep(POLL_S)
+            channel = outside.Channel(ours, marks, proc.pid, before["runner"])
+            exited = pidfd(proc.pid)
+            timed_out, maxrss, cpu = self._wait(proc, launch, t0, channel, exited)
+            marks.reaped, marks.life_cpu = time.monotonic(), cpu
+            channel.drain()
+            if exited is not None:
+                os.close(exited)
+            channel.close()
             self.current = None
         cleanup.reap_orphans()
         self.ledger.watch_descendants(os.getpid(), launch.label)
@@ -146,12 +230,47 @@ class LocalLauncher:
                      if p.pid != proc.pid]
         self._kill_run(proc.pid, launch.label)
         self.ledger.kill_all(launch.label)
+        marks.scheduling += scheduling_moved(before, watched(self, None))
         # One wall-clock reading anchors the process; its length is the monotonic clock's. Reading
         # both clocks again at the end would put whatever preempts the runner between the two reads
         # (tens of ms on a loaded machine) into the record as a process that does not add up.
         wall_s = time.monotonic() - t0
         return Exit(proc.pid, proc.returncode, timed_out, leftovers,
-                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s, maxrss_bytes=maxrss))
+                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s, maxrss_bytes=maxrss),
+                    marks=marks)
+
+    def _wait(self, proc: subprocess.Popen, launch: Launch, t0: float, channel: "outside.Channel",
+              exited: Optional[int]) -> tuple[bool, Optional[int], Optional[float]]:
+        """Until the worker ends or its timeout: woken by its marks and its exit (pidfd), not by a
+        poll; (timed out, maxrss, CPU at reap)."""
+        selector = selectors.DefaultSelector()
+        selector.register(channel, selectors.EVENT_READ, "marks")
+        if exited is not None:
+            selector.register(exited, selectors.EVENT_READ, "exit")
+        next_watch, open_channel = 0.0, True
+        try:
+            while True:
+                reaped, maxrss, cpu = reap(proc, block=False)
+                if reaped:
+                    return False, maxrss, cpu
+                now = time.monotonic()
+                if now >= next_watch:
+                    self.ledger.watch_descendants(proc.pid, launch.label)
+                    next_watch = now + WATCH_S
+                self.tick()
+                if now - t0 > launch.timeout_s:
+                    self._kill_run(proc.pid, launch.label)
+                    _, maxrss, cpu = reap(proc, block=True)
+                    return True, maxrss, cpu
+                wait = min(TICK_S, next_watch - now, t0 + launch.timeout_s - now + 0.001)
+                if exited is None:
+                    wait = min(wait, POLL_S)
+                for key, _ in selector.select(max(0.0, wait)):
+                    if key.data == "marks" and not channel.feed() and open_channel:
+                        selector.unregister(channel)
+                        open_channel = False
+        finally:
+            selector.close()
 
     def _kill_run(self, pgid: int, label: str) -> None:
         """Record every process of the run first, so the receipt lists what the kill ends."""
@@ -205,6 +324,41 @@ class FakeRun:
     hang: bool = False
     leftovers: list = field(default_factory=list)
     maxrss_bytes: Optional[int] = None  # what wait4 would give of the reaped process
+    # What the parent would have seen from outside (engine/outside.py): the process's life before
+    # and after its timed loop, the loop as the parent timed it (None: the worker's wall plus a
+    # wake-up), the kernel's CPU over it and outside it, its memory, and anything marks() changes.
+    before_s: float = 0.3
+    after_s: float = 0.1
+    loop_s: Optional[float] = None
+    loop_cpu_s: Optional[float] = None  # None: 0.95 of the loop
+    before_cpu_s: Optional[float] = None  # None: 0.9 of before_s
+    after_cpu_s: Optional[float] = None  # None: 0.9 of after_s
+    memory: Optional[dict] = None  # {rss_start, hwm_before, hwm_end}: the parent's readings
+    scheduling: list = field(default_factory=list)
+    violations: list = field(default_factory=list)
+    unmarked: bool = False  # the worker never marked its loop
+    marked_s: Optional[float] = None  # the loop as the worker's own end mark says (None: its result's wall)
+
+    def marks(self, launched: float, worker_wall: Optional[float]) -> Marks:
+        """The marks of this fake run, launched at `launched` on the fake clock."""
+        loop = self.loop_s if self.loop_s is not None else (worker_wall or 0.0) + 2e-4
+        start = launched + self.before_s
+        cpu_start = self.before_cpu_s if self.before_cpu_s is not None else 0.9 * self.before_s
+        loop_cpu = self.loop_cpu_s if self.loop_cpu_s is not None else 0.95 * loop
+        after_cpu = self.after_cpu_s if self.after_cpu_s is not None else 0.9 * self.after_s
+        mem = self.memory or {}
+        marks = Marks(launched=launched, reaped=start + loop + self.after_s,
+                      life_cpu=cpu_start + loop_cpu + after_cpu, rss_start=mem.get("rss_start"),
+                      hwm_before=mem.get("hwm_before"), hwm_end=mem.get("hwm_end"), reset=bool(mem),
+                      violations=list(self.violations), scheduling=list(self.scheduling))
+        if worker_wall is not None and not self.unmarked:
+            marks.start, marks.end, marks.cpu_start, marks.cpu_end = start, start + loop, cpu_start, cpu_start + loop_cpu
+            marks.worker = (start + 1e-4, start + 1e-4 + (self.marked_s if self.marked_s is not None else worker_wall))
+        return marks
+
+    @property
+    def life_s(self) -> float:
+        return self.before_s + self.after_s
 
 
 class FakeLauncher:
@@ -212,8 +366,10 @@ class FakeLauncher:
     `on_launch(n, launch)` may act before the n-th launch (0-based), e.g. interrupt the runner."""
 
     def __init__(self, worker: Callable[[Job], FakeRun], environment: Optional[dict] = None,
-                 on_launch: Optional[Callable[[int, Launch], None]] = None, clock: Optional[FakeClock] = None):
+                 on_launch: Optional[Callable[[int, Launch], None]] = None, clock: Optional[FakeClock] = None,
+                 sandbox: Optional[Probe] = None):
         self.clock = clock or FakeClock()
+        self.sandbox = sandbox or Probe(7, True, ())  # what the fake machine "gives": recorded, never applied
         self.worker = worker
         self.on_launch = on_launch
         self.launches: list = []
@@ -249,9 +405,11 @@ class FakeLauncher:
         outcome = self.worker(job)
         pid = self.next_pid
         self.next_pid += 1
-        started = self.clock.time()
-        wall = launch.timeout_s + 0.01 if outcome.hang else outcome.wall_s
-        timed_out = outcome.hang or outcome.wall_s > launch.timeout_s
+        started, launched = self.clock.time(), self.clock.monotonic()
+        worker_wall = outcome.result.get("wall_s") if isinstance(outcome.result, dict) and job.mode == "run" else None
+        marks = outcome.marks(launched, worker_wall if isinstance(worker_wall, (int, float)) else None)
+        wall = launch.timeout_s + 0.01 if outcome.hang else max(outcome.wall_s, (marks.reaped or launched) - launched)
+        timed_out = outcome.hang or wall > launch.timeout_s
         self.clock.advance(wall)
         launch.log.write_bytes(outcome.output)
         if outcome.result is not None and not timed_out:
@@ -262,7 +420,13 @@ class FakeLauncher:
                                "run": launch.label, "role": launch.role})
         return Exit(pid, -9 if timed_out else outcome.exit_code, timed_out, list(outcome.leftovers),
                     Process(started_at=started, ended_at=self.clock.time(), wall_s=wall,
-                            maxrss_bytes=outcome.maxrss_bytes))
+                            maxrss_bytes=outcome.maxrss_bytes), marks=None if timed_out else marks)
+
+    def prepare(self, variant: str, launch: Launch, protected: frozenset = frozenset()) -> Optional[str]:
+        return None
+
+    def sandbox_probe(self, code: Path) -> Probe:
+        return self.sandbox
 
     def interrupt(self) -> None:
         pass

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import contract as C, outcomes, records
-from harness.bundle import write as bundle
+from harness.bundle import arrays as tensors, write as bundle
 from harness.bundle.model import Comparison
 from harness.comparison import analysis, derive as comparison
-from harness.engine import instructions, sealable
+from harness.engine import instructions, outside, sandbox, sealable
 from harness.engine.environment import InterpreterError, mismatch as interpreter_mismatch
-from harness.engine.launch import Launch, LocalLauncher
+from harness.engine.launch import Exit, Launch, Launcher, LocalLauncher
 from harness.engine.progress import Silent
 from harness.files import WriteFailed, path_digest, read_json, sha256_bytes, tree_listing, write_failed
 from harness.plan import revisions, workload as workload_files
@@ -38,9 +38,13 @@ PER_RUN = {"HOME": "home", "TMPDIR": "tmp", "TMP": "tmp", "TEMP": "tmp", "XDG_CA
            "XDG_CONFIG_HOME": "home/.config", "XDG_DATA_HOME": "home/.local/share",
            "XDG_STATE_HOME": "home/.local/state"}
 # What no fresh folder isolates: recorded in environment.json beside what was (docs/guarantees.md).
-SHARED = ("the revisions' trees and the harness's scratch folder (a run that changes a tree fails)",
-          "the inputs (hash-checked before the first run)", "the operating system's page cache and the CPU caches",
-          "/dev/shm, the network, and any path outside the run's own folders that the code names itself")
+# The sandbox (engine/sandbox.py) keeps a run off everything else: environment.json's sandbox says
+# how far it could.
+SHARED = ("its own revision's tree, read-only (a run that changes a tree fails)",
+          "the inputs (hash-checked before the first run), read-only",
+          "the operating system's page cache and the CPU caches",
+          "the folders the campaign's env declares (shared caches) and sandbox.read declares")
+RESULT_LIMIT = 64 << 20  # the most bytes a worker's result.json may have (10,000 items of 256 fields fit)
 FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -63,6 +67,11 @@ class Outcome:
 
 class Interrupted(Exception):
     pass
+
+
+class OutputRefused(ValueError):
+    """An output the contract's rules refuse (contract.fields_problem, output_problem, and the
+    array reader's dtype rule): one line naming the item, the field and the fix."""
 
 
 class PreflightError(SpecError):
@@ -145,6 +154,18 @@ def own_folders(run_dir: Path, campaign_env: dict) -> dict[str, str]:
             (run_dir / rel).mkdir(parents=True, exist_ok=True)
             env[key] = str(run_dir / rel)
     return env
+
+
+def stage_workload(scratch: Path, files: list[tuple[str, bytes]]) -> Path:
+    """The workload folder as the bundle stores it (its snapshot: without byte code, .git, bundles
+    and our own output), copied for the workers, which import it from here: what ran is what the
+    bundle holds, and nothing else of the folder (an earlier bundle's outputs) is theirs to read."""
+    dest = scratch / "workload"
+    dest.mkdir()
+    for rel, data in files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
+    return dest
 
 
 def stage_code(scratch: Path) -> Path:
@@ -253,7 +274,7 @@ def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | 
 
 class Runner:
     def __init__(self, campaign: Campaign, out: Path | None, force: bool = False, progress=None,
-                 check_only: bool = False, calibration: bool = False, launcher=None):
+                 check_only: bool = False, calibration: bool = False, launcher: Launcher | None = None):
         self.campaign = campaign.with_seed()  # rounds: the shuffle settled (and recorded) now
         self.out = out
         self.force = force
@@ -273,6 +294,9 @@ class Runner:
         self.unanchored: str | None = None  # the campaign file lies outside any git repository: why that matters
         self.budget = sealable.Budget()  # the checkers' limits on outputs, over the runs so far
         self.decided_at: dict[str, int] = {}  # a suite's benchmarks the looks decided: they leave the later rounds
+        self.found: sandbox.Probe | None = None  # what sandbox this machine gives (probed once, at the start)
+        self.workload_copy: Path | None = None  # the workload folder's snapshot, which the workers import from
+        self.readable: dict[str, list[str]] = {}  # variant -> what its runs may read
 
     # --- signals: SIGINT/SIGTERM kill the running worker and end in a sealed, failed bundle
     def _on_signal(self, signum, _frame):
@@ -318,8 +342,11 @@ class Runner:
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
                 code = stage_code(scratch)
+                self.workload_copy = stage_workload(scratch, self.workload) if campaign.workload.path else None
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
+                self._materialized = materialized
+                self._confine(code, materialized, inputs, interpreters)
                 if materialized["base"].sha == materialized["candidate"].sha and not self.calibration and \
                         interpreters["base"]["executable"] == interpreters["candidate"]["executable"]:
                     raise SpecError(_same_revision(campaign, repo, materialized["base"].sha))
@@ -383,9 +410,12 @@ class Runner:
         resolved = resolved_campaign(campaign, materialized, repo_root)
         staging.write_bytes(C.CAMPAIGN_YAML, campaign.raw)
         staging.write_json(C.CAMPAIGN_JSON, resolved)  # what makes a kept staging folder this harness's
+        sandboxed = self._sandbox_record()
         staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
             {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
-            "isolation": isolation(campaign)}))
+            "isolation": isolation(campaign), "sandbox": sandboxed}))
+        if sandboxed["level"] != "full":
+            self.progress.note(f"sandbox {sandboxed['level']}: {sandboxed['reason']}")
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(C.INPUTS, records.inputs_receipt(inputs))
         listed = workload_files.rows(self.workload)
@@ -422,7 +452,7 @@ class Runner:
             held = C.run_items(items, self.decided_at, label) if mode == "run" else items
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
                                    deadline, interpreters[variant]["executable"], held, mode, after, valgrind)
-            shutil.rmtree(scratch / "runs" / label, ignore_errors=True)  # its own folders: never the next run's
+            shutil.rmtree(scratch / "runs" / variant / label, ignore_errors=True)  # its own folders: never the next run's
             if mode == "instructions":
                 instr_runs.append(record)
                 staging.write_json(C.instructions_path(label), records.to_json(record))
@@ -452,7 +482,7 @@ class Runner:
         self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
-                                   workload=workload["digest"])
+                                   workload=workload["digest"], sandbox=sandboxed)
         staging.write_json(C.COMPARISON, result)
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result["status"],
@@ -555,7 +585,7 @@ class Runner:
             parent_pid=os.getpid(),
             workload=records.JobWorkload(
                 entry=campaign.workload.entry, params=campaign.workload.params,
-                path=str(campaign.workload.path) if campaign.workload.path else None, exclude=list(self.exclude),
+                path=str(self.workload_copy) if self.workload_copy else None, exclude=[],
                 sys_path=list(campaign.workload.sys_path), items=campaign.workload.items,
                 prepare=campaign.workload.prepare),
             inputs={name: records.JobInput(path=r["path"], sha256=r["sha256"]) for name, r in inputs.items()},
@@ -568,12 +598,94 @@ class Runner:
             items_all=self.items_all)
 
     def _launch(self, job: records.Job, run_dir: Path, label: str, role: str, timeout: float, env: dict,
-                python: str, prefix: tuple = ()):
-        """One worker through the launcher; its job file beside its log."""
+                python: str, prefix: tuple = ()) -> tuple[list, Exit]:
+        """One worker through the launcher, in its sandbox; its job file beside its log."""
         (run_dir / "job.json").write_text(json.dumps(records.to_json(job)))
         argv = [*prefix, python, "-m", C.WORKER_MODULE, str(run_dir / "job.json")]
         env = {**env, **own_folders(run_dir, self.campaign.env)}
-        return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout))
+        return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout,
+                                              self._confinement(job.variant, run_dir)))
+
+    # --- the sandbox -------------------------------------------------------------------------
+    def _confine(self, code: Path, materialized: dict, inputs: dict, interpreters: dict) -> None:
+        """What this machine gives (probed once) and what each variant's runs may read."""
+        setting = self.campaign.sandbox
+        self.code, self.trees_of = code, {v: str(m.tree) for v, m in materialized.items()}
+        self.found = self.launcher.sandbox_probe(code) if setting["mode"] != "off" else None
+        for variant in materialized:
+            try:
+                roots = sandbox.interpreter_roots(interpreters[variant]["executable"])
+            except sandbox.SandboxError as exc:
+                raise SpecError(f"{self.campaign.source}: {exc}") from None
+            workload = str(self.workload_copy) if self.workload_copy else None
+            # the harness's code copy too: a suite's adapter is the workload entry
+            self.readable[variant] = sandbox.readable(roots, [r["path"] for r in inputs.values()], workload,
+                                                      [*setting["read"], str(code)], self.campaign.env)
+        if self.out is not None and setting["mode"] != "off":
+            staging = self.out.absolute().parent
+            for what, folders in (("readable", sorted({p for v in self.readable.values() for p in v})),
+                                  ("writable (the campaign's env names it)", sandbox.declared_write(self.campaign.env))):
+                for folder in folders:
+                    if staging == Path(folder) or Path(folder) in staging.parents:
+                        raise SpecError(f"{self.campaign.source}: the runs' {what} folder {folder} holds the bundle's "
+                                        f"output ({self.out}): the code under test could read or write the evidence; "
+                                        "write the bundle elsewhere (--out)")
+
+    def _confinement(self, variant: str, run_dir: Path) -> sandbox.Confinement | None:
+        if self.found is None or variant not in self.readable:
+            return None
+        return sandbox.confinement(self.found, self.campaign.sandbox, self.code, self.trees_of[variant],
+                                   self.readable[variant], run_dir, sandbox.declared_write(self.campaign.env))
+
+    def _sandbox_record(self) -> dict:
+        found = self.found or sandbox.Probe(None, False, ("no sandbox probe",))
+        read = sorted({p for paths in self.readable.values() for p in paths})
+        return sandbox.record(found, self.campaign.sandbox, read, sandbox.declared_write(self.campaign.env))
+
+    # --- what the worker hands back, checked -------------------------------------------------
+    def _result(self, run_dir: Path) -> dict:
+        """The worker's result.json, read as hostile input: bounded, no link followed, strict JSON."""
+        from harness.files import read_regular
+
+        return C.parse_json(read_regular(run_dir / "result.json", RESULT_LIMIT))
+
+    @staticmethod
+    def _outputs(out_dir: Path, files: dict, arrays_dir: Path | None, where: str) -> dict:
+        """{name: Output} of one item's output files, read, hashed and (into arrays_dir) stored by the
+        runner; ValueError naming the field and what is wrong."""
+        if not isinstance(files, dict):
+            raise ValueError(f"{where}: its outputs are not a mapping of field names to files")
+        refused = C.fields_problem(list(files))  # the contract's rules on names, before any file is read
+        if refused:
+            raise OutputRefused(f"{where}: {refused}")
+        fields = {}
+        for name, file in files.items():
+            if not isinstance(file, str) or not file.endswith(".npy") or "/" in file or file.startswith(".") \
+                    or len(file) > 64:
+                raise ValueError(f"{where}: output {str(name)[:60]!r} names no file of its output folder")
+            try:
+                fields[name] = records.Output(**tensors.ingest(out_dir / file, arrays_dir))
+            except tensors.ArrayError as exc:
+                raise OutputRefused(f"{where}: field {name[:60]!r}: {exc}") from None
+        refused = C.output_problem({name: (f.dtype, f.shape) for name, f in fields.items()})
+        if refused:
+            raise OutputRefused(f"{where}: {refused}")
+        return fields
+
+    def _ingest(self, measured: records.WorkerResult, out_dir: Path, arrays_dir: Path) -> list:
+        """The run record's items: the worker's walls and errors, with the outputs the runner read
+        from its output folder, hashed and stored itself (the folder opened without following a link)."""
+        try:
+            fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise ValueError(f"its output folder cannot be opened ({exc.strerror}): the worker replaced it") from None
+        try:
+            safe = Path(f"/proc/self/fd/{fd}")
+            return [records.Item.measured(it.id, it.wall_s, it.cpu_s,
+                                          self._outputs(safe, it.files, arrays_dir, f"item {it.id[:60]!r}")
+                                          if it.error is None else {}, it.error) for it in measured.items]
+        finally:
+            os.close(fd)
 
     def _status(self, exit_, run_dir: Path, timeout: float) -> tuple[str, str | None]:
         """(status, reason) of a finished worker."""
@@ -582,7 +694,8 @@ class Runner:
         if self.interrupted:
             return "failed", self.interrupted
         if exit_.exit_code != 0:
-            return "failed", f"worker exited with {_describe_exit(exit_.exit_code)}: {_last_line(run_dir / 'worker.log')}"
+            return "failed", self._shown(f"worker exited with {_describe_exit(exit_.exit_code)}: "
+                                         f"{_last_line(run_dir / 'worker.log')}")
         if not (run_dir / "result.json").exists():
             return "failed", "worker exited 0 without writing its result"
         if exit_.leftovers:
@@ -595,34 +708,53 @@ class Runner:
         setup() and one item untimed, checking the output protocol; it finds the items. One line
         per problem; notes (outputs that already differ) go to self.warnings."""
         problems, env, seen = [], worker_env(self.campaign, code), {}
+        problems += self._preload_problems(materialized)
         for variant in ("base", "candidate"):
             label = f"check:{variant}"
             run_dir = scratch / "preflight" / variant
-            run_dir.mkdir(parents=True)
-            job = self._job(materialized[variant], inputs, -1, label, variant, run_dir / "arrays", run_dir, None,
+            (run_dir / "out").mkdir(parents=True)
+            job = self._job(materialized[variant], inputs, -1, label, variant, run_dir / "out", run_dir, None,
                             "check")
             self.progress.note(f"pre-flight: {variant} ({materialized[variant].sha[:12]}): setup() and one item")
             _argv, exit_ = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s, env,
                                         interpreters[variant]["executable"])
             status, reason = self._status(exit_, run_dir, self.campaign.run_timeout_s)
+            if status == "ok" and exit_.marks is not None and exit_.marks.scheduling:
+                status, reason = "failed", ("its worker changed the scheduling of another process of the campaign: "
+                                            + "; ".join(exit_.marks.scheduling[:4]))
             if status != "ok":
                 if exit_.exit_code and not exit_.timed_out and not self.interrupted:
                     reason = _last_line(run_dir / "worker.log")
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
             else:
-                seen[variant] = read_json(run_dir / "result.json")
-                lied = interpreter_mismatch(interpreters[variant], seen[variant].get("python"),
-                                            f"the {variant} pre-flight worker")
+                try:
+                    seen[variant] = self._result(run_dir)
+                    said = seen[variant].get("fields")
+                    seen[variant]["fields"] = {name: records.to_json(f) for name, f in self._outputs(
+                        run_dir / "out", said if isinstance(said, dict) else {}, None,
+                        f"item {str(seen[variant].get('item'))[:60]!r}").items()}
+                except OutputRefused as exc:  # the contract's rules on outputs: refused before the first timed run
+                    problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): outputs: "
+                                    f"{exc}")
+                    seen.pop(variant, None)
+                except (OSError, ValueError, C.JSONRefused) as exc:
+                    problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): the "
+                                    f"pre-flight worker's result: {exc}")
+                    seen.pop(variant, None)
+                lied = variant in seen and interpreter_mismatch(interpreters[variant], seen[variant].get("python"),
+                                                                f"the {variant} pre-flight worker")
                 if lied:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): python: "
                                     f"{lied}")
-                unsealable = sealable.preflight(
+                unsealable = variant in seen and sealable.preflight(
                     seen[variant]["item"], seen[variant]["fields"],
                     len(C.subset(seen[variant]["items"] or [], self.campaign.workload.items)), len(self.campaign.order))
                 if unsealable:  # the contract's rules on outputs: refused before the first timed run
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): outputs: "
                                     f"{unsealable}")
             shutil.rmtree(run_dir, ignore_errors=True)  # its own folders: never a run's
+            if not problems:
+                problems += self._prepare(scratch, materialized[variant], inputs, variant, env, interpreters)
         if self.campaign.instructions is not None:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
         if len(seen) == 2:
@@ -643,8 +775,47 @@ class Runner:
                     f"{', '.join(differ[:3])}): parity will fail"
                     + ("" if self.campaign.max_ulp is not None else
                        "; if the change moves floats in their last bits by design, declare `parity: {max_ulp: N}`"))
-        return problems + self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
-                                                {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
+        problems += self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
+                                          {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
+        return [self._shown(p) for p in problems]
+
+    def _shown(self, text: str) -> str:
+        """A line about the workers' copy of the workload folder, naming the folder itself."""
+        if self.workload_copy is None or self.campaign.workload.path is None:
+            return text
+        return text.replace(str(self.workload_copy), str(self.campaign.workload.path))
+
+    def _packages(self, materialized: dict) -> dict[str, str]:
+        """{top-level package: where} that either revision's tree offers the workers to import (the
+        code under test: no zygote may preload one, not even an installed copy)."""
+        found: dict[str, str] = {}
+        for variant in ("candidate", "base"):
+            found.update(revisions.packages(Path(materialized[variant].tree), self.campaign.workload.sys_path))
+        return found
+
+    def _preload_problems(self, materialized: dict) -> list[str]:
+        """`launch.preload` names that are the code under test: refused before anything runs."""
+        if self.campaign.launch != "zygote":
+            return []
+        packages = self._packages(materialized)
+        return [f"{self.campaign.source}: launch.preload: {name} is the code under test (its package {top} is in the "
+                f"revisions' trees: {packages[top]}): a zygote would serve both variants that copy, or an installed "
+                "one, in place of each run's own tree; take it out of launch.preload" for name in self.campaign.preload
+                for top in [name.split(".")[0]] if top in packages]
+
+    def _prepare(self, scratch: Path, mat, inputs: dict, variant: str, env: dict, interpreters: dict) -> list[str]:
+        """The launcher's own pre-flight of this variant (a zygote started now, its preload held to the
+        trees' packages): one line per problem."""
+        folder = scratch / "runs" / variant / "prepare"
+        folder.mkdir(parents=True, exist_ok=True)
+        job = self._job(mat, inputs, 0, f"{variant[0].upper()}1", variant, folder, folder, [], "run")
+        (folder / "job.json").write_text(json.dumps(records.to_json(job)))
+        python = interpreters[variant]["executable"]
+        launch = Launch([python, "-m", C.WORKER_MODULE, str(folder / "job.json")],
+                        {**env, **own_folders(folder, self.campaign.env)}, folder, folder / "worker.log",
+                        job.label, "worker", self.campaign.run_timeout_s, self._confinement(variant, folder))
+        refused = self.launcher.prepare(variant, launch, frozenset(self._packages(self._materialized)))
+        return [f"{self.campaign.source}: {variant}: {refused}"] if refused else []
 
     def _uncalled_stages(self, calls: dict[str, dict], homes: dict[str, str]) -> list[str]:
         """Stages that neither revision called in its pre-flight item: a setup mistake (each
@@ -674,11 +845,11 @@ class Runner:
         """One run (mode "run") or instruction run (mode "instructions", a fresh worker under
         valgrind counting its item loop only, in the fixed environment that makes the count
         repeat): its record, its log kept as the contract says, and the trees checked after."""
-        run_dir = scratch / "runs" / label
-        run_dir.mkdir(parents=True)
+        run_dir = scratch / "runs" / variant / label
         counting = mode == "instructions"
-        arrays = run_dir / "arrays" if counting else staging.arrays_dir
-        job = self._job(mat, inputs, index, label, variant, arrays, run_dir, items, mode)
+        out_dir = run_dir / ("arrays" if counting else "out")  # the worker's own: the runner ingests from it
+        out_dir.mkdir(parents=True)
+        job = self._job(mat, inputs, index, label, variant, out_dir, run_dir, items, mode)
         timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - self.clock.monotonic()))
         out_file = run_dir / "callgrind.out"
         argv, exit_ = self._launch(job, run_dir, label, "worker", timeout,
@@ -708,22 +879,51 @@ class Runner:
         measured = None
         if status == "ok":
             try:
-                measured = records.WorkerResult.from_json(read_json(run_dir / "result.json"))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
+                measured = records.WorkerResult.from_json(self._result(run_dir))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, C.JSONRefused) as exc:
                 status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
         lied = status == "ok" and self._interpreter_lied(variant, measured.python, label)
         if lied:  # the record keeps no interpreter then: the reason names both
             status, reason, measured = "failed", lied, None
+        taken: dict = {}
+        if status == "ok":
+            assert measured is not None  # ok: read above
+            elsewhere = self._elsewhere(measured, variant)
+            if elsewhere:
+                status, reason, measured = "failed", elsewhere, None
+        if status == "ok":
+            assert measured is not None  # ok: read above
+            try:
+                taken["items"] = self._ingest(measured, out_dir, staging.arrays_dir)
+                taken["wall_s"], taken["outside"], taken["memory"] = from_outside(exit_, measured, taken["items"], job)
+            except OutputRefused as exc:
+                status, reason, measured, taken = "failed", f"outputs: {str(exc)[:1000]}", None, {}
+            except (ValueError, TypeError, AttributeError) as exc:
+                status, reason, measured, taken = "failed", f"{str(exc)[:1000]}", None, {}
 
-        def record(status, reason, measured):
+        def record(status, reason, measured, taken):
             return records.RunRecord.of(job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid,
-                                        process=exit_.process, log=log, measured=measured,
+                                        process=exit_.process, log=log, measured=measured, **taken,
                                         launch=exit_.launch or records.Launched(),
                                         bounds=records.interference_bounds(self.campaign.interference))
-        made = record(status, reason, measured)
+        made = record(status, reason, measured, taken)
         # Outputs the checkers would refuse fail the run here, not the sealed bundle.
         refused = made.ok and self.budget.refusal(made, staging.arrays_dir, staging.root)
-        return record("failed", f"outputs: {refused}", None) if refused else made
+        return record("failed", f"outputs: {refused}", None, {}) if refused else made
+
+    def _elsewhere(self, measured: records.WorkerResult, variant: str) -> str | None:
+        """Why a run fails whose worker says its workload or a stage came from a folder it could not
+        read (its tree, or environment.json's sandbox.read): under the sandbox an honest run cannot
+        say that; without one, the folder must be declared (`sandbox: {read: [...]}`) all the same."""
+        roots = sorted({p for paths in self.readable.values() for p in paths})
+        said = [("workload", measured.imported_from.workload)] + \
+            [(f"stage {name}", where) for name, where in measured.imported_from.stages.items()]
+        for what, where in said:
+            if where is not None and not (isinstance(where, str) and C.origin_allowed(where, roots)):
+                return (f"the worker says its {what} was imported from {str(where)[:300]!r}, neither its revision's "
+                        "tree nor a folder its runs may read: code the campaign does not hold (a folder it needs goes "
+                        "in `sandbox: {read: [...]}`)")
+        return None
 
     def _interpreter_lied(self, variant: str, reported, label: str) -> str | None:
         """Why a run fails when its worker ran another interpreter than the probe described."""
@@ -748,6 +948,40 @@ class Runner:
 
     def _tree_of(self, variant: str) -> str:
         return self._trees[variant]
+
+
+def from_outside(exit_: Exit, measured: records.WorkerResult, items: list,
+                 job: records.Job) -> tuple[float, records.Outside, records.Memory]:
+    """(the loop's wall by the runner's clock, the outside section, the memory readings) of an ok
+    run from its marks; ValueError when the worker never marked its loop as the protocol says."""
+    m = exit_.marks
+    if m is None or not m.complete:
+        said = f" ({'; '.join(m.violations)})" if m is not None and m.violations else ""
+        raise ValueError(f"the worker never marked its timed loop on its channel{said}")
+    assert m.start is not None and m.end is not None and m.worker is not None  # complete
+    if not all(math.isfinite(x) for x in m.worker):
+        raise ValueError("the worker's end mark holds readings that are not finite numbers")
+    wall = m.end - m.start
+    ends = m.reaped if m.reaped is not None else m.end
+    said = m.worker[1] - m.worker[0]
+    violations = list(m.violations)
+    if abs(measured.wall_s - said) > C.STAMP_TOL_S:  # its result and its own end mark disagree
+        violations.append(f"its result claims a loop of {measured.wall_s:.9g} s, its end mark {said:.9g} s")
+    loop_cpu = m.cpu_end - m.cpu_start if m.cpu_start is not None and m.cpu_end is not None else None
+    after_cpu = max(0.0, m.life_cpu - m.cpu_end) if m.life_cpu is not None and m.cpu_end is not None else None
+    section = records.Outside.judged(
+        wall_s=wall, items=items, slots=job.slots, process_cpu_s=measured.machine.process_cpu_s,
+        stages=measured.stages, before_s=m.start - m.launched, after_s=max(0.0, ends - m.end),
+        worker_wall_s=m.worker[1] - m.worker[0], latency_s=[m.worker[0] - m.start, m.end - m.worker[1]],
+        loop_cpu_s=loop_cpu, before_cpu_s=m.cpu_start if after_cpu is not None else None,
+        after_cpu_s=after_cpu if m.cpu_start is not None else None,
+        tripwire=[str(t)[:256] for t in measured.tripwire[:32]], scheduling=[s[:256] for s in m.scheduling[:64]],
+        violations=[v[:256] for v in violations[:8]])
+    memory = records.Memory()
+    if m.rss_start is not None and m.hwm_end is not None:
+        memory = records.Memory(process_peak_bytes=max(m.hwm_end, m.hwm_before or 0), loop_start_bytes=m.rss_start,
+                                loop_peak_bytes=m.hwm_end, reset=m.reset)
+    return wall, section, memory
 
 
 def _launcher(campaign: Campaign, tick):

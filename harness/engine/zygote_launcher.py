@@ -10,14 +10,26 @@ a random one). The pre-flight and instruction runs (under valgrind) stay fresh p
 Every zygote is in the ledger (role "zygote", run ZA1, ZB2, ...) and every child too (role
 "worker" of its run, its parent the zygote), so the cleanup receipt verifies both absent. A child
 is timed, watched, killed at its timeout and left-over-checked as a fresh worker is; the zygote
-reaps it and reports its exit code.
+reaps it and reports its exit code and rusage.
+
+Sandboxed as fresh workers are: a zygote runs inside its variant's sandbox (its tree, interpreter,
+inputs and workload readable; the variant's runs folder writable; its own user and network
+namespace), and each child confines itself further to its own run folder before it imports the
+code under test. The launcher talks to a zygote over a unix socket and hands each child the end of
+its mark channel with the request (SCM_RIGHTS), so a child is measured from outside as a fresh
+worker is; the zygotes' scheduling is read before and after every run (`others`).
+
+The first zygote of each variant is started in the pre-flight (`prepare`), so that a preload that
+would import the code under test (from the tree, or an installed copy of a package the trees hold:
+ABBA_PROTECTED) is refused in one line before any timed run.
 """
 from __future__ import annotations
 
 import json
 import os
-import select
+import selectors
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -25,7 +37,9 @@ from pathlib import Path
 from typing import Optional
 
 from harness import contract as C
-from harness.engine.launch import POLL_S, WATCH_S, Exit, Launch, LocalLauncher
+from harness.engine import outside
+from harness.engine.launch import (TICK_S, WATCH_S, Exit, Launch, LocalLauncher, channel_pair,
+                                   scheduling_moved, watched)
 from harness.records import Job, Launched, Process
 
 ZYGOTE = "harness.worker.zygote"
@@ -34,6 +48,7 @@ ZYGOTE = "harness.worker.zygote"
 # in the environment, the interpreter or the tree makes a new zygote.
 PER_RUN_ENV = frozenset({"HOME", "TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
                          "XDG_STATE_HOME"})
+PROTECTED_ENV = "ABBA_PROTECTED"  # the trees' top-level packages, which no zygote may import (worker/zygote.py)
 STOP_S = 5.0  # a zygote told to end (stdin closed) that is still there after this is killed
 
 
@@ -46,37 +61,70 @@ class ZygoteError(Exception):
 @dataclass
 class Zygote:
     proc: subprocess.Popen
+    sock: socket.socket  # the launcher's end of its control socket
     variant: str  # "A" | "B"
     generation: int
     key: tuple  # (python, tree, the environment without PER_RUN_ENV)
     log: Path
     buffer: bytes = b""
+    closed: bool = False
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, message: dict) -> None:
-        assert self.proc.stdin is not None  # started with stdin=PIPE
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
+    @property
+    def label(self) -> str:
+        return C.zygote_label(C.VARIANTS[self.variant], self.generation)
+
+    def send(self, message: dict, fd: Optional[int] = None) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        if fd is None:
+            self.sock.sendall(data)
+        else:
+            socket.send_fds(self.sock, [data], [fd])
+
+    def line(self) -> Optional[dict]:
+        """A whole reply line already read, or None."""
+        if b"\n" not in self.buffer:
+            return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            return {}
+
+    def read(self) -> bool:
+        """Read what the zygote sent; False at its end (EOF)."""
+        try:
+            chunk = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.closed = True
+            return False
+        self.buffer += chunk
+        return True
 
     def reply(self, deadline: float, tick) -> Optional[dict]:
         """The zygote's next line, or None when it ended (EOF) or the deadline passed."""
-        assert self.proc.stdout is not None  # started with stdout=PIPE
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buffer:
-            if time.monotonic() >= deadline:
+        while True:
+            found = self.line()
+            if found is not None:
+                return found
+            if self.closed or time.monotonic() >= deadline:
                 return None
-            ready, _, _ = select.select([fd], [], [], POLL_S)
+            ready = selectors.DefaultSelector()
+            try:
+                ready.register(self.sock, selectors.EVENT_READ)
+                events = ready.select(min(TICK_S, max(0.0, deadline - time.monotonic())))
+            finally:
+                ready.close()
             tick()
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    return None
-                self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+            if events:
+                self.read()
 
 
 class ZygoteLauncher(LocalLauncher):
@@ -86,6 +134,22 @@ class ZygoteLauncher(LocalLauncher):
         self.zygotes: dict = {}  # variant letter -> the live Zygote
         self.counts: dict = {}  # variant letter -> runs it forked so far
         self.child: Optional[tuple] = None  # (pid, label) of the child now running
+        self.protected: frozenset = frozenset()  # the trees' top-level packages (the code under test)
+
+    def others(self) -> dict:
+        """{ZA1: pid, ...}: the live zygotes, whose scheduling no run may change."""
+        return {z.label: z.pid for z in self.zygotes.values() if z.proc.poll() is None}
+
+    def prepare(self, variant: str, launch: Launch, protected: frozenset = frozenset()) -> Optional[str]:
+        """The variant's first zygote, started now (in the pre-flight): its preload refused here, in
+        one line, rather than by the first timed run."""
+        self.protected = frozenset(protected)
+        letter = "A" if variant == "base" else "B"
+        try:
+            self._zygote(letter, 1, launch)
+        except ZygoteError as exc:
+            return str(exc)
+        return None
 
     @staticmethod
     def forks(launch: Launch) -> bool:
@@ -126,15 +190,23 @@ class ZygoteLauncher(LocalLauncher):
             self._stop(letter)
         log = launch.cwd.parent / f"{C.zygote_label('base' if letter == 'A' else 'candidate', generation)}.log"
         argv = [launch.argv[0], "-m", ZYGOTE, str(os.getpid()), *self.preload]
-        with open(log, "wb") as err:
-            proc = subprocess.Popen(argv, cwd=tree, env=launch.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=err, start_new_session=True)
+        # The zygote's sandbox: its variant's, with the variant's runs folder writable (each child
+        # narrows it to its own), its scheduling left to its children's own filters.
+        confined = launch.sandbox.zygote(launch.cwd.parent).argv(argv) if launch.sandbox is not None else argv
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = {**launch.env, PROTECTED_ENV: ",".join(sorted(self.protected))}
+        try:
+            with open(log, "wb") as err:
+                proc = subprocess.Popen(confined, cwd=tree, env=env, stdin=theirs.fileno(), stdout=theirs.fileno(),
+                                        stderr=err, start_new_session=True)
+        finally:
+            theirs.close()
         label = C.zygote_label(C.VARIANTS[letter], generation)
         try:
             self.ledger.add(psutil.Process(proc.pid), label, "zygote", argv)
         except psutil.NoSuchProcess:
             pass
-        zygote = Zygote(proc, letter, generation, key, log)
+        zygote = Zygote(proc, ours, letter, generation, key, log)
         self.zygotes[letter] = zygote
         self.current, self.current_label = proc, label  # an interrupt now ends the zygote
         try:
@@ -152,15 +224,15 @@ class ZygoteLauncher(LocalLauncher):
         if zygote is None:
             return
         try:
-            zygote.proc.stdin.close()
+            zygote.sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass
         try:
             zygote.proc.wait(STOP_S)
         except subprocess.TimeoutExpired:
-            self._kill_run(zygote.pid, C.zygote_label(C.VARIANTS[letter], zygote.generation))
+            self._kill_run(zygote.pid, zygote.label)
             zygote.proc.wait()
-        zygote.proc.stdout.close()
+        zygote.sock.close()
 
     def _failed_start(self, launch: Launch, generation: int, exc: ZygoteError) -> Exit:
         """The run fails when its zygote cannot start: no worker was forked, so its pid is the
@@ -177,15 +249,23 @@ class ZygoteLauncher(LocalLauncher):
         from harness.engine import cleanup
 
         launched = Launched("zygote", zygote.pid, generation)
+        before = watched(self, None)
         started_at, t0 = time.time(), time.monotonic()
+        marks = outside.Marks(launched=t0)
         deadline = t0 + launch.timeout_s
+        ours, theirs = channel_pair()
+        request = {"job": str(launch.cwd / "job.json"), "cwd": str(launch.cwd), "log": str(launch.log),
+                   "env": dict(launch.env),
+                   "sandbox": launch.sandbox.child(launch.cwd) if launch.sandbox is not None else None}
         try:
-            zygote.send({"job": str(launch.cwd / "job.json"), "cwd": str(launch.cwd), "log": str(launch.log),
-                         "env": dict(launch.env)})
+            zygote.send(request, theirs.fileno())
         except OSError:
             pass  # it died: no reply follows
+        finally:
+            theirs.close()
         forked = zygote.reply(deadline, self.tick)
         if not forked or "pid" not in forked:
+            ours.close()
             wall_s = time.monotonic() - t0
             with open(launch.log, "ab") as log:
                 log.write(f"the zygote (pid {zygote.pid}) forked no worker: {_last_line(zygote.log)}\n".encode())
@@ -197,29 +277,11 @@ class ZygoteLauncher(LocalLauncher):
             self.ledger.add(psutil.Process(pid), launch.label, "worker", None, parent=zygote.pid)
         except psutil.NoSuchProcess:
             pass
-        timed_out, next_watch, exit_code, maxrss = False, 0.0, None, None
-        while True:
-            if time.monotonic() >= next_watch:
-                self.ledger.watch_descendants(pid, launch.label)
-                next_watch = time.monotonic() + WATCH_S
-            if not timed_out and time.monotonic() - t0 > launch.timeout_s:
-                timed_out = True
-                self._kill_run(pid, launch.label)
-            # After a kill the zygote reaps the child at once; its line comes within a poll.
-            ended = zygote.reply(time.monotonic() + POLL_S if not timed_out else time.monotonic() + STOP_S,
-                                 self.tick)
-            if ended is not None and ended.get("pid") == pid and "exit" in ended:
-                exit_code = ended["exit"]
-                rss = ended.get("maxrss_bytes")
-                maxrss = rss if isinstance(rss, int) and not isinstance(rss, bool) and rss > 0 else None
-                break
-            if zygote.proc.poll() is not None:  # the zygote died: its child dies with it (PDEATHSIG)
-                self._kill_run(pid, launch.label)
-                exit_code = -signal.SIGKILL
-                break
-            if timed_out and ended is None:
-                exit_code = -signal.SIGKILL
-                break
+        channel = outside.Channel(ours, marks, pid, before.get(zygote.label))
+        timed_out, exit_code, maxrss, cpu = self._wait_child(zygote, launch, pid, t0, channel)
+        marks.reaped, marks.life_cpu = time.monotonic(), cpu
+        channel.drain()
+        channel.close()
         self.child = None
         wall_s = time.monotonic() - t0
         cleanup.reap_orphans()
@@ -228,9 +290,48 @@ class ZygoteLauncher(LocalLauncher):
                      if p.pid != pid]
         self._kill_run(pid, launch.label)
         self.ledger.kill_all(launch.label)
+        marks.scheduling += scheduling_moved(before, watched(self, None))
         return Exit(pid, exit_code, timed_out, leftovers,
                     Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s, maxrss_bytes=maxrss),
-                    launched)
+                    launched, marks)
+
+    def _wait_child(self, zygote: Zygote, launch: Launch, pid: int, t0: float, channel: "outside.Channel"):
+        """Until the zygote says its child ended (or the timeout kills it): woken by the child's marks
+        and the zygote's reply. (timed out, exit code, maxrss, CPU at reap)."""
+        selector = selectors.DefaultSelector()
+        selector.register(channel, selectors.EVENT_READ, "marks")
+        selector.register(zygote.sock, selectors.EVENT_READ, "zygote")
+        timed_out, next_watch, killed_at = False, 0.0, None
+        try:
+            while True:
+                ended = zygote.line()
+                if ended is not None and ended.get("pid") == pid and "exit" in ended:
+                    rss, cpu = ended.get("maxrss_bytes"), ended.get("cpu_s")
+                    return (timed_out, ended["exit"],
+                            rss if isinstance(rss, int) and not isinstance(rss, bool) and rss > 0 else None,
+                            float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else None)
+                if zygote.closed or zygote.proc.poll() is not None:  # it died: its child dies with it (PDEATHSIG)
+                    self._kill_run(pid, launch.label)
+                    return timed_out, -signal.SIGKILL, None, None
+                now = time.monotonic()
+                if now >= next_watch:
+                    self.ledger.watch_descendants(pid, launch.label)
+                    next_watch = now + WATCH_S
+                self.tick()
+                if not timed_out and now - t0 > launch.timeout_s:
+                    timed_out, killed_at = True, now
+                    self._kill_run(pid, launch.label)
+                if killed_at is not None and now - killed_at > STOP_S:  # killed, and the zygote never said so
+                    return timed_out, -signal.SIGKILL, None, None
+                wait = min(TICK_S, next_watch - now, max(0.0, t0 + launch.timeout_s - now) + 0.001)
+                for key, _ in selector.select(max(0.0, wait)):
+                    if key.data == "marks":
+                        if not channel.feed():
+                            selector.unregister(channel)
+                    elif not zygote.read():
+                        selector.unregister(zygote.sock)
+        finally:
+            selector.close()
 
     def interrupt(self) -> None:
         """From a signal handler: end the child now running (its run then fails)."""
@@ -247,6 +348,7 @@ class ZygoteLauncher(LocalLauncher):
                 zygote.proc.wait(STOP_S)
             except (OSError, subprocess.TimeoutExpired):
                 pass
+            zygote.sock.close()
         super().kill_all()
 
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager
+from typing import TYPE_CHECKING, Callable, ContextManager
 
 from harness import contract as C
 from harness.files import atomic_write_json
 from harness.plan import revisions, spec
+
+if TYPE_CHECKING:
+    from harness.engine.launch import Launcher
 
 
 # The budget of each step when neither --budget nor a larger budget_s of the campaign file says:
@@ -144,7 +147,7 @@ def claim_out(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Callable[[], object] | None = None,
+def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Callable[[], Launcher] | None = None,
         progress_for: Callable[[], ContextManager] | None = None) -> dict:
     """The search, step by step, into OUT; returns the receipt it wrote to OUT/bisect.json.
     launcher_for: a fresh launcher per step (tests); progress_for: a progress context per step."""

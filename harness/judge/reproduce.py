@@ -71,11 +71,19 @@ def claim_on(original: read.Bundle, ids: set) -> dict:
 
     from harness.comparison import analysis
 
-    runs = [dataclasses.replace(r, items=[it for it in r.items if it.id in ids]) for r in original.runs]
+    def part(r):
+        """The run with those items only, its wall (the runner's) their share of it by the items' walls."""
+        kept = [it for it in r.items if it.id in ids]
+        total = sum(it.wall_s for it in r.items)
+        share = sum(it.wall_s for it in kept) / total if total > 0 else 1.0
+        return dataclasses.replace(r, items=kept, wall_s=r.wall_s * share if r.wall_s is not None else None)
+
+    runs = [part(r) for r in original.runs]
     floor = original.comparison.stats.floor
     threshold = original.campaign["threshold"]
-    stats = analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
-                                       original.campaign.get("interference"), threshold, floor)
+    stats = analysis.with_outside(analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
+                                                             original.campaign.get("interference"), threshold, floor),
+                                  runs)
     return claim(Stats.of(stats))
 
 

@@ -189,7 +189,7 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
         derived = comparison.derive(docs["campaign"], runs,
                                     docs["runner"], docs["cleanup"], docs["golden"], root / "data" / "arrays",
                                     docs["noise_floor"], [InstructionRecord.from_json(r) for r in docs["instructions"]],
-                                    docs["workload"]["digest"])
+                                    docs["workload"]["digest"], docs["environment"].get("sandbox"))
     except (OSError, ValueError, EOFError) as exc:
         check.fail(C.COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: "
                                  f"{str(exc)[:80]})", "derived")

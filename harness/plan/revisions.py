@@ -325,6 +325,36 @@ def copy_links(dest: Path, sha: str) -> None:
             shutil.copy2(source, link)
 
 
+def packages(tree: Path, sys_path) -> dict[str, str]:
+    """{top-level module or package: its path in the tree} of what a worker can import from this
+    tree: the names at its import roots (the tree and workload.sys_path's folders of it, as the
+    worker puts them first on sys.path): a package folder (with or without __init__.py, holding
+    Python files), a module file, an extension module."""
+    out: dict[str, str] = {}
+    for rel in [*sys_path, "."]:
+        root = (tree / rel).resolve()
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)[:10_000]
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or name in ("__init__.py", "__pycache__"):
+                continue
+            if entry.is_dir(follow_symlinks=False) and name.isidentifier():
+                try:
+                    python = any(f.endswith((".py", ".so", ".pyd")) for f in os.listdir(entry.path)[:10_000])
+                except OSError:
+                    python = False
+                if python:
+                    out.setdefault(name, os.path.relpath(entry.path, tree))
+            elif entry.is_file(follow_symlinks=False):
+                stem = name.split(".")[0]
+                if name.endswith((".py", ".so", ".pyd")) and stem.isidentifier():
+                    out.setdefault(stem, os.path.relpath(entry.path, tree))
+    return out
+
+
 def materialize(campaign: Campaign, repo: Path, revision: Revision, scratch: Path) -> Materialized:
     sha = resolve(campaign, repo, revision)
     tree = scratch / revision.variant

@@ -127,6 +127,9 @@ class Campaign:
     suite: Suite | None = None  # `suite:` in place of `workload:` (the workload is then the suite's entry)
     question: str = C.DEFAULT_QUESTION  # `verdict: {question: ...}`: a claim, or a one-sided question (QUESTIONS)
     margin: float | None = None  # a one-sided question's margin; None for a claim
+    # `sandbox:` how each worker is confined (harness/engine/sandbox.py): {mode: on|off, network: bool,
+    # read: [absolute folders]}; campaign.json records it
+    sandbox: dict = field(default_factory=lambda: dict(C.DEFAULT_SANDBOX))
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -382,7 +385,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
                  "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
                  "verdict", "build", "metrics", "instructions", "python", "parity", "interference", "suite",
-                 "launch"},
+                 "launch", "sandbox"},
         required={"name", "target", "base", "candidate"},
     )
     name = r.string(top["name"], "name", NAME_RE, "a name of letters, digits, '_', '.' or '-' (max 64)")
@@ -677,6 +680,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                               "--inplace]]", build)
 
     launch, preload = _launch(r, top)
+    sandbox = _sandbox(r, top)
 
     if budget is not None and instructions is not None and rounds is not None and stage_rounds is not None \
             and rounds + stage_rounds < 2 * instructions.runs + 1:  # a budget comes with rounds
@@ -690,7 +694,27 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                     budget_s=budget, min_rounds=min_rounds,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
                     max_ulp=max_ulp, interference=interference, suite=suite, launch=launch,
-                    preload=preload, question=question, margin=margin)
+                    preload=preload, question=question, margin=margin, sandbox=sandbox)
+
+
+def _sandbox(r: _Reader, top: dict) -> dict:
+    """`sandbox:` off | {network: true, read: [folder, ...]}: by default every worker sees only its
+    tree, its interpreter, the inputs, the workload folder and its own folder, with no network;
+    a campaign declares what else its runs need (recorded), or opts out (recorded, and shown)."""
+    value = top.get("sandbox")
+    if value is None:
+        return dict(C.DEFAULT_SANDBOX)
+    if value == "off" or value is False:
+        return {**C.DEFAULT_SANDBOX, "mode": "off"}
+    block = r.mapping(value, "sandbox", {"network", "read"})
+    network = block.get("network", False)
+    if not isinstance(network, bool):
+        raise r.fail("sandbox.network", "true or false", network)
+    read = block.get("read") or []
+    if not isinstance(read, list) or len(read) > C.MAX_SANDBOX_READ:
+        raise r.fail("sandbox.read", f"a list of at most {C.MAX_SANDBOX_READ} folders the runs may read", read)
+    folders = sorted({str(r.path(p, "sandbox.read")) for p in read})
+    return {"mode": "on", "network": network, "read": folders}
 
 
 def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:

@@ -240,7 +240,9 @@ def _verdict(c: Comparison, campaign: dict) -> list[str]:
             outcomes.UNUSABLE: "Unusable"}.get(code_, answer[:1].upper() + answer[1:])
     family = outcomes.family_text(stats)
     figure = outcomes.speed_text(stats) if family is None and paired.ci95 and code_ != outcomes.FAILED else None
-    lines = [f"**{cell(word)}{f': {figure}' if figure else ''}** (`harness compare` exit {code_})", ""]
+    confined = outcomes.sandbox_text(c)
+    lines = [f"**{cell(word)}{f': {figure}' if figure else ''}** (`harness compare` exit {code_})"
+             + (f"; **{cell(confined, 400)}**" if confined else ""), ""]
     if code_ == outcomes.FAILED:
         lines += [f"{cell(c.reason or stats.verdict_reason, 600)}.", ""]
     edge = (f"margin {100 * (stats.margin or 0.0):g}%" if stats.question != "claim" else
@@ -252,8 +254,8 @@ def _verdict(c: Comparison, campaign: dict) -> list[str]:
     elif paired.ci95:
         how = (f"{_rounds(stats, campaign).capitalize()}, each round one base and one candidate run in fresh "
                f"processes. The figure is candidate time over base time ({paired.geomean_ratio:.4g}), the geometric "
-               f"mean over {paired.items} items of {cell(paired.metric)}, shown as a factor with {_level(stats)}; "
-               f"{edge}.")
+               f"mean over the rounds of each run's timed loop ({paired.items} items) as the runner's own clock "
+               f"measured it, shown as a factor with {_level(stats)}; {edge}.")
     else:
         how = f"{cell(stats.verdict_reason)}; {_rounds(stats, campaign)}."
     budget = outcomes.budget_text(stats)

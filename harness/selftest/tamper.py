@@ -431,8 +431,10 @@ def rederive(root: Path, original: Path | None = None) -> None:
                  C.schedule(campaign["order"], (campaign.get("instructions") or {}).get("order", ""),
                             C.spread_of(campaign))
                  if label.startswith("I") and (root / C.instructions_path(label)).is_file()]
+        env = _load(root, C.ENVIRONMENT) if (root / C.ENVIRONMENT).is_file() else {}
         result = comparison.derive(campaign, runs, runner, _load(root, C.CLEANUP), golden, root / "data" / "arrays",
-                                   floor, instr, workload.get("digest") if isinstance(workload, dict) else None)
+                                   floor, instr, workload.get("digest") if isinstance(workload, dict) else None,
+                                   env.get("sandbox") if isinstance(env, dict) else None)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
     _dump(root, C.COMPARISON, result)

@@ -3,8 +3,17 @@
 Protocol (the parent wrote JOB.json, a harness.records.Job): verify inputs, import the code
 under test from this revision's tree only, install stage instrumentation, set the workload up,
 check it gives the items the pre-flight found, then time exactly the item loop on `slots`
-threads. Outputs are hashed and stored and the result (harness.records.WorkerResult) is written
-after the timer stops. Exit 0 means the result was written; anything else is a failed run.
+threads. The loop's start and end are marked to the parent over its channel (ABBA_CHANNEL, see
+harness/engine/outside.py), which times it by its own clock and the kernel's accounting while the
+worker waits at each mark. After the loop each item's outputs are written, raw, into the run's own
+output folder (the job's arrays_dir), which the parent reads, hashes and stores itself; the result
+(harness.records.WorkerResult) says which file holds which output. Exit 0 means the result was
+written; anything else is a failed run.
+
+The code under test runs in this process, so every figure here is its word: the clocks this module
+times with are bound when it is imported (before any code under test), and after the loop a
+tripwire names any of them, or of this module's functions, that were replaced (result.tripwire).
+The parent's figures are the evidence; these are checked against them.
 
 It may run under the campaign's own interpreter (`python:`), CPython 3.9 or newer with numpy:
 it and what it imports keep to the worker's room (harness/worker/__init__.py).
@@ -23,8 +32,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.records import (Imports, Interpreter, Item, Job, JobInput, Machine, Memory, Output, StageTotals,
-                             WorkerResult, to_json)
+from harness.records import (Imports, Interpreter, Job, JobInput, Machine, StageTotals, WorkerItem, WorkerResult,
+                             to_json)
+
+# The clocks the worker times with, bound before any code under test is imported: a module that
+# replaces time.perf_counter afterwards changes what it calls, not what the worker calls.
+_perf_counter, _thread_time, _process_time, _monotonic = time.perf_counter, time.thread_time, time.process_time, \
+    time.monotonic
+BOUND_CLOCKS = {"time.perf_counter": _perf_counter, "time.thread_time": _thread_time,
+                "time.process_time": _process_time, "time.monotonic": _monotonic}
 
 def cpu_freq_mhz() -> float | None:
     """The first CPU's current frequency as Linux reports it, or None."""
@@ -147,45 +163,6 @@ def interference_over(before: dict, after: dict) -> dict:
             "freq_mhz_after": after["freq"] if cpu is not None else None}
 
 
-def memory_status() -> dict:
-    """This process's resident set now (VmRSS) and its high-water mark (VmHWM), in bytes, from
-    Linux's /proc/self/status; {} where the kernel does not show them."""
-    try:
-        text = Path("/proc/self/status").read_text()
-    except OSError:
-        return {}
-    out = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        parts = rest.split()
-        if key in ("VmHWM", "VmRSS") and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
-            out[key] = int(parts[0]) * 1024
-    return out
-
-
-def reset_peak() -> bool:
-    """Reset this process's resident high-water mark to its resident set now (Linux 4.0 and
-    later: "5" to /proc/self/clear_refs, which touches no page); False where that is refused."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def memory_over(loop: dict, end: dict) -> Memory:
-    """records.Memory from the readings around the loop (before the reset, whether it took, at the
-    loop's start and at its end) and at the worker's end: the process's peak is the higher of the
-    mark before the reset and after it. Readings come together or not at all."""
-    marks = [m["VmHWM"] for m in (loop["before"], end) if "VmHWM" in m]
-    start, peak = loop["start"].get("VmRSS"), loop["end"].get("VmHWM")
-    if not marks or start is None or peak is None:
-        return Memory()
-    return Memory(process_peak_bytes=max(marks + [peak]), loop_start_bytes=start, loop_peak_bytes=peak,
-                  reset=loop["reset"])
-
-
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -245,7 +222,23 @@ def prepare(job: Job, inputs: dict) -> object:
         raise SystemExit(f"workload.prepare imported {found[0]} from the revision's tree ({found[1]}): what it "
                          "makes must come from outside the code under test (a library, the workload folder, an "
                          "input)")
+    shadow = shadowed(set(sys.modules) - before, [os.path.join(tree, sub) for sub in job.workload.sys_path] + [tree])
+    if shadow:
+        raise SystemExit(f"workload.prepare imported {shadow} from outside the revision's tree, but the tree holds a "
+                         "module of that name: every later import of it would get that copy in place of the code under "
+                         "test; make it without importing the code under test")
     return made
+
+
+def shadowed(names, roots: list) -> str | None:
+    """The first of these modules whose top-level name the tree's import roots also offer (the
+    code under test), imported from elsewhere (an installed copy), or None."""
+    for name in sorted(names):
+        top = name.split(".")[0]
+        for root in roots:
+            if os.path.isdir(os.path.join(root, top)) or os.path.isfile(os.path.join(root, top + ".py")):
+                return name
+    return None
 
 
 def import_entry(entry: str):
@@ -310,9 +303,11 @@ def missing_module_hint(exc: BaseException, tree: Path, sys_path: list[str]) -> 
     return ""
 
 
-def store_outputs(item_id: str, outputs, arrays_dir: Path, allow_empty: bool = False) -> dict:
-    """Hash and store one item's outputs. A broken output protocol ends the run (exit 1
-    with the cause): recorded as an item error it would read as "parity identical, 0 fields".
+def write_outputs(item_id: str, index: int, outputs, out_dir: Path, allow_empty: bool = False) -> dict:
+    """Write one item's outputs, raw (.npy), into the run's own output folder: {name: file}, the
+    file relative to that folder. The parent reads, hashes and stores them (harness/bundle/arrays.py
+    ingest); nothing here is believed unchecked. A broken output protocol ends the run (exit 1 with
+    the cause): recorded as an item error it would read as "parity identical, 0 fields".
     allow_empty: a suite's benchmark that gives no outputs (its metrics say why)."""
     from harness.bundle import arrays as tensors
 
@@ -322,11 +317,11 @@ def store_outputs(item_id: str, outputs, arrays_dir: Path, allow_empty: bool = F
         raise SystemExit(f"run({item_id!r}) broke the output protocol: returned {type(outputs).__name__}, "
                          "expected a non-empty dict of name -> array")
     fields = {}
-    for name in sorted(outputs, key=str):
+    for j, name in enumerate(sorted(outputs, key=str)):
         if not isinstance(name, str):
             raise SystemExit(f"run({item_id!r}) broke the output protocol: field name {name!r} is not a str")
         try:
-            fields[name] = tensors.store(outputs[name], arrays_dir)
+            fields[name] = tensors.write_raw(outputs[name], out_dir, f"{index}-{j}")
         except tensors.ArrayError as exc:
             raise SystemExit(f"run({item_id!r}) broke the output protocol: field {name!r}: {exc}") from None
     return fields
@@ -354,14 +349,14 @@ def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 6) -
     """The pre-flight item run again a few times (at most budget_s): how much its wall moves
     here, for the runner's note when the machine is too noisy for the verdict's band."""
     walls: list[float] = []
-    end = time.perf_counter() + budget_s
-    while len(walls) < most and time.perf_counter() < end:
-        t0 = time.perf_counter()
+    end = _perf_counter() + budget_s
+    while len(walls) < most and _perf_counter() < end:
+        t0 = _perf_counter()
         try:
             workload.run(item_id)
         except Exception:  # noqa: BLE001 - it returned once; a flaky item is the runs' business
             break
-        walls.append(time.perf_counter() - t0)
+        walls.append(_perf_counter() - t0)
     return walls
 
 
@@ -402,7 +397,7 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
                 timer.armed = False
         if hasattr(workload, "sync"):
             workload.sync()
-        fields = store_outputs(item_id, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite)
+        fields = write_outputs(item_id, 0, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite)
         calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
         repeats = repeat_walls(workload, item_id)
         if hasattr(workload, "close"):
@@ -422,22 +417,102 @@ WARMUP_S = 0.25
 
 
 def spin(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    end = _perf_counter() + seconds
+    while _perf_counter() < end:
         pass
+
+
+class Marks:
+    """The worker's end of its mark channel (ABBA_CHANNEL, harness/engine/outside.py): each mark
+    waits for the parent's answer, so the parent's readings are taken while this process waits.
+    Without a channel (a worker run by hand) marking does nothing."""
+
+    def __init__(self):
+        import socket
+
+        fd = os.environ.pop("ABBA_CHANNEL", None)
+        self.sock = socket.socket(fileno=int(fd)) if fd and fd.isdigit() else None
+        if self.sock is not None:
+            self.sock.setblocking(True)
+
+    def mark(self, text: str, spin_s: float = 1.0) -> None:
+        """Send a mark and wait for the parent's answer, spinning (yielding the CPU between tries)
+        for up to spin_s so that this process is running, not asleep, when the answer comes: a
+        wake-up after it would count in the parent's loop wall."""
+        if self.sock is None:
+            return
+        self.sock.sendall(text.encode() + b"\n")
+        end = _monotonic() + spin_s
+        while _monotonic() < end:
+            try:
+                got = self.sock.recv(1, socket_dontwait())
+            except BlockingIOError:
+                os.sched_yield()
+                continue
+            if not got:
+                raise SystemExit("the parent closed the mark channel")
+            return
+        if not self.sock.recv(1):
+            raise SystemExit("the parent closed the mark channel")
+
+
+def socket_dontwait() -> int:
+    import socket
+
+    return socket.MSG_DONTWAIT
+
+
+MARKS: Marks | None = None  # made once per process, before the code under test can read the channel's number
+
+
+def tripwire(bound: dict) -> list:
+    """The names of what was replaced since the worker bound it: a clock of the time module, a
+    function or method of this module (or its code), or this module itself in sys.modules. A
+    tripwire only: the parent's figures are the evidence."""
+    changed = [name for name, fn in BOUND_CLOCKS.items() if getattr(time, name.split(".")[1], None) is not fn]
+    here = sys.modules.get(__name__)
+    if here is not bound["<module>"]:
+        changed.append(f"sys.modules[{__name__!r}]")
+    for name, held in bound.items():
+        if name == "<module>":
+            continue
+        fn, code = held
+        owner, _, attr = name.rpartition(".")
+        now = getattr(getattr(here, owner, None) if owner else here, attr, None)
+        if now is not fn or getattr(now, "__code__", None) is not code:
+            changed.append(f"{__name__}.{name}")
+    return changed
+
+
+def bind_functions() -> dict:
+    """This module's functions and its classes' methods with their code, as imported (before any
+    code under test), and the module itself."""
+    out: dict = {"<module>": sys.modules.get(__name__)}
+    for name, value in list(globals().items()):
+        if getattr(value, "__module__", None) != __name__:
+            continue
+        if isinstance(value, type):
+            for attr, fn in vars(value).items():
+                if hasattr(fn, "__code__"):
+                    out[f"{name}.{attr}"] = (fn, fn.__code__)
+        elif hasattr(value, "__code__"):
+            out[name] = (value, value.__code__)
+    return out
 
 
 def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, list[dict], dict]:
     sync = getattr(workload, "sync", None) or (lambda: None)
+    clock, cpu_clock, process_clock = _perf_counter, _thread_time, _process_time
+    marks = MARKS or Marks()
 
     def one(item: str):
-        w0, c0 = time.perf_counter(), time.thread_time()
+        w0, c0 = clock(), cpu_clock()
         try:
             outputs, error = workload.run(item), None
         except Exception as exc:  # noqa: BLE001 - recorded and compared like an output
             outputs, error = None, {"type": error_name(exc), "message": str(exc)}
         sync()
-        return outputs, error, time.perf_counter() - w0, time.thread_time() - c0
+        return outputs, error, clock() - w0, cpu_clock() - c0
 
     # One slot runs on this thread, the one that ran setup(): thread-affine runtimes
     # (OpenMP teams, CUDA contexts) stay warm. More slots get a pool started before the clock.
@@ -451,24 +526,25 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
                 f.result()
         spin(WARMUP_S)
         gc.collect()
-        # Peak memory over the loop: the high-water mark reset now and read at its end.
-        mem_before = memory_status()
-        mem_reset = reset_peak()
-        mem_start = memory_status()
         timer.armed = True
         sync()
         near = interference_reading()
-        stall0, cpu0 = cpu_stall_us(), time.process_time()
-        start = time.perf_counter()
+        stall0 = cpu_stall_us()
+        # The parent reads its clock, the kernel's CPU and memory of this process (and resets its
+        # high-water mark) while this waits; the loop starts once it answers.
+        marks.mark("S")
+        cpu0 = process_clock()
+        start = clock()
         if pool is None:
             results = [one(item) for item in items]
         else:
             results = [f.result() for f in [pool.submit(one, item) for item in items]]
         sync()
-        wall = time.perf_counter() - start
-        cpu, stall1 = time.process_time() - cpu0, cpu_stall_us()
+        end = clock()
+        cpu = process_clock() - cpu0
+        marks.mark(f"E {start!r} {end!r}")
+        wall, stall1 = end - start, cpu_stall_us()
         far = interference_reading()
-        mem_loop = memory_status()
         timer.armed = False
     finally:
         if pool is not None:
@@ -477,8 +553,7 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
     # and the time runnable work waited for a core (None without PSI).
     region = {"process_cpu_s": cpu,
               "cpu_stall_s": (stall1 - stall0) / 1e6 if stall0 is not None and stall1 is not None else None,
-              "interference": interference_over(near, far),
-              "memory": {"before": mem_before, "reset": mem_reset, "start": mem_start, "end": mem_loop}}
+              "interference": interference_over(near, far)}
     return wall, results, region
 
 
@@ -525,6 +600,9 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
     """parent_pid: the process this worker dies with, when not the runner the job names (a child
     of a zygote, harness/worker/zygote.py, dies with its zygote, which dies with the runner);
     prepared: workload.prepare's object as its zygote made it."""
+    global MARKS
+    MARKS = Marks()  # the channel's number leaves the environment before any code under test reads it
+    bound = BOUND_FUNCTIONS
     try:
         job = Job.read(job_path)
     except ValueError as exc:
@@ -624,12 +702,12 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
     wall, results, region = run_items(workload, items, job.slots, timer)
 
     # Everything below is outside the timer.
+    changed = tripwire(bound)
     item_records = []
-    for item_id, (outputs, error, item_wall, item_cpu) in zip(items, results):
-        fields = {name: Output(**f) for name, f in
-                  store_outputs(item_id, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite).items()} \
+    for index, (item_id, (outputs, error, item_wall, item_cpu)) in enumerate(zip(items, results)):
+        files = write_outputs(item_id, index, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite) \
             if error is None else {}
-        item_records.append(Item.measured(item_id, item_wall, item_cpu, fields, error))
+        item_records.append(WorkerItem.measured(item_id, item_wall, item_cpu, files, error))
     if all(r.error is not None for r in item_records):  # items is never empty (checked above)
         first = item_records[0].error
         assert first is not None  # every item raised
@@ -655,6 +733,9 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
                         loadavg_after=after["loadavg"]),
         harness_source_sha256=harness_source_digest(), workload_sha256=workload_digest,
         python=Interpreter.current(), started_at=started_at, ended_at=now_iso(),
-        interference=region["interference"], memory=memory_over(region["memory"], memory_status()))
+        interference=region["interference"], tripwire=(changed + [n for n in tripwire(bound) if n not in changed])[:32])
     atomic_write_json(job.result_path, to_json(result))
     return 0
+
+
+BOUND_FUNCTIONS = bind_functions()  # at import: before the code under test is

@@ -39,7 +39,7 @@ def _ours(pid: int) -> bool:
 def tidy(tmp_path):
     """Kill anything of ours a failing test leaves behind (by the pids it noted)."""
     yield
-    for _, pid in faultlib.read_pids(tmp_path / "pids.txt"):
+    for _, pid in faultlib.read_pids(faultlib.pids_file(tmp_path)):
         if _ours(pid):
             os.kill(pid, signal.SIGKILL)
 
@@ -76,7 +76,7 @@ def assert_failed_bundle(tmp_path: Path, rc: int, stdout: str, label: str, reaso
     # Every process the workload noted is in the receipt, verified absent, and really gone.
     receipt = faultlib.cleanup_receipt(bundle)
     listed = {p["pid"]: p for p in receipt["processes"]}
-    noted = [(role, pid) for role, pid in faultlib.read_pids(tmp_path / "pids.txt") if role != "hanging"]
+    noted = [(role, pid) for role, pid in faultlib.read_pids(faultlib.pids_file(tmp_path)) if role != "hanging"]
     assert noted
     for role, pid in noted:
         assert pid in listed, f"{role} {pid} missing from the cleanup receipt {sorted(listed)}"
@@ -107,7 +107,7 @@ def test_worker_fault_fails_the_campaign(tmp_path, tidy, params, reason):
     comp = assert_failed_bundle(tmp_path, rc, out, "A1", reason)
     assert "only 1 of 2 runs were started" in comp["reason"]
     if params.get("spawn"):
-        (_, grandchild), = [(r, p) for r, p in faultlib.read_pids(tmp_path / "pids.txt") if r in ("child", "daemon")]
+        (_, grandchild), = [(r, p) for r, p in faultlib.read_pids(faultlib.pids_file(tmp_path)) if r in ("child", "daemon")]
         if "left processes" in reason:
             # (its command line is the one seen first: 'sleep 300', or the worker's if the
             # runner saw it between fork and exec)
@@ -131,7 +131,7 @@ def test_worker_killed_from_outside(tmp_path, tidy):
     campaign = faultlib.write_campaign(tmp_path, fault="hang", spawn="child")
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
-        worker = faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc)
+        worker = faultlib.wait_for_pid(faultlib.pids_file(tmp_path), "hanging", proc)
         os.kill(worker, signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -145,7 +145,7 @@ def test_signal_to_harness_run(tmp_path, tidy, sig):
     campaign = faultlib.write_campaign(tmp_path, fault="hang", spawn="daemon" if sig == signal.SIGINT else "child")
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
-        faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc)
+        faultlib.wait_for_pid(faultlib.pids_file(tmp_path), "hanging", proc)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
     finally:

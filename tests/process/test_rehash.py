@@ -72,9 +72,11 @@ def test_comparison_rederived_without_numpy_matches_the_harness(demo_bundle):
     check = rehash.Check(str(demo_bundle))
     derived = rehash.derive(check, campaign, runs, load("data/receipts/runner.json"),
                             load("data/receipts/cleanup.json"), golden, [],
-                            load("data/receipts/workload.json")["digest"])
-    derived["stats"] = rehash.with_interference(rehash.derive_stats(runs, campaign["threshold"], None), runs,
-                                                campaign["interference"], campaign["threshold"], None)
+                            load("data/receipts/workload.json")["digest"], load(C.ENVIRONMENT)["sandbox"])
+    plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in runs[:2]])
+    derived["stats"] = rehash.with_outside(rehash.with_interference(
+        rehash.derive_stats(runs, campaign["threshold"], None, plan), runs, campaign["interference"],
+        campaign["threshold"], None), runs)
     derived["instructions"] = None
     derived["metrics"] = rehash.metrics_section(runs, derived["stats"], derived["wall"], None, campaign["threshold"])
     assert [m["name"] for m in derived["metrics"]] == ["wall", "cpu", "memory"]

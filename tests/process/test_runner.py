@@ -85,7 +85,8 @@ def test_each_run_imports_its_own_revision(probe_runs, order):
     for path in sorted((run.out / "data" / "runs").glob("*.json")):
         record = read_json(path)
         assert record["imported_from"]["stages"] == {"outer": "tree:probe/core.py", "inner": "tree:probe/core.py"}
-        assert record["imported_from"]["workload"].endswith("workloads/probe_workload.py")
+        # the workers' copy of the workload folder, as the bundle stores it (runner.stage_workload)
+        assert record["imported_from"]["workload"].endswith("/workload/probe_workload.py")
         assert record["stages_installed"] == {"outer": True, "inner": True}
 
 
@@ -245,6 +246,7 @@ def test_demo_worker_never_imports_torch(tmp_path):
         textwrap.dedent(PROBE_DEMO.format(workloads=str(CAMPAIGNS / "workloads"))))
     d["workload"] = {"entry": "probe_demo:setup", "path": str(tmp_path / "probe"),
                      "params": {**d["workload"]["params"], "items": 2, "length": 500}}
+    d["sandbox"] = {"read": [str(CAMPAIGNS / "workloads")]}  # the demo's workload, which the probe imports
     d.pop("rounds", None)
     d["order"] = "AB"
     d.pop("golden", None)
@@ -253,6 +255,7 @@ def test_demo_worker_never_imports_torch(tmp_path):
     out = tmp_path / "bundle"
     result = harness("run", campaign, "--out", out, env=cache_env(tmp_path / "cache"), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert str(CAMPAIGNS / "workloads") in read_json(out / C.CAMPAIGN_JSON)["sandbox"]["read"]
     for label in ("A1", "B1"):
         metrics = read_json(out / "data" / "runs" / f"{label}.json")["metrics"]
         assert metrics["torch_imported"] is False and metrics["transformers_imported"] is False

@@ -172,11 +172,20 @@ CHANGING_WORKLOAD = '''
 
 
 def test_a_workload_folder_that_changes_during_the_campaign_fails_it(tmp_path):
+    """Unsandboxed (`sandbox: off`), a workload can write into the folder the runs import from (the
+    workers' copy of it): the digest each run takes of it before any import tells, and the campaign
+    fails. Sandboxed, that copy is read-only to them: the write itself fails the run."""
     tree, patch = make_target(tmp_path, {"pkg/__init__.py": "X = 1\n"}, {"pkg/__init__.py": "X = 2\n"})
     workloads = tmp_path / "workloads"
     workloads.mkdir()
     (workloads / "changing.py").write_text(textwrap.dedent(CHANGING_WORKLOAD))
-    campaign = write_campaign(tmp_path / "changing.yaml", tree, patch, workloads, "changing:setup", order="ABBA")
+    campaign = write_campaign(tmp_path / "confined.yaml", tree, patch, workloads, "changing:setup", order="ABBA")
+    out = tmp_path / "confined"
+    result = harness("run", campaign, "--out", out, env=cache_env(tmp_path / "cache"), timeout=300)
+    if read_json(out / C.ENVIRONMENT)["sandbox"]["level"] in ("full", "partial"):
+        assert result.returncode == outcomes.FAILED and "PermissionError" in result.stdout, result.stdout
+    campaign = write_campaign(tmp_path / "changing.yaml", tree, patch, workloads, "changing:setup", order="ABBA",
+                              sandbox="off")
     out = tmp_path / "bundle"
     result = harness("run", campaign, "--out", out, env=cache_env(tmp_path / "cache"), timeout=300)
     # failed, and its runs cannot be tied to the stored folder: `run` verifies what it sealed and

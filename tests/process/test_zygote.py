@@ -182,11 +182,13 @@ def test_a_zygote_refuses_a_preload_that_starts_threads(tmp_path):
 
 
 def test_a_run_whose_zygote_cannot_preload_fails_naming_the_module(tmp_path):
-    campaign = small_campaign(tmp_path, A_VS_A, "avsa:setup", launch={"mode": "zygote", "preload": ["pkg"]})
+    """Refused in the pre-flight (each variant's first zygote starts there), before any timed run."""
+    campaign = small_campaign(tmp_path, A_VS_A, "avsa:setup", launch={"mode": "zygote", "preload": ["nosuchmodule"]})
     out = tmp_path / "b"
     result = harness("run", campaign, "--out", out)
-    assert result.returncode != 0, result.stdout + result.stderr
-    assert "preload pkg: ModuleNotFoundError" in result.stdout + result.stderr, result.stdout + result.stderr
+    assert result.returncode == 2 and not out.exists(), result.stdout + result.stderr
+    assert "preload nosuchmodule: ModuleNotFoundError" in result.stderr, result.stdout + result.stderr
+    assert "nothing was timed" in result.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -195,7 +197,7 @@ def test_a_signal_to_harness_run_leaves_no_child_and_no_zygote(tmp_path, sig):
     campaign.write_text(campaign.read_text() + "launch: zygote\n")
     proc = faultlib.popen_harness("run", campaign, "--out", tmp_path / "b")
     try:
-        faultlib.wait_for_pid(tmp_path / "pids.txt", "hanging", proc, 60.0)
+        faultlib.wait_for_pid(faultlib.pids_file(tmp_path), "hanging", proc, 60.0)
         zygotes = [p for p in psutil.Process(proc.pid).children() if "harness.worker.zygote" in " ".join(p.cmdline())]
         assert len(zygotes) == 2  # A1's stays for A2, B1's forked the hanging child
         proc.send_signal(sig)
@@ -212,7 +214,7 @@ def test_a_signal_to_harness_run_leaves_no_child_and_no_zygote(tmp_path, sig):
     listed = {p["pid"] for p in receipt["processes"]}
     for z in zygotes:
         assert z.pid in listed and not z.is_running()
-    for role, pid in faultlib.read_pids(tmp_path / "pids.txt"):
+    for role, pid in faultlib.read_pids(faultlib.pids_file(tmp_path)):
         if role != "hanging":
             assert pid in listed, (role, pid)
 

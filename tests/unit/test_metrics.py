@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 
 import pytest
 
 from checks_support import forge, problems, refused
+import fakes
 from fakes import Model, run_fake
-from harness import cli, contract as C, outcomes
-from harness.worker import main as worker
+from harness import cli, contract as C, outcomes, records
+from harness.engine import launch
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def test_memory_has_a_verdict_of_its_own(heavier):
 def test_compare_gates_on_the_metric_it_is_given(heavier, capsys):
     assert cli.main(["compare", str(heavier.out)]) == outcomes.OK
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("verdict: "))
-    assert "peak memory: regressed, candidate/base 1.30" in line or "peak memory: regressed, candidate/base 1.29" in line and "thread CPU: improved" in line
+    assert "peak memory: regressed, candidate/base 1.30" in line or "peak memory: regressed, candidate/base 1.29" in line and "CPU: improved" in line
     assert cli.main(["compare", str(heavier.out), "--metric", "memory"]) == outcomes.REGRESSED
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("verdict: "))
     assert line.startswith("verdict: regressed by peak memory, wall improved (exit 5): "), line
@@ -61,7 +63,7 @@ def test_compare_gates_on_the_metric_it_is_given(heavier, capsys):
 def test_summary_and_report_show_every_metric(heavier, capsys, tmp_path):
     assert cli.main(["summary", str(heavier.out)]) == 0
     page = capsys.readouterr().out
-    assert "| peak memory | regressed |" in page and "| thread CPU  | improved  |" in page
+    assert "| peak memory | regressed |" in page and "| CPU         | improved  |" in page
     rows = json.loads(cli_out(capsys, ["summary", str(heavier.out), "--format", "json"]))["metrics"]
     assert [r["name"] for r in rows] == ["wall", "cpu", "memory"] and rows[2]["verdict"] == "regressed"
     report = tmp_path / "REPORT.md"
@@ -125,13 +127,23 @@ def test_a_reading_above_the_kernels_mark_of_the_reaped_process_is_refused(heavi
     assert all(refused(lines, "data/runs/A3.json", "kernel's mark") for lines in found), found
 
 
-def test_the_workers_readings():
-    assert worker.memory_over({"before": {"VmHWM": 900}, "reset": True, "start": {"VmRSS": 100},
-                               "end": {"VmHWM": 300}}, {"VmHWM": 400}).process_peak_bytes == 900
-    got = worker.memory_over({"before": {"VmHWM": 200}, "reset": True, "start": {"VmRSS": 100},
-                              "end": {"VmHWM": 300}}, {"VmHWM": 250})
-    assert (got.process_peak_bytes, got.loop_start_bytes, got.loop_peak_bytes, got.reset) == (300, 100, 300, True)
-    assert worker.memory_over({"before": {}, "reset": False, "start": {}, "end": {}}, {}).loop_peak_bytes is None
-    now = worker.memory_status()
+def test_the_runners_memory_readings():
+    """The runner reads a worker's memory itself at its marks (engine/outside.py): the loop's start
+    and peak, the process's peak the higher of the mark before the reset and at the loop's end."""
+    from harness.engine import outside, runner
+
+    now = outside.memory(os.getpid())
     if now:  # Linux: both in bytes, the mark at least the resident set
         assert now["VmHWM"] >= now["VmRSS"] > 0
+
+    def memory(**marks):
+        m = outside.Marks(launched=0.0, start=1.0, end=2.0, reaped=2.5, worker=(1.0001, 1.9999), **marks)
+        exit_ = launch.Exit(1, 0, False, [], records.Process(1e9, 1e9 + 3, 3.0), marks=m)
+        result = records.WorkerResult(0.9998, [], {}, {}, records.Imports(), {}, records.Machine(), "f" * 64, None,
+                                      records.Interpreter.current(), "", "")
+        return runner.from_outside(exit_, result, [], fakes.job("A1"))[2]
+
+    got = memory(rss_start=100, hwm_before=900, hwm_end=300, reset=True)
+    assert (got.process_peak_bytes, got.loop_start_bytes, got.loop_peak_bytes, got.reset) == (900, 100, 300, True)
+    assert memory(rss_start=100, hwm_before=200, hwm_end=300, reset=True).process_peak_bytes == 300
+    assert memory().loop_peak_bytes is None

@@ -81,11 +81,11 @@ def test_long_double_is_refused_where_it_is_stored_with_the_reason(tmp_path):
     assert C.dtype_problem("<f16") == C.LONG_DOUBLE and C.dtype_problem("<c32") == C.LONG_DOUBLE
     assert C.dtype_problem("<f8") is None and C.dtype_problem("|b1") is None and C.dtype_problem("<c16") is None
     # the worker's output protocol: one line, naming the field
-    from harness.worker.main import store_outputs
+    from harness.worker.main import write_outputs
 
     if np.dtype(np.longdouble).itemsize == 16:
         with pytest.raises(SystemExit) as stopped:
-            store_outputs("i0", {"mean": np.ones(2, dtype=np.longdouble)}, tmp_path)
+            write_outputs("i0", 0, {"mean": np.ones(2, dtype=np.longdouble)}, tmp_path)
         assert "field 'mean': long double" in str(stopped.value) and "\n" not in str(stopped.value)
 
 

@@ -113,11 +113,13 @@ def test_too_few_rounds_make_no_claim():
     assert f"at least {MIN_ROUNDS} are needed" in s["verdict_reason"]
 
 
-def test_run_level_disagreement_makes_it_inconclusive():
-    # the items say 20% faster, the candidate's runs took 30% longer: no claim
+def test_the_headline_is_the_runners_wall_not_the_workers_items():
+    # the items (the worker's word) say 20% faster, the runner timed the candidate's loops 30% longer:
+    # the runner's walls decide; the per-item table still shows the worker's items
     s = both(campaign_of([0.8] * 6, walls=(1.0, 1.3)))
-    assert s["verdict"] == "inconclusive" and s["paired"]["run_ratio"] == pytest.approx(1.3)
-    assert "run-level ratio of mean walls 1.3000 lies on the other side of the band" in s["verdict_reason"]
+    assert s["verdict"] == "regressed" and s["paired"]["geomean_ratio"] == pytest.approx(1.3)
+    assert s["paired"]["metric"] == "run wall_s" and "the run wall ratio (the runner's clock)" in s["verdict_reason"]
+    assert s["per_item"]["worst"]["ratio"] == pytest.approx(0.8, rel=0.05)
 
 
 def test_failed_runs_are_left_out_and_named():
@@ -140,7 +142,7 @@ def test_error_items_are_left_out_of_the_pairing():
     runs[2] = dataclasses.replace(runs[2], items=[failed, *runs[2].items[1:]])
     s = both(runs)
     assert s["paired"]["items"] == len(ITEMS) - 1 and s["paired"]["items_excluded"] == 1
-    assert "1 item(s) left out of the paired comparison (error or no positive wall_s in some ok run)" in s["warnings"]
+    assert "1 item(s) left out of the per-item table (error or no positive wall_s in some ok run)" in s["warnings"]
     assert s["verdict"] == "improved"
 
 

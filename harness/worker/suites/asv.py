@@ -267,6 +267,34 @@ def asizeof_of():
     return asizeof
 
 
+def memory_status() -> dict:
+    """This process's resident set now (VmRSS) and its high-water mark (VmHWM), in bytes, from
+    Linux's /proc/self/status; {} where the kernel does not show them."""
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if key in ("VmHWM", "VmRSS") and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            out[key] = int(parts[0]) * 1024
+    return out
+
+
+def reset_peak() -> bool:
+    """Reset this process's resident high-water mark to its resident set now (Linux 4.0 and
+    later: "5" to /proc/self/clear_refs, which touches no page); False where that is refused (a
+    sandbox that keeps /proc read-only: the peak is then the process's since it started)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def measure(kind: str, func, args, sources) -> dict:
     """What asv records for a benchmark that is not timed, measured once here (outside the clock)."""
     if kind == "track":
@@ -278,8 +306,6 @@ def measure(kind: str, func, args, sources) -> dict:
         assert asizeof is not None  # setup() refused the suite without it
         obj = func(*args)
         return {"kind": "mem", "unit": "bytes", "value": int(asizeof([obj, copy.copy(obj)]) - asizeof([obj, obj]))}
-    from harness.worker.main import memory_status, reset_peak
-
     reset = reset_peak()
     before = memory_status()
     func(*args)
