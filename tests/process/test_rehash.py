@@ -210,7 +210,7 @@ def test_a_bundle_of_an_older_harness_is_refused_in_one_line():
     """A bundle written before the closed contract (the span_finding_unmappable bundle as
     committed at comparison/v2) is refused, in one line that names its generation and the
     commands that check it under its own rules, by both checkers; never judged by rules of its
-    own choosing (tests/process/test_legacy.py: and with --legacy, under its frozen rules)."""
+    own choosing (tests/process/test_legacy_checkers.py: and with --legacy, under its frozen rules)."""
     bundle = Path(__file__).resolve().parents[1] / "fixtures" / "legacy" / "vendor" / "pre-v6" / \
         "span_finding_unmappable"
     start = (f"{C.BAG_INFO}: a bundle of an earlier generation, the format before abba-harness/bundle/v6, without an "

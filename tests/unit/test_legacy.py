@@ -2,7 +2,7 @@
 the frozen checkers are git's own files and the manifest's to the byte; every generation is told
 apart from the others and from today's; a bundle's generation is read without trusting or
 following anything; an edited frozen checker judges nothing; and a bundle records the harness
-commit that sealed it, which both checkers bind. tests/process/test_legacy.py runs the frozen
+commit that sealed it, which both checkers bind. tests/process/test_legacy_checkers.py runs the frozen
 checkers on each generation's real bundle."""
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_todays_bundle_is_no_earlier_generation(full_fake):
 @pytest.mark.parametrize("gen", GENERATIONS, ids=IDS)
 def test_todays_bundle_relabelled_is_taken_for_the_generation_it_names(full_fake, tmp_path, gen):
     """The forger's relabelling picks which earlier rules are asked; it never reaches today's
-    checks, which refuse it without --legacy (tests/process/test_legacy.py: and the rules it
+    checks, which refuse it without --legacy (tests/process/test_legacy_checkers.py: and the rules it
     names refuse it with)."""
     bundle = relabel(full_fake, tmp_path / "b", gen)
     assert legacy.identify(str(bundle)).id == gen.id
