@@ -620,7 +620,8 @@ class Runner:
             workload = str(self.workload_copy) if self.workload_copy else None
             # the harness's code copy too: a suite's adapter is the workload entry
             self.readable[variant] = sandbox.readable(roots, [r["path"] for r in inputs.values()], workload,
-                                                      [*setting["read"], str(code)], self.campaign.env)
+                                                      [*setting["read"], str(code)], self.campaign.env,
+                                                      interpreters[variant]["executable"])
         if self.out is not None and setting["mode"] != "off":
             staging = self.out.absolute().parent
             for what, folders in (("readable", sorted({p for v in self.readable.values() for p in v})),

@@ -31,7 +31,7 @@ from typing import Optional
 
 DISABLE_ENV = "ABBA_SANDBOX_DISABLE"  # "landlock", "userns" or both: act as a machine without them (tests)
 PROBE_TIMEOUT_S = 30
-ROOTS_PROBE = r"""
+ROOTS_PROBE = r"""# abba-harness: roots probe
 import json, os, sys
 prefixes = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)})
 inside = lambda p: any(p == q or p.startswith(q + os.sep) for q in prefixes)
@@ -107,9 +107,17 @@ def interpreter_roots(python: str) -> dict:
     try:
         proc = subprocess.run([python, "-I", "-c", ROOTS_PROBE], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", "")})
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        roots = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         raise SandboxError(f"python: {python}: cannot list what its runs may read ({exc})") from None
+    # the interpreter is the campaign's: its answer is held to its shape before a path of it is used
+    paths = lambda v: isinstance(v, list) and len(v) <= 1000 and all(isinstance(p, str) and p.startswith("/") for p in v)
+    if not (isinstance(roots, dict) and all(paths(roots.get(k)) for k in ("prefixes", "inside", "outside"))
+            and isinstance(roots.get("executable"), str) and roots["executable"].startswith("/")):
+        raise SandboxError(f"python: {python}: its answer to the sandbox's roots probe is not "
+                           "{prefixes, inside, outside: [absolute paths], executable}: a wrapper script must run "
+                           "the real python with every argument")
+    return roots
 
 
 def declared_write(env: dict) -> list[str]:
@@ -156,11 +164,15 @@ def confinement(found: Probe, setting: dict, code: Path, tree: str, read: list, 
     return Confinement((sys.executable, "-I", "-S", str(wrapper_script(code))), rules)
 
 
-def readable(roots: dict, inputs: list, workload: Optional[str], declared: list, env: Optional[dict] = None) -> list[str]:
+def readable(roots: dict, inputs: list, workload: Optional[str], declared: list, env: Optional[dict] = None,
+             launched: Optional[str] = None) -> list[str]:
     """What a run may read besides the system folders, its own tree and the harness's code copy:
     its interpreter, the inputs, the workload folder, the campaign's declared folders and the
-    folders its env puts on PYTHONPATH (declared in the campaign file too)."""
+    folders its env puts on PYTHONPATH (declared in the campaign file too). `launched`: the path the
+    runs start, where it is not the interpreter itself (a wrapper script: its folder, to run it)."""
     out = [*roots["prefixes"], *roots["inside"], os.path.dirname(roots["executable"])]
+    if launched:
+        out.append(os.path.dirname(os.path.abspath(launched)))
     out += [p for p in ((env or {}).get("PYTHONPATH") or "").split(os.pathsep) if p.startswith("/")]
     out += [p for p in inputs if p]
     if workload:

@@ -31,13 +31,15 @@ WORKLOAD = '''
 '''
 
 
-def wrapper(where: Path, answer) -> Path:
+def wrapper(where: Path, answer, roots: bool = True) -> Path:
     """A python that prints `answer` (JSON) when probed (`-I -c PROBE`) and execs the real one
-    (this test's interpreter) otherwise."""
+    (this test's interpreter) otherwise, the sandbox's roots probe included unless `roots` is False."""
     path = where / "fake-python"
     text = answer if isinstance(answer, str) else json.dumps(answer)
     (where / "answer.json").write_text(text + "\n")
-    path.write_text(f'#!/bin/sh\nif [ "$1" = "-I" ] && [ "$2" = "-c" ]; then cat "{where / "answer.json"}"; exit 0; fi\n'
+    real = f'case "$3" in *"abba-harness: roots probe"*) exec "{sys.executable}" "$@";; esac\n' if roots else ""
+    path.write_text(f'#!/bin/sh\n{real}'
+                    f'if [ "$1" = "-I" ] && [ "$2" = "-c" ]; then cat "{where / "answer.json"}"; exit 0; fi\n'
                     f'exec "{sys.executable}" "$@"\n')
     path.chmod(0o755)
     return path
@@ -83,9 +85,23 @@ def test_a_probe_that_is_no_json_object_is_one_line(tmp_path):
                               "must run the real python with every argument)"]
 
 
+def test_an_interpreter_that_answers_the_roots_probe_with_garbage_is_one_line(tmp_path):
+    """The sandbox asks the campaign's interpreter what its runs may read: an answer of the wrong
+    shape (here the interpreter probe's, to every probe) is refused in one line, no traceback."""
+    python = wrapper(tmp_path, answer(tmp_path / "fake-python"), roots=False)
+    campaign = small_campaign(tmp_path, WORKLOAD, "bench:setup", order="ABBA", python=str(python))
+    result = harness("check", campaign, env=cache_env(tmp_path / "cache"))
+    assert result.returncode == 2 and no_traceback(result), result.stdout + result.stderr
+    lines = errors(result)
+    assert len(lines) == 1 and lines[0].startswith(f"harness check: error: {campaign}: python: {python}: its answer to "
+                                                   "the sandbox's roots probe is not"), lines
+
+
 def test_an_interpreter_that_claims_another_version_is_refused_before_anything_is_timed(tmp_path):
-    python = tmp_path / "fake-python"
-    wrapper(tmp_path, answer(python, version="3.13.0"))
+    # in a folder of its own: the runs may read the interpreter's folder, never the bundle's
+    (tmp_path / "bin").mkdir()
+    python = tmp_path / "bin" / "fake-python"
+    wrapper(tmp_path / "bin", answer(python, version="3.13.0"))
     campaign = small_campaign(tmp_path, WORKLOAD, "bench:setup", order="ABBA", python=str(python))
     env = cache_env(tmp_path / "cache")
     mine = f"CPython {platform.python_version()} ({sys.executable})"

@@ -80,18 +80,20 @@ def test_todays_bundle_relabelled_as_an_earlier_generation_fails_under_its_rules
         assert "Abba-Harness-Commit is not a key the contract declares" in result.stdout
 
 
-def test_a_careful_relabelling_passes_only_as_the_generation_it_names(demo_bundle, tmp_path):
-    """A forger who also strips what today's generation added makes a bundle that truly holds
-    under the newest frozen rules: it is shown as that generation's, with its holes, never as
-    today's; without --legacy it is refused."""
+def test_a_careful_relabelling_still_fails_under_the_rules_it_names(demo_bundle, tmp_path):
+    """A forger who also strips the harness commit line today's generation added: today's bundle
+    still holds what the newest frozen rules never declared (the sandbox, the runner's clock, the
+    question it asks), so the downgrade cannot shed today's checks by wearing an older label; a
+    bundle that truly holds under those rules is shown as that generation's, with its holes (the
+    first test, on a real bundle of each generation). Without --legacy it is refused."""
     gen = GENERATIONS[-1]
     bundle = relabel(demo_bundle, tmp_path / "careful", gen, strip_today=True)
     refusal_line(harness("verify", bundle), bundle, gen, "harness verify")
-    shown = harness("verify", "--legacy", bundle)
-    assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert shown.stdout.startswith(f"OK {bundle}: verified under the rules of {gen.label} (harness {gen.version} at "
-                                   f"{gen.last[:7]}), not today's ({C.FORMAT})")
-    assert "known holes of the rules of" in shown.stdout and "names no harness commit" in shown.stdout
+    for result in (harness("verify", "--legacy", bundle), rehash("--legacy", bundle)):
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "Abba-Harness-Commit" not in result.stdout  # stripped: what is left is today's content
+        assert "data/environment.json: [parsing] sandbox: not declared by the contract" in result.stdout
+        assert "\nOK " not in result.stdout and "known holes" not in result.stdout
 
 
 def test_the_reviewers_script_alone_runs_the_frozen_checker_beside_it(tmp_path):
