@@ -527,7 +527,7 @@ def sandbox_summary(env_sandbox):
 #   scheduling  the scheduling of another process (the runner, a zygote) or its own beyond its
 #               launcher's changed during the run
 #   marks       it sent marks the protocol does not allow
-# A claim is not made on a campaign with a contradicted timed run (contract.outside_veto).
+# A claim is not made on a campaign with a contradicted timed run (rules.outside_veto).
 CONTRADICTIONS = ("stamps", "wall", "cpu", "items_cpu", "stages_cpu", "items_wall", "tripwire", "scheduling",
                   "marks")
 MARK_SLACK_S, MARK_SLACK_SHARE = 0.1, 0.05
@@ -794,8 +794,8 @@ FIELDS = {
         "interference.freq_mhz_before": F("num?", "free", lo=0.0, hi=1e6),
         "interference.freq_mhz_after": F("num?", "free", lo=0.0, hi=1e6),
         "interference.steal_share": F("num?", "derived: the larger of own-CPU steal / wall and all-CPU steal / "
-                                              "(cores x wall) (contract.disturbance)", lo=0.0, hi=1e6),
-        "interference.cpu_per_wall": F("num?", "derived: machine.process_cpu_s / wall_s (contract.disturbance)",
+                                              "(cores x wall) (rules.disturbance)", lo=0.0, hi=1e6),
+        "interference.cpu_per_wall": F("num?", "derived: machine.process_cpu_s / wall_s (rules.disturbance)",
                                        lo=0.0, hi=1e9),
         "interference.causes": F("list", "derived: the bounds of campaign.json's interference it crosses",
                                  size=len(DISTURBED_CAUSES)),
@@ -842,9 +842,9 @@ FIELDS = {
         "outside.violations": F("list", "derived: contradictions (marks): what the worker sent out of protocol",
                                 size=8),
         "outside.violations[]": F("str", "free", size=256),
-        "outside.contradictions": F("list", "derived: contract.contradictions of the record's figures",
+        "outside.contradictions": F("list", "derived: rules.contradictions of the record's figures",
                                     size=len(CONTRADICTIONS)),
-        "outside.contradictions[]": F("enum", "derived: contract.contradictions", values=CONTRADICTIONS),
+        "outside.contradictions[]": F("enum", "derived: rules.contradictions", values=CONTRADICTIONS),
         "outside.contradicted": F("bool", "derived: exactly when contradictions is not empty"),
         "pid": F("int", "ledger: the ledger's worker for this run", lo=1, hi=2**31),
         "launch": F("dict", "identity: how its process was made"),
@@ -1309,7 +1309,7 @@ FIELDS["comparison"] = {
     "stats.sequential.method": F("str", _D, size=512),
     "stats.sequential.first": F("int", _D, lo=3, hi=MAX_ROUNDS),
     "stats.sequential.cap": F("int", _D, lo=3, hi=MAX_ROUNDS),
-    "stats.sequential.alpha": F("num", _D + " (the design's: contract.design)", lo=0.0, hi=0.5),
+    "stats.sequential.alpha": F("num", _D + " (the design's: rules.design)", lo=0.0, hi=0.5),
     "stats.sequential.sides": F("int", _D, lo=1, hi=2),
     "stats.sequential.levels": F("list", _D + " (the t's and the signs' one-tail nominal level at every look)", size=2),
     "stats.sequential.levels[]": F("num", _D, lo=0.0, hi=0.5),
@@ -1412,7 +1412,7 @@ FIELDS["comparison"] = {
     "stats.verdict_reason": F("str", _D, size=4096),
     "stats.warnings": F("list", _D, size=64),
     "stats.warnings[]": F("str", _D, size=4096),
-    "stats.outside": F("dict", _D + ": the runner's own figures against the claim (contract.outside_veto); "
+    "stats.outside": F("dict", _D + ": the runner's own figures against the claim (rules.outside_veto); "
                                     "always re-derived, so never absent from a bundle that verifies", optional=True),
     "stats.outside.contradicted": F("list", _D, size=MAX_RUNS),
     "stats.outside.contradicted[]": F("label", _D),
@@ -1440,7 +1440,7 @@ FIELDS["comparison"] = {
     "instructions.direction": F("enum?", _D, values=("fewer", "more", "same")),
     "instructions.disagrees": F("bool", _D),
     "instructions.contradicted": F("bool", _D + "; the wall's interval rules out the counts' direction "
-                                   "(contract.contradicted): their verdict is then inconclusive"),
+                                   "(rules.contradicted): their verdict is then inconclusive"),
     "instructions.band": F("num", _D, lo=0.0, hi=2 * PCT["hi"] / 100),  # twice the spread, however large
     "instructions.verdict": F("enum", _D, values=VERDICTS),
     "instructions.verdict_reason": F("str", _D, size=1024),
