@@ -18,9 +18,10 @@ Its re-derivation is a port, said plainly: `derive`, `derive_stats`, `sequential
 `with_interference` and `metrics_section` follow harness/comparison/derive.py, analysis.py and
 metrics.py step by step (the same formulas, written again over plain JSON with the standard
 library: its own t quantile, trimmed mean and winsorized variance, no numpy, no records), so a
-reviewer can read the one beside the other. What the two share is only the policy the contract
-holds (the verdict rule, the confidence sequence, the stop, the metric entries), never code of the
-writer's. A port agrees with the writer by construction, not by independence of method: the
+reviewer can read the one beside the other. What the two share is only the contract's policy and
+the decision rules harness/rules.py holds (the verdict rule and a sequential campaign's ending,
+wording included, the confidence sequence, the stop, the metric entries), never code of the
+writer's: this paragraph is the one place the port is declared. A port agrees with the writer by construction, not by independence of method: the
 tests hold the two to the same JSON on every bundle they make, and a bug written into both would
 pass both; `harness reproduce` (a measurement again, not a re-derivation) is what tests a claim.
 
@@ -2094,14 +2095,9 @@ def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan, qu
     out["sequential"] = sequential_section(design, plan, looks, why)
     out["method"] = f"{C.METHOD}; {C.SEQ_METHOD}"
     out["paired"]["ci95"] = last[0] if last else None
-    if why == "decided":
-        out["verdict"], out["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
-        out["verdict_reason"] = f"{last[2] if last else 'no look'}; no look decided by the budget's cap of {plan['cap']} rounds"
+    out["verdict"], out["verdict_reason"] = R.sequential_ending(why, last, len(pairs), plan["cap"])
+    if why == "cap":
         out["sequential"]["expected_rounds"] = R.expected_rounds(d, design, band, margin, question, len(d))
-    else:
-        out["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {plan['cap']} rounds before a "
-                                 "look decided")
     return out
 
 

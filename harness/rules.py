@@ -311,6 +311,17 @@ def family_ending(question, section, looks, why, rounds, cap):
     return "inconclusive", f"{summary}; the campaign ended after {rounds} of at most {cap} rounds"
 
 
+def sequential_ending(why, last, rounds, cap):
+    """(verdict, reason) of a sequential campaign of one claim, wording included: the look that
+    decided (last: the last look's (ci95, verdict, reason)), or at the cap no claim, or an end
+    before any look decided (why: stopped's)."""
+    if why == "decided":
+        return last[1], f"{last[2]}, decided at round {rounds}"
+    if why == "cap":
+        return "inconclusive", f"{last[2] if last else 'no look'}; no look decided by the budget's cap of {cap} rounds"
+    return "inconclusive", f"the campaign ended after {rounds} of at most {cap} rounds before a look decided"
+
+
 def expected_rounds(values, plan, band, margin, question, rounds):
     """The rounds in all a campaign of this Design's level would need for the mean's interval to
     decide, if its per-round log ratios kept their mean and spread: the first count whose half

@@ -442,16 +442,9 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
     result["method"] = f"{METHOD}; {SEQ_METHOD}"
     paired = result["paired"]
     paired["ci95"] = last[0] if last else None
-    if why == "decided":
-        assert last is not None  # a look decided, so there was one
-        result["verdict"], result["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
-        reason = last[2] if last else "no look"
-        result["verdict_reason"] = f"{reason}; no look decided by the budget's cap of {cap} rounds"
+    result["verdict"], result["verdict_reason"] = R.sequential_ending(why, last, len(pairs), cap)
+    if why == "cap":
         result["sequential"]["expected_rounds"] = R.expected_rounds(d, plan, band, margin, question, len(d))
-    else:
-        result["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {cap} rounds before a look "
-                                    "decided")
     return result
 
 
