@@ -113,8 +113,8 @@ def test_auto_rounds_rule():
     assert R.auto_rounds(60, 1.0, 20, 100) == 60
     assert R.auto_rounds(60, 5.0, 20, 100) == 20
     assert R.auto_rounds(60, 0.0, 20, 100) == 100
-    # rehash.py reads the same contract: one rule for the runner and both checkers
-    assert rehash.C.auto_rounds(60, 1.7, 20, 100) == R.auto_rounds(60, 1.7, 20, 100) == 36
+    # rehash.py reads the same rules: one rule for the runner and both checkers
+    assert rehash.R.auto_rounds(60, 1.7, 20, 100) == R.auto_rounds(60, 1.7, 20, 100) == 36
 
 
 def test_defaults():
