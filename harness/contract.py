@@ -358,7 +358,7 @@ def output_problem(fields):
             return f"field {name!r}: {problem}"
         if len(shape) > dims or not all(isinstance(n, int) and dim.lo <= n <= dim.hi for n in shape):
             return f"field {name!r}: shape {list(shape)[:8]}: at most {dims} dimensions, each of 0 to 2**62 elements"
-        size = int(DTYPE_RE.match(dtype).group(3))
+        size = int(DTYPE_RE.match(dtype).group(3))  # type: ignore[union-attr]  # dtype_problem: it matches
         nbytes = math.prod(shape) * size
         if nbytes > DEFAULT_MAX_ARRAY_BYTES:
             return (f"field {name!r}: {nbytes} bytes, over the {DEFAULT_MAX_ARRAY_BYTES} bytes the checkers read of "

@@ -89,6 +89,8 @@ def _load_beside(name, as_module):
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
     spec = importlib.util.spec_from_file_location(as_module, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[as_module] = module
     spec.loader.exec_module(module)
@@ -108,6 +110,8 @@ def _load_legacy():
     if not os.path.isfile(path):
         return None
     spec = importlib.util.spec_from_file_location("abba_legacy", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -364,7 +368,7 @@ def value_problem(value, field):
 def conform(doc, value):
     """Every problem of value against FIELDS[doc], closed: (path, problem) pairs, an undeclared
     key at any level among them. Iterative, and it stops at SHAPE_PROBLEMS."""
-    out = []
+    out: list[tuple[str, str]] = []
     pending = [(value, tree(doc), "")]
     while pending and len(out) < SHAPE_PROBLEMS:
         v, node, where = pending.pop()
@@ -755,7 +759,8 @@ def check_arrays(check):
     """Digests of the stored arrays that re-hash to their names; headers kept for the records.
     First every header alone: when the arrays declare more than the budget in all, none is
     inflated."""
-    stored, named = set(), []
+    stored: set[str] = set()
+    named = []
     for rel in sorted(p for p in check.openable if C.file_kind(p) == "array"):
         digest = rel.rsplit("/", 1)[1][: -len(C.ARRAY_SUFFIX)]
         try:
@@ -1343,18 +1348,20 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
         return [], True
     instr_order = campaign["instructions"]["order"]
     want_items = C.subset(runner["items"], campaign["instructions"]["items"])
-    out, sound, stopped = [], True, False
+    out: list = []
+    sound, stopped = True, False
     failed_wall = next((n for n, r in enumerate(runs) if r["status"] != "ok"), None)
     by_label = {r["label"]: r for r in runs}
     walls = R.labels(campaign["order"])
     instr = [row for row in R.schedule(campaign["order"], instr_order, R.spread_of(campaign))
              if row[0].startswith("I")]
-    slowest = {}  # (variant, item) -> the longest wall the item took in an ok wall run of its variant
+    # (variant, item) -> the longest wall the item took in an ok wall run of its variant
+    slowest: dict[tuple[str, str], float] = {}
     for r in runs:
         if r["status"] == "ok":
             for it in r["items"]:
-                key = (r["variant"], it["id"])
-                slowest[key] = max(slowest.get(key, 0.0), it["wall_s"])
+                pair = (r["variant"], it["id"])
+                slowest[pair] = max(slowest.get(pair, 0.0), it["wall_s"])
     for label, variant, index, after in instr:
         at = next(i for i, (w, _) in enumerate(walls) if w == after) if after is not None else -1
         rel = C.instructions_path(label)
@@ -1402,8 +1409,8 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
         if count is not None and count > C.MAX_INSTRUCTIONS_PER_S * record["process"]["wall_s"]:
             check.fail(rel, f"{count} instructions in a process that lived {record['process']['wall_s']:.6g} s: "
                             f"more than {C.MAX_INSTRUCTIONS_PER_S:.0e} a second", "physics")
-        timed_s = [slowest.get((variant, i)) for i in record["items"]]
-        if count is not None and record["items"] and None not in timed_s and \
+        timed_s = [slowest[(variant, i)] for i in record["items"] if (variant, i) in slowest]
+        if count is not None and record["items"] and len(timed_s) == len(record["items"]) and \
                 count > C.MAX_NATIVE_INSTRUCTIONS_PER_S * math.fsum(timed_s):
             check.fail(rel, f"{count} instructions for {len(timed_s)} item(s) that took at most "
                             f"{math.fsum(timed_s):.6g} s in the {variant} wall runs: more than a core retires "
@@ -1438,7 +1445,8 @@ def check_ledger(check, cleanup, runner, records, launch=C.DEFAULT_LAUNCH):
     started = {r["label"] for r in records}
     zygotes = {R.zygote_label(r["variant"], r["launch"]["generation"]) for r in records
                if launch == "zygote" and isinstance(r.get("launch"), dict) and r["launch"]["generation"] is not None}
-    workers, keys = {}, set()
+    workers: dict = {}
+    keys = set()
     for n, p in enumerate(procs):
         preflight = p["run"] in C.PREFLIGHT_RUNS and p["role"] in ("preflight", "descendant")
         zygote = p["run"] in zygotes and p["role"] == "zygote"
@@ -1499,7 +1507,7 @@ def check_launch(check, procs, records, launch):
     worker. A failed run may name its zygote as its pid (the zygote forked nothing)."""
     runs = [r for r in records if C.LABEL_RE.match(r["label"])]
     generation = R.generations([r["label"] for r in runs])
-    rows = {}
+    rows: dict = {}
     for p in procs:
         if p["role"] == "zygote":
             rows.setdefault((p["run"], p["pid"]), p)
@@ -1665,12 +1673,12 @@ def check_records(check, stored):
     # every ok run measured the same field names per item: the odd ones out against the names most
     # runs give it (an item that recorded an error has no fields; parity reports the error itself)
     ok_runs = [r for r in runs if r["status"] == "ok"]
-    names = {}
+    names: dict[str, list] = {}
     for r in ok_runs:
         for it in r["items"]:
             if it["error"] is None:
                 names.setdefault(it["id"], []).append((r["label"], tuple(sorted(it["fields"]))))
-    odd = {}
+    odd: dict = {}
     for seen in names.values():
         common = collections.Counter(shape for _, shape in seen).most_common(1)[0][0]
         first = next(label for label, shape in seen if shape == common)
@@ -1718,7 +1726,7 @@ def check_records(check, stored):
             or bagged > time.time() + 86400:
         check.fail(C.BAG_INFO, f"Bagging-Date {short(check.bag_info.get('Bagging-Date'))} is not the date the runner "
                                "ended", "physics")
-    origins = {}
+    origins: dict[tuple[str, str], set] = {}
     for r in ok_runs:
         for name, where in r["imported_from"]["stages"].items():
             origins.setdefault((name, r["variant"]), set()).add(where)
@@ -1907,7 +1915,7 @@ def derive(check, campaign, runs, runner, cleanup, golden, instr, workload, sand
 
     max_ulp = campaign["parity"]["max_ulp"]
     if not base or not cand:
-        parity = {"identical": False, "agree": False, "tolerance": None, "reference": None, "items": 0,
+        parity: dict = {"identical": False, "agree": False, "tolerance": None, "reference": None, "items": 0,
                   "fields_compared": 0, "fields_identical": 0, "error_returns": 0, "errors_identical": False,
                   "call_counts_identical": False, "golden": None, "mismatch_count": 0, "mismatches": [],
                   "note": "no successful run of both variants to compare", "divergence": []}
@@ -2571,7 +2579,7 @@ def _entries(check, rel, limit):
     if not stat.S_ISDIR(st.st_mode):
         check.fail(rel or ".", "not a folder (a symlink or a file)", "bisect")
         return None
-    out = []
+    out: list = []
     with os.scandir(path) as it:
         for entry in it:
             if len(out) >= limit:

@@ -24,7 +24,7 @@ if __package__:  # harness.rules, imported as part of the harness
         SEQ_SIGN_SHARE, SEQ_T_SPEND, SEQ_T_SPEND_FAMILY, SIG_DIGITS, STAMP_TOL_S, TRIM, VARIANTS, VERDICTS,
         WALK_REACH, WALK_STEP, ZYGOTE_RUNS, is_suite_entry)
 else:  # loaded from its file by rehash.py, run alone: the contract it loaded from beside itself
-    from abba_contract import (  # type: ignore[no-redef]  # the same names, from the same file
+    from abba_contract import (  # type: ignore[import-not-found, no-redef]  # rehash.py's name for contract.py
         ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, FAMILY_NAMED, HEADLINE,
         INSTRUCTION_BAND, ITEMS_SHARE, ITEMS_SLACK_S, MARK_SLACK_S, MARK_SLACK_SHARE, MAX_BAND, MAX_PROBE_BAND,
         MAX_ROUNDS, MAX_ULP, METRIC, MIN_ROUNDS, MOVED_LEVEL, MOVED_SHARE, QUESTION_ALPHA, SEQ_ALPHA,
@@ -789,7 +789,8 @@ def stopped(looks, rounds, cap):
 
 def labels(order):
     """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2; ABab -> A1 B1 As1 Bs1."""
-    counts, out = {}, []
+    counts: dict[str, int] = {}
+    out = []
     for letter in order:
         counts[letter] = counts.get(letter, 0) + 1
         upper = letter.upper()
@@ -845,7 +846,8 @@ def generations(labels):
     """`launch: zygote`: the zygote generation of each run (timed and stage runs; instruction runs
     are always fresh), by its place among its variant's runs: runs 1-ZYGOTE_RUNS of a variant have
     its zygote 1, the next ZYGOTE_RUNS its zygote 2, and so on."""
-    counts, out = {}, {}
+    counts: dict[str, int] = {}
+    out = {}
     for label in labels:
         counts[label[0]] = counts.get(label[0], 0) + 1
         out[label] = (counts[label[0]] - 1) // ZYGOTE_RUNS + 1
@@ -884,7 +886,7 @@ def instructions_section(ok_runs, wall_verdict, wall_ci=None, band=0.0):
     interval (wall_ci, against the campaign's band) contradicts the counts' verdict (`contradicted`):
     then the counts make no claim (inconclusive), whatever valgrind saw, and `harness compare
     --metric instructions` exits with outcomes.CONTRADICTED."""
-    out = {"tool": "callgrind", "items": ok_runs[0][3] if ok_runs else 0}
+    out: dict = {"tool": "callgrind", "items": ok_runs[0][3] if ok_runs else 0}
     for variant in ("base", "candidate"):
         counts = [count for _, v, count, _ in ok_runs if v == variant]
         out[variant] = {"runs": [label for label, v, _, _ in ok_runs if v == variant], "counts": counts,
@@ -910,7 +912,7 @@ def instructions_section(ok_runs, wall_verdict, wall_ci=None, band=0.0):
                                  f"[{1 - band:.4f}, {1 + band:.4f}] (+-{100 * band:.2f}%: at least "
                                  f"{100 * INSTRUCTION_BAND:.1f}%, and twice the counts' own spread)")
     # opposite ways: a move within the counts' own spread says nothing
-    out["disagrees"] = out["detected"] and ((wall_verdict == "improved" and ratio > 1)
+    out["disagrees"] = out["detected"] and ratio is not None and ((wall_verdict == "improved" and ratio > 1)
                                             or (wall_verdict == "regressed" and ratio < 1))
     # the wall's interval rules out the counts' own direction: a candidate can run other code under
     # valgrind than without it (docs/guarantees.md), so the counts alone claim nothing then
@@ -941,7 +943,7 @@ def tolerance_section(mismatches, max_ulp, ulp_of):
         if m["field"] is not None and m["reason"] == "bytes differ":
             distance, name = ulp_of(m["reference_digest"], m["digest"])
         m["max_ulp"] = distance
-        if distance is not None and max_ulp > MAX_ULP[name]:
+        if distance is not None and name is not None and max_ulp > MAX_ULP[name]:
             over[name] = MAX_ULP[name]
             fine = False
         elif distance is None or distance > max_ulp:
@@ -1017,15 +1019,15 @@ def bisect_step(comparison):
     a campaign that did not complete, "outputs differ" when parity fails, else the wall verdict,
     with the paired geometric-mean ratio, its interval and the band it was judged against (the
     campaign's verdict.threshold)."""
-    stats = comparison.get("stats") if isinstance(comparison.get("stats"), dict) else {}
-    paired = stats.get("paired") if isinstance(stats.get("paired"), dict) else {}
+    stats: dict = comparison["stats"] if isinstance(comparison.get("stats"), dict) else {}
+    paired: dict = stats["paired"] if isinstance(stats.get("paired"), dict) else {}
     ratio, interval = paired.get("geomean_ratio"), paired.get("ci95")
     if comparison.get("status") != "complete":
         verdict = "failed"
     elif not (comparison.get("parity") or {}).get("agree"):
         verdict = "outputs differ"
     else:
-        verdict = stats.get("verdict") if stats.get("verdict") in VERDICTS else "failed"
+        verdict = stats["verdict"] if stats.get("verdict") in VERDICTS else "failed"
     return verdict, ratio, list(interval) if interval else None, stats.get("threshold")
 
 
@@ -1073,9 +1075,9 @@ def bisect_search(good, commits, steps, find="either", threshold=DEFAULT_THRESHO
     which the change lies as far as the steps so far tell; lo may be good)}: next is the step the
     rule asks for when the steps so far do not end it. BisectOff when a recorded step is not the
     one the rule asks for; a step past the end is the caller's to refuse (len(steps) > "used")."""
-    asked = []
+    asked: list = []
     bad = commits[-1]
-    state = {"direction": None if find == "either" else find, "range": (good, bad)}
+    state: dict = {"direction": None if find == "either" else find, "range": (good, bad)}
     moved = {"slower": "regressed", "faster": "improved"}
 
     def ask(base, candidate, step_band):

@@ -883,7 +883,7 @@ class Runner:
                 measured = records.WorkerResult.from_json(self._result(run_dir))
             except (OSError, ValueError, KeyError, TypeError, AttributeError, C.JSONRefused) as exc:
                 status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
-        lied = status == "ok" and self._interpreter_lied(variant, measured.python, label)
+        lied = status == "ok" and measured is not None and self._interpreter_lied(variant, measured.python, label)
         if lied:  # the record keeps no interpreter then: the reason names both
             status, reason, measured = "failed", lied, None
         taken: dict = {}

@@ -431,7 +431,7 @@ def _sampled(planned, k):
     fields: dict[tuple, list] = {}
     for item in planned:
         fields.setdefault((item[0].doc, item[0].field), []).append(item)
-    out = []
+    out: list = []
     for n, group in enumerate(fields.values()):
         out.extend(group[(n + i) % len(group)] for i in range(min(k, len(group))))
     return out
