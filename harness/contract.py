@@ -20,6 +20,7 @@ import re
 import sys
 import unicodedata
 from collections import namedtuple
+from typing import Any, Dict, Optional, Sequence, Tuple  # Python 3.9: the worker's room
 
 FORMAT = "abba-harness/bundle/v9"  # the bundle format this contract describes (bag-info Abba-Format)
 
@@ -118,19 +119,19 @@ ARRAY_PREFIX = b"abba-array-v1\n"
 NPY_MAGIC = b"\x93NUMPY"
 
 
-def run_path(label):
+def run_path(label: str) -> str:
     return f"data/runs/{label}.json"
 
 
-def instructions_path(label):
+def instructions_path(label: str) -> str:
     return f"data/instructions/{label}.json"
 
 
-def log_path(label):
+def log_path(label: str) -> str:
     return f"data/logs/{label}.log"
 
 
-def array_path(digest):
+def array_path(digest: str) -> str:
     return f"data/arrays/{digest}{ARRAY_SUFFIX}"
 
 
@@ -166,7 +167,7 @@ JSON_KINDS = ("campaign", "environment", "comparison", "runner", "cleanup", "rev
               "builds", "golden", "noise_floor", "reproduction", "run", "instructions")
 
 
-def file_kind(rel):
+def file_kind(rel: str) -> Optional[str]:
     """The kind of a bag-relative path, or None: a file no bundle holds."""
     for kind, pattern, _when, _limit in FILE_KINDS:
         if pattern.match(rel):
@@ -215,12 +216,12 @@ MAX_TRUST_BYTES = 1 << 20  # an allowed_signers file
 MAX_TRUST_KEYS = 256  # keys (lines) in an allowed_signers file
 
 
-def log_limit():
+def log_limit() -> int:
     """The most bytes a stored log may have: its head, the mark and its tail."""
     return LOG_HEAD_BYTES + LOG_TAIL_BYTES + len(LOG_CUT_MARK % 10**19)
 
 
-def cut_log(data):
+def cut_log(data: bytes) -> Tuple[bytes, bool]:
     """A worker's output as the bundle keeps it: whole when it fits, else its head, a line
     saying how much was left out, and its tail. Returns (stored bytes, truncated)."""
     if len(data) <= LOG_HEAD_BYTES + LOG_TAIL_BYTES:
@@ -247,14 +248,14 @@ BLANK_GLYPHS = frozenset("\u2800\U0001d159")  # BRAILLE PATTERN BLANK, MUSICAL S
 
 
 @functools.lru_cache(maxsize=8192)
-def shown(ch):
+def shown(ch: str) -> bool:
     """Whether a character may be shown as itself: printable, and neither default-ignorable nor a
     blank glyph (see above)."""
     return ch.isprintable() and ch not in IGNORABLE_SHOWN and ch not in BLANK_GLYPHS \
         and "VARIATION SELECTOR" not in unicodedata.name(ch, "")
 
 
-def all_shown(text):
+def all_shown(text: str) -> bool:
     """Whether every character of text may be shown as itself (ASCII text: a quick test)."""
     return text.isprintable() and (text.isascii() or all(shown(ch) for ch in text))
 
@@ -311,7 +312,7 @@ LONG_DOUBLE = ("long double (float128, complex256) is refused: on x86 its 80-bit
                "every bit on x86, its 10 value bytes x.view(np.uint8).reshape(x.shape + (16,))[..., :10]")
 
 
-def dtype_problem(descr):
+def dtype_problem(descr: object) -> Optional[str]:
     """Why an array of this dtype (numpy's descr, '<f8') cannot be stored, or None."""
     m = DTYPE_RE.match(descr) if isinstance(descr, str) else None
     if not m:
@@ -324,7 +325,7 @@ def dtype_problem(descr):
     return None
 
 
-def fields_problem(names):
+def fields_problem(names: Any) -> Optional[str]:
     """The first rule of the contract an item's output field names break (how many, and each name),
     as one line naming the field and the fix, or None: what the runner checks before it reads an
     output's file (output_problem checks the rest once it has)."""
@@ -342,7 +343,7 @@ def fields_problem(names):
     return None
 
 
-def output_problem(fields):
+def output_problem(fields: Dict[str, Any]) -> Optional[str]:
     """The first rule of the contract an item's outputs break, as one line naming the field and
     the fix, or None. fields: {name: (dtype, shape)}, dtype numpy's descr ('<f8'), as a run record
     keeps them; the bounds are FIELDS["run"]'s items[].fields, the dtypes dtype_problem's, and one
@@ -366,10 +367,10 @@ def output_problem(fields):
     return None
 
 
-def record_problem(kind, size):
+def record_problem(kind: str, size: int) -> Optional[str]:
     """Why a record of this kind ("run", "instructions") of `size` bytes cannot be in a bundle, or None."""
     limit = next(limit for k, _p, _w, limit in FILE_KINDS if k == kind)
-    if size <= limit:
+    if limit is None or size <= limit:
         return None
     return (f"its record would be {size} bytes, over the {limit} a {kind} record may have: fewer or smaller "
             "output fields per item (each field is a digest, dtype and shape per item), or fewer items "
@@ -394,7 +395,7 @@ MAX_ULP = {name: 2 ** -(-bits // 2) for name, bits in SIGNIFICAND_BITS.items()}
 MAX_ULP_ANY = max(MAX_ULP.values())  # what a campaign file may declare at the most
 
 
-def ulp_bound(kind, itemsize):
+def ulp_bound(kind: str, itemsize: int) -> Optional[int]:
     """The widest tolerance a float field of this numpy kind and itemsize admits, or None
     (no float16/32/64: no tolerance covers it)."""
     name = FLOAT_NAMES.get(itemsize) if kind == "f" else None
@@ -505,7 +506,7 @@ MAX_SANDBOX_READ = 64  # folders a campaign may declare readable (`sandbox: {rea
 MAX_SANDBOX_PATHS = 512  # shared folders environment.json lists
 
 
-def sandbox_summary(env_sandbox):
+def sandbox_summary(env_sandbox: Optional[dict]) -> dict:
     """comparison.json `sandbox` from environment.json's: its level and why it is not full."""
     if env_sandbox is None:
         return {"level": "none", "reason": "no sandbox record"}
@@ -610,7 +611,7 @@ SEQ_METHOD = ("sequential: after each round from the first look to the cap, the 
               "20%-trimmed t), one nominal level at every look, set so that any look errs with probability at most "
               "alpha (Pocock); stops when it decides")
 
-def subset(items, n):
+def subset(items: Sequence, n: Optional[int]) -> list:
     """`workload.items: N`: N items spread evenly over the workload's list, the first always
     included, the same ones on every run and machine; None: all of them."""
     if n is None or n >= len(items):
@@ -674,7 +675,7 @@ BYTES = dict(lo=0, hi=2**50)  # a resident set (1 PiB: beyond any machine)
 # max(32, 2 x CPUs) pages a CPU): the kernel's mark of a reaped process may read below what /proc
 # showed the worker by up to a batch a CPU (seen: 10 pages on 2 cores, 36 pages on a 16-core Xeon).
 # Twice that bound.
-def rss_slack_bytes(cores):
+def rss_slack_bytes(cores: Optional[int]) -> int:
     """How far below /proc's high-water mark the kernel's mark of a reaped process may read."""
     cores = max(1, cores or 1)
     return 2 * max(32, 2 * cores) * cores * 4096
@@ -1681,7 +1682,7 @@ def _depth(value, limit):
     return True
 
 
-def parse_json(data):
+def parse_json(data: bytes) -> Any:
     """Strict JSON: UTF-8, no duplicate keys, no NaN, Infinity or number that overflows to it,
     integers within 64 bits, at most contract.MAX_JSON_DEPTH deep."""
     try:

@@ -60,6 +60,10 @@ import statistics  # noqa: E402
 import struct  # noqa: E402
 import time  # noqa: E402
 import zlib  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:  # annotations only (as strings: the reviewer's Python may be 3.9)
+    from typing import Iterator
 
 
 def _load_contract():
@@ -140,7 +144,7 @@ class Earlier(Unusable):
         self.generation = generation
 
 
-def earlier(root):
+def earlier(root) -> None:
     """Raise Earlier when the bundle at root carries the ids of a frozen earlier generation: read
     before any check, and only to refuse it (or, when the reviewer asks, to hand it to that
     generation's own checker: legacy.run)."""
@@ -164,36 +168,36 @@ class Problem(str):
         return line
 
 
-def show(rel):
+def show(rel: str) -> str:
     """A path as printed: plain when every character shows as itself (contract.shown), escaped otherwise."""
     return rel if C.all_shown(rel) else ascii(rel)
 
 
-def short(value):
+def short(value: object) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 class Check:
-    def __init__(self, root, max_array_bytes=None):
+    def __init__(self, root: str, max_array_bytes: "int | None" = None) -> None:
         self.root = root
         self.max_array_bytes = C.DEFAULT_MAX_ARRAY_BYTES if max_array_bytes is None else max_array_bytes
-        self.problems = []
-        self.notes = []
-        self.present = set()  # regular files found by the walk
-        self.openable = set()  # of those, the ones a manifest lists: the only files opened
+        self.problems: list[Problem] = []
+        self.notes: list[str] = []
+        self.present: set[str] = set()  # regular files found by the walk
+        self.openable: set[str] = set()  # of those, the ones a manifest lists: the only files opened
         self.files = 0
         self.arrays = 0
-        self.status = None
-        self.digest = None
-        self.bag_info = {}
-        self.array_headers = {}  # digest -> (dtype, shape) of each stored array
+        self.status: "str | None" = None
+        self.digest: "str | None" = None
+        self.bag_info: dict[str, str] = {}
+        self.array_headers: dict = {}  # digest -> (dtype, shape) of each stored array
         self.json_bytes = 0  # all JSON read so far (contract.MAX_JSON_BYTES_TOTAL)
 
-    def fail(self, rel, msg, rule=None):
+    def fail(self, rel: str, msg: str, rule: "str | None" = None) -> None:
         self.problems.append(Problem(rel, msg, rule))
 
-    def path(self, rel):
+    def path(self, rel: str) -> str:
         return os.path.join(self.root, *rel.split("/"))
 
     # --- reading: listed regular files only, never through a symlink, never blocking ----
@@ -207,7 +211,7 @@ class Check:
             raise OSError(f"{rel}: not a regular file")
         return os.fdopen(fd, "rb")
 
-    def read(self, rel, limit):
+    def read(self, rel: str, limit: int) -> bytes:
         """The file's bytes, at most limit: refused from its size before anything is read, then
         read in chunks up to its size (never a buffer of the limit's size)."""
         with self.open_regular(rel) as fh:
@@ -225,7 +229,7 @@ class Check:
             raise OSError(f"larger than the {limit} bytes its kind may have")
         return b"".join(parts)
 
-    def sha256(self, rel):
+    def sha256(self, rel: str) -> str:
         h = hashlib.sha256()
         with self.open_regular(rel) as fh:
             refuse_unbounded(fh.fileno())
@@ -268,7 +272,7 @@ def tokens(path):
 _TREES: dict[str, dict] = {}
 
 
-def tree(doc):
+def tree(doc: str) -> dict:
     """FIELDS[doc] as nested nodes {"field": Field or None, "children": {token: node}}."""
     if doc not in _TREES:
         fields = C.BAG_INFO_FIELDS if doc == "bag-info" else C.FIELDS[doc] if doc in C.FIELDS else \
@@ -365,7 +369,7 @@ def value_problem(value, field):
     return f"of undeclared type {kind}"
 
 
-def conform(doc, value):
+def conform(doc: str, value) -> "list[tuple[str, str]]":
     """Every problem of value against FIELDS[doc], closed: (path, problem) pairs, an undeclared
     key at any level among them. Iterative, and it stops at SHAPE_PROBLEMS."""
     out: list[tuple[str, str]] = []
@@ -437,7 +441,7 @@ def load_doc(check, kind, rel, required=True):
 
 
 # --- layout ------------------------------------------------------------------------------------
-def unsafe_path(rel):
+def unsafe_path(rel: str) -> "str | None":
     if not rel:
         return "empty"
     if rel.startswith("/"):
@@ -2471,7 +2475,7 @@ def metric_rounds(reads, pairs, family=False):
     return [math.log(values[b["label"]] / values[a["label"]]) for a, b in pairs], values, reads
 
 
-def diff(want, got, path=""):
+def diff(want, got, path: str = "") -> "Iterator[tuple[str, object, object]]":
     """Key paths where the re-derived value and the claimed one differ (floats within REL_TOL)."""
     if isinstance(want, dict) and isinstance(got, dict):
         for key in sorted(set(want) | set(got)):
@@ -2490,7 +2494,7 @@ def diff(want, got, path=""):
         yield path, want, got
 
 
-def report_diff(check, derived, claimed):
+def report_diff(check: Check, derived, claimed) -> None:
     for path, want, got in diff(derived, claimed):
         check.fail(C.COMPARISON, f"{path} claims {short(got)}, the run records give {short(want)}", "derived")
 
@@ -2531,7 +2535,7 @@ def check_comparison(check, docs):
     check.status = claimed["status"]
 
 
-def structure(root, max_array_bytes=None):
+def structure(root, max_array_bytes: "int | None" = None) -> "tuple[Check, dict | None]":
     """Layout, arrays and record rules: what both checkers share. Returns (check, docs); docs is
     None when the records cannot be re-derived from."""
     earlier(root)
@@ -2543,7 +2547,7 @@ def structure(root, max_array_bytes=None):
     return check, check_records(check, stored)
 
 
-def rehash(root, max_array_bytes=None):
+def rehash(root, max_array_bytes: "int | None" = None) -> Check:
     check, docs = structure(root, max_array_bytes)
     if docs is not None:
         check_comparison(check, docs)
@@ -2552,7 +2556,7 @@ def rehash(root, max_array_bytes=None):
 
 
 # --- a bisect folder: OUT/bisect.json and its step bundles -------------------------------------
-def is_bisect(root):
+def is_bisect(root) -> bool:
     """A folder `harness bisect` wrote: bisect.json at its root, no bundle's tag manifest."""
     return os.path.lexists(os.path.join(root, C.BISECT_FILE)) and \
         not os.path.lexists(os.path.join(root, C.TAGMANIFEST))
@@ -2733,7 +2737,7 @@ def _shown(text) -> str:
     return text if C.all_shown(text) else "".join(ch if C.shown(ch) else ascii(ch)[1:-1] for ch in text)
 
 
-def main(argv):
+def main(argv: "list[str]") -> int:
     args = argv[1:]
     legacy = "--legacy" in args  # the reviewer's word, never the bundle's: earlier rules may judge
     args = [a for a in args if a != "--legacy"]
