@@ -15,6 +15,7 @@ import functools
 import hashlib
 import math
 from collections import namedtuple
+from typing import List, Optional, Tuple  # Python 3.9: the worker's room
 
 if __package__:  # harness.rules, imported as part of the harness
     from harness.contract import (
@@ -188,7 +189,8 @@ def sig10(x):
     return float(f"{x:.{SIG_DIGITS - 1}e}")
 
 
-def decide(lo, hi, band, run_ratio, what, claim_band=None, question="claim", margin=None):
+def decide(lo: float, hi: float, band: float, run_ratio: Optional[float], what: str, claim_band: Optional[float] = None,
+           question: str = "claim", margin: Optional[float] = None) -> Tuple[str, str]:
     """(verdict, reason) of an interval [lo, hi] of candidate/base. A claim (question "claim", the
     interval two-sided at 95%) against the equal band [1 - band, 1 + band]: improved below it,
     regressed above it, equal inside it, else inconclusive; a claim the run-level ratio of mean
@@ -311,7 +313,7 @@ def family_ending(question, section, looks, why, rounds, cap):
     return "inconclusive", f"{summary}; the campaign ended after {rounds} of at most {cap} rounds"
 
 
-def sequential_ending(why, last, rounds, cap):
+def sequential_ending(why: Optional[str], last, rounds: int, cap: int) -> Tuple[str, str]:
     """(verdict, reason) of a sequential campaign of one claim, wording included: the look that
     decided (last: the last look's (ci95, verdict, reason)), or at the cap no claim, or an end
     before any look decided (why: stopped's)."""
@@ -406,7 +408,7 @@ def instructions_entry(section):
 
 
 # --- the plan: definitions both the runner and the checkers follow -------------------------------
-def coin(domain, seed, index):
+def coin(domain: str, seed: int, index: int) -> bool:
     """A fresh, recorded coin: the low bit of SHA-256("<domain>:<seed>:<index>") is 0."""
     return hashlib.sha256(f"{domain}:{seed}:{index}".encode()).digest()[0] & 1 == 0
 
@@ -428,7 +430,7 @@ def round_order(rounds, seed, stage_rounds=0, first=None):
     return "".join(out)
 
 
-def order_problem(order):
+def order_problem(order: str) -> Optional[str]:
     """Why an order cannot decide a claim (the `decision` rule), or None. A round is a pair of
     consecutive timed runs (A, B, read apart from the stage runs a, b), and each must hold one A
     and one B (AB or BA: ABBA is two rounds), the stage runs likewise: the k-th base run is paired
@@ -457,7 +459,7 @@ def noise_floor_of(ci):
     return round(min(0.5, max(0.0, 1.0 - ci[0], ci[1] - 1.0)), 6)
 
 
-def noise_floor_problem(doc):
+def noise_floor_problem(doc: dict) -> Optional[str]:
     """Why a noise-floor file (its fields as FIELDS["noise_floor"] declares them) cannot widen a
     band (the `decision` rule), or None: its floor must be the one its own interval gives
     (noise_floor_of), its ratio inside that interval, its rounds at least MIN_ROUNDS, and the
@@ -479,7 +481,7 @@ def noise_floor_problem(doc):
     return None
 
 
-def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds=MAX_ROUNDS):
+def auto_rounds(budget_s: float, first_round_s: float, min_rounds: int, max_rounds: int = MAX_ROUNDS) -> int:
     """`rounds: auto`: the cap of a sequential campaign, as many rounds as fit budget_s when the
     first round's two runs took first_round_s (their process walls, start-up included), within
     [min_rounds, max_rounds]. Time alone sets the cap, never a ratio."""
@@ -493,7 +495,7 @@ def auto_rounds(budget_s, first_round_s, min_rounds, max_rounds=MAX_ROUNDS):
 Design = namedtuple("Design", "first cap alpha sides spend")
 
 
-def design(first, cap, question=DEFAULT_QUESTION, members=1):
+def design(first: int, cap: int, question: str = DEFAULT_QUESTION, members: int = 1) -> Design:
     """The design of a sequential campaign's looks after rounds first..cap (cap at least first)
     for its question: a claim spends SEQ_ALPHA over both sides, a one-sided question
     QUESTION_ALPHA on each side; a family of `members` claims (a suite's benchmarks) gives each
@@ -776,7 +778,7 @@ def run_items(planned, decided_at, label):
     return [i for i in planned if decided_at.get(i) is None or decided_at[i] >= k]
 
 
-def stopped(looks, rounds, cap):
+def stopped(looks: List[Tuple[int, str]], rounds: int, cap: int) -> Optional[str]:
     """Why a sequential campaign of `rounds` rounds ended, from its looks [(round, verdict)]:
     "decided" at its first look whose verdict is not inconclusive, "cap" at the budget's cap
     without one, else None (it should have gone on, or stopped earlier). A family's look decides
@@ -787,7 +789,7 @@ def stopped(looks, rounds, cap):
     return "cap" if rounds == cap else None
 
 
-def labels(order):
+def labels(order: str) -> List[Tuple[str, str]]:
     """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2; ABab -> A1 B1 As1 Bs1."""
     counts: dict[str, int] = {}
     out = []
@@ -798,12 +800,12 @@ def labels(order):
     return out
 
 
-def instrumented(label, order):
+def instrumented(label: str, order: str) -> bool:
     """A run with stage wrappers: a stage run, or any run of an order without stage runs."""
     return label[1:2] == "s" or order == order.upper()
 
 
-def timed(label):
+def timed(label: str) -> bool:
     """A run whose wall is in the headline (not a stage run)."""
     return label[1:2] != "s"
 
@@ -837,7 +839,7 @@ def spread_of(campaign):
     return 2 * (campaign["min_rounds"] + (campaign.get("stage_rounds") or 0))
 
 
-def zygote_label(variant, generation):
+def zygote_label(variant: str, generation: int) -> str:
     """The ledger's run name for a variant's generation-th zygote: ZA1, ZB3."""
     return f"Z{'A' if variant == 'base' else 'B'}{generation}"
 
@@ -854,7 +856,7 @@ def generations(labels):
     return out
 
 
-def listing_digest(rows):
+def listing_digest(rows: List[dict]) -> str:
     """The digest of a folder's files as `sha256sum` lists them (rows of {path, sha256},
     sorted by path bytes): (cd DIR && find . -type f -printf '%P\\0' | LC_ALL=C sort -z |
     xargs -0 sha256sum) | sha256sum gives the same."""
@@ -987,7 +989,7 @@ def _betainc(a, b, x):
     return 1.0 - front * _betacf(b, a, 1.0 - x) / b
 
 
-def t_cdf(t, df):
+def t_cdf(t: float, df: int) -> float:
     """P(T <= t) for Student's t with df degrees of freedom."""
     tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
     return 1.0 - tail if t > 0 else tail
@@ -996,7 +998,7 @@ def t_cdf(t, df):
 _T_QUANTILES: dict[tuple[float, int], float] = {}
 
 
-def t_quantile(p, df):
+def t_quantile(p: float, df: int) -> float:
     """The p-quantile (p > 0.5) of Student's t: bisection on t_cdf to the last bit, so that every
     machine gets the same float."""
     key = (p, df)
