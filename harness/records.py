@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from harness import contract as C
+from harness import rules as R
 
 
 # --- JSON in and out --------------------------------------------------------------------------
@@ -210,7 +211,7 @@ class Machine:
 @dataclass(frozen=True)
 class Interference:
     """What a worker read of interference over its timed loop (docs/statistics.md "Interference"),
-    and the marks the runner derives from it and the campaign's bounds (contract.disturbance).
+    and the marks the runner derives from it and the campaign's bounds (rules.disturbance).
     None: the kernel does not show it (no steal column, no cpufreq), never a guess."""
     user_hz: Optional[int] = None  # the unit of the steal counts (os.sysconf("SC_CLK_TCK"))
     steal_ticks: Optional[int] = None  # all CPUs' steal, /proc/stat's cpu line, 8th value, after - before
@@ -228,9 +229,9 @@ class Interference:
     @classmethod
     def marked(cls, measured: Optional[dict], wall_s: float, process_cpu_s: Optional[float], cores: Optional[int],
                bounds: dict) -> "Interference":
-        """The run record's section: the worker's readings and the marks of contract.disturbance."""
+        """The run record's section: the worker's readings and the marks of rules.disturbance."""
         raw = {k: (measured or {}).get(k) for k in cls.MEASURED}
-        share, per_wall, causes = C.disturbance(raw, wall_s, process_cpu_s, cores, bounds["max_steal"],
+        share, per_wall, causes = R.disturbance(raw, wall_s, process_cpu_s, cores, bounds["max_steal"],
                                                 bounds["min_cpu_per_wall"])
         return cls(**raw, steal_share=share, cpu_per_wall=per_wall, causes=causes, disturbed=bool(causes))
 
@@ -311,7 +312,7 @@ class Outside:
     clock the process's life before the timed loop and after it (the loop itself is the record's
     wall_s), the kernel's CPU time of the process in each part, the worker's own wall and how far its
     readings lie inside the runner's (each latency >= 0), and what the worker's figures contradict
-    (contract.contradictions: a claim is not made on a campaign with a contradicted run)."""
+    (rules.contradictions: a claim is not made on a campaign with a contradicted run)."""
     before_s: float  # launch -> the loop's start mark (the parent's monotonic clock)
     after_s: float  # the loop's end mark -> reap
     worker_wall_s: float  # the worker's own wall of its loop (its perf_counter): its word
@@ -328,9 +329,9 @@ class Outside:
     @classmethod
     def judged(cls, *, wall_s: float, items: list, slots: int, process_cpu_s: Optional[float], stages: dict,
                **readings) -> "Outside":
-        """The section with its contradictions derived (contract.contradictions)."""
+        """The section with its contradictions derived (rules.contradictions)."""
         raw = cls(**readings)
-        found = C.contradictions(to_json(raw), wall_s, [(it.wall_s, it.cpu_s) for it in items], slots, process_cpu_s,
+        found = R.contradictions(to_json(raw), wall_s, [(it.wall_s, it.cpu_s) for it in items], slots, process_cpu_s,
                                  sum(t.self_cpu_s for t in stages.values()))
         return dataclasses.replace(raw, contradictions=found, contradicted=bool(found))
 
@@ -338,7 +339,7 @@ class Outside:
 @dataclass(frozen=True)
 class Launched:
     """How a run's process was made: fresh (its own interpreter) or forked by its variant's
-    zygote of that generation (contract.LAUNCH_MODES, contract.generations)."""
+    zygote of that generation (contract.LAUNCH_MODES, rules.generations)."""
     mode: str = C.DEFAULT_LAUNCH
     zygote: Optional[int] = None  # the zygote's pid
     generation: Optional[int] = None
@@ -428,7 +429,7 @@ class RunRecord:
     @property
     def timed(self) -> bool:
         """Its wall is in the headline (not a stage run)."""
-        return C.timed(self.label)
+        return R.timed(self.label)
 
     def item_map(self) -> dict:
         return {it.id: it for it in self.items}
@@ -534,11 +535,11 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "campaign_path": rel(campaign.source),
         "order": campaign.order,
         "rounds": campaign.rounds,  # null for an explicit order
-        "budget_s": campaign.budget_s,  # `rounds: auto` only: the count follows it (contract.auto_rounds)
+        "budget_s": campaign.budget_s,  # `rounds: auto` only: the count follows it (rules.auto_rounds)
         "min_rounds": campaign.min_rounds,
         "stage_rounds": campaign.stage_rounds,
         "seed": campaign.seed,
-        "labels": [label for label, _ in C.labels(campaign.order)],
+        "labels": [label for label, _ in R.labels(campaign.order)],
         "slots": campaign.slots,
         "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
         "workload": {"entry": campaign.workload.entry, "path": rel(campaign.workload.path),
@@ -567,7 +568,7 @@ def campaign(campaign, revisions: dict, rel) -> dict:
         "parity": {"max_ulp": campaign.max_ulp},
         "metrics": list(campaign.metrics),
         "instructions": ({"items": campaign.instructions.items, "runs": campaign.instructions.runs,
-                          "order": C.instruction_order(campaign.instructions.runs)}
+                          "order": R.instruction_order(campaign.instructions.runs)}
                          if campaign.instructions is not None else None),
     }
 

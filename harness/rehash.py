@@ -4,9 +4,9 @@
     python -S harness/rehash.py BUNDLE [--max-array-bytes N] [--legacy]
     python -S harness/rehash.py BISECT_FOLDER    (what `harness bisect` wrote: every step bundle, then the culprit)
 
-A reviewer who does not trust the harness (or numpy) runs this file, with harness/contract.py
-beside it (the bundle's closed contract, also standard library only; and harness/legacy/ for
---legacy, below). It imports nothing else and nothing from the bundle, opens only files the
+A reviewer who does not trust the harness (or numpy) runs this file, with harness/contract.py and
+harness/rules.py beside it (the bundle's closed contract, and the decision rules both sides replay
+over it, both standard library only: copy the three files; and harness/legacy/ for --legacy, below). It imports nothing else and nothing from the bundle, opens only files the
 manifests list (never through a symlink,
 never a FIFO or device), reads every file under the limit its kind declares, parses JSON
 strictly, never unpickles and never executes anything it reads. `harness verify` runs the same
@@ -18,9 +18,10 @@ Its re-derivation is a port, said plainly: `derive`, `derive_stats`, `sequential
 `with_interference` and `metrics_section` follow harness/comparison/derive.py, analysis.py and
 metrics.py step by step (the same formulas, written again over plain JSON with the standard
 library: its own t quantile, trimmed mean and winsorized variance, no numpy, no records), so a
-reviewer can read the one beside the other. What the two share is only the policy the contract
-holds (the verdict rule, the confidence sequence, the stop, the metric entries), never code of the
-writer's. A port agrees with the writer by construction, not by independence of method: the
+reviewer can read the one beside the other. What the two share is only the contract's policy and
+the decision rules harness/rules.py holds (the verdict rule and a sequential campaign's ending,
+wording included, the confidence sequence, the stop, the metric entries), never code of the
+writer's: this paragraph is the one place the port is declared. A port agrees with the writer by construction, not by independence of method: the
 tests hold the two to the same JSON on every bundle they make, and a bug written into both would
 pass both; `harness reproduce` (a measurement again, not a re-derivation) is what tests a claim.
 
@@ -59,6 +60,10 @@ import statistics  # noqa: E402
 import struct  # noqa: E402
 import time  # noqa: E402
 import zlib  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:  # annotations only (as strings: the reviewer's Python may be 3.9)
+    from typing import Iterator
 
 
 def _load_contract():
@@ -68,11 +73,30 @@ def _load_contract():
         from harness import contract
 
         return contract
+    return _load_beside("contract.py", "abba_contract")
+
+
+def _load_rules():
+    """harness/rules.py, the decision rules both sides replay: imported as part of the harness, or
+    loaded from its file beside this script (after the contract, which it reads as abba_contract)."""
+    if __package__:
+        from harness import rules
+
+        return rules
+    return _load_beside("rules.py", "abba_rules")
+
+
+def _load_beside(name, as_module):
+    """A standard-library module of the harness loaded from its file beside this script, under a
+    name of its own (registered, so that rules.py finds the contract this script loaded)."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "contract.py")
-    spec = importlib.util.spec_from_file_location("abba_contract", path)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    spec = importlib.util.spec_from_file_location(as_module, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[as_module] = module
     spec.loader.exec_module(module)
     return module
 
@@ -90,12 +114,15 @@ def _load_legacy():
     if not os.path.isfile(path):
         return None
     spec = importlib.util.spec_from_file_location("abba_legacy", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 C = _load_contract()
+R = _load_rules()
 L = _load_legacy()
 CHUNK = 1 << 20
 SHAPE_PROBLEMS = 20  # shape lines per file; past them the file is refused as a whole
@@ -117,7 +144,7 @@ class Earlier(Unusable):
         self.generation = generation
 
 
-def earlier(root):
+def earlier(root) -> None:
     """Raise Earlier when the bundle at root carries the ids of a frozen earlier generation: read
     before any check, and only to refuse it (or, when the reviewer asks, to hand it to that
     generation's own checker: legacy.run)."""
@@ -141,36 +168,36 @@ class Problem(str):
         return line
 
 
-def show(rel):
+def show(rel: str) -> str:
     """A path as printed: plain when every character shows as itself (contract.shown), escaped otherwise."""
     return rel if C.all_shown(rel) else ascii(rel)
 
 
-def short(value):
+def short(value: object) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 class Check:
-    def __init__(self, root, max_array_bytes=None):
+    def __init__(self, root: str, max_array_bytes: "int | None" = None) -> None:
         self.root = root
         self.max_array_bytes = C.DEFAULT_MAX_ARRAY_BYTES if max_array_bytes is None else max_array_bytes
-        self.problems = []
-        self.notes = []
-        self.present = set()  # regular files found by the walk
-        self.openable = set()  # of those, the ones a manifest lists: the only files opened
+        self.problems: list[Problem] = []
+        self.notes: list[str] = []
+        self.present: set[str] = set()  # regular files found by the walk
+        self.openable: set[str] = set()  # of those, the ones a manifest lists: the only files opened
         self.files = 0
         self.arrays = 0
-        self.status = None
-        self.digest = None
-        self.bag_info = {}
-        self.array_headers = {}  # digest -> (dtype, shape) of each stored array
+        self.status: "str | None" = None
+        self.digest: "str | None" = None
+        self.bag_info: dict[str, str] = {}
+        self.array_headers: dict = {}  # digest -> (dtype, shape) of each stored array
         self.json_bytes = 0  # all JSON read so far (contract.MAX_JSON_BYTES_TOTAL)
 
-    def fail(self, rel, msg, rule=None):
+    def fail(self, rel: str, msg: str, rule: "str | None" = None) -> None:
         self.problems.append(Problem(rel, msg, rule))
 
-    def path(self, rel):
+    def path(self, rel: str) -> str:
         return os.path.join(self.root, *rel.split("/"))
 
     # --- reading: listed regular files only, never through a symlink, never blocking ----
@@ -184,7 +211,7 @@ class Check:
             raise OSError(f"{rel}: not a regular file")
         return os.fdopen(fd, "rb")
 
-    def read(self, rel, limit):
+    def read(self, rel: str, limit: int) -> bytes:
         """The file's bytes, at most limit: refused from its size before anything is read, then
         read in chunks up to its size (never a buffer of the limit's size)."""
         with self.open_regular(rel) as fh:
@@ -202,7 +229,7 @@ class Check:
             raise OSError(f"larger than the {limit} bytes its kind may have")
         return b"".join(parts)
 
-    def sha256(self, rel):
+    def sha256(self, rel: str) -> str:
         h = hashlib.sha256()
         with self.open_regular(rel) as fh:
             refuse_unbounded(fh.fileno())
@@ -245,7 +272,7 @@ def tokens(path):
 _TREES: dict[str, dict] = {}
 
 
-def tree(doc):
+def tree(doc: str) -> dict:
     """FIELDS[doc] as nested nodes {"field": Field or None, "children": {token: node}}."""
     if doc not in _TREES:
         fields = C.BAG_INFO_FIELDS if doc == "bag-info" else C.FIELDS[doc] if doc in C.FIELDS else \
@@ -342,10 +369,10 @@ def value_problem(value, field):
     return f"of undeclared type {kind}"
 
 
-def conform(doc, value):
+def conform(doc: str, value) -> "list[tuple[str, str]]":
     """Every problem of value against FIELDS[doc], closed: (path, problem) pairs, an undeclared
     key at any level among them. Iterative, and it stops at SHAPE_PROBLEMS."""
-    out = []
+    out: list[tuple[str, str]] = []
     pending = [(value, tree(doc), "")]
     while pending and len(out) < SHAPE_PROBLEMS:
         v, node, where = pending.pop()
@@ -414,7 +441,7 @@ def load_doc(check, kind, rel, required=True):
 
 
 # --- layout ------------------------------------------------------------------------------------
-def unsafe_path(rel):
+def unsafe_path(rel: str) -> "str | None":
     if not rel:
         return "empty"
     if rel.startswith("/"):
@@ -736,7 +763,8 @@ def check_arrays(check):
     """Digests of the stored arrays that re-hash to their names; headers kept for the records.
     First every header alone: when the arrays declare more than the budget in all, none is
     inflated."""
-    stored, named = set(), []
+    stored: set[str] = set()
+    named = []
     for rel in sorted(p for p in check.openable if C.file_kind(p) == "array"):
         digest = rel.rsplit("/", 1)[1][: -len(C.ARRAY_SUFFIX)]
         try:
@@ -949,7 +977,7 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
     workload = campaign.get("workload") if isinstance(campaign, dict) else None
     suite = isinstance(workload, dict) and C.is_suite_entry(workload.get("entry"))
     got = [it["id"] for it in record["items"]]
-    compacts = suite and campaign.get("budget_s") is not None and C.timed(label)
+    compacts = suite and campaign.get("budget_s") is not None and R.timed(label)
     if status == "ok" and (not subsequence(got, runner["items"]) if compacts else got != runner["items"]):
         missing = [i for i in runner["items"] if i not in set(got)]
         check.fail(rel, f"items {short(got)} are not the {len(runner['items'])} planned (runner.json items"
@@ -1018,7 +1046,7 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
     check_memory(check, rel, record)
     check_outside(check, rel, record)
     check_origins(check, rel, record, env)
-    staged = C.instrumented(label, campaign["order"])
+    staged = R.instrumented(label, campaign["order"])
     if status == "ok" and not staged:  # a timed run of an order with stage runs: no wrappers at all
         if record["stages"] or record["stages_installed"] or record["imported_from"]["stages"]:
             check.fail(rel, "a timed run with stage wrappers, but the order has stage runs: its wall is the "
@@ -1043,7 +1071,7 @@ def check_run(check, record, label, index, variant, campaign, runner, env, last)
 
 def check_interference(check, rel, record, campaign):
     """A run record's interference: present exactly when ok; its readings within what the loop's
-    wall allows; its marks re-derived from them and campaign.json's bounds (contract.disturbance)."""
+    wall allows; its marks re-derived from them and campaign.json's bounds (rules.disturbance)."""
     section, wall, status = record["interference"], record["wall_s"], record["status"]
     if (section is None) != (status != "ok"):
         check.fail(rel, "interference " + ("null in an ok run" if section is None else f"in a {status} run"),
@@ -1068,7 +1096,7 @@ def check_interference(check, rel, record, campaign):
     bounds = campaign.get("interference")
     if bounds is None:  # the generations disagree: check_records says so
         return
-    share, per_wall, causes = C.disturbance(section, wall, record["machine"]["process_cpu_s"], cores,
+    share, per_wall, causes = R.disturbance(section, wall, record["machine"]["process_cpu_s"], cores,
                                             bounds["max_steal"], bounds["min_cpu_per_wall"])
     for key, want in (("steal_share", share), ("cpu_per_wall", per_wall), ("causes", causes),
                       ("disturbed", bool(causes))):
@@ -1081,7 +1109,7 @@ def check_outside(check, rel, record):
     """A run record's outside section (what the runner saw of its process): present exactly when ok;
     the loop and the time before and after it within the process's life, the worker's own wall the
     loop less its latencies, the kernel's CPU within the cores, and its contradictions re-derived
-    from the record's figures (contract.contradictions)."""
+    from the record's figures (rules.contradictions)."""
     section, wall, status = record.get("outside"), record["wall_s"], record["status"]
     if (section is None) != (status != "ok"):
         check.fail(rel, "outside " + ("null in an ok run" if section is None else f"in a {status} run"), "status")
@@ -1107,7 +1135,7 @@ def check_outside(check, rel, record):
         check.fail(rel, f"outside.before_cpu_s {before:.6g} above {cores} core(s) x the {section['before_s']:.6g} s "
                         "before the loop", "physics")
     stages = math.fsum(row["self_cpu_s"] for row in record["stages"].values())
-    want = C.contradictions(section, wall, [(it["wall_s"], it["cpu_s"]) for it in record["items"]], record["slots"],
+    want = R.contradictions(section, wall, [(it["wall_s"], it["cpu_s"]) for it in record["items"]], record["slots"],
                             record["machine"]["process_cpu_s"], stages)
     for key, value in (("contradictions", want), ("contradicted", bool(want))):
         if list(diff(value, section[key])):
@@ -1124,7 +1152,7 @@ def check_origins(check, rel, record, env):
     origins = [("workload", record["imported_from"]["workload"])] + \
         [(f"stage {name}", where) for name, where in record["imported_from"]["stages"].items()]
     for what, where in origins:
-        if where is not None and not C.origin_allowed(where, roots):
+        if where is not None and not R.origin_allowed(where, roots):
             check.fail(rel, f"{what} imported from {short(where)}: neither its revision's tree nor a folder its "
                             "sandbox could read (environment.json sandbox.read)", "identity")
 
@@ -1199,7 +1227,7 @@ def check_auto_rounds(check, campaign, runs):
     """`rounds: auto`: the runner set the cap after the first round (A1 and B1) from their
     process walls alone; the campaign may stop before it only where a look decided
     (check_stop, with the looks re-derived)."""
-    plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in runs[:2]])
+    plan = R.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in runs[:2]])
     if campaign["rounds"] > plan["cap"]:
         check.fail(C.CAMPAIGN_JSON, f"rounds {campaign['rounds']}, but the first round's process walls give a cap of "
                                     f"{plan['cap']} rounds within the {campaign['budget_s']:g} s budget", "plan")
@@ -1213,7 +1241,7 @@ def subsequence(got, planned):
 
 def check_family_items(check, campaign, runner, held, stats):
     """A sequential suite's timed run of round k holds exactly the benchmarks still undecided at
-    the look after round k - 1 (contract.run_items), with the decisions re-derived from the
+    the look after round k - 1 (rules.run_items), with the decisions re-derived from the
     records (stats): a bundle cannot keep timing a benchmark that decided, nor drop one that did
     not. held: (label, status, its item ids) of every run."""
     family = stats.get("family")
@@ -1221,7 +1249,7 @@ def check_family_items(check, campaign, runner, held, stats):
         return
     decided = {row["id"]: row["decided_at"] for row in family["items"] if row["decided_at"] is not None}
     for label, status, got in held:
-        want = C.run_items(runner["items"], decided, label)
+        want = R.run_items(runner["items"], decided, label)
         if status == "ok" and got != want:
             extra = [i for i in got if i not in set(want)]
             gone = [i for i in want if i not in set(got)]
@@ -1256,10 +1284,10 @@ def check_plan(check, campaign, runner):
         check.fail(C.CAMPAIGN_JSON, f"order {short(order)} is not a string of A and B holding both (a, b: stage "
                                     "runs)", "plan")
         return None
-    unpaired = C.order_problem(order)
+    unpaired = R.order_problem(order)
     if unpaired:
         check.fail(C.CAMPAIGN_JSON, f"order {short(order)} does not interleave: {unpaired}", "decision")
-    plan = C.labels(order)
+    plan = R.labels(order)
     if campaign["labels"] != [label for label, _ in plan]:
         check.fail(C.CAMPAIGN_JSON, f"labels {short(campaign['labels'])} do not follow from order {order}", "plan")
         return None
@@ -1273,7 +1301,7 @@ def check_plan(check, campaign, runner):
         return None
     first = campaign["min_rounds"] if campaign["budget_s"] is not None else None
     if rounds is not None and (len(order) != 2 * (rounds + stage_rounds)
-                               or order != C.round_order(rounds, seed, stage_rounds, first)):
+                               or order != R.round_order(rounds, seed, stage_rounds, first)):
         check.fail(C.CAMPAIGN_JSON, f"order {short(order)} is not the shuffle of {rounds} rounds and {stage_rounds} "
                                     f"stage rounds by seed {seed}", "plan")
         return None
@@ -1290,7 +1318,7 @@ def check_plan(check, campaign, runner):
         return None
     counting = campaign["instructions"] is not None
     if campaign["metrics"] != (["wall", "instructions"] if counting else ["wall"]) or \
-            (counting and campaign["instructions"]["order"] != C.instruction_order(campaign["instructions"]["runs"])):
+            (counting and campaign["instructions"]["order"] != R.instruction_order(campaign["instructions"]["runs"])):
         check.fail(C.CAMPAIGN_JSON, f"metrics {short(campaign['metrics'])} and instructions "
                                     f"{short(campaign['instructions'])}: [wall] and null, or [wall, instructions] and "
                                     "their runs in rounds of AB and BA alternating", "plan")
@@ -1324,18 +1352,20 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
         return [], True
     instr_order = campaign["instructions"]["order"]
     want_items = C.subset(runner["items"], campaign["instructions"]["items"])
-    out, sound, stopped = [], True, False
+    out: list = []
+    sound, stopped = True, False
     failed_wall = next((n for n, r in enumerate(runs) if r["status"] != "ok"), None)
     by_label = {r["label"]: r for r in runs}
-    walls = C.labels(campaign["order"])
-    instr = [row for row in C.schedule(campaign["order"], instr_order, C.spread_of(campaign))
+    walls = R.labels(campaign["order"])
+    instr = [row for row in R.schedule(campaign["order"], instr_order, R.spread_of(campaign))
              if row[0].startswith("I")]
-    slowest = {}  # (variant, item) -> the longest wall the item took in an ok wall run of its variant
+    # (variant, item) -> the longest wall the item took in an ok wall run of its variant
+    slowest: dict[tuple[str, str], float] = {}
     for r in runs:
         if r["status"] == "ok":
             for it in r["items"]:
-                key = (r["variant"], it["id"])
-                slowest[key] = max(slowest.get(key, 0.0), it["wall_s"])
+                pair = (r["variant"], it["id"])
+                slowest[pair] = max(slowest.get(pair, 0.0), it["wall_s"])
     for label, variant, index, after in instr:
         at = next(i for i, (w, _) in enumerate(walls) if w == after) if after is not None else -1
         rel = C.instructions_path(label)
@@ -1383,8 +1413,8 @@ def check_instruction_runs(check, campaign, runner, env, runs, plan, started):
         if count is not None and count > C.MAX_INSTRUCTIONS_PER_S * record["process"]["wall_s"]:
             check.fail(rel, f"{count} instructions in a process that lived {record['process']['wall_s']:.6g} s: "
                             f"more than {C.MAX_INSTRUCTIONS_PER_S:.0e} a second", "physics")
-        timed_s = [slowest.get((variant, i)) for i in record["items"]]
-        if count is not None and record["items"] and None not in timed_s and \
+        timed_s = [slowest[(variant, i)] for i in record["items"] if (variant, i) in slowest]
+        if count is not None and record["items"] and len(timed_s) == len(record["items"]) and \
                 count > C.MAX_NATIVE_INSTRUCTIONS_PER_S * math.fsum(timed_s):
             check.fail(rel, f"{count} instructions for {len(timed_s)} item(s) that took at most "
                             f"{math.fsum(timed_s):.6g} s in the {variant} wall runs: more than a core retires "
@@ -1417,9 +1447,10 @@ def check_ledger(check, cleanup, runner, records, launch=C.DEFAULT_LAUNCH):
     if cleanup["count"] != len(procs):
         check.fail(C.CLEANUP, f"count {cleanup['count']} but {len(procs)} processes listed", "ledger")
     started = {r["label"] for r in records}
-    zygotes = {C.zygote_label(r["variant"], r["launch"]["generation"]) for r in records
+    zygotes = {R.zygote_label(r["variant"], r["launch"]["generation"]) for r in records
                if launch == "zygote" and isinstance(r.get("launch"), dict) and r["launch"]["generation"] is not None}
-    workers, keys = {}, set()
+    workers: dict = {}
+    keys = set()
     for n, p in enumerate(procs):
         preflight = p["run"] in C.PREFLIGHT_RUNS and p["role"] in ("preflight", "descendant")
         zygote = p["run"] in zygotes and p["role"] == "zygote"
@@ -1476,11 +1507,11 @@ def check_ledger(check, cleanup, runner, records, launch=C.DEFAULT_LAUNCH):
 def check_launch(check, procs, records, launch):
     """Every run record's launch: a fresh campaign's runs all fresh (no zygote, no generation);
     a zygote campaign's runs each forked by its variant's zygote of the generation its place gives
-    (contract.generations), that zygote a ledger row of that name and pid, created before its
+    (rules.generations), that zygote a ledger row of that name and pid, created before its
     worker. A failed run may name its zygote as its pid (the zygote forked nothing)."""
     runs = [r for r in records if C.LABEL_RE.match(r["label"])]
-    generation = C.generations([r["label"] for r in runs])
-    rows = {}
+    generation = R.generations([r["label"] for r in runs])
+    rows: dict = {}
     for p in procs:
         if p["role"] == "zygote":
             rows.setdefault((p["run"], p["pid"]), p)
@@ -1498,7 +1529,7 @@ def check_launch(check, procs, records, launch):
             check.fail(rel, f"launch.generation {short(how['generation'])}, its place among its variant's runs gives "
                             f"{generation[record['label']]} ({C.ZYGOTE_RUNS} runs a zygote)", "plan")
             continue
-        name = C.zygote_label(record["variant"], how["generation"])
+        name = R.zygote_label(record["variant"], how["generation"])
         row = rows.get((name, how["zygote"]))
         if row is None:
             check.fail(rel, f"launch.zygote {short(how['zygote'])}: no zygote {name} of that pid in the ledger", "ledger")
@@ -1547,7 +1578,7 @@ def check_workload(check, campaign, receipt, records):
     if receipt["path"] != campaign["workload"]["path"]:
         check.fail(C.WORKLOAD, f"path {short(receipt['path'])}, campaign.json's workload.path is "
                                f"{short(campaign['workload']['path'])}", "identity")
-    want = C.listing_digest(files) if receipt["path"] is not None else None
+    want = R.listing_digest(files) if receipt["path"] is not None else None
     if receipt["digest"] != want or (receipt["path"] is None and files):
         check.fail(C.WORKLOAD, f"digest {short(receipt['digest'])}, the files listed give {short(want)}", "identity")
     seen = {r["workload_sha256"] for r in records if r["status"] == "ok"}
@@ -1646,12 +1677,12 @@ def check_records(check, stored):
     # every ok run measured the same field names per item: the odd ones out against the names most
     # runs give it (an item that recorded an error has no fields; parity reports the error itself)
     ok_runs = [r for r in runs if r["status"] == "ok"]
-    names = {}
+    names: dict[str, list] = {}
     for r in ok_runs:
         for it in r["items"]:
             if it["error"] is None:
                 names.setdefault(it["id"], []).append((r["label"], tuple(sorted(it["fields"]))))
-    odd = {}
+    odd: dict = {}
     for seen in names.values():
         common = collections.Counter(shape for _, shape in seen).most_common(1)[0][0]
         first = next(label for label, shape in seen if shape == common)
@@ -1699,7 +1730,7 @@ def check_records(check, stored):
             or bagged > time.time() + 86400:
         check.fail(C.BAG_INFO, f"Bagging-Date {short(check.bag_info.get('Bagging-Date'))} is not the date the runner "
                                "ended", "physics")
-    origins = {}
+    origins: dict[tuple[str, str], set] = {}
     for r in ok_runs:
         for name, where in r["imported_from"]["stages"].items():
             origins.setdefault((name, r["variant"]), set()).add(where)
@@ -1738,7 +1769,7 @@ def check_records(check, stored):
                        "identity")
         if floor["campaign"] != campaign["name"]:
             check.fail(C.NOISE_FLOOR, f"calibrates campaign {short(floor['campaign'])}, not this one", "identity")
-        refused = C.noise_floor_problem(floor)
+        refused = R.noise_floor_problem(floor)
         if refused:
             check.fail(C.NOISE_FLOOR, refused, "decision")
     docs.update(runs=runs, instructions=instr, golden=golden, noise_floor=floor)
@@ -1762,7 +1793,7 @@ def mean(values):
     return math.fsum(values) / len(values) if values else None
 
 
-sig10 = C.sig10
+sig10 = R.sig10
 
 
 def by_id(record):
@@ -1831,8 +1862,8 @@ def compare_golden(golden, runs):
 
 
 def tolerance_section(check, mismatches, max_ulp):
-    """parity.tolerance by contract.tolerance_section, with the ULP distances read here."""
-    return C.tolerance_section(mismatches, max_ulp, lambda ref, got: ulp_and_dtype(check, ref, got))
+    """parity.tolerance by rules.tolerance_section, with the ULP distances read here."""
+    return R.tolerance_section(mismatches, max_ulp, lambda ref, got: ulp_and_dtype(check, ref, got))
 
 
 def derive(check, campaign, runs, runner, cleanup, golden, instr, workload, sandbox=None):
@@ -1856,15 +1887,15 @@ def derive(check, campaign, runs, runner, cleanup, golden, instr, workload, sand
         alive = [str(p["pid"]) for p in cleanup["processes"] if not p["absent"]]
         reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")
 
-    base_mean = mean([r["wall_s"] for r in base if C.timed(r["label"])])
-    cand_mean = mean([r["wall_s"] for r in cand if C.timed(r["label"])])
+    base_mean = mean([r["wall_s"] for r in base if R.timed(r["label"])])
+    cand_mean = mean([r["wall_s"] for r in cand if R.timed(r["label"])])
     wall = {"timer": C.WALL_TIMER, "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
             "saving_s": None, "saving_pct": None, "speedup": None}
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
         wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
                     speedup=base_mean / cand_mean)
 
-    staged = [r for r in ok if C.instrumented(r["label"], campaign["order"])]
+    staged = [r for r in ok if R.instrumented(r["label"], campaign["order"])]
     staged_base = [r for r in staged if r["variant"] == "base"]
     staged_cand = [r for r in staged if r["variant"] == "candidate"]
     modes = campaign["stage_calls"]
@@ -1888,7 +1919,7 @@ def derive(check, campaign, runs, runner, cleanup, golden, instr, workload, sand
 
     max_ulp = campaign["parity"]["max_ulp"]
     if not base or not cand:
-        parity = {"identical": False, "agree": False, "tolerance": None, "reference": None, "items": 0,
+        parity: dict = {"identical": False, "agree": False, "tolerance": None, "reference": None, "items": 0,
                   "fields_compared": 0, "fields_identical": 0, "error_returns": 0, "errors_identical": False,
                   "call_counts_identical": False, "golden": None, "mismatch_count": 0, "mismatches": [],
                   "note": "no successful run of both variants to compare", "divergence": []}
@@ -1933,8 +1964,8 @@ def derive(check, campaign, runs, runner, cleanup, golden, instr, workload, sand
     }
 
 
-# --- Student's t: contract.t_quantile (the one quantile the writer and both checkers use)
-t_cdf, t_quantile = C.t_cdf, C.t_quantile
+# --- Student's t: rules.t_quantile (the one quantile the writer and both checkers use)
+t_cdf, t_quantile = R.t_cdf, R.t_quantile
 
 
 # --- stats, re-derived without numpy (harness/comparison/analysis.py is the harness's own) ------
@@ -2038,13 +2069,13 @@ def design_looks(plan):
 
 def seq_look(pairs, d, what, overloaded, threshold, band, design, question, margin, whole=True):
     """(interval or None, verdict, reason) of one look of the design over rounds `pairs`."""
-    ci = C.sequence_ratio(d, design)
+    ci = R.sequence_ratio(d, design)
     if ci is None:
         return None, "inconclusive", f"the interval valid at every look is still unbounded after {len(d)} rounds"
     labels = {r["label"] for pair in pairs for r in pair}
     _, claim_k, _ = claim_band_of(pairs, d, [x for x in overloaded if x in labels], threshold, band)
     run_ratio = sig10(mean([b["wall_s"] for _, b in pairs]) / mean([a["wall_s"] for a, _ in pairs])) if whole else None
-    return (ci, *C.decide(ci[0], ci[1], band, run_ratio, what + " (valid at every look)", claim_k, question, margin))
+    return (ci, *R.decide(ci[0], ci[1], band, run_ratio, what + " (valid at every look)", claim_k, question, margin))
 
 
 def undisturbed_look(pairs, threshold, band, plan, question, margin):
@@ -2060,10 +2091,10 @@ def undisturbed_look(pairs, threshold, band, plan, question, margin):
 
 def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan, question, margin):
     """The looks of a sequential campaign and its verdict: at each round from the first look the
-    design's interval (contract.design) against the band or margin; the first look that decides
+    design's interval (rules.design) against the band or margin; the first look that decides
     is the verdict; without one, at the cap, no claim and the rounds the rule expects to need. A
     look over disturbed rounds decides only when the undisturbed rounds' look gives the same word."""
-    design = C.design(*design_looks(plan), question)
+    design = R.design(*design_looks(plan), question)
     looks, last = [], None
     for k in range(plan["first"], len(pairs) + 1):
         last = seq_look(pairs[:k], d[:k], interval_name(items, k), overloaded, threshold, band, design, question,
@@ -2072,23 +2103,18 @@ def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan, qu
                                                             margin) not in (None, last[1]):
             last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
         looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
-    why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
+    why = R.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
     out["sequential"] = sequential_section(design, plan, looks, why)
     out["method"] = f"{C.METHOD}; {C.SEQ_METHOD}"
     out["paired"]["ci95"] = last[0] if last else None
-    if why == "decided":
-        out["verdict"], out["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
-        out["verdict_reason"] = f"{last[2] if last else 'no look'}; no look decided by the budget's cap of {plan['cap']} rounds"
-        out["sequential"]["expected_rounds"] = C.expected_rounds(d, design, band, margin, question, len(d))
-    else:
-        out["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {plan['cap']} rounds before a "
-                                 "look decided")
+    out["verdict"], out["verdict_reason"] = R.sequential_ending(why, last, len(pairs), plan["cap"])
+    if why == "cap":
+        out["sequential"]["expected_rounds"] = R.expected_rounds(d, design, band, margin, question, len(d))
     return out
 
 
 def sequential_section(design, plan, looks, why):
-    t_level, sign_level = C.levels(design)
+    t_level, sign_level = R.levels(design)
     return {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "alpha": sig10(design.alpha),
             "sides": design.sides, "levels": [sig10(t_level), sig10(sign_level)], "looks": looks,
             "stopped": why or "ended", "expected_rounds": None}
@@ -2105,11 +2131,11 @@ def member_name(item, rounds):
 
 
 def family_stats(out, pairs, members, threshold, band, plan, question, margin, overloaded):
-    """A suite's stats (contract.family_members): each benchmark's own looks at its share of alpha
+    """A suite's stats (rules.family_members): each benchmark's own looks at its share of alpha
     (Bonferroni), the family's looks (decided when every benchmark has), the headline its word."""
     maps = {r["label"]: by_id(r) for pair in pairs for r in pair}
     m = len(members)
-    design = C.design(*design_looks(plan), question, m) if plan is not None else None
+    design = R.design(*design_looks(plan), question, m) if plan is not None else None
     rows = []
     for item in members:
         held = [(a, b) for a, b in pairs if timed_item(maps[a["label"]], item) and timed_item(maps[b["label"]], item)]
@@ -2126,7 +2152,7 @@ def family_stats(out, pairs, members, threshold, band, plan, question, margin, o
             row["ci95"] = t_ratio(d, 1.0 - alpha)[1]
             labels = {r["label"] for pair in held for r in pair}
             _, claim, _ = claim_band_of(held, d, [x for x in overloaded if x in labels], threshold, band)
-            row["verdict"], row["verdict_reason"] = C.decide(row["ci95"][0], row["ci95"][1], band, None,
+            row["verdict"], row["verdict_reason"] = R.decide(row["ci95"][0], row["ci95"][1], band, None,
                                                              member_name(item, len(d)), claim, question, margin)
             continue
         last = None
@@ -2153,8 +2179,8 @@ def family_stats(out, pairs, members, threshold, band, plan, question, margin, o
         else:
             row["verdict_reason"] = f"no look yet: {len(d)} of the first look's {plan['first']} rounds"
         if row["decided_at"] is None and d and len(pairs) >= plan["cap"]:
-            row["expected_rounds"] = C.expected_rounds(d, design, band, margin, question, len(d))
-    section, looks = C.family_of(question, rows, plan["first"] if plan is not None else None, len(pairs))
+            row["expected_rounds"] = R.expected_rounds(d, design, band, margin, question, len(d))
+    section, looks = R.family_of(question, rows, plan["first"] if plan is not None else None, len(pairs))
     out["family"] = section
     d = []
     for a, b in pairs:
@@ -2170,12 +2196,12 @@ def family_stats(out, pairs, members, threshold, band, plan, question, margin, o
         out["warnings"].append(f"more runnable work than cores during {', '.join(overloaded)}")
     out["method"] = f"{C.METHOD}; {C.FAMILY_METHOD}" + (f"; {C.SEQ_METHOD}" if plan is not None else "")
     if plan is None:
-        out["verdict"] = C.family_verdict(question, [row["verdict"] for row in rows])
-        out["verdict_reason"] = C.family_summary(section)
+        out["verdict"] = R.family_verdict(question, [row["verdict"] for row in rows])
+        out["verdict_reason"] = R.family_summary(section)
         return out
-    why = C.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
+    why = R.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
     out["sequential"] = sequential_section(design, plan, looks, why)
-    out["verdict"], out["verdict_reason"] = C.family_ending(question, section, looks, why, len(pairs), plan["cap"])
+    out["verdict"], out["verdict_reason"] = R.family_ending(question, section, looks, why, len(pairs), plan["cap"])
     if why == "cap":
         out["sequential"]["expected_rounds"] = section["expected_rounds"]
     return out
@@ -2186,13 +2212,13 @@ def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUE
     analysis; only the policy constants and the verdict rule come from the contract).
     sequential: {first, cap} of a `rounds: auto` campaign (sequential_plan; "design": the
     campaign's looks when these are some of its rounds), else None. question, margin: what the
-    campaign asks. family: a suite's benchmarks (contract.family_members), else None."""
+    campaign asks. family: a suite's benchmarks (rules.family_members), else None."""
     usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0]
     warnings = []
     excluded = [r["label"] for r in runs if r not in usable]
     if excluded:
         warnings.append(f"runs excluded (not ok or no wall time): {', '.join(excluded)}")
-    ok = [r for r in usable if C.timed(r["label"])]
+    ok = [r for r in usable if R.timed(r["label"])]
     band = sig10(max(float(threshold), floor or 0.0))
     labels = {r["label"]: r for r in ok}
     pairs = [(r, labels["B" + r["label"][1:]]) for r in ok if r["variant"] == "base" and "B" + r["label"][1:] in labels]
@@ -2273,14 +2299,14 @@ def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUE
     out["claim_band"] = claim
     enough = len(pairs) >= C.MIN_ROUNDS
     if items:
-        item_design = C.design(*design_looks(sequential), "claim", len(items)) if sequential is not None else None
+        item_design = R.design(*design_looks(sequential), "claim", len(items)) if sequential is not None else None
         judged = enough or item_design is not None
         rows = []
         for j, item in enumerate(items):
             column = [row[j] for row in logs]
             r_j, ci_j, _, _ = t_ratio(column)
             rows.append({"id": item, "ratio": r_j,
-                         "ci95": C.sequence_ratio(column, item_design) if item_design is not None else ci_j})
+                         "ci95": R.sequence_ratio(column, item_design) if item_design is not None else ci_j})
         rows.sort(key=lambda row: (-row["ratio"], row["id"]))
         unbounded = sum(1 for row in rows if row["ci95"] is None)
         note = None
@@ -2307,7 +2333,7 @@ def derive_stats(runs, threshold, floor, sequential=None, question=C.DEFAULT_QUE
     if question != "claim":  # each end a one-sided bound at the question's alpha
         _, ci, _, _ = t_ratio(d, 1.0 - 2.0 * C.QUESTION_ALPHA)
         paired["ci95"] = ci
-    out["verdict"], out["verdict_reason"] = C.decide(ci[0], ci[1], band, run_ratio, what, claim, question, margin)
+    out["verdict"], out["verdict_reason"] = R.decide(ci[0], ci[1], band, run_ratio, what, claim, question, margin)
     return out
 
 
@@ -2331,7 +2357,7 @@ def with_interference(stats, runs, bounds, threshold, floor, question=C.DEFAULT_
         other = (rest["verdict"], rest["rounds"]["n"])
         without = {"rounds": rest["rounds"]["n"], "geomean_ratio": rest["paired"]["geomean_ratio"],
                    "ci95": rest["paired"]["ci95"], "verdict": rest["verdict"]}
-    stats["verdict"], stats["verdict_reason"], holds = C.without_disturbed(stats["verdict"], stats["verdict_reason"],
+    stats["verdict"], stats["verdict_reason"], holds = R.without_disturbed(stats["verdict"], stats["verdict_reason"],
                                                                            rounds, other)
     stats["interference"] = {
         "max_steal": bounds["max_steal"], "min_cpu_per_wall": bounds["min_cpu_per_wall"],
@@ -2339,7 +2365,7 @@ def with_interference(stats, runs, bounds, threshold, floor, question=C.DEFAULT_
         "freq_runs": sum(1 for _r, s in section if s is not None and s["freq_mhz_before"] is not None),
         "disturbed": marked, "disturbed_rounds": rounds, "without": without, "holds": holds}
     if marked:
-        stats["warnings"].append(C.interference_warning([(r["label"], s["causes"]) for r, s in section
+        stats["warnings"].append(R.interference_warning([(r["label"], s["causes"]) for r, s in section
                                                          if s is not None and s["disturbed"]],
                                                         bounds["max_steal"], bounds["min_cpu_per_wall"], rounds, holds))
     return stats
@@ -2352,7 +2378,7 @@ def with_outside(stats, runs):
     usable = [r for r in runs if r["status"] == "ok" and r["wall_s"] is not None and r["wall_s"] > 0
               and isinstance(r.get("outside"), dict)]
     contradicted = [(r["label"], r["outside"]["contradictions"]) for r in usable if r["outside"]["contradicted"]]
-    timed = {r["label"]: r for r in usable if C.timed(r["label"])}
+    timed = {r["label"]: r for r in usable if R.timed(r["label"])}
 
     def side(r):
         o = r["outside"]
@@ -2362,8 +2388,8 @@ def with_outside(stats, runs):
 
     rounds = [(side(r), side(timed["B" + label[1:]])) for label, r in timed.items()
               if r["variant"] == "base" and "B" + label[1:] in timed]
-    moved = C.moved_outside(rounds, stats["band"])
-    stats["verdict"], stats["verdict_reason"], holds = C.outside_veto(stats["verdict"], stats["verdict_reason"],
+    moved = R.moved_outside(rounds, stats["band"])
+    stats["verdict"], stats["verdict_reason"], holds = R.outside_veto(stats["verdict"], stats["verdict_reason"],
                                                                       contradicted, moved)
     stats["outside"] = {"contradicted": [label for label, _ in contradicted], "moved": moved, "holds": holds}
     if contradicted:
@@ -2376,8 +2402,8 @@ def with_outside(stats, runs):
 
 
 def instructions_section(instr, wall_verdict, wall_ci=None, band=0.0):
-    """comparison.json `instructions` by contract.instructions_section from the ok records."""
-    return C.instructions_section([(r["label"], r["variant"], r["instructions"], len(r["items"])) for r in instr
+    """comparison.json `instructions` by rules.instructions_section from the ok records."""
+    return R.instructions_section([(r["label"], r["variant"], r["instructions"], len(r["items"])) for r in instr
                                    if r["status"] == "ok"], wall_verdict, wall_ci, band)
 
 
@@ -2388,22 +2414,22 @@ def metrics_section(runs, stats, wall, instructions, threshold):
     labels = {r["label"]: r for r in runs}
     pairs = [(labels[a], labels[b]) for a, b in stats["rounds"]["pairs"]]
     seq = stats["sequential"]
-    sequential = C.design(seq["first"], seq["cap"]) if seq is not None else None
-    out = [C.headline_entry(wall, stats)]
+    sequential = R.design(seq["first"], seq["cap"]) if seq is not None else None
+    out = [R.headline_entry(wall, stats)]
     for metric in C.METRIC_DEFINITIONS:
         if metric.name == C.HEADLINE or metric.statistic != "rounds":
             continue
         d, totals, of = metric_rounds(metric.reads, pairs, stats["family"] is not None)
         if not d:
-            out.append(C.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential))
+            out.append(R.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential))
             continue
         ratio, fixed, _, _ = t_ratio(d)
         base = sig10(math.fsum(totals[a["label"]] for a, _ in pairs) / len(pairs))
         cand = sig10(math.fsum(totals[b["label"]] for _, b in pairs) / len(pairs))
-        out.append(C.metric_entry(metric.name, of, len(d), base, cand, ratio,
-                                  C.metric_interval(d, sequential, fixed), threshold, sequential))
+        out.append(R.metric_entry(metric.name, of, len(d), base, cand, ratio,
+                                  R.metric_interval(d, sequential, fixed), threshold, sequential))
     if instructions is not None:
-        out.append(C.instructions_entry(instructions))
+        out.append(R.instructions_entry(instructions))
     return out
 
 
@@ -2449,7 +2475,7 @@ def metric_rounds(reads, pairs, family=False):
     return [math.log(values[b["label"]] / values[a["label"]]) for a, b in pairs], values, reads
 
 
-def diff(want, got, path=""):
+def diff(want, got, path: str = "") -> "Iterator[tuple[str, object, object]]":
     """Key paths where the re-derived value and the claimed one differ (floats within REL_TOL)."""
     if isinstance(want, dict) and isinstance(got, dict):
         for key in sorted(set(want) | set(got)):
@@ -2468,7 +2494,7 @@ def diff(want, got, path=""):
         yield path, want, got
 
 
-def report_diff(check, derived, claimed):
+def report_diff(check: Check, derived, claimed) -> None:
     for path, want, got in diff(derived, claimed):
         check.fail(C.COMPARISON, f"{path} claims {short(got)}, the run records give {short(want)}", "derived")
 
@@ -2479,11 +2505,11 @@ def check_comparison(check, docs):
         derived = derive(check, campaign, docs["runs"], docs["runner"], docs["cleanup"], docs["golden"],
                          docs["instructions"], docs["workload"]["digest"], docs["environment"].get("sandbox"))
         floor = docs["noise_floor"]["floor"] if docs["noise_floor"] else None
-        plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
+        plan = R.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in docs["runs"][:2]])
         question, margin = campaign["question"], campaign["margin"]
         derived["stats"] = with_outside(with_interference(
             derive_stats(docs["runs"], campaign["threshold"], floor, plan, question, margin,
-                         C.family_members(campaign, docs["runner"]["items"])),
+                         R.family_members(campaign, docs["runner"]["items"])),
             docs["runs"], campaign.get("interference"), campaign["threshold"], floor, question, margin), docs["runs"])
         stats = derived["stats"]
         derived["instructions"] = instructions_section(docs["instructions"], stats["verdict"],
@@ -2509,7 +2535,7 @@ def check_comparison(check, docs):
     check.status = claimed["status"]
 
 
-def structure(root, max_array_bytes=None):
+def structure(root, max_array_bytes: "int | None" = None) -> "tuple[Check, dict | None]":
     """Layout, arrays and record rules: what both checkers share. Returns (check, docs); docs is
     None when the records cannot be re-derived from."""
     earlier(root)
@@ -2521,7 +2547,7 @@ def structure(root, max_array_bytes=None):
     return check, check_records(check, stored)
 
 
-def rehash(root, max_array_bytes=None):
+def rehash(root, max_array_bytes: "int | None" = None) -> Check:
     check, docs = structure(root, max_array_bytes)
     if docs is not None:
         check_comparison(check, docs)
@@ -2530,7 +2556,7 @@ def rehash(root, max_array_bytes=None):
 
 
 # --- a bisect folder: OUT/bisect.json and its step bundles -------------------------------------
-def is_bisect(root):
+def is_bisect(root) -> bool:
     """A folder `harness bisect` wrote: bisect.json at its root, no bundle's tag manifest."""
     return os.path.lexists(os.path.join(root, C.BISECT_FILE)) and \
         not os.path.lexists(os.path.join(root, C.TAGMANIFEST))
@@ -2557,7 +2583,7 @@ def _entries(check, rel, limit):
     if not stat.S_ISDIR(st.st_mode):
         check.fail(rel or ".", "not a folder (a symlink or a file)", "bisect")
         return None
-    out = []
+    out: list = []
     with os.scandir(path) as it:
         for entry in it:
             if len(out) >= limit:
@@ -2570,7 +2596,7 @@ def check_bisect(root, step_check=None, max_array_bytes=None):
     """A bisect folder: bisect.json of its declared shape, nothing beside it but steps/, in
     steps/ exactly the receipt's step bundles; each step bundle verified by step_check (this
     script's own checks by default; `harness verify` passes its own) and its digest, campaign,
-    SHAs, verdict, ratio and interval the receipt's; then the search rule (contract.bisect_search)
+    SHAs, verdict, ratio and interval the receipt's; then the search rule (rules.bisect_search)
     replayed over the steps' verified verdicts: every step the one it asks for, none past its end,
     and its ending, culprit and reason the receipt's. Returns (check, receipt or None)."""
     step_check = step_check or rehash_step
@@ -2640,7 +2666,7 @@ def check_bisect(root, step_check=None, max_array_bytes=None):
         campaign = docs["campaign"]
         got = {"digest": sub.digest, "base": campaign["revisions"]["base"]["sha"],
                "candidate": campaign["revisions"]["candidate"]["sha"]}
-        got["verdict"], got["ratio"], got["interval"], got["band"] = C.bisect_step(docs["claimed"])
+        got["verdict"], got["ratio"], got["interval"], got["band"] = R.bisect_step(docs["claimed"])
         for key, value in got.items():
             if s[key] != value:
                 check.fail(C.BISECT_FILE, f"steps[{n}].{key} {short(s[key])}, its bundle gives {short(value)}",
@@ -2659,8 +2685,8 @@ def check_bisect(root, step_check=None, max_array_bytes=None):
         check.fail(C.BISECT_FILE, "culprit not re-derived: a step bundle does not verify", "bisect")
         return check, receipt
     try:
-        rule = C.bisect_search(good, commits, verified, receipt["find"], receipt["threshold"], receipt["band"])
-    except C.BisectOff as off:
+        rule = R.bisect_search(good, commits, verified, receipt["find"], receipt["threshold"], receipt["band"])
+    except R.BisectOff as off:
         check.fail(C.BISECT_FILE, f"steps[{off.index}]: compares {verified[off.index]['base'][:12]} -> "
                                   f"{verified[off.index]['candidate'][:12]} with band "
                                   f"{short(verified[off.index]['band'])}; the search rule asks for "
@@ -2711,7 +2737,7 @@ def _shown(text) -> str:
     return text if C.all_shown(text) else "".join(ch if C.shown(ch) else ascii(ch)[1:-1] for ch in text)
 
 
-def main(argv):
+def main(argv: "list[str]") -> int:
     args = argv[1:]
     legacy = "--legacy" in args  # the reviewer's word, never the bundle's: earlier rules may judge
     args = [a for a in args if a != "--legacy"]

@@ -9,6 +9,7 @@ import numpy as np
 
 from fakes import run_record
 from harness import contract as C
+from harness import rules as R
 from harness import records
 
 MAX_ROUNDS = C.MAX_ROUNDS
@@ -32,20 +33,20 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
     With `spells`, the host itself slows 1.9x for spells of a few runs (about 14% of them),
     as this project's VM does, and nothing in the guest shows it (no PSI stall). With
     `budget_s`, the count is `rounds: auto`'s: rounds is the minimum, and the first round's
-    walls decide the rest (C.auto_rounds). With `seen`, the guest sees the spells: each run in
+    walls decide the rest (R.auto_rounds). With `seen`, the guest sees the spells: each run in
     one reads the steal that slowed it, and the runner's rule marks it disturbed. With
     `hiccups`, each run alone is 1.8x slower with that probability, unseen (a short stall of
     the host that hits one run of a round, as this project's VMs show under a neighbour's load)."""
     # The draws keep the order they were first written in (per run: its factor, its load, its
     # host spell, its items; with a budget all MAX_ROUNDS rounds are drawn), so every seed gives
     # the campaigns the rates were first measured on. Records are built only for the runs kept.
-    order = C.round_order(MAX_ROUNDS if budget_s is not None else rounds, int(rng.integers(0, 2**32)))
+    order = R.round_order(MAX_ROUNDS if budget_s is not None else rounds, int(rng.integers(0, 2**32)))
     slow = False
     hit = int(rng.integers(0, len(order)))
     base = np.array(BASE_ITEMS)
     effect = base * np.array([(per_item or {}).get(j, ratio) for j in range(len(BASE_ITEMS))])
     drawn = []
-    for index, (label, variant) in enumerate(C.labels(order)):
+    for index, (label, variant) in enumerate(R.labels(order)):
         z = rng.standard_t(3) / np.sqrt(3.0) if tails else rng.standard_normal()
         factor = np.exp(run_sd * z) * (1.0 + drift * index / len(order)) * (burst if index == hit else 1.0)
         loaded = bool(rng.random() < load)
@@ -60,7 +61,7 @@ def campaign(rng: np.random.Generator, *, ratio: float = 1.0, rounds: int = 20, 
                  * np.exp(item_sd * rng.standard_normal(len(BASE_ITEMS)))).tolist()
         drawn.append((label, variant, walls, sum(walls) * 1.01, slowdown, slow))
     if budget_s is not None:  # `rounds: auto`: the first round's two walls decide how many rounds run
-        drawn = drawn[:2 * C.auto_rounds(budget_s, drawn[0][3] + drawn[1][3], rounds, MAX_ROUNDS)]
+        drawn = drawn[:2 * R.auto_rounds(budget_s, drawn[0][3] + drawn[1][3], rounds, MAX_ROUNDS)]
     return [dataclasses.replace(run, interference=stolen(run, slow and seen))
             for run, slow in ((run_record(label, [records.Item(item_id, w, w, {}, None)
                                                   for item_id, w in zip(ITEM_IDS, walls)],

@@ -1,6 +1,6 @@
 """The sequential rule on simulated per-round log ratios, vectorised with numpy over many campaigns
 at once: the rule as contract.py states it (the design's levels and sign ranks, the t and sign
-intervals, their intersection, contract.decide's comparisons), the rule it replaced (the t-mixture
+intervals, their intersection, rules.decide's comparisons), the rule it replaced (the t-mixture
 valid for ever, with the 97.5% trimmed-t interval at the cap), and the oracle (a fixed-sample test
 told the count). tests/unit/test_sequential_rates.py holds this copy to the contract's own code
 on campaigns it also runs through analysis.analyze; the rates it measures are docs/statistics.md's.
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness import contract as C
+from harness import rules as R
 
 VERDICT_CODES = {word: i for i, word in enumerate(C.VERDICTS)}
 UNDECIDED = VERDICT_CODES["inconclusive"]
@@ -41,7 +42,7 @@ class Outcome:
 
 
 def _decide(lo: np.ndarray, hi: np.ndarray, band: float, question: str, margin: float | None) -> np.ndarray:
-    """contract.decide's comparisons, vectorised (log space; nan: unbounded, inconclusive)."""
+    """rules.decide's comparisons, vectorised (log space; nan: unbounded, inconclusive)."""
     out = np.full(lo.shape, UNDECIDED)
     known = ~(np.isnan(lo) | np.isnan(hi))
     if question == "claim":
@@ -68,14 +69,14 @@ def _moments(d: np.ndarray):
     return mean, np.sqrt(var)
 
 
-def run(d: np.ndarray, plan: C.Design, band: float = 0.02, question: str = "claim", margin: float | None = None,
+def run(d: np.ndarray, plan: R.Design, band: float = 0.02, question: str = "claim", margin: float | None = None,
         truth: float | np.ndarray = 0.0, through: bool = False) -> Outcome:
     """Every campaign (a row of d, its per-round log ratios up to the design's cap) looked at after
-    each round from plan.first, stopped at the first look that decides (contract.stopped); `truth`
+    each round from plan.first, stopped at the first look that decides (rules.stopped); `truth`
     (log, one per campaign or one for all) tells whether every look's interval held it (through:
     every look to the cap, whether or not an earlier one decided)."""
     rows, cap = d.shape
-    t_level, sign_level = C.levels(plan)
+    t_level, sign_level = R.levels(plan)
     mean, sd = _moments(d)
     stop = np.full(rows, cap)
     verdict = np.full(rows, UNDECIDED)
@@ -86,10 +87,10 @@ def run(d: np.ndarray, plan: C.Design, band: float = 0.02, question: str = "clai
     truth = np.broadcast_to(np.asarray(truth, dtype=float), (rows,))
     for n in range(plan.first, cap + 1):
         m, s = mean[:, n - 1], sd[:, n - 1]
-        half = C.t_quantile(1 - t_level, n - 1) * s / math.sqrt(n) if n >= 3 else np.full(rows, np.nan)
+        half = R.t_quantile(1 - t_level, n - 1) * s / math.sqrt(n) if n >= 3 else np.full(rows, np.nan)
         t_lo = np.where(s > 0, m - half, np.nan)
         t_hi = np.where(s > 0, m + half, np.nan)
-        k = C.sign_rank(n, sign_level)
+        k = R.sign_rank(n, sign_level)
         if k:
             ordered = np.sort(d[:, :n], axis=1)
             s_lo, s_hi = ordered[:, k - 1], ordered[:, n - k]
@@ -161,7 +162,7 @@ def trimmed_t(d: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     m = x[:, g:n - g].mean(axis=1)
     w = np.clip(x, x[:, [g]], x[:, [n - g - 1]])
     sw2 = w.var(axis=1, ddof=1)
-    half = C.t_quantile(0.5 + level / 2, h - 1) * np.sqrt((n - 1) * sw2 / (h * (h - 1)))
+    half = R.t_quantile(0.5 + level / 2, h - 1) * np.sqrt((n - 1) * sw2 / (h * (h - 1)))
     return m - half, m + half
 
 
@@ -210,7 +211,7 @@ def oracle(d: np.ndarray, band: float = 0.02, question: str = "claim", margin: f
     mean, sd = _moments(d)
     codes = [VERDICT_CODES[w] for w in words]
     for n in range(2, min(upto, d.shape[1]) + 1):
-        half = C.t_quantile(0.5 + level / 2, n - 1) * sd[:, n - 1] / math.sqrt(n)
+        half = R.t_quantile(0.5 + level / 2, n - 1) * sd[:, n - 1] / math.sqrt(n)
         said = _decide(mean[:, n - 1] - half, mean[:, n - 1] + half, band, question, margin)
         share = float(np.isin(said, codes).mean())
         if share >= 0.5:
@@ -252,7 +253,7 @@ def run_family(d: np.ndarray, first: int, cap: int, band: float = 0.02, question
     until it decides, the family stopped when all have (or at the cap). members_alpha: the count
     alpha is shared by (default: the members; 1: each benchmark alone at the whole alpha)."""
     families, rounds, members = d.shape
-    plan = C.design(first, cap, question, members if members_alpha is None else members_alpha)
+    plan = R.design(first, cap, question, members if members_alpha is None else members_alpha)
     flat = d.transpose(0, 2, 1).reshape(families * members, rounds)[:, :cap]
     out = run(flat, plan, band, question, margin)
     verdicts = out.verdict.reshape(families, members)

@@ -340,7 +340,7 @@ class Interference:
 
 @dataclass(frozen=True)
 class Moved:
-    """The time-outside-the-loop rule over the paired rounds (contract.moved_outside)."""
+    """The time-outside-the-loop rule over the paired rounds (rules.moved_outside)."""
     rounds: int
     saved_s: float
     grown_s: float
@@ -351,7 +351,7 @@ class Moved:
 
 @dataclass(frozen=True)
 class OutsideStats:
-    """What the runner's own figures say of the claim (contract.outside_veto)."""
+    """What the runner's own figures say of the claim (rules.outside_veto)."""
     contradicted: list[str]
     moved: Optional[Moved]
     holds: bool
@@ -389,7 +389,7 @@ class Stats:
     verdict: str
     verdict_reason: str
     warnings: list[str]
-    # the runner's own figures against the claim (contract.outside_veto), after interference (None:
+    # the runner's own figures against the claim (rules.outside_veto), after interference (None:
     # stats a look derives, before it; a bundle's always has it)
     outside: Optional[OutsideStats] = dataclasses.field(default=None, kw_only=True)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, overload
 
 from harness import contract as C
+from harness import rules as R
 from harness.bundle.model import Comparison
 from harness.bundle.write import BundleError
 from harness.files import NotReadable, read_regular
@@ -145,9 +146,9 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
                     instructions.append(InstructionRecord.from_json(doc(rel)))
                 except (KeyError, TypeError, AttributeError) as exc:
                     raise BundleError(f"{path}: not an instruction record ({exc})") from None
-        order = [label for label, *_ in C.schedule(campaign.get("order", ""),
+        order = [label for label, *_ in R.schedule(campaign.get("order", ""),
                                                      (campaign.get("instructions") or {}).get("order", ""),
-                                                     C.spread_of(campaign))]
+                                                     R.spread_of(campaign))]
         instructions.sort(key=lambda r: order.index(r.label) if r.label in order else len(order))
     sealed, model = digest(bundle), None
     if unsealed:

@@ -32,7 +32,7 @@ class OutputLock:
 
     def __init__(self, out: Path):
         self.path = out.parent / f".{out.name}.lock"
-        self.fd = None
+        self.fd = -1  # the lock file's, from __enter__
 
     def __enter__(self):
         try:

@@ -2,7 +2,7 @@
 [--out DIR]`: the first commit between good (older) and bad (newer) that made the campaign
 slower, or faster, against good, each step a sequential campaign sealed as its own bundle
 (OUT/steps/NN-<sha12>/), the receipt OUT/bisect.json naming the culprit or saying why it cannot
-(harness/judge/bisect.py runs it; contract.bisect_search is the rule; `harness verify OUT` and
+(harness/judge/bisect.py runs it; rules.bisect_search is the rule; `harness verify OUT` and
 `python -S harness/rehash.py OUT` re-derive it). What it looks for is the ends' own verdict
 unless --find says; where a step stays inconclusive it prints the commands to run next.
 

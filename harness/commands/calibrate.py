@@ -6,7 +6,7 @@ no-change ratio allowed, max(1 - lo, hi - 1). A campaign pins the file
 than the floor is "improved" or "regressed" (both checkers re-derive it).
 
 Exit codes: 0 written, 4 the calibration campaign failed or gave a floor no campaign could pin
-(contract.noise_floor_problem: fewer than 5 rounds, or wider than contract.MAX_BAND), 2 usage,
+(rules.noise_floor_problem: fewer than 5 rounds, or wider than contract.MAX_BAND), 2 usage,
 input or pre-flight, 10 a write failed (a full disk; the line says what was kept)."""
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from harness import contract as C
+from harness import rules as R
 from harness.bundle.model import Comparison
 from harness.plan import spec
 from harness import outcomes as verdict
@@ -33,7 +34,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-floor_of = C.noise_floor_of  # the farthest end of an A-vs-A interval from 1: the contract's, which the checkers hold
+floor_of = R.noise_floor_of  # the farthest end of an A-vs-A interval from 1: the contract's, which the checkers hold
 
 
 def main(args) -> int:
@@ -78,7 +79,7 @@ def main(args) -> int:
                               started_at=read_json(outcome.out / C.RUNNER)["started_at"],
                               rounds=result.stats.rounds.n, ratio=paired.geomean_ratio,
                               ci95=paired.ci95, floor=floor)
-    refused = C.noise_floor_problem(doc)  # what a campaign could not pin: the contract's decision rule
+    refused = R.noise_floor_problem(doc)  # what a campaign could not pin: the contract's decision rule
     if refused:
         return error("calibrate", f"no noise floor written: {refused}", code=verdict.FAILED)
     raw = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()

@@ -17,7 +17,7 @@ Without it, a bundle's attestation shows as present, not verified.
 campaign file's: the verdict re-judged at the policy's band from the bundle's interval, the line
 saying "judged by your policy FILE", exit 14 when the bundle breaks a rule of the policy; the
 campaign's own verdict on the line after. `--metric instructions` exits 11 when the wall's
-interval contradicts the counts (contract.contradicted).
+interval contradicts the counts (rules.contradicted).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ one both variants share), and the trimmed-t interval is close enough to it for
 n >= MIN_ROUNDS (tests/unit/test_noise_simulation.py measures coverage under log-normal,
 heavy-tailed, drifting and bursty run noise).
 
-Verdict: improved / regressed / equal / inconclusive by contract.decide (the policy both checkers apply) against
+Verdict: improved / regressed / equal / inconclusive by rules.decide (the policy both checkers apply) against
 the band [1 - b, 1 + b], b = max(threshold, noise floor). Inconclusive with fewer than
 MIN_ROUNDS rounds. When runnable work waited for a core during a run (PSI) or the ratio
 drifts between the campaign's halves, a claim must also clear the claim band: the rounds'
@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any, cast
 from harness.comparison.stats import mean, t_interval, trimmed_mean
 # The policy is the contract's (both checkers apply the same); the numbers are derived here.
 from harness import contract as C
+from harness import rules as R
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
-                              SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S,
-                              decide, sequence_ratio, sig10, stopped, timed)
-from harness.contract import interference_warning, moved_outside, outside_veto, without_disturbed as decide_without
+                              SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S)
+from harness.rules import decide, sequence_ratio, sig10, stopped, timed
+from harness.rules import interference_warning, moved_outside, outside_veto, without_disturbed as decide_without
 
 if TYPE_CHECKING:
     from harness.records import Interference, RunRecord
@@ -212,7 +213,7 @@ def gil_bound(ok: list[RunRecord], overloaded_runs: list[str]) -> list[str]:
 
 
 def per_item(pairs, items: list[str], logs: list[list[float]], band: float, enough: bool,
-             plan: C.Design | None = None) -> dict:
+             plan: R.Design | None = None) -> dict:
     """Each item's own ratio over the rounds, its interval, and how many regressed beyond the band
     (interval above it) or improved: what a geometric mean over items can hide. A sequential
     campaign's item intervals are its design's with each item's share of alpha (valid at whichever
@@ -249,7 +250,7 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
             question: str = C.DEFAULT_QUESTION, margin: float | None = None, family: list[str] | None = None) -> dict:
     """`stats` of comparison.json from the run records in execution order (see the module
     docstring); JSON-able, floats at 10 significant digits, a pure function of its input.
-    sequential: {first, cap} of a `rounds: auto` campaign (contract.sequential_plan), whose
+    sequential: {first, cap} of a `rounds: auto` campaign (rules.sequential_plan), whose
     looks and stop are then derived too (with "design": [first, cap], the looks of another
     campaign's design read on these rounds); None for a fixed count or order. question and
     margin: what the campaign asks (contract.QUESTIONS). family: a suite's planned benchmarks, each
@@ -319,7 +320,7 @@ def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None,
     result["claim_band"] = claim_band
     enough = len(pairs) >= MIN_ROUNDS
     if items:
-        item_plan = C.design(*rule_looks(sequential), "claim", len(items)) if sequential is not None else None
+        item_plan = R.design(*rule_looks(sequential), "claim", len(items)) if sequential is not None else None
         result["per_item"] = per_item(pairs, items, logs, claim_band, enough, item_plan)
     if sequential is not None:
         return _sequential(result, pairs, d, items, threshold, band, sequential, question, margin)
@@ -377,7 +378,7 @@ def run_logs(pairs: list[tuple[RunRecord, RunRecord]]) -> list[float]:
 
 
 def look(pairs, d: list[float], items: list[str], overloaded_runs: list[str], threshold: float,
-         band: float, plan: C.Design, question: str = C.DEFAULT_QUESTION, margin: float | None = None,
+         band: float, plan: R.Design, question: str = C.DEFAULT_QUESTION, margin: float | None = None,
          member: str | None = None) -> tuple[list[float] | None, str, str]:
     """One look of a sequential campaign after round len(d): ([lo, hi] of the ratio at that look of
     the design `plan`, or None while unbounded; verdict; reason) by the contract's rule. The
@@ -399,7 +400,7 @@ def member_what(member: str, rounds: int) -> str:
     return f"benchmark {member}'s wall ratio over {rounds} rounds"
 
 
-def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, band: float, plan: C.Design,
+def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, band: float, plan: R.Design,
                         question: str = C.DEFAULT_QUESTION, margin: float | None = None,
                         member: tuple[str, dict] | None = None) -> str | None:
     """The same look on the rounds of `pairs` without a disturbed run (items and log ratios
@@ -426,7 +427,7 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
     rounds' look gives the same word, so the campaign goes on rather than stop on a claim the
     disturbed rounds alone carry."""
     first, cap = sequential["first"], sequential["cap"]
-    plan = C.design(*rule_looks(sequential), question)
+    plan = R.design(*rule_looks(sequential), question)
     overloaded_runs = result["load"]["overloaded"]
     looks: list[dict] = []
     last: tuple[list[float] | None, str, str] | None = None
@@ -441,23 +442,16 @@ def _sequential(result: dict, pairs, d: list[float], items: list[str], threshold
     result["method"] = f"{METHOD}; {SEQ_METHOD}"
     paired = result["paired"]
     paired["ci95"] = last[0] if last else None
-    if why == "decided":
-        assert last is not None  # a look decided, so there was one
-        result["verdict"], result["verdict_reason"] = last[1], f"{last[2]}, decided at round {len(pairs)}"
-    elif why == "cap":
-        reason = last[2] if last else "no look"
-        result["verdict_reason"] = f"{reason}; no look decided by the budget's cap of {cap} rounds"
-        result["sequential"]["expected_rounds"] = C.expected_rounds(d, plan, band, margin, question, len(d))
-    else:
-        result["verdict_reason"] = (f"the campaign ended after {len(pairs)} of at most {cap} rounds before a look "
-                                    "decided")
+    result["verdict"], result["verdict_reason"] = R.sequential_ending(why, last, len(pairs), cap)
+    if why == "cap":
+        result["sequential"]["expected_rounds"] = R.expected_rounds(d, plan, band, margin, question, len(d))
     return result
 
 
-def sequential_section(plan: C.Design, first: int, cap: int, looks: list[dict], why: str | None) -> dict:
+def sequential_section(plan: R.Design, first: int, cap: int, looks: list[dict], why: str | None) -> dict:
     """comparison.json stats.sequential: the design's looks, its alpha and the nominal level of each
     look (the t's and the signs'), every look, and why it stopped."""
-    t_level, sign_level = C.levels(plan)
+    t_level, sign_level = R.levels(plan)
     return {"method": SEQ_METHOD, "first": first, "cap": cap, "alpha": sig10(plan.alpha), "sides": plan.sides,
             "levels": [sig10(t_level), sig10(sign_level)], "looks": looks, "stopped": why or "ended",
             "expected_rounds": None}
@@ -473,7 +467,7 @@ def holds(items: dict, item: str) -> bool:
 def _family(result: dict, pairs, members: list[str], threshold: float, band: float, sequential: dict | None,
             question: str, margin: float | None) -> dict:
     """A suite's stats: every benchmark its own verdict and interval (family_section), the headline
-    the family's word (contract.family_verdict) and its counts; a sequential campaign's looks are
+    the family's word (rules.family_verdict) and its counts; a sequential campaign's looks are
     the family's (decided once every benchmark has), and a benchmark that has decided leaves the
     later rounds. The ratio shown is the geometric mean of the benchmarks' own ratios, with no
     interval of its own (a family is its members' claims)."""
@@ -495,14 +489,14 @@ def _family(result: dict, pairs, members: list[str], threshold: float, band: flo
         result["warnings"].append(f"more runnable work than cores during {', '.join(overloaded_runs)}")
     result["method"] = f"{METHOD}; {C.FAMILY_METHOD}" + (f"; {SEQ_METHOD}" if sequential is not None else "")
     if sequential is None:
-        result["verdict"] = C.family_verdict(question, [row["verdict"] for row in section["items"]])
-        result["verdict_reason"] = C.family_summary(section)
+        result["verdict"] = R.family_verdict(question, [row["verdict"] for row in section["items"]])
+        result["verdict_reason"] = R.family_summary(section)
         return result
     first, cap = sequential["first"], sequential["cap"]
     why = stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), cap)
-    result["sequential"] = sequential_section(C.design(*rule_looks(sequential), question, len(members)), first, cap,
+    result["sequential"] = sequential_section(R.design(*rule_looks(sequential), question, len(members)), first, cap,
                                               looks, why)
-    result["verdict"], result["verdict_reason"] = C.family_ending(question, section, looks, why, len(pairs), cap)
+    result["verdict"], result["verdict_reason"] = R.family_ending(question, section, looks, why, len(pairs), cap)
     if why == "cap":
         result["sequential"]["expected_rounds"] = section["expected_rounds"]
     return result
@@ -516,7 +510,7 @@ def family_section(pairs, maps: dict, members: list[str], threshold: float, band
     all), looked at after every round from the first until it decides (then it leaves the later
     rounds), or, with a fixed count, the trimmed-t interval at 1 - alpha / members once at the end."""
     m = len(members)
-    plan = C.design(*rule_looks(sequential), question, m) if sequential is not None else None
+    plan = R.design(*rule_looks(sequential), question, m) if sequential is not None else None
     rows: list[dict] = []
     for item in members:
         held = [(a, b) for a, b in pairs if holds(maps[a.label], item) and holds(maps[b.label], item)]
@@ -545,8 +539,8 @@ def family_section(pairs, maps: dict, members: list[str], threshold: float, band
         else:
             row["verdict_reason"] = f"no look yet: {len(d)} of the first look's {sequential['first']} rounds"
         if row["decided_at"] is None and d and len(pairs) >= sequential["cap"]:
-            row["expected_rounds"] = C.expected_rounds(d, plan, band, margin, question, len(d))
-    return C.family_of(question, rows, sequential["first"] if sequential is not None else None, len(pairs))
+            row["expected_rounds"] = R.expected_rounds(d, plan, band, margin, question, len(d))
+    return R.family_of(question, rows, sequential["first"] if sequential is not None else None, len(pairs))
 
 
 def _fixed_member(row: dict, held, d: list[float], item: str, threshold: float, band: float, question: str,
@@ -582,8 +576,8 @@ def outside_of(r: RunRecord) -> tuple:
 
 def with_outside(stats: dict, runs: list) -> dict:
     """stats with `outside`: the runs whose figures the runner's own contradict, and the rule on the
-    time outside the timed loop over the paired rounds (contract.moved_outside); a claim the outside
-    figures do not support is not made (contract.outside_veto)."""
+    time outside the timed loop over the paired rounds (rules.moved_outside); a claim the outside
+    figures do not support is not made (rules.outside_veto)."""
     usable = [r for r in usable_runs(runs) if r.outside is not None]
     contradicted = [(r.label, r.outside.contradictions) for r in usable if r.outside and r.outside.contradicted]
     pairs, _ = pairs_of([r for r in usable if timed(r.label)])
@@ -606,7 +600,7 @@ def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: f
     """stats with `interference` (campaign.json's bounds given; None: a bundle of an earlier run
     schema, whose records measured none): the ok runs the runner marked disturbed, the rounds they
     are in, and the verdict of the same rule (analyze) on the other rounds. A claim that the other
-    rounds alone do not give is no claim (contract.without_disturbed). A family's benchmarks each
+    rounds alone do not give is no claim (rules.without_disturbed). A family's benchmarks each
     held every decided look to its undisturbed rounds already: it has no `without`."""
     if bounds is None:
         return stats

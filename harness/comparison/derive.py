@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from harness import contract as C
+from harness import rules as R
 from harness.comparison import analysis, metrics, parity
-from harness.contract import sig10
+from harness.rules import sig10
 
 if TYPE_CHECKING:
     from harness.records import InstructionRecord
@@ -54,12 +55,12 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
         wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
                     speedup=base_mean / cand_mean)
-    staged = [r for r in ok if C.instrumented(r.label, campaign["order"])]
-    plan = C.sequential_plan(campaign, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
+    staged = [r for r in ok if R.instrumented(r.label, campaign["order"])]
+    plan = R.sequential_plan(campaign, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
     floor_value = cast("float | None", floor and floor["floor"])  # a pinned floor file holds its floor
     question, margin = campaign["question"], campaign["margin"]
     stats = analysis.analyze(runs, campaign["threshold"], floor_value, plan, question=question, margin=margin,
-                             family=C.family_members(campaign, runner["items"]))
+                             family=R.family_members(campaign, runner["items"]))
     stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
                                        floor_value, question, margin)
     stats = analysis.with_outside(stats, runs)
@@ -84,9 +85,9 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
 
 
 def instructions_section(instr: Sequence[InstructionRecord], stats: dict) -> dict:
-    """comparison.json `instructions` (contract.instructions_section, the rule the checkers apply
+    """comparison.json `instructions` (rules.instructions_section, the rule the checkers apply
     too) from the instruction run records and the wall's verdict, interval and band."""
-    return C.instructions_section([(r.label, r.variant, r.instructions, len(r.items)) for r in instr if r.ok],
+    return R.instructions_section([(r.label, r.variant, r.instructions, len(r.items)) for r in instr if r.ok],
                                   stats["verdict"], stats["paired"]["ci95"], stats["band"])
 
 

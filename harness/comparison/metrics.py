@@ -5,8 +5,8 @@ The headline's entry restates what `stats` and `wall` derive (its looks, drift, 
 interference stay there). Every other "rounds" metric is derived here from the same timed
 rounds: per round the log ratio of the candidate's reading to the base's (the mean over the
 items usable in every paired run, for an item field), its ratio the exponent of the 20%-trimmed
-mean, its interval read at the campaign's last round by contract.metric_interval, its verdict by
-contract.metric_entry. Instruction counts come from their runs' own section. harness/rehash.py
+mean, its interval read at the campaign's last round by rules.metric_interval, its verdict by
+rules.metric_entry. Instruction counts come from their runs' own section. harness/rehash.py
 derives the same entries apart (its `metrics_section`), with the standard library.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from harness import contract as C
+from harness import rules as R
 from harness.comparison.analysis import interval, round_logs, usable_items, usable_runs
 
 if TYPE_CHECKING:
@@ -27,13 +28,13 @@ def section(runs: list[RunRecord], stats: dict, wall: dict, instructions: dict |
     by_label = {r.label: r for r in usable_runs(runs)}
     pairs = [(by_label[a], by_label[b]) for a, b in stats["rounds"]["pairs"]]
     seq = stats["sequential"]  # the other metrics are claims read at the headline's stop, by its looks' design
-    sequential = C.design(seq["first"], seq["cap"]) if seq is not None else None
-    out = [C.headline_entry(wall, stats)]
+    sequential = R.design(seq["first"], seq["cap"]) if seq is not None else None
+    out = [R.headline_entry(wall, stats)]
     for metric in C.METRIC_DEFINITIONS:
         if metric.name != C.HEADLINE and metric.statistic == "rounds":
             out.append(rounds_entry(metric, pairs, threshold, sequential, stats["family"] is not None))
     if instructions is not None:
-        out.append(C.instructions_entry(instructions))
+        out.append(R.instructions_entry(instructions))
     return out
 
 
@@ -46,7 +47,7 @@ def run_value(run: RunRecord, path: str) -> Any:
 
 
 def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], threshold: float,
-                 sequential: C.Design | None, family: bool = False) -> dict:
+                 sequential: R.Design | None, family: bool = False) -> dict:
     """One metric's entry from the paired timed rounds (a family's: an item field per round over
     the items both runs of the round held, as its decided benchmarks leave the later rounds)."""
     runs = [r for pair in pairs for r in pair]
@@ -79,10 +80,10 @@ def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], thr
         totals = values if d else {}
         of = metric.reads
     if not d:
-        return C.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential)
+        return R.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential)
     iv = interval(d)
     mean_of = {v: math.fsum(totals[r.label] for r in runs if r.variant == v) / len(pairs)
                for v in ("base", "candidate")}
-    return C.metric_entry(metric.name, of, len(d), C.sig10(mean_of["base"]), C.sig10(mean_of["candidate"]),
-                          iv["geomean_ratio"], C.metric_interval(d, sequential, iv["ci95"]), threshold,
+    return R.metric_entry(metric.name, of, len(d), R.sig10(mean_of["base"]), R.sig10(mean_of["candidate"]),
+                          iv["geomean_ratio"], R.metric_interval(d, sequential, iv["ci95"]), threshold,
                           sequential)

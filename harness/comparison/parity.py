@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import contract as C
+from harness import rules as R
 
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison
@@ -124,9 +125,9 @@ def _ulp(arrays_dir: Path, digest_a: str, digest_b: str) -> tuple[int | None, st
 
 def tolerance(arrays_dir: Path, mismatches: list[dict], max_ulp: int) -> tuple[dict, bool]:
     """comparison.json parity.tolerance and whether every mismatch is a float field within
-    max_ulp (contract.tolerance_section, the rule the checkers apply too), with the ULP
+    max_ulp (rules.tolerance_section, the rule the checkers apply too), with the ULP
     distances of the stored arrays."""
-    return C.tolerance_section(mismatches, max_ulp, lambda ref, got: _ulp(arrays_dir, ref, got))
+    return R.tolerance_section(mismatches, max_ulp, lambda ref, got: _ulp(arrays_dir, ref, got))
 
 
 def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:

@@ -1,10 +1,10 @@
 """Statistics, the maths only: the trimmed-t interval. No verdict words here (the contract's
 `decide`) and nothing that reads a clock.
 
-Every float a caller puts in comparison.json is rounded with contract.sig10 to 10 significant
+Every float a caller puts in comparison.json is rounded with rules.sig10 to 10 significant
 digits, so that a checker re-deriving comparison.json on another machine gets the same JSON even
 when libm or SIMD paths differ in the last bit. The t quantile is the standard-library one of
-the contract (`contract.t_quantile`), so the writer and both checkers use the same number.
+the contract (`rules.t_quantile`), so the writer and both checkers use the same number.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def t_interval(values: list[float], level: float = LEVEL, trim: float = TRIM) ->
     t interval. One burst that hits one run, or a heavy tail, then moves neither the
     centre nor the width much, while normal values keep close to nominal coverage.
     Needs h >= 2; sd and the interval are None below."""
-    from harness.contract import t_quantile
+    from harness.rules import t_quantile
 
     x = sorted(values)
     n = len(x)

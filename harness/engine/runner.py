@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import contract as C, outcomes, records
+from harness import rules as R
 from harness.bundle import arrays as tensors, write as bundle
 from harness.bundle.model import Comparison
 from harness.comparison import analysis, derive as comparison
@@ -254,7 +255,7 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
     if doc.get("campaign") != campaign.name:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {doc.get('campaign')!r}, "
                         f"not {campaign.name!r}")
-    refused = C.noise_floor_problem(doc)  # the contract's decision rule, as both checkers apply it
+    refused = R.noise_floor_problem(doc)  # the contract's decision rule, as both checkers apply it
     if refused:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}': {refused}")
     return doc, raw
@@ -436,7 +437,7 @@ class Runner:
         started = self.clock.time()
         deadline = self.clock.monotonic() + campaign.campaign_timeout_s
         runs, instr_runs = [], []
-        plan = C.schedule(campaign.order, self._instruction_order(), self._spread())
+        plan = R.schedule(campaign.order, self._instruction_order(), self._spread())
         valgrind = self._valgrind() if campaign.instructions is not None else None
         self.progress.start(campaign.name, [label for label, *_ in plan])
         step = 0
@@ -449,7 +450,7 @@ class Runner:
                 break
             self.progress.run_started(step, label, variant)
             mode = "instructions" if label.startswith("I") else "run"
-            held = C.run_items(items, self.decided_at, label) if mode == "run" else items
+            held = R.run_items(items, self.decided_at, label) if mode == "run" else items
             record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
                                    deadline, interpreters[variant]["executable"], held, mode, after, valgrind)
             shutil.rmtree(scratch / "runs" / variant / label, ignore_errors=True)  # its own folders: never the next run's
@@ -508,12 +509,12 @@ class Runner:
         pace (process walls, start-up included). Only time sets it; the looks decide the stop.
         The order of a longer campaign begins with a shorter one's, so the first round stands."""
         pace = sum(r.process.wall_s for r in runs[:2])
-        campaign = campaign.with_rounds(C.auto_rounds(campaign.budget_s, pace, campaign.min_rounds))
-        longer = C.schedule(campaign.order, self._instruction_order(), self._spread())
+        campaign = campaign.with_rounds(R.auto_rounds(campaign.budget_s, pace, campaign.min_rounds))
+        longer = R.schedule(campaign.order, self._instruction_order(), self._spread())
         assert longer[:2] == plan[:2], "the first round moved"  # spec: no instruction run precedes it
         self.campaign = campaign
         self.progress.replan([label for label, *_ in longer], 2)
-        fit = C.auto_rounds(campaign.budget_s, pace, 1)
+        fit = R.auto_rounds(campaign.budget_s, pace, 1)
         if fit >= campaign.min_rounds:
             how = (f"; from round {campaign.min_rounds} a look after each round decides when to stop, at most "
                    f"{campaign.rounds} rounds (the {campaign.budget_s:g} s budget)")
@@ -528,7 +529,7 @@ class Runner:
         """After a round from the first look, before the cap: does its look decide? A suite's
         benchmarks that its look decided leave the later rounds (self.decided_at)."""
         last = runs[-1]
-        k = int(last.label[1:]) if C.timed(last.label) else 0
+        k = int(last.label[1:]) if R.timed(last.label) else 0
         partner = ("B" if last.label[0] == "A" else "A") + last.label[1:]
         first, cap = self.campaign.min_rounds, self.campaign.rounds
         assert first is not None and cap is not None  # `rounds: auto` (budget_s) sets both
@@ -552,7 +553,7 @@ class Runner:
         """The look after this round decided: the campaign ends here (the runs done are the plan)."""
         rounds = int(runs[-1].label[1:])
         campaign = campaign.with_rounds(rounds)
-        shorter = C.schedule(campaign.order, self._instruction_order(), self._spread())
+        shorter = R.schedule(campaign.order, self._instruction_order(), self._spread())
         assert shorter == plan[:step], "a stop moved a run"
         self.campaign = campaign
         self.progress.replan([label for label, *_ in shorter], step)
@@ -561,7 +562,7 @@ class Runner:
 
     def _instruction_order(self) -> str:
         spec_ = self.campaign.instructions
-        return C.instruction_order(spec_.runs) if spec_ is not None else ""
+        return R.instruction_order(spec_.runs) if spec_ is not None else ""
 
     def _valgrind(self) -> dict:
         """The valgrind every instruction run of this campaign uses (the pre-flight probed it)."""
@@ -579,7 +580,7 @@ class Runner:
         campaign = self.campaign
         # Timed runs carry no stage wrappers when the order has stage runs: the headline wall
         # is then free of the wrappers' cost. The pre-flight checks every stage.
-        staged = mode == "check" or (mode == "run" and C.instrumented(label, campaign.order))
+        staged = mode == "check" or (mode == "run" and R.instrumented(label, campaign.order))
         return records.Job(
             mode=mode, label=label, variant=variant, index=index, sha=mat.sha, tree=str(mat.tree),
             parent_pid=os.getpid(),
@@ -883,7 +884,7 @@ class Runner:
                 measured = records.WorkerResult.from_json(self._result(run_dir))
             except (OSError, ValueError, KeyError, TypeError, AttributeError, C.JSONRefused) as exc:
                 status, reason = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
-        lied = status == "ok" and self._interpreter_lied(variant, measured.python, label)
+        lied = status == "ok" and measured is not None and self._interpreter_lied(variant, measured.python, label)
         if lied:  # the record keeps no interpreter then: the reason names both
             status, reason, measured = "failed", lied, None
         taken: dict = {}
@@ -920,7 +921,7 @@ class Runner:
         said = [("workload", measured.imported_from.workload)] + \
             [(f"stage {name}", where) for name, where in measured.imported_from.stages.items()]
         for what, where in said:
-            if where is not None and not (isinstance(where, str) and C.origin_allowed(where, roots)):
+            if where is not None and not (isinstance(where, str) and R.origin_allowed(where, roots)):
                 return (f"the worker says its {what} was imported from {str(where)[:300]!r}, neither its revision's "
                         "tree nor a folder its runs may read: code the campaign does not hold (a folder it needs goes "
                         "in `sandbox: {read: [...]}`)")

@@ -3,7 +3,7 @@
 
 Per variant, one zygote at a time: started in the variant's tree with the run's interpreter and
 environment, before the run's process is timed; its generation g serves that variant's runs
-(g - 1) * ZYGOTE_RUNS + 1 to g * ZYGOTE_RUNS (contract.generations) and is then ended, so the
+(g - 1) * ZYGOTE_RUNS + 1 to g * ZYGOTE_RUNS (rules.generations) and is then ended, so the
 next generation is a new exec (a new memory layout, a new hash seed where the campaign asks for
 a random one). The pre-flight and instruction runs (under valgrind) stay fresh processes.
 
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness import contract as C
+from harness import rules as R
 from harness.engine import outside
 from harness.engine.launch import (TICK_S, WATCH_S, Exit, Launch, LocalLauncher, channel_pair,
                                    scheduling_moved, watched)
@@ -75,7 +76,7 @@ class Zygote:
 
     @property
     def label(self) -> str:
-        return C.zygote_label(C.VARIANTS[self.variant], self.generation)
+        return R.zygote_label(C.VARIANTS[self.variant], self.generation)
 
     def send(self, message: dict, fd: Optional[int] = None) -> None:
         data = (json.dumps(message) + "\n").encode()
@@ -188,7 +189,7 @@ class ZygoteLauncher(LocalLauncher):
             return live
         if live is not None:
             self._stop(letter)
-        log = launch.cwd.parent / f"{C.zygote_label('base' if letter == 'A' else 'candidate', generation)}.log"
+        log = launch.cwd.parent / f"{R.zygote_label('base' if letter == 'A' else 'candidate', generation)}.log"
         argv = [launch.argv[0], "-m", ZYGOTE, str(os.getpid()), *self.preload]
         # The zygote's sandbox: its variant's, with the variant's runs folder writable (each child
         # narrows it to its own), its scheduling left to its children's own filters.
@@ -201,7 +202,7 @@ class ZygoteLauncher(LocalLauncher):
                                         stderr=err, start_new_session=True)
         finally:
             theirs.close()
-        label = C.zygote_label(C.VARIANTS[letter], generation)
+        label = R.zygote_label(C.VARIANTS[letter], generation)
         try:
             self.ledger.add(psutil.Process(proc.pid), label, "zygote", argv)
         except psutil.NoSuchProcess:

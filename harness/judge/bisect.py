@@ -1,7 +1,7 @@
 """`harness bisect`: the first commit that made a campaign slower, or faster, between a good (older)
 and a bad (newer) revision of its target repository.
 
-The search is contract.bisect_search, the rule both checkers re-apply: each step is a sequential
+The search is rules.bisect_search, the rule both checkers re-apply: each step is a sequential
 campaign of the existing Runner (`rounds: auto`, stopping when its look decides, within a budget
 per step), sealed as its own bundle under OUT/steps/NN-<sha12>/. What it looks for is the ends'
 own verdict (bad improved against good: a speed-up; regressed: a slow-down) unless `--find`
@@ -9,7 +9,7 @@ says. Every probe is compared with good, not with its own parent: "has this comm
 changed from good" is a monotone question along a history whose change came in one step (equal
 before the culprit, moved from it on), which is what a binary search needs; a commit against its
 parent would read "equal" on both sides of the culprit and tell the halves apart only at the
-culprit itself. The probes' band is half the ends' change in log space (contract.bisect_band)
+culprit itself. The probes' band is half the ends' change in log space (rules.bisect_band)
 unless `--band` fixes one, so a probe nearer good reads equal, one nearer bad reads moved, and
 each decides in as few rounds as the change's size allows. The culprit found is then checked
 against its own parent, once: a change spread over several commits, each inside the band,
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ContextManager
 
 from harness import contract as C
+from harness import rules as R
 from harness.files import atomic_write_json
 from harness.plan import revisions, spec
 
@@ -189,7 +190,7 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
         if outcome.out != (out / C.BISECT_STEPS / folder).absolute():
             ending, reason = "stopped", f"{where}: its bundle went to {outcome.out}, not {folder}"
             break
-        verdict, ratio, interval, _ = C.bisect_step(outcome.comparison)
+        verdict, ratio, interval, _ = R.bisect_step(outcome.comparison)
         steps.append(Step(n, folder, base, candidate, band, outcome.digest, verdict, ratio, interval))
         shown = f", candidate/base {ratio:.4f}" if ratio is not None else ""
         shown += f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
@@ -208,8 +209,8 @@ def _position(p: Plan, sha: str) -> str:
 
 
 def search(p: Plan, steps: list[dict]) -> dict:
-    """contract.bisect_search with the plan's own inputs."""
-    return C.bisect_search(p.good, p.commits, steps, p.find, p.threshold, p.band)
+    """rules.bisect_search with the plan's own inputs."""
+    return R.bisect_search(p.good, p.commits, steps, p.find, p.threshold, p.band)
 
 
 def next_steps(p: Plan, receipt: dict, campaign_arg: str, out: Path) -> list[str]:

@@ -15,7 +15,7 @@ does not know, each value of its type) may hold:
     disturbed: false        # a bundle with a disturbed run (steal, off its core) is refused (default true)
     sandbox: required       # every ok run must record that it ran sandboxed (default optional)
 
-Re-judging is sound because no interval depends on the band (contract.decide reads the band only
+Re-judging is sound because no interval depends on the band (rules.decide reads the band only
 to place the interval): a fixed count's 95% interval, the sequential interval valid at every
 look at the round the campaign stopped (so at any band's stop), and the 97.5% interval at a cap
 that time alone set. The verdict is decided again from the bundle's interval (and the run-level
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import contract as C
+from harness import rules as R
 
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison
@@ -175,7 +176,7 @@ def judge(bundle, policy: Policy) -> Judgement:
         band = policy.max_threshold
         threshold = min(threshold, policy.max_threshold)
         why.append(f"at most your +-{100 * band:g}%")
-    band = C.sig10(band)
+    band = R.sig10(band)
     changed = []
     if band != stats.band:
         changed.append(f"band +-{100 * band:.1f}% ({', '.join(why)}; the campaign's +-{100 * stats.band:.1f}%)")
@@ -189,14 +190,14 @@ def judge(bundle, policy: Policy) -> Judgement:
                                            f"least {policy.min_rounds}")
     if verdict != stats.verdict:
         changed.append(f"verdict {verdict} (the campaign's own: {stats.verdict})")
-    new_stats = dataclasses.replace(stats, threshold=C.sig10(threshold), floor=floor, band=band,
+    new_stats = dataclasses.replace(stats, threshold=R.sig10(threshold), floor=floor, band=band,
                                     claim_band=claim_band, verdict=verdict, verdict_reason=reason)
-    metrics = [rejudged_metric(m, band, C.sig10(threshold), new_stats, policy) for m in c.metrics]
+    metrics = [rejudged_metric(m, band, R.sig10(threshold), new_stats, policy) for m in c.metrics]
     return Judgement(policy, dataclasses.replace(c, stats=new_stats, metrics=metrics), refused, changed)
 
 
 def rejudged(stats, band: float) -> tuple[str, str, float]:
-    """(verdict, reason, claim band) of the bundle's interval against another band: contract.decide
+    """(verdict, reason, claim band) of the bundle's interval against another band: rules.decide
     with the run-level ratio's guard and the claim band of the noise the campaign was measured
     under (its rounds' typical deviation and a flagged drift, when load or drift raised it), then
     the rounds without its disturbed runs, as analysis and both checkers decide them."""
@@ -210,16 +211,16 @@ def rejudged(stats, band: float) -> tuple[str, str, float]:
     claim_band = band
     if cautions:
         moved = abs(math.log(drift.ratio.last / drift.ratio.first)) if drift and drift.flagged and drift.ratio else 0.0
-        claim_band = C.sig10(max(band, stats.rounds.typical_deviation or 0.0, 1.0 - math.exp(-moved)))
+        claim_band = R.sig10(max(band, stats.rounds.typical_deviation or 0.0, 1.0 - math.exp(-moved)))
     lo, hi = paired.ci95
     what = f"the {paired.metric} ratio over {stats.rounds.n} rounds, judged at the reviewer's band"
-    verdict, reason = C.decide(lo, hi, band, paired.run_ratio, what, claim_band)
+    verdict, reason = R.decide(lo, hi, band, paired.run_ratio, what, claim_band)
     itf = stats.interference
     if itf is not None and itf.disturbed_rounds and itf.without is not None:
         w = itf.without
-        other = C.decide(w.ci95[0], w.ci95[1], band, None, "the rounds without the disturbed runs")[0] \
+        other = R.decide(w.ci95[0], w.ci95[1], band, None, "the rounds without the disturbed runs")[0] \
             if w.ci95 else "inconclusive"
-        verdict, reason, _ = C.without_disturbed(verdict, reason, itf.disturbed_rounds, (other, w.rounds))
+        verdict, reason, _ = R.without_disturbed(verdict, reason, itf.disturbed_rounds, (other, w.rounds))
     return verdict, reason, claim_band
 
 
@@ -233,7 +234,7 @@ def rejudged_metric(m, band: float, threshold: float, stats, policy: Policy):
         return m
     if m.ci95 is None or (stats.sequential is None and m.n < C.MIN_ROUNDS):
         return dataclasses.replace(m, band=threshold)
-    verdict, reason = C.decide(m.ci95[0], m.ci95[1], threshold, None, f"the {m.title} ratio, judged at the "
+    verdict, reason = R.decide(m.ci95[0], m.ci95[1], threshold, None, f"the {m.title} ratio, judged at the "
                                                                       "reviewer's band")
     if policy.min_rounds is not None and m.n < policy.min_rounds:
         verdict, reason = "inconclusive", f"only {m.n} round(s); the policy asks for at least {policy.min_rounds}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import contract as C, records
+from harness import rules as R
 from harness.bundle import read
 from harness.bundle.model import Comparison, Stats
 from harness.files import WriteFailed, write_failed
@@ -102,7 +103,7 @@ def judge_timing(claimed: dict, measured: dict) -> dict:
         return {**out, "word": "not contradicted", "reason": "the original makes no timing claim (no ratio)"}
     if not measured["ci95"]:
         return {**out, "word": "not contradicted", "reason": "the re-run has no interval to test the claim with"}
-    lo, hi = (C.sig10(measured["ci95"][0] / (1 + tol)), C.sig10(measured["ci95"][1] * (1 + tol)))
+    lo, hi = (R.sig10(measured["ci95"][0] / (1 + tol)), R.sig10(measured["ci95"][1] * (1 + tol)))
     holds = lo <= claimed["ratio"] <= hi
     out.update(widened=[lo, hi], holds=holds)
     where = (f"the re-run's 95% interval {ratio_text(measured)}, widened by {100 * tol:.0f}% either way to "

@@ -114,7 +114,7 @@ def verify_step(path, max_array_bytes=None):
 
 def _verify_bisect(root: Path, repo, max_array_bytes, original) -> Report:
     """A folder `harness bisect` wrote: every step bundle verified as a bundle is, then the
-    receipt and the search rule (rehash.check_bisect, the rule contract.bisect_search); with
+    receipt and the search rule (rehash.check_bisect, the rule rules.bisect_search); with
     --repo (the target repository) the commit list against its first-parent history."""
     if original is not None:
         return Report(unusable=f"--original {original}: a bisect folder holds no reproduction receipt")

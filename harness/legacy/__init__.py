@@ -37,7 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST = os.path.join(HERE, "generations.json")
 VENDOR = os.path.join(HERE, "vendor")
-FILES = ("rehash.py", "contract.py")  # a generation's checker; pre-v6 had rehash.py alone
+FILES = ("rehash.py", "contract.py", "rules.py")  # a generation's checker; pre-v6: rehash.py alone; rules.py: since issue 47
 TIMEOUT_S = 1800  # a frozen checker's wall clock: hashing a few GB of arrays takes minutes, never this
 MEMORY_BYTES = 4 << 30  # its address space: every checker since v6 checks the largest honest bundle in 256 MB
 OUTPUT_BYTES = 4 << 20  # what is kept of each of its streams; the rest is read and dropped

@@ -10,6 +10,7 @@ from typing import AbstractSet, Any
 import yaml
 
 from harness import contract as C
+from harness import rules as R
 from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIMEOUT_S, DEFAULT_INSTRUCTION_RUNS,
                               DEFAULT_FIRST_LOOK, DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
                               DEFAULT_THRESHOLD, ENTRY_RE, ENV_KEY_RE, HEX64_RE, MAX_INSTRUCTION_RUNS, MAX_ITEMS,
@@ -19,7 +20,7 @@ from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIM
 # The campaign's limits and defaults are the contract's (harness/contract.py): the bundle a
 # campaign makes must be one the checkers accept. By default rounds are sequential (`rounds:
 # auto`): from round min_rounds on, after every round, an interval valid at every look decides
-# whether to stop (contract.confidence_sequence); the time budget only caps the count (as many
+# whether to stop (rules.confidence_sequence); the time budget only caps the count (as many
 # rounds as the first round's two runs say fit in budget_s), so stopping early cannot shop for
 # a verdict.
 STAGE_RE = C.STAGE_PATH_RE
@@ -111,7 +112,7 @@ class Campaign:
     notes: str = ""
     overrides: dict = field(default_factory=dict)  # from the command line, recorded in the bundle
     rounds: int | None = None  # None: the explicit `order` string; with budget_s, min_rounds until decided
-    budget_s: float | None = None  # `rounds: auto`: the cap on the count follows this budget (contract.auto_rounds)
+    budget_s: float | None = None  # `rounds: auto`: the cap on the count follows this budget (rules.auto_rounds)
     min_rounds: int | None = None  # `rounds: auto`: the first look, after this many rounds
     stage_rounds: int | None = None  # rounds of stage runs (a, b) among the rounds; None with an order
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
@@ -146,7 +147,7 @@ class Campaign:
             seed = self.seed
         elif seed is None:
             seed = secrets.randbelow(MAX_SEED + 1)
-        return replace(self, seed=seed, order=C.round_order(self.rounds, seed, self.stage_rounds or 0,
+        return replace(self, seed=seed, order=R.round_order(self.rounds, seed, self.stage_rounds or 0,
                                                             self.min_rounds))
 
     def with_rounds(self, rounds: int) -> "Campaign":
@@ -154,7 +155,7 @@ class Campaign:
         shuffle, more rounds. The first round is unchanged, so its runs stand."""
         if self.budget_s is None or self.rounds is None:
             raise ValueError("with_rounds: only for a campaign of `rounds: auto`")
-        order = C.round_order(rounds, self.seed, self.stage_rounds or 0, self.min_rounds)
+        order = R.round_order(rounds, self.seed, self.stage_rounds or 0, self.min_rounds)
         return replace(self, rounds=rounds, order=order)
 
     def revision(self, variant: str) -> Revision:
@@ -162,10 +163,10 @@ class Campaign:
 
     def labels(self) -> list[tuple[str, str]]:
         """(label, variant) per run in execution order: ABBA -> A1 B1 B2 A2; ABab -> A1 B1 As1 Bs1."""
-        return C.labels(self.order)
+        return R.labels(self.order)
 
     def instrumented(self, label: str) -> bool:
-        return C.instrumented(label, self.order)
+        return R.instrumented(label, self.order)
 
 
 class _Reader:
@@ -542,7 +543,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                                   "e.g. ABBAab)", order)
         if len(order) > MAX_RUNS:
             raise r.fail("order", f"at most {MAX_RUNS} runs", order)
-        unpaired = C.order_problem(order)
+        unpaired = R.order_problem(order)
         if unpaired:  # the contract's decision rule: every round interleaves A and B
             raise r.fail("order", f"an order whose every round interleaves A and B, but in {order[:40]}"
                                   f"{'...' if len(order) > 40 else ''} {unpaired}", show_got=False)
@@ -608,7 +609,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
             raise r.fail("stage_rounds", "at least 1 with stages (the timed runs carry no stage wrappers)",
                          stage_rounds)
         # Until a seed is drawn (Campaign.with_seed), the order shows the shape of the plan.
-        order = C.round_order(rounds, seed, stage_rounds, min_rounds)
+        order = R.round_order(rounds, seed, stage_rounds, min_rounds)
     else:
         stage_rounds = None
         assert order is not None  # no rounds: the campaign gave an explicit order

@@ -16,6 +16,7 @@ import stat
 import fnmatch
 
 from harness import contract as C
+from harness import rules as R
 from harness.files import NotReadable, read_regular
 
 MAX_FILES = C.MAX_WORKLOAD_FILES  # a workload folder holds code and small data, not the inputs (pinned)
@@ -105,7 +106,7 @@ def rows(files: list[tuple[str, bytes]]) -> list[dict]:
     return [{"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for rel, data in files]
 
 
-digest = C.listing_digest  # the `sha256sum` listing's digest, as coreutils gives it inside data/workload/
+digest = R.listing_digest  # the `sha256sum` listing's digest, as coreutils gives it inside data/workload/
 
 
 def folder_digest(folder: str | os.PathLike | None, exclude: tuple[str, ...] = ()) -> str | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import contract as C, outcomes
+from harness import rules as R
 from harness.render.summary import item_rows
 from harness.render.text import (NA, cell, code, fence, md_lines, md_url, metric, metrics_table, num, pct, shell_word,
                                  stage_table, table, verdict_word)
@@ -150,7 +151,7 @@ def _statistics(c: Comparison) -> list[str]:
     # The overloaded runs are named once, on the verdict line above; each one's reading is in
     # the runs table. Here their count, and the load caution is not repeated among the warnings.
     overloaded = s.load.overloaded
-    timed = [r for r in c.ok_runs() if C.timed(r.label)]
+    timed = [r for r in c.ok_runs() if R.timed(r.label)]
     load = (f"more runnable work than cores during {len(overloaded)} of the {len(timed)} timed runs (named on the "
             "verdict line; each reading in the runs table)") if overloaded else "within the cores"
     out.append(f"- Load: {load}"

@@ -22,6 +22,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from harness import contract as C, outcomes
+from harness import rules as R
 from harness.render.chart import rounds_chart
 from harness.render.text import (band, cell as text_cell, code, fence, md_lines, metrics_table, ms, no_paths, num,
                                  shell_word, stage_order, suite_text, table)
@@ -384,7 +385,7 @@ def _notes(bundle, long: bool) -> list[str]:
     stats = c.stats
     notes = [_outputs(bundle), _setting(bundle)]
     if stats.load.overloaded:
-        timed = [r for r in c.ok_runs() if C.timed(r.label)]
+        timed = [r for r in c.ok_runs() if R.timed(r.label)]
         notes.append(f"Load: more runnable work than cores during {len(stats.load.overloaded)} of the {len(timed)} "
                      f"timed runs ({cell(', '.join(stats.load.overloaded[:8]), 200)}"
                      + (", ..." if len(stats.load.overloaded) > 8 else "") + ")"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from harness import contract as C
+from harness import rules as R
 from harness import rehash
 from harness.selftest import fieldwalk, tamper
 
@@ -215,8 +216,8 @@ def _add_array(root: Path) -> None:
 def file_mutations(root: Path) -> list[Mutation]:
     """An undeclared file in every folder, each with a name that looks like the folder's own."""
     record = (root / C.run_path("A1")).read_bytes() if (root / C.run_path("A1")).is_file() else b"{}\n"
-    top = C.labels(json.loads((root / C.CAMPAIGN_JSON).read_text())["order"])
-    spare = f"A{sum(1 for label, _ in top if label.startswith('A') and C.timed(label)) + 50}"
+    top = R.labels(json.loads((root / C.CAMPAIGN_JSON).read_text())["order"])
+    spare = f"A{sum(1 for label, _ in top if label.startswith('A') and R.timed(label)) + 50}"
     named = {
         "": [("README.txt", b"a note beside the bag\n", True)],
         "data": [("notes.json", b"{}\n", False)],

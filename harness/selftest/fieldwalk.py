@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness import contract as C
+from harness import rules as R
 from harness import rehash
 from harness.selftest import tamper
 
@@ -186,8 +187,8 @@ def record_files(root: Path, doc: str) -> list[str]:
     if not folder.is_dir():
         return []
     campaign = json.loads((root / C.CAMPAIGN_JSON).read_text())
-    order = [label for label, *_ in C.schedule(campaign["order"], (campaign.get("instructions") or {})
-                                                 .get("order", ""), C.spread_of(campaign))]
+    order = [label for label, *_ in R.schedule(campaign["order"], (campaign.get("instructions") or {})
+                                                 .get("order", ""), R.spread_of(campaign))]
     names = sorted(p.stem for p in folder.glob("*.json"))
     names.sort(key=lambda s: ("B" not in s[:2], order.index(s) if s in order else 1 << 20))
     return [f"{RECORDS[doc]}/{name}.json" for name in names]
@@ -430,7 +431,7 @@ def _sampled(planned, k):
     fields: dict[tuple, list] = {}
     for item in planned:
         fields.setdefault((item[0].doc, item[0].field), []).append(item)
-    out = []
+    out: list = []
     for n, group in enumerate(fields.values()):
         out.extend(group[(n + i) % len(group)] for i in range(min(k, len(group))))
     return out

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import contract as C
+from harness import rules as R
 from harness.bundle import arrays as tensors
 from harness.bundle.write import manifest_text
 from harness.contract import TAG_FILES
@@ -428,8 +429,8 @@ def rederive(root: Path, original: Path | None = None) -> None:
         floor = _load(root, C.NOISE_FLOOR) if (root / C.NOISE_FLOOR).is_file() else None
         workload = _load(root, C.WORKLOAD) if (root / C.WORKLOAD).is_file() else {}
         instr = [InstructionRecord.from_json(_load(root, C.instructions_path(label))) for label, *_ in
-                 C.schedule(campaign["order"], (campaign.get("instructions") or {}).get("order", ""),
-                            C.spread_of(campaign))
+                 R.schedule(campaign["order"], (campaign.get("instructions") or {}).get("order", ""),
+                            R.spread_of(campaign))
                  if label.startswith("I") and (root / C.instructions_path(label)).is_file()]
         env = _load(root, C.ENVIRONMENT) if (root / C.ENVIRONMENT).is_file() else {}
         result = comparison.derive(campaign, runs, runner, _load(root, C.CLEANUP), golden, root / "data" / "arrays",
@@ -507,8 +508,8 @@ def cherry_pick(root: Path) -> None:
     campaign = _load(root, C.CAMPAIGN_JSON)
     labels = campaign["labels"]
     # A1 and B1 in the order they ran (rounds shuffle them), and the first stage round's runs
-    keep = [label for label in labels if C.timed(label)][:2] + \
-        [label for label in labels if not C.timed(label)][:2]
+    keep = [label for label in labels if R.timed(label)][:2] + \
+        [label for label in labels if not R.timed(label)][:2]
     keep.sort(key=labels.index)
     for label in labels:
         if label not in keep:
@@ -516,7 +517,7 @@ def cherry_pick(root: Path) -> None:
             (root / C.log_path(label)).unlink()
     for index, label in enumerate(keep):
         edit_json(C.run_path(label), lambda r, i=index: r.update(index=i))(root)
-    order = "".join(label[0] if C.timed(label) else label[0].lower() for label in keep)
+    order = "".join(label[0] if R.timed(label) else label[0].lower() for label in keep)
     campaign.update(order=order, labels=keep, rounds=None, stage_rounds=None, seed=None)
     _dump(root, C.CAMPAIGN_JSON, campaign)
     edit_json(C.RUNNER, lambda r: r.update(runs_planned=len(keep), runs_started=len(keep)))(root)

@@ -13,6 +13,7 @@ import pytest
 import fakes
 from conftest import CAMPAIGNS, harness, make_target, write_campaign
 from harness import contract as C
+from harness import rules as R
 from harness import records, rehash
 from harness.comparison import derive as comparison
 from harness.engine import instructions
@@ -74,12 +75,12 @@ def test_metric_override_adds_instructions_and_wall_turns_them_off():
 @pytest.mark.parametrize("order, runs", [("AB", 2), ("ABBAABBAAB", 2), ("BAAB", 3), ("AB" * 20, 10)])
 def test_schedule_puts_every_instruction_run_before_the_last_wall_run(order, runs):
     assert rehash.C is C  # both checkers read the one contract: one schedule
-    instr = C.instruction_order(runs)
+    instr = R.instruction_order(runs)
     assert instr.count("A") == instr.count("B") == runs
     assert all(instr[k:k + 2] in ("AB", "BA") for k in range(0, len(instr), 2))
-    plan = C.schedule(order, instr)
-    assert [label for label, *_ in plan if not label.startswith("I")] == [label for label, _ in C.labels(order)]
-    assert [label for label, *_ in plan if label.startswith("I")] == ["I" + label for label, _ in C.labels(instr)]
+    plan = R.schedule(order, instr)
+    assert [label for label, *_ in plan if not label.startswith("I")] == [label for label, _ in R.labels(order)]
+    assert [label for label, *_ in plan if label.startswith("I")] == ["I" + label for label, _ in R.labels(instr)]
     assert all(C.INSTRUCTION_LABEL_RE.match(label) for label, *_ in plan if label.startswith("I"))
     assert not plan[-1][0].startswith("I")
     for label, _, _, after in plan:  # each instruction run sits right after the wall run it names
@@ -141,7 +142,7 @@ def test_the_verdict_line_shows_instructions_and_flags_disagreement_in_direction
     parts = {"stats": {"verdict": "improved", "rounds": {"n": 5}, "band": 0.02, "warnings": [],
                        "paired": {"geomean_ratio": 0.9, "ci95": [0.85, 0.95], "metric": "item wall_s"}}}
     ins = comparison.instructions_section(instr, {"verdict": "improved", **parts["stats"]})
-    text = verdict.line(fakes.comparison(**parts, instructions=ins, metrics=[C.instructions_entry(ins)]))
+    text = verdict.line(fakes.comparison(**parts, instructions=ins, metrics=[R.instructions_entry(ins)]))
     # the counts' own verdict beside the wall's: 1% more instructions, outside the +-0.2% band
     assert ("instructions: regressed, candidate/base 1.0100 (+1.00%, repeated exactly, 2+2 runs of 2 items, "
             "band +-0.2%)") in text

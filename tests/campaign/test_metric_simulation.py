@@ -1,6 +1,6 @@
 """Metrics other than the headline (thread CPU, peak memory) on simulated campaigns with a known
 truth: the wall's looks decide when a sequential campaign stops, and each other metric's interval
-is read at that stop (contract.metric_interval). Valid at any stopping time, the confidence
+is read at that stop (rules.metric_interval). Valid at any stopping time, the confidence
 sequence must hold the metric's true ratio in at least 95% of campaigns whatever round the wall
 chose, and a metric whose truth is 1 must be called improved or regressed in at most 5%; beside it,
 the fixed-sample 95% trimmed-t interval read at the same stop, to show what reading a

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from harness import contract as C, records
+from harness import rules as R
 from harness.comparison import analysis
 from noise_support import SCENARIOS, campaign
 import sequential_support as S
@@ -92,7 +93,7 @@ def test_a_larger_change_stops_when_the_signs_see_it(name):
 # --- the issue's figures, on per-round log ratios (tests/sequential_support.py) ------------------------
 def test_the_gate_answers_not_slower_fast_and_rarely_for_a_slow_down():
     rng = np.random.default_rng(61)
-    plan = C.design(FIRST, CAP, "not_slower")
+    plan = R.design(FIRST, CAP, "not_slower")
     rows = []
     for effect in (1.0, 1.03, 1.08):
         d = S.normal_rounds(rng, CAMPAIGNS, CAP, effect, 0.05)
@@ -110,7 +111,7 @@ def test_a_small_change_decides_in_twelve_rounds():
     rng = np.random.default_rng(62)
     for effect, spread in ((1 / 1.12, 0.1), (1 / 1.05, 0.03), (1 / 1.5, 0.1), (0.5, 0.1)):
         d = S.normal_rounds(rng, CAMPAIGNS, CAP, effect, spread)
-        now = S.run(d, C.design(FIRST, CAP), truth=math.log(effect))
+        now = S.run(d, R.design(FIRST, CAP), truth=math.log(effect))
         before = S.run_before(d, FIRST, CAP, truth=math.log(effect))
         n, share = S.oracle(d)
         print(f"\n| {1 / effect:.3g}x faster, spread {spread:g} | improved {now.rate('improved'):.1%} "
@@ -125,11 +126,11 @@ def test_a_small_change_decides_in_twelve_rounds():
 def test_every_look_holds_the_truth_and_a_vs_a_claims_nothing(question, spread):
     rng = np.random.default_rng(63)
     many = S.normal_rounds(rng, 10 * CAMPAIGNS, CAP, 1.0, spread)  # coverage: ten times the campaigns, for its SE
-    every = S.run(many, C.design(FIRST, CAP, question), band=0.0, through=True)
+    every = S.run(many, R.design(FIRST, CAP, question), band=0.0, through=True)
     d = many[:CAMPAIGNS]
     held = every.held if question == "claim" else every.held_upper
     margin = 0.05 if question != "claim" else None
-    out = S.run(d, C.design(FIRST, CAP, question), question=question, margin=margin)
+    out = S.run(d, R.design(FIRST, CAP, question), question=question, margin=margin)
     before = S.run_before(many, FIRST, CAP, band=0.0) if question == "claim" else None
     print(f"\n| A-vs-A, {question}, spread {spread:g} | every look held the truth {held.mean():.1%}"
           + (f" (before: {before.held.mean():.1%})" if before is not None else "")
@@ -181,7 +182,7 @@ def test_the_design_holds_alpha_across_first_looks_caps_and_families(first, cap,
     (a one-sided question: its upper bound), as a share of the design's alpha; the t's spend
     (contract.SEQ_T_SPEND) is what keeps it below 1 where the t statistics' estimated spread
     alone would not."""
-    plan = C.design(first, cap, question, members)
+    plan = R.design(first, cap, question, members)
     rng = np.random.default_rng(65)
     missed = 0
     for done in range(0, runs, 100_000):
@@ -200,7 +201,7 @@ def test_the_design_holds_alpha_across_first_looks_caps_and_families(first, cap,
 def test_the_t_alone_errs_more_often_than_the_walk_it_is_computed_for(first, cap, alpha, sides, runs):
     """Why the t's design spends SEQ_T_SPEND of its share: at the walk's level for alpha (a known
     spread), the t with its spread estimated at every look misses more often; the ratio printed."""
-    level = C._above(C.walk_bound(first, cap, alpha, sides))
+    level = R._above(R.walk_bound(first, cap, alpha, sides))
     rng = np.random.default_rng(66)
     missed = 0
     for done in range(0, runs, 100_000):
@@ -208,7 +209,7 @@ def test_the_t_alone_errs_more_often_than_the_walk_it_is_computed_for(first, cap
         mean, sd = S._moments(d)
         miss = np.zeros(d.shape[0], dtype=bool)
         for n in range(first, cap + 1):
-            half = C.t_quantile(1 - level, n - 1) * sd[:, n - 1] / math.sqrt(n)
+            half = R.t_quantile(1 - level, n - 1) * sd[:, n - 1] / math.sqrt(n)
             miss |= (np.abs(mean[:, n - 1]) if sides == 2 else mean[:, n - 1]) > half
         missed += int(miss.sum())
     ratio = missed / runs / alpha

@@ -16,6 +16,7 @@ import yaml
 from bisect_support import history_repo
 from conftest import ROOT, cache_env, harness, no_traceback
 from harness import contract as C, outcomes
+from harness import rules as R
 
 LIB = '''
     """A function whose cost is FACTOR times its base cost; its result never changes."""
@@ -114,7 +115,7 @@ def test_bisect_finds_the_commit_that_made_it_2x_faster_among_16_by_itself(tmp_p
     receipt = __import__("json").loads((out / C.BISECT_FILE).read_text())
     assert receipt["find"] == "either" and receipt["steps"][0]["verdict"] == "improved"
     assert receipt["budget_s"] == 120.0 and receipt["threshold"] == 0.02 and receipt["band"] is None
-    assert {s["band"] for s in receipt["steps"][1:]} == {C.bisect_band(receipt["steps"][0]["ratio"], 0.02)}
+    assert {s["band"] for s in receipt["steps"][1:]} == {R.bisect_band(receipt["steps"][0]["ratio"], 0.02)}
     last = receipt["steps"][-1]
     assert (last["base"], last["candidate"], last["verdict"]) == (shas[8], shas[9], "improved")
     verify, script = checked_by_both(out, tmp_path / "repo")

@@ -97,14 +97,14 @@ def test_a_careful_relabelling_still_fails_under_the_rules_it_names(demo_bundle,
 
 
 def test_the_reviewers_script_alone_runs_the_frozen_checker_beside_it(tmp_path):
-    """rehash.py with contract.py and legacy/ beside it, copied out of the harness: --legacy runs
+    """rehash.py with contract.py, rules.py and legacy/ beside it, copied out of the harness: --legacy runs
     the frozen checker from there; with the frozen file edited it refuses; without legacy/ it
     says where the checkers of earlier generations are."""
     gen = legacy.by_id("v6")
     bundle = fixture(gen.id)
     copy = tmp_path / "reviewer"
     copy.mkdir()
-    for name in ("rehash.py", "contract.py"):
+    for name in ("rehash.py", "contract.py", "rules.py"):
         shutil.copy(ROOT / "harness" / name, copy / name)
     shutil.copytree(ROOT / "harness" / "legacy", copy / "legacy", ignore=shutil.ignore_patterns("__pycache__"))
     ok = rehash("--legacy", bundle, script=copy / "rehash.py", cwd=tmp_path)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, harness
 from harness import contract as C, rehash
+from harness import rules as R
 from harness.selftest import tamper
 from harness.bundle import arrays as tensors
 
@@ -44,6 +45,7 @@ def test_intact_demo_bundle_passes_with_the_standard_library_alone(demo_bundle, 
     alone.mkdir()
     shutil.copy(SCRIPT, alone / "rehash.py")
     shutil.copy(SCRIPT.parent / "contract.py", alone / "contract.py")  # the one contract, standard library only
+    shutil.copy(SCRIPT.parent / "rules.py", alone / "rules.py")  # the decision rules both sides replay, likewise
     for name in ("hashlib", "json", "ast", "math", "stat", "re", "statistics"):
         (alone / f"{name}.py").write_text("raise SystemExit('shadowed ' + __name__)\n")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(poison)}
@@ -73,7 +75,7 @@ def test_comparison_rederived_without_numpy_matches_the_harness(demo_bundle):
     derived = rehash.derive(check, campaign, runs, load("data/receipts/runner.json"),
                             load("data/receipts/cleanup.json"), golden, [],
                             load("data/receipts/workload.json")["digest"], load(C.ENVIRONMENT)["sandbox"])
-    plan = C.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in runs[:2]])
+    plan = R.sequential_plan(campaign, [(r["label"], r["status"], r["process"]["wall_s"]) for r in runs[:2]])
     derived["stats"] = rehash.with_outside(rehash.with_interference(
         rehash.derive_stats(runs, campaign["threshold"], None, plan), runs, campaign["interference"],
         campaign["threshold"], None), runs)

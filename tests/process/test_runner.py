@@ -13,6 +13,7 @@ import yaml
 
 from conftest import CAMPAIGNS, cache_env, harness, make_target, no_traceback, write_campaign
 from harness import contract as C
+from harness import rules as R
 from harness.files import read_json
 
 
@@ -295,13 +296,13 @@ def test_rounds_auto_takes_as_many_rounds_as_the_first_round_says_fit_the_budget
     assert result.returncode in (0, 6), result.stdout + result.stderr
     doc = read_json(out / "data" / "campaign.json")
     first = sum(read_json(out / "data" / "runs" / f"{label}.json")["process"]["wall_s"] for label in ("A1", "B1"))
-    cap = C.auto_rounds(2.5, first, 3, 100)
+    cap = R.auto_rounds(2.5, first, 3, 100)
     seq = read_json(out / "data" / "comparison.json")["stats"]["sequential"]
     want = doc["rounds"]  # the cap ends it, or a look that decided (a quiet A against A can read equal)
     assert (doc["budget_s"], doc["min_rounds"], seq["cap"]) == (2.5, 3, cap)
     assert (want, seq["stopped"]) == (cap, "cap") or (want < cap and seq["stopped"] == "decided"
                                                        and seq["looks"][-1]["verdict"] == "equal")
-    assert doc["order"] == C.round_order(want, doc["seed"], 0, 3) and len(doc["labels"]) == 2 * want
+    assert doc["order"] == R.round_order(want, doc["seed"], 0, 3) and len(doc["labels"]) == 2 * want
     assert len(list((out / "data" / "runs").iterdir())) == 2 * want
     assert "rounds: auto: the first round took" in result.stderr
     assert harness("verify", out).returncode == 0 and not rehash.rehash(out).problems

@@ -22,6 +22,7 @@ import pytest
 
 from conftest import CAMPAIGNS, ROOT, harness, small_campaign
 from harness import contract as C
+from harness import rules as R
 from harness.bundle.model import Stats
 from harness.judge.reproduce import claim, judge_timing
 from harness.selftest import tamper
@@ -97,11 +98,11 @@ def test_the_demo_under_zygote_agrees_with_fresh_processes(zygote_demo, demo_bun
     assert doc(zygote, C.CAMPAIGN_JSON)["preload"] == ["numpy"]
     receipt = assert_all_gone(zygote)
     rows = {p["pid"]: p for p in receipt["processes"]}
-    generation = C.generations(doc(zygote, C.CAMPAIGN_JSON)["labels"])
+    generation = R.generations(doc(zygote, C.CAMPAIGN_JSON)["labels"])
     for r in runs(zygote):
         assert r["launch"]["mode"] == "zygote" and r["launch"]["generation"] == generation[r["label"]]
         z = rows[r["launch"]["zygote"]]
-        assert z["role"] == "zygote" and z["run"] == C.zygote_label(r["variant"], r["launch"]["generation"])
+        assert z["role"] == "zygote" and z["run"] == R.zygote_label(r["variant"], r["launch"]["generation"])
         assert rows[r["pid"]]["role"] == "worker" and rows[r["pid"]]["parent"] == z["pid"]
     assert {p["run"] for p in receipt["processes"] if p["role"] == "zygote"} == {"ZA1", "ZA2", "ZB1", "ZB2"}
     # the same outputs, bit for bit

@@ -1,4 +1,4 @@
-"""`harness bisect`'s search rule (contract.bisect_search) on synthetic step verdicts, the
+"""`harness bisect`'s search rule (rules.bisect_search) on synthetic step verdicts, the
 consistent histories and the ones no single culprit explains; then a whole bisect folder made
 on the fake launcher, re-verified by both checkers, and every edit of its receipt refused by both."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from bisect_support import fake_bisect
 from harness import contract as C, outcomes, rehash
+from harness import rules as R
 
 GOOD = "0" * 40
 
@@ -25,7 +26,7 @@ def drive(commits, judge, find="either", threshold=0.1, band=0.1):
     interval), band the one the rule asks that step to be judged against. Returns (result, steps)."""
     steps = []
     for _ in range(C.MAX_BISECT_STEPS + 1):
-        result = C.bisect_search(GOOD, commits, steps, find, threshold, band)
+        result = R.bisect_search(GOOD, commits, steps, find, threshold, band)
         if result["next"] is None:
             assert result["used"] == len(steps)
             return result, steps
@@ -148,7 +149,7 @@ def test_the_probes_band_is_half_the_ends_change_unless_one_is_given():
         result, steps = drive(commits, monotone(commits, [1.0] * 7 + [speed] * 8), threshold=threshold, band=None)
         assert result["culprit"] == commits[7]
         assert steps[0]["band"] == threshold and {s["band"] for s in steps[1:]} == {want}, (speed, steps)
-        assert C.bisect_band(speed, threshold) == want
+        assert R.bisect_band(speed, threshold) == want
     result, steps = drive(commits, monotone(commits, [1.0] * 7 + [2.0] * 8), band=0.25)
     assert {s["band"] for s in steps} == {0.25}
 
@@ -188,21 +189,21 @@ def test_a_step_the_rule_does_not_ask_for_is_refused():
     commits = shas(7)
     _, steps = drive(commits, monotone(commits, [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]))
     swapped = [steps[0], steps[2], steps[1], *steps[3:]]
-    with pytest.raises(C.BisectOff) as off:
-        C.bisect_search(GOOD, commits, swapped, "either", 0.1, 0.1)
+    with pytest.raises(R.BisectOff) as off:
+        R.bisect_search(GOOD, commits, swapped, "either", 0.1, 0.1)
     assert off.value.index == 1
-    assert C.bisect_search(GOOD, commits, steps + [steps[-1]], "either", 0.1, 0.1)["used"] == len(steps)  # past the end
-    with pytest.raises(C.BisectOff):  # a probe judged against another band than the rule asks for
-        C.bisect_search(GOOD, commits, [steps[0], {**steps[1], "band": 0.2}, *steps[2:]], "either", 0.1, 0.1)
+    assert R.bisect_search(GOOD, commits, steps + [steps[-1]], "either", 0.1, 0.1)["used"] == len(steps)  # past the end
+    with pytest.raises(R.BisectOff):  # a probe judged against another band than the rule asks for
+        R.bisect_search(GOOD, commits, [steps[0], {**steps[1], "band": 0.2}, *steps[2:]], "either", 0.1, 0.1)
 
 
 def test_a_step_verdict_from_its_comparison():
     ok = {"status": "complete", "parity": {"agree": True},
           "stats": {"verdict": "regressed", "paired": {"geomean_ratio": 2.0, "ci95": [1.9, 2.1]}}}
     ok["stats"]["threshold"] = 0.25
-    assert C.bisect_step(ok) == ("regressed", 2.0, [1.9, 2.1], 0.25)
-    assert C.bisect_step({**ok, "parity": {"agree": False}})[0] == "outputs differ"
-    assert C.bisect_step({**ok, "status": "failed"})[0] == "failed"
+    assert R.bisect_step(ok) == ("regressed", 2.0, [1.9, 2.1], 0.25)
+    assert R.bisect_step({**ok, "parity": {"agree": False}})[0] == "outputs differ"
+    assert R.bisect_step({**ok, "status": "failed"})[0] == "failed"
 
 
 # --- a bisect folder on the fake launcher, and both checkers ----------------------------------------
@@ -277,7 +278,7 @@ def test_a_verdict_and_ending_forged_together_are_refused(copy):
     the step bundle still says regressed."""
     def change(d):
         d["steps"][-1]["verdict"] = "equal"
-        d.update(ending="spread", culprit=None, reason=C.bisect_search(d["good"], d["commits"], d["steps"], d["find"],
+        d.update(ending="spread", culprit=None, reason=R.bisect_search(d["good"], d["commits"], d["steps"], d["find"],
                                                                          d["threshold"], d["band"])["reason"])
     edit(copy, change)
     refused_by_both(copy, "[bisect]", f"steps[{len(json.loads((copy / C.BISECT_FILE).read_text())['steps']) - 1}]"
@@ -329,7 +330,7 @@ def test_a_fake_bisect_finds_the_speed_up_among_16_commits_and_both_checkers_agr
     out, receipt, history = fake_bisect(tmp_path, [1.0] * 9 + [0.6] * 7)
     assert receipt["ending"] == "culprit" and receipt["culprit"] == history[9] and receipt["find"] == "either"
     assert receipt["steps"][0]["verdict"] == "improved" and receipt["band"] is None
-    assert {s["band"] for s in receipt["steps"][1:]} == {C.bisect_band(receipt["steps"][0]["ratio"], 0.1)}
+    assert {s["band"] for s in receipt["steps"][1:]} == {R.bisect_band(receipt["steps"][0]["ratio"], 0.1)}
     assert checkers(out) == ([], [])
 
 

@@ -15,6 +15,7 @@ import pytest
 from checks_support import full_bundle, problems, refused, sha256
 from fakes import Model, ModelLauncher, run_fake, write_fake_campaign
 from harness import contract as C
+from harness import rules as R
 from harness.engine.runner import Runner
 from harness.plan import spec
 from spec_support import SOURCE, VALID
@@ -47,16 +48,16 @@ def test_an_explicit_order_must_interleave_every_round(order, where):
     msg = load_error(order=order)
     assert f"order: expected an order whose every round interleaves A and B, but in {order} {where}" in msg
     assert "e.g. ABBA" in msg or "e.g. abba" in msg
-    assert C.order_problem(order) is not None
+    assert R.order_problem(order) is not None
 
 
 @pytest.mark.parametrize("order", ["AB", "BA", "ABBA", "ABABBAAB", "ABBAab", "ABabBA"])
 def test_orders_of_rounds_pass(order):
-    assert C.order_problem(order) is None
+    assert R.order_problem(order) is None
 
 
 def test_every_shuffled_order_interleaves():
-    assert all(C.order_problem(C.round_order(n, seed, stages)) is None
+    assert all(R.order_problem(R.round_order(n, seed, stages)) is None
                for n in range(1, 30) for seed in range(5) for stages in (0, 2))
 
 
@@ -82,8 +83,8 @@ def floor_doc(**changes) -> dict:
     ({"ci95": [0.6, 1.4], "ratio": 1.0, "floor": 0.4}, "floor 0.4: over 0.25"),
 ])
 def test_a_floor_must_be_its_own_intervals(changes, says):
-    assert says in C.noise_floor_problem(floor_doc(**changes))
-    assert C.noise_floor_problem(floor_doc()) is None
+    assert says in R.noise_floor_problem(floor_doc(**changes))
+    assert R.noise_floor_problem(floor_doc()) is None
 
 
 def test_the_runner_refuses_a_floor_edited_to_half_before_any_run(tmp_path):
@@ -99,7 +100,7 @@ def test_the_runner_refuses_a_floor_edited_to_half_before_any_run(tmp_path):
 
 # --- bundles a harness without these rules would have sealed: both checkers refuse them -------------
 def test_both_checkers_refuse_an_order_that_does_not_interleave(tmp_path, monkeypatch):
-    monkeypatch.setattr(C, "order_problem", lambda order: None)  # a harness that never asked
+    monkeypatch.setattr(R, "order_problem", lambda order: None)  # a harness that never asked
     outcome, _ = run_fake(tmp_path, Model(ratio=1.0), overrides={"order": "BBBAAA"})
     monkeypatch.undo()
     ours, theirs = problems(outcome.out)
@@ -112,11 +113,11 @@ def test_both_checkers_refuse_a_floor_that_is_not_its_intervals(tmp_path, monkey
     [0.99, 1.01], pinned and sealed (the band follows the floor)."""
     import harness.engine.runner as runner
 
-    real = C.noise_floor_problem
-    monkeypatch.setattr(C, "noise_floor_problem", lambda doc: None)
-    monkeypatch.setattr(runner.C, "noise_floor_problem", lambda doc: None)
+    real = R.noise_floor_problem
+    monkeypatch.setattr(R, "noise_floor_problem", lambda doc: None)
+    monkeypatch.setattr(runner.R, "noise_floor_problem", lambda doc: None)
     bundle = full_bundle(tmp_path, floor_value=0.2)
-    monkeypatch.setattr(C, "noise_floor_problem", real)
+    monkeypatch.setattr(R, "noise_floor_problem", real)
     doc = json.loads((bundle / C.NOISE_FLOOR).read_text())
     assert doc["floor"] == 0.2 and doc["ci95"] == [0.99, 1.01]
     assert json.loads((bundle / C.COMPARISON).read_text())["stats"]["band"] == 0.2

@@ -1,6 +1,6 @@
 """Interference over a run's timed loop (issue 35, item 2): the worker's readings of /proc/stat
 steal, the CPU it ran on and PSI, parsed from fixture text; the disturbed-marking rule
-(contract.disturbance); the verdict-without-disturbed rule (a campaign whose disturbed rounds carry
+(rules.disturbance); the verdict-without-disturbed rule (a campaign whose disturbed rounds carry
 the effect makes no claim, and says so), re-derived the same by rehash.py; the campaign's bounds;
 and a whole campaign on the model worker whose sealed bundle both checkers accept."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from fakes import Model, run_fake, run_record
 from harness import contract as C, rehash, records
+from harness import rules as R
 from harness.bundle import read
 from harness.comparison import analysis
 from harness.worker import main as worker
@@ -69,21 +70,21 @@ def test_readings_over_the_loop_say_absent_never_a_guess():
 
 def test_disturbed_when_steal_or_off_cpu_crosses_its_bound():
     quiet = {"user_hz": 100, "steal_ticks": 2, "cpu_steal_ticks": 1}
-    assert C.disturbance(quiet, 1.0, 0.99, 2, 0.02, None) == (0.01, 0.99, [])
+    assert R.disturbance(quiet, 1.0, 0.99, 2, 0.02, None) == (0.01, 0.99, [])
     # a tick is allowed: 3 ticks of a 1 s loop is 2% + one tick
-    assert C.disturbance({**quiet, "cpu_steal_ticks": 3, "steal_ticks": 3}, 1.0, 0.99, 2, 0.02, None)[2] == []
+    assert R.disturbance({**quiet, "cpu_steal_ticks": 3, "steal_ticks": 3}, 1.0, 0.99, 2, 0.02, None)[2] == []
     stolen = {"user_hz": 100, "steal_ticks": 5, "cpu_steal_ticks": 5}
-    share, _, causes = C.disturbance(stolen, 1.0, 0.99, 2, 0.02, None)
+    share, _, causes = R.disturbance(stolen, 1.0, 0.99, 2, 0.02, None)
     assert share == 0.05 and causes == ["steal"]
     # all CPUs' steal counts too (over cores x the wall): the worker may have moved, threads use other cores
-    assert C.disturbance({"user_hz": 100, "steal_ticks": 9, "cpu_steal_ticks": None}, 1.0, 0.99, 2, 0.02,
+    assert R.disturbance({"user_hz": 100, "steal_ticks": 9, "cpu_steal_ticks": None}, 1.0, 0.99, 2, 0.02,
                          None)[2] == ["steal"]
     # off its core: only for work the campaign declares single-threaded
-    assert C.disturbance(quiet, 1.0, 0.7, 2, 0.02, None)[2] == []
-    assert C.disturbance(quiet, 1.0, 0.7, 2, 0.02, 0.9)[2] == ["off_cpu"]
-    assert C.disturbance(stolen, 1.0, 0.7, 2, 0.02, 0.9)[2] == ["steal", "off_cpu"]
+    assert R.disturbance(quiet, 1.0, 0.7, 2, 0.02, None)[2] == []
+    assert R.disturbance(quiet, 1.0, 0.7, 2, 0.02, 0.9)[2] == ["off_cpu"]
+    assert R.disturbance(stolen, 1.0, 0.7, 2, 0.02, 0.9)[2] == ["steal", "off_cpu"]
     # nothing shown by the kernel: nothing claimed
-    assert C.disturbance({}, 1.0, None, 2, 0.02, 0.9) == (None, None, [])
+    assert R.disturbance({}, 1.0, None, 2, 0.02, 0.9) == (None, None, [])
 
 
 def test_the_runner_marks_the_record():
@@ -152,10 +153,10 @@ def test_a_verdict_that_holds_without_the_disturbed_rounds_stands():
 
 
 def test_without_disturbed_rule():
-    assert C.without_disturbed("improved", "r", [], None) == ("improved", "r", True)
-    assert C.without_disturbed("inconclusive", "r", [3], ("improved", 4)) == ("inconclusive", "r", True)
-    assert C.without_disturbed("equal", "r", [3], ("equal", 9)) == ("equal", "r", True)
-    verdict, reason, holds = C.without_disturbed("equal", "r", [3, 5], ("improved", 8))
+    assert R.without_disturbed("improved", "r", [], None) == ("improved", "r", True)
+    assert R.without_disturbed("inconclusive", "r", [3], ("improved", 4)) == ("inconclusive", "r", True)
+    assert R.without_disturbed("equal", "r", [3], ("equal", 9)) == ("equal", "r", True)
+    verdict, reason, holds = R.without_disturbed("equal", "r", [3, 5], ("improved", 8))
     assert (verdict, holds) == ("inconclusive", False)
     assert reason == "r, but the verdict does not hold without the 2 disturbed round(s) (3, 5): the other 8 " \
                      "round(s) give improved"
@@ -223,7 +224,7 @@ def test_a_sequential_campaign_goes_on_until_its_undisturbed_rounds_decide(tmp_p
     assert section["without"]["verdict"] == "improved" and section["without"]["rounds"] == stats["rounds"]["n"] - 2
     # the first look's rounds unmarked decide: only the disturbed rounds held the campaign back
     runs = [dataclasses.replace(r, interference=None) for r in read.load(outcome.out).runs
-            if C.timed(r.label) and int(r.label[1:]) <= 4]
+            if R.timed(r.label) and int(r.label[1:]) <= 4]
     assert analysis.analyze(runs, 0.02, None, {"first": 4, "cap": 5})["verdict"] == "improved"
     assert not rehash.rehash(str(outcome.out)).problems
     report = verify(outcome.out)

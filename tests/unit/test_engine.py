@@ -13,6 +13,7 @@ import pytest
 from checks_support import forge, problems, refused
 from fakes import Model, ModelLauncher, run_fake
 from harness import contract as C, rehash
+from harness import rules as R
 from harness.bundle import read
 from harness.judge.verify import verify
 
@@ -28,14 +29,14 @@ def test_a_whole_campaign_on_the_model_worker_verifies(tmp_path):
     assert report.exit_code == 0, report.problems or report.unusable
     labels = [lnch.label for lnch in launcher.launches]
     assert labels[:2] == ["check:base", "check:candidate"]
-    assert labels[2:] == [label for label, _ in C.labels(outcome.comparison["order"])]
+    assert labels[2:] == [label for label, _ in R.labels(outcome.comparison["order"])]
 
 
 def test_order_follows_the_seed_and_every_run_measures_the_planned_items(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(items=9), seed=7, workload={"entry": "model_workload:setup",
                                                                       "path": "workloads", "items": 4})
     bundle = read.load(outcome.out)
-    assert bundle.campaign["order"] == C.round_order(6, 7, 0)
+    assert bundle.campaign["order"] == R.round_order(6, 7, 0)
     assert bundle.runner["items_all"] == [f"item-{i}" for i in range(9)]
     assert bundle.runner["items"] == C.subset(bundle.runner["items_all"], 4)
     assert all([it.id for it in r.items] == bundle.runner["items"] for r in bundle.runs)
@@ -49,12 +50,12 @@ def test_rounds_auto_stops_at_the_first_look_that_decides(tmp_path):
     stats = bundle.comparison.stats
     seq = stats.sequential
     pace = sum(r.process.wall_s for r in bundle.runs[:2])
-    assert seq.cap == C.auto_rounds(60, pace, 4) > bundle.campaign["rounds"] >= 4
+    assert seq.cap == R.auto_rounds(60, pace, 4) > bundle.campaign["rounds"] >= 4
     assert seq.stopped == "decided" and [row.round for row in seq.looks] == list(range(4, bundle.campaign["rounds"] + 1))
     assert [row.verdict for row in seq.looks][:-1] == ["inconclusive"] * (len(seq.looks) - 1)
     assert stats.verdict == seq.looks[-1].verdict == "improved"
     assert stats.paired.ci95 == seq.looks[-1].ci95
-    assert bundle.campaign["order"] == C.round_order(bundle.campaign["rounds"], bundle.campaign["seed"], 0, 4)
+    assert bundle.campaign["order"] == R.round_order(bundle.campaign["rounds"], bundle.campaign["seed"], 0, 4)
     assert len(bundle.runs) == len(bundle.campaign["order"])
     assert not rehash.rehash(str(outcome.out)).problems
 
@@ -134,8 +135,8 @@ def _truncate_to(bundle, rounds):
     """A forger's shorter campaign: the runs past `rounds` deleted, campaign.json, the runner's
     and the cleanup receipts made to match, comparison.json re-derived, both manifests re-hashed."""
     campaign = json.loads((bundle / C.CAMPAIGN_JSON).read_text())
-    order = C.round_order(rounds, campaign["seed"], campaign["stage_rounds"], campaign["min_rounds"])
-    keep = [label for label, _ in C.labels(order)]
+    order = R.round_order(rounds, campaign["seed"], campaign["stage_rounds"], campaign["min_rounds"])
+    keep = [label for label, _ in R.labels(order)]
     for label in campaign["labels"][len(keep):]:
         (bundle / C.run_path(label)).unlink()
         (bundle / C.log_path(label)).unlink()

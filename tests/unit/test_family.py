@@ -14,6 +14,7 @@ import pytest
 from checks_support import family_bundle, forge, problems, refused
 from fakes import Model, run_fake
 from harness import contract as C, outcomes, rehash
+from harness import rules as R
 from harness.bundle import read
 from harness.render import summary
 
@@ -44,8 +45,8 @@ def test_a_decided_benchmark_leaves_the_later_rounds(suite_bundle):
     assert decided, "no benchmark decided"
     for run in b.runs:
         held = [it.id for it in run.items]
-        assert held == C.run_items([m.id for m in fam.items], decided, run.label), run.label
-    later = [r for r in b.runs if C.timed(r.label) and int(r.label[1:]) > min(decided.values())]
+        assert held == R.run_items([m.id for m in fam.items], decided, run.label), run.label
+    later = [r for r in b.runs if R.timed(r.label) and int(r.label[1:]) > min(decided.values())]
     assert later and all(len(r.items) < 6 for r in later)
     seq = b.comparison.stats.sequential
     if len(decided) == 6:  # the campaign stops once every benchmark has decided
@@ -66,7 +67,7 @@ def test_both_checkers_rederive_the_family_and_the_summary_leads_with_the_change
 
 def _timed_labels(bundle, after_round):
     return [p.stem for p in sorted((bundle / "data" / "runs").glob("*.json"))
-            if C.timed(p.stem) and int(p.stem[1:]) > after_round]
+            if R.timed(p.stem) and int(p.stem[1:]) > after_round]
 
 
 def test_a_bundle_that_keeps_timing_a_decided_benchmark_is_refused(suite_bundle, tmp_path):

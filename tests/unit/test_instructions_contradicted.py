@@ -1,7 +1,7 @@
 """Issue 45, attack 3: a candidate that takes a shortcut only under valgrind (RUNNING_ON_VALGRIND,
 or valgrind's environment) had instructions "improved 0.0006", `compare --metric instructions`
 exited 0 and nothing said that the wall, 1.38x slower, disagreed. The wall's interval now
-cross-checks the counts (contract.contradicted): counts that claim improved while the wall's
+cross-checks the counts (rules.contradicted): counts that claim improved while the wall's
 interval lies wholly at or above 1, or equal while it lies wholly above the band, claim nothing
 alone: the instruction verdict is inconclusive, comparison.json says `contradicted` (both
 checkers re-derive it), the verdict line, summary and report say so, and `compare --metric
@@ -13,7 +13,7 @@ import pytest
 
 from checks_support import InstructionLauncher, forge, no_valgrind_probe, problems, refused
 from fakes import Model, run_fake
-from harness import cli, contract as C, outcomes
+from harness import cli, contract as C, outcomes, rules as R
 from harness.bundle import read
 
 
@@ -40,13 +40,13 @@ def gamed(tmp_path_factory):
 
 
 def test_the_rule():
-    assert C.contradicted("improved", [1.30, 1.45], 0.02) and C.contradicted("improved", [1.0, 1.1], 0.02)
-    assert not C.contradicted("improved", [0.99, 1.1], 0.02)  # the wall allows a speed-up
-    assert not C.contradicted("improved", [0.85, 0.95], 0.02)  # counts cut further than the wall: honest
-    assert C.contradicted("equal", [1.05, 1.2], 0.02) and not C.contradicted("equal", [1.0, 1.02], 0.02)
-    assert not C.contradicted("equal", [0.7, 0.8], 0.02)  # faster than equal counts: cache, not a lie
-    assert not C.contradicted("regressed", [0.7, 0.8], 0.02)  # fails a gate already (the disagrees warning)
-    assert not C.contradicted("improved", None, 0.02)
+    assert R.contradicted("improved", [1.30, 1.45], 0.02) and R.contradicted("improved", [1.0, 1.1], 0.02)
+    assert not R.contradicted("improved", [0.99, 1.1], 0.02)  # the wall allows a speed-up
+    assert not R.contradicted("improved", [0.85, 0.95], 0.02)  # counts cut further than the wall: honest
+    assert R.contradicted("equal", [1.05, 1.2], 0.02) and not R.contradicted("equal", [1.0, 1.02], 0.02)
+    assert not R.contradicted("equal", [0.7, 0.8], 0.02)  # faster than equal counts: cache, not a lie
+    assert not R.contradicted("regressed", [0.7, 0.8], 0.02)  # fails a gate already (the disagrees warning)
+    assert not R.contradicted("improved", None, 0.02)
 
 
 def test_counts_the_wall_contradicts_claim_nothing_alone(gamed):

@@ -7,14 +7,16 @@ import ast
 
 from conftest import ROOT
 
-# Bottom first. contract and rehash: the closed contract and its standard-library checker
-# (legacy, beside the contract: the frozen checkers of earlier generations, which rehash runs);
+# Bottom first. contract and rehash: the closed contract, the decision rules both sides replay
+# over it (rules), and its standard-library checker (legacy, beside the contract: the frozen
+# checkers of earlier generations, which rehash runs);
 # then the records, the bundle on disk, the statistics, the exit codes and words, the plan,
 # the worker that runs in the code under test's interpreter (its own room besides:
 # tests/unit/test_worker_room.py), the engine that runs the plan, signatures, the judges, the
 # renderers, fleets, self-tests, commands.
 LAYERS = [
     {"contract", "legacy"},
+    {"rules"},
     {"rehash", "records", "files"},
     {"bundle"},
     {"comparison"},

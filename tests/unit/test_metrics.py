@@ -15,7 +15,7 @@ import pytest
 from checks_support import forge, problems, refused
 import fakes
 from fakes import Model, run_fake
-from harness import cli, contract as C, outcomes, records
+from harness import cli, contract as C, outcomes, records, rules as R
 from harness.engine import launch
 
 
@@ -91,14 +91,14 @@ def test_a_sequential_campaign_reads_the_other_metrics_with_its_interval_valid_a
 
     d = [math.log(peak(f"B{k}") / peak(f"A{k}")) for k in range(1, c["stats"]["rounds"]["n"] + 1)]
     seq = c["stats"]["sequential"]
-    assert entries(c)["memory"]["ci95"] == C.metric_interval(d, C.design(seq["first"], seq["cap"]), None)
+    assert entries(c)["memory"]["ci95"] == R.metric_interval(d, R.design(seq["first"], seq["cap"]), None)
     assert entries(c)["memory"]["n"] == len(d)
 
 
 def test_identical_readings_in_every_round_are_a_point():
-    plan = C.design(4, 20)
-    assert C.metric_interval([0.0] * 5, plan, None) == [1.0, 1.0]
-    assert C.metric_interval([0.1, 0.1, 0.1, 0.1], plan, None) == [C.sig10(math.exp(0.1))] * 2
+    plan = R.design(4, 20)
+    assert R.metric_interval([0.0] * 5, plan, None) == [1.0, 1.0]
+    assert R.metric_interval([0.1, 0.1, 0.1, 0.1], plan, None) == [R.sig10(math.exp(0.1))] * 2
 
 
 def forged(bundle, where, label, edit):

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from fakes import Model, ModelLauncher, comparison, record, run_fake, write_fake_campaign
-from harness import cli, contract as C, outcomes, records, rehash
+from harness import cli, contract as C, outcomes, records, rehash, rules as R
 from harness.bundle.model import Comparison, Stats
 from harness.comparison import analysis
 from harness.engine import progress as progress_module
@@ -136,7 +136,7 @@ def test_the_progress_estimate_times_instruction_runs_and_stage_runs_at_their_ow
     says how many instruction runs are not yet timed."""
     clock = FakeTime()
     monkeypatch.setattr(progress_module, "time", clock)
-    plan = [label for label, *_ in C.schedule("ABabBA", C.instruction_order(2))]
+    plan = [label for label, *_ in R.schedule("ABabBA", R.instruction_order(2))]
     assert plan == ["A1", "IA1", "B1", "IB1", "As1", "IB2", "Bs1", "IA2", "B2", "A2"]
     stream = io.StringIO()
     p = Progress(stream)

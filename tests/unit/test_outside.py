@@ -1,8 +1,8 @@
 """Issue 45 on the fake launcher: the runner's own figures against the worker's word.
 
 The headline is the runner's wall between the worker's marks; a run whose worker's figures the
-runner's contradict (contract.contradictions) and a campaign whose candidate saved loop time that
-reappeared outside its loop (contract.moved_outside) make no claim, by both checkers' derivation.
+runner's contradict (rules.contradictions) and a campaign whose candidate saved loop time that
+reappeared outside its loop (rules.moved_outside) make no claim, by both checkers' derivation.
 Honest campaigns, A against A among them, are never flagged. The sandbox a campaign's workers ran
 under is recorded, shown in every verdict line and the summary's headline when it is not full, and
 held by both checkers to the campaign's setting; where a run's code came from must be a place it

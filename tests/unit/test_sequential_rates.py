@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from harness import contract as C, records
+from harness import rules as R
 from harness.comparison import analysis
 from noise_support import campaign
 import sequential_support as S
@@ -41,7 +42,7 @@ def test_the_simulator_stops_where_the_rule_itself_stops(ratio, question):
         s = analysis.analyze(runs, 0.02, None, {"first": 4, "cap": 30}, question=question, margin=margin)
         decided = next((row for row in s["sequential"]["looks"] if row["verdict"] != "inconclusive"), None)
         d = np.array([s["rounds"]["log_ratios"]])
-        got = S.run(d, C.design(4, 30, question), 0.02, question, margin)
+        got = S.run(d, R.design(4, 30, question), 0.02, question, margin)
         want_stop = decided["round"] if decided else 30
         want_word = decided["verdict"] if decided else s["sequential"]["looks"][-1]["verdict"]
         assert C.VERDICTS[got.verdict[0]] == want_word and got.stop[0] <= want_stop
@@ -54,7 +55,7 @@ def test_a_gate_answers_an_a_vs_a_within_ten_rounds_and_a_slow_down_rarely():
     "not slower than 5%" in a median of at most 10 rounds; a true 1.08x slow-down gets that answer
     in at most 5% of campaigns."""
     rng = np.random.default_rng(51)
-    plan = C.design(4, CAP, "not_slower")
+    plan = R.design(4, CAP, "not_slower")
     same = S.run(S.normal_rounds(rng, N, CAP, 1.0, 0.05), plan, question="not_slower", margin=0.05)
     slower = S.run(S.normal_rounds(rng, N, CAP, 1.08, 0.05), plan, question="not_slower", margin=0.05,
                    truth=math.log(1.08))
@@ -65,7 +66,7 @@ def test_a_gate_answers_an_a_vs_a_within_ten_rounds_and_a_slow_down_rarely():
 def test_a_small_change_is_decided_in_twelve_rounds_where_the_old_rule_took_twenty():
     rng = np.random.default_rng(52)
     d = S.normal_rounds(rng, N, CAP, 1 / 1.12, 0.1)
-    now, before = S.run(d, C.design(4, CAP), truth=-math.log(1.12)), S.run_before(d, 4, CAP)
+    now, before = S.run(d, R.design(4, CAP), truth=-math.log(1.12)), S.run_before(d, 4, CAP)
     assert now.median_stop() <= 12 < before.median_stop()
     assert now.rate("improved") >= 0.95
     n, _ = S.oracle(d)
@@ -79,10 +80,10 @@ def test_every_look_holds_the_truth_together_and_a_vs_a_makes_no_false_claim(que
     claims improved or regressed in at most 5%."""
     rng = np.random.default_rng(53)
     d = S.normal_rounds(rng, N * 4, CAP, 1.0, 0.1)
-    every = S.run(d, C.design(4, CAP, question), band=0.0, through=True)
+    every = S.run(d, R.design(4, CAP, question), band=0.0, through=True)
     held = every.held if question == "claim" else every.held_upper
     assert within(float(held.mean()), 0.95, N * 4, above=True)
-    claims = S.run(d, C.design(4, CAP, question), band=0.02, question=question,
+    claims = S.run(d, R.design(4, CAP, question), band=0.02, question=question,
                    margin=0.05 if question != "claim" else None)
     assert claims.rate("improved", "regressed") <= 0.05
 
@@ -92,7 +93,7 @@ def test_every_look_holds_the_truth_together_and_a_vs_a_makes_no_false_claim(que
 def test_the_t_and_the_signs_together_stay_within_alpha(first, cap, question, members):
     """The design's pair on normal rounds (the t's level is the walk's with a known spread, spent
     at SEQ_T_SPEND of its share; the signs' exact): the chance that any look misses the centre."""
-    plan = C.design(first, cap, question, members)
+    plan = R.design(first, cap, question, members)
     rng = np.random.default_rng(54)
     runs = 30_000 if members == 1 else 60_000
     out = S.run(rng.standard_normal((runs, cap)), plan, band=0.0, through=True)

@@ -13,6 +13,7 @@ import yaml
 
 from conftest import CAMPAIGNS
 from harness import contract as C
+from harness import rules as R
 from harness import rehash
 from harness.plan import spec
 from spec_support import DELETE, HEX, SOURCE, VALID, mutated
@@ -42,12 +43,12 @@ def test_rounds_shuffle_each_round_from_a_recorded_seed():
     d = {k: copy.deepcopy(VALID[k]) for k in ("name", "target", "base", "candidate", "workload")}
     c = spec.parse({**d, "rounds": 12}, SOURCE)
     fixed = c.with_seed(7)
-    assert fixed.seed == 7 and fixed.order == C.round_order(12, 7) == c.with_seed(7).order
+    assert fixed.seed == 7 and fixed.order == R.round_order(12, 7) == c.with_seed(7).order
     assert all(fixed.order[i:i + 2] in ("AB", "BA") for i in range(0, 24, 2))
     assert len({c.with_seed(s).order for s in range(20)}) > 1  # the seed decides
     assert c.with_seed().seed is not None  # drawn when the YAML gives none
     pinned = spec.parse({**d, "rounds": 12, "seed": 3}, SOURCE)
-    assert pinned.order == C.round_order(12, 3) and pinned.with_seed(99).seed == 3
+    assert pinned.order == R.round_order(12, 3) and pinned.with_seed(99).seed == 3
     with pytest.raises(spec.SpecError, match="rounds: expected either rounds or an explicit order"):
         spec.parse({**d, "rounds": 3, "order": "AB"}, SOURCE)
 
@@ -85,7 +86,7 @@ def test_rounds_auto_is_the_default_and_follows_a_budget():
     longer = same.with_rounds(40)
     # only more rounds of the same shuffle: the first round (already run when the count is decided) stays
     assert longer.order.startswith(same.order[:2]) and longer.order.count("A") == 40
-    assert longer.order == C.round_order(40, 5, 2, 6)  # VALID has stages: two stage rounds, in the first look
+    assert longer.order == R.round_order(40, 5, 2, 6)  # VALID has stages: two stage rounds, in the first look
     # where a sequential campaign stops cannot move a run: each longer order begins with the shorter
     assert all(same.with_rounds(n + 1).order.startswith(same.with_rounds(n).order) for n in range(6, 40))
     fixed = spec.parse({**d, "rounds": 7}, SOURCE)
@@ -108,12 +109,12 @@ def test_rounds_auto_is_the_default_and_follows_a_budget():
 
 
 def test_auto_rounds_rule():
-    assert C.auto_rounds(60, 0.6, 20, 100) == 100
-    assert C.auto_rounds(60, 1.0, 20, 100) == 60
-    assert C.auto_rounds(60, 5.0, 20, 100) == 20
-    assert C.auto_rounds(60, 0.0, 20, 100) == 100
-    # rehash.py reads the same contract: one rule for the runner and both checkers
-    assert rehash.C.auto_rounds(60, 1.7, 20, 100) == C.auto_rounds(60, 1.7, 20, 100) == 36
+    assert R.auto_rounds(60, 0.6, 20, 100) == 100
+    assert R.auto_rounds(60, 1.0, 20, 100) == 60
+    assert R.auto_rounds(60, 5.0, 20, 100) == 20
+    assert R.auto_rounds(60, 0.0, 20, 100) == 100
+    # rehash.py reads the same rules: one rule for the runner and both checkers
+    assert rehash.R.auto_rounds(60, 1.7, 20, 100) == R.auto_rounds(60, 1.7, 20, 100) == 36
 
 
 def test_defaults():
@@ -512,8 +513,8 @@ def test_a_bad_preload_is_refused_in_one_line(value, says):
 
 
 def test_zygote_generations_count_each_variants_runs():
-    labels = [label for label, _ in C.labels("ABBAabBAABBAABBABAab")]
-    gen = C.generations(labels)
+    labels = [label for label, _ in R.labels("ABBAabBAABBAABBABAab")]
+    gen = R.generations(labels)
     a_runs = [label for label in labels if label[0] == "A"]
     assert [gen[label] for label in a_runs] == [k // C.ZYGOTE_RUNS + 1 for k in range(len(a_runs))]
-    assert C.zygote_label("base", 2) == "ZA2" and C.ZYGOTE_LABEL_RE.match("ZB13")
+    assert R.zygote_label("base", 2) == "ZA2" and C.ZYGOTE_LABEL_RE.match("ZB13")

@@ -93,7 +93,7 @@ def test_order(order):
     data["order"] = order
     campaign, key_path = parse_or_error(data)
     # a and b are stage runs (VALID has stages); the timed runs need both A and B, and every round
-    # (consecutive pairs of timed runs, and of stage runs) one of each (contract.order_problem)
+    # (consecutive pairs of timed runs, and of stage runs) one of each (rules.order_problem)
     ok = re.fullmatch(r"[ABab]+", order) is not None and "A" in order and "B" in order and len(order) <= spec.MAX_RUNS \
         and all(sorted(runs[k:k + 2]) == sorted(pair) for pair in ("AB", "ab")
                 for runs in ["".join(c for c in order if c in pair)] for k in range(0, len(runs), 2))

@@ -136,10 +136,16 @@ def test_the_report_form_is_the_bundles_report_section(big, capsys):
     assert text.startswith("## model\n") and "### Metrics" in text and "### Output parity" in text  # its name
 
 
-def test_the_command_offers_every_form():
-    from harness.commands.summary import FORMS
+def test_the_command_offers_every_form_of_the_one_list(big, capsys):
+    """`--format` takes render/summary.py's FORMS, the one list: every form in its help, and a form
+    not in it refused in one line naming them all."""
+    from harness.cli import build_parser
 
-    assert FORMS == tuple(summary.FORMS)
+    help_text = build_parser()._subparsers._group_actions[0].choices["summary"].format_help()
+    assert all(kind in " ".join(help_text.split()) for kind in summary.FORMS)
+    assert cli(["summary", str(big), "--format", "html"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"harness summary: error: --format html: no such form; give one of {', '.join(summary.FORMS)}\n"
 
 
 def test_per_item_verdicts_under_the_minimum_rounds_are_said_as_not_judged(tmp_path, capsys):

@@ -2,9 +2,10 @@
 
 mypy runs as `python -m mypy` in a process of its own (tests/conftest.py starts it when the first
 unit test starts, so on the 2-core machine it runs beside the other unit tests; this test waits for
-it), its cache under the repo's .cache/mypy so a re-run is incremental (cold 11 to 22 s of its own
-core, warm about 1 s). Every module of harness/ is held to it: pyproject.toml silences no module's
-errors."""
+it), its cache under the repo's .cache/mypy so a re-run is incremental (cold about 52 s of one
+core's CPU on the shared 2-core machine, warm 1.4 s). It checks every function's body, annotated or
+not (check_untyped_defs). Every module of harness/ is held to it: pyproject.toml silences no
+module's errors."""
 from __future__ import annotations
 
 from conftest import mypy_result

@@ -346,7 +346,8 @@ def setup(ctx):
         raise SuiteError(f"asv benchmark {mem[0]} is a mem benchmark, which asv sizes with pympler's asizeof, and the "
                          f"target interpreter ({sys.executable}) has no pympler: install it there (pip install "
                          "pympler) or leave it out with select (e.g. '^(?!.*mem_)')")
-    calls, teardowns, skipped, caches, modules, measured = {}, [], {}, {}, {}, {}
+    calls, teardowns, skipped, modules, measured = {}, [], {}, {}, {}
+    caches: dict = {}
     for item, name, what, module, combo, kind in sorted(found, key=lambda f: f[5] == "time"):  # measured first
         modules[module.__name__] = origin(module, tree)
         try:

@@ -325,7 +325,8 @@ def plugins(pytest, run: Run) -> list:
     @hookimpl(trylast=True)
     def pytest_collection_modifyitems(session, config, items):
         run.tests = len(items)
-        keep, drop = [], []
+        keep: list = []
+        drop: list = []
         for item in items:
             fixture = any(name in FIXTURES for name in getattr(item, "fixturenames", ()))
             marked = not fixture and run.kind == "pytest-codspeed" and hasattr(item, "function") and \
@@ -398,7 +399,7 @@ def plugins(pytest, run: Run) -> list:
         finalizers = getattr(fixturedef, "_finalizers", None)
         start = len(finalizers) if isinstance(finalizers, list) else None
         yield
-        if start is not None:
+        if start is not None and isinstance(finalizers, list):
             run.held.extend(finalizers[start:])
             del finalizers[start:]
 
