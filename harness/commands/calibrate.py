@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 from harness import contract as C
-from harness.bundle.model import Comparison
 from harness.plan import spec
 from harness import outcomes as verdict
 from harness.commands import error
@@ -62,7 +61,7 @@ def main(args) -> int:
         return error("calibrate", exc)
     except Interrupted as exc:
         return error("calibrate", exc, code=verdict.FAILED)
-    result = Comparison.of(outcome.comparison)  # what the runner derived and sealed
+    result = outcome.comparison  # what the runner derived and sealed
     paired = result.stats.paired
     floor = floor_of(paired.ci95)
     from harness.render.text import term

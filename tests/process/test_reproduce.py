@@ -160,7 +160,7 @@ def test_a_reproduction_of_the_demo_is_judged_by_the_two_bundles(demo_bundle_mas
     assert receipt["outputs"]["why"] == "identical" and receipt["outputs"]["items"]["compared"] == 9
     assert receipt["scope"]["same_items"] and receipt["scope"]["note"] == "the same 9 items; 5 rounds, as the original"
     # The receipt is what the two bundles give, part by part (unit-tested judgment).
-    want = reproduce.receipt(original, new)
+    want = records.to_json(reproduce.receipt(original, new))
     want["outputs"]["divergence"] = receipt["outputs"]["divergence"]
     assert receipt == json.loads(json.dumps(want))
     assert f"verdict: {receipt['verdict']} (exit {result.returncode})" in result.stdout
