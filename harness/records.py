@@ -759,16 +759,65 @@ def revisions_receipt(receipts: dict) -> dict:
                    "note": r.get("note")} for v, r in receipts.items()}}
 
 
-def inputs_receipt(receipts: dict) -> dict:
-    return {"schema": C.SCHEMAS["inputs"], "inputs": receipts}
+@dataclass(frozen=True)
+class InputPin:
+    """One input as the campaign pinned it and the runner found it."""
+    path: str
+    kind: str  # file or dir
+    sha256: str
+    build: Optional[list]
 
 
-def workload_receipt(*, path: Optional[str], files: list, digest: Optional[str], left_out: list) -> dict:
+@dataclass(frozen=True)
+class InputsReceipt:
+    """data/receipts/inputs.json."""
+    schema: str
+    inputs: dict  # name -> InputPin
+
+    NESTED = {"inputs": ("map", InputPin)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "InputsReceipt":
+        return _from(cls, data)
+
+    def pins(self) -> dict:
+        """name -> its pinned SHA-256."""
+        return {name: pin.sha256 for name, pin in self.inputs.items()}
+
+
+def inputs_receipt(receipts: dict) -> InputsReceipt:
+    """receipts: name -> {path, kind, sha256, build}, as the runner prepared each input."""
+    return InputsReceipt(C.SCHEMAS["inputs"], {name: InputPin(**row) for name, row in receipts.items()})
+
+
+@dataclass(frozen=True)
+class WorkloadFile:
+    path: str  # under data/workload/
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class WorkloadReceipt:
     """data/receipts/workload.json: the workload folder as campaign.json records its path, each
     stored file's path under data/workload/, size and SHA-256, the digest of that listing (which
     every ok run's workload_sha256 must equal) and what the snapshot left out by its rules."""
-    return {"schema": C.SCHEMAS["workload"], "path": path, "files": files, "digest": digest,
-            "left_out": left_out}
+    schema: str
+    path: Optional[str]
+    files: list  # WorkloadFile
+    digest: Optional[str]
+    left_out: list
+
+    NESTED = {"files": ("list", WorkloadFile)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "WorkloadReceipt":
+        return _from(cls, data)
+
+
+def workload_receipt(*, path: Optional[str], files: list, digest: Optional[str], left_out: list) -> WorkloadReceipt:
+    """files: plan/workload.rows' {path, size, sha256}, one per stored file."""
+    return WorkloadReceipt(C.SCHEMAS["workload"], path, [WorkloadFile(**row) for row in files], digest, left_out)
 
 
 def environment(fields: dict) -> dict:

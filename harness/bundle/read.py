@@ -19,8 +19,8 @@ from harness import contract as C
 from harness.bundle.model import Comparison
 from harness.bundle.write import BundleError
 from harness.files import NotReadable, read_regular
-from harness.records import (CampaignRecord, CleanupReceipt, InstructionRecord, MachineClass, ReproductionReceipt,
-                             RunnerReceipt, RunRecord)
+from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, MachineClass,
+                             ReproductionReceipt, RunnerReceipt, RunRecord, WorkloadReceipt)
 
 
 def limit_of(rel: str) -> int:
@@ -76,8 +76,8 @@ class Bundle:
     runner: RunnerReceipt
     environment: dict
     cleanup: CleanupReceipt
-    inputs: dict
-    workload: dict
+    inputs: InputsReceipt
+    workload: WorkloadReceipt
     golden: Optional[dict]
     reproduction: Optional[ReproductionReceipt]  # only in a bundle `harness reproduce` made
 
@@ -167,6 +167,7 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
     return Bundle(
         path=bundle, digest=sealed, campaign=typed(CampaignRecord, C.CAMPAIGN_JSON, campaign), model=model, runs=runs,
         instructions=instructions, runner=typed(RunnerReceipt, C.RUNNER, runner), environment=doc(C.ENVIRONMENT),
-        cleanup=typed(CleanupReceipt, C.CLEANUP, doc(C.CLEANUP)), inputs=doc(C.INPUTS), workload=doc(C.WORKLOAD),
+        cleanup=typed(CleanupReceipt, C.CLEANUP, doc(C.CLEANUP)),
+        inputs=typed(InputsReceipt, C.INPUTS, doc(C.INPUTS)), workload=typed(WorkloadReceipt, C.WORKLOAD, doc(C.WORKLOAD)),
         golden=doc(C.GOLDEN, required=False),
         reproduction=typed(ReproductionReceipt, C.REPRODUCTION, doc(C.REPRODUCTION, required=False)))

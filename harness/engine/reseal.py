@@ -89,7 +89,7 @@ def seal_kept(root: Path, out: Path) -> Sealed:
                          "; run the campaign again")
     try:
         result = comparison.derive(kept.campaign, kept.runs, kept.runner, kept.cleanup, kept.golden, kept.arrays,
-                                   floor, kept.instructions, kept.workload.get("digest"),
+                                   floor, kept.instructions, kept.workload.digest,
                                    kept.environment.get("sandbox"))
     except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
         raise Unsealable(f"{root}: comparison.json cannot be re-derived from the kept records "

@@ -417,14 +417,14 @@ class Runner:
         if sandboxed["level"] != "full":
             self.progress.note(f"sandbox {sandboxed['level']}: {sandboxed['reason']}")
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
-        staging.write_json(C.INPUTS, records.inputs_receipt(inputs))
+        staging.write_json(C.INPUTS, records.to_json(records.inputs_receipt(inputs)))
         listed = workload_files.rows(self.workload)
         for rel, data in self.workload:
             staging.write_bytes(C.WORKLOAD_DIR + rel, data)
         workload = records.workload_receipt(path=resolved.workload.path, files=listed,
                                             digest=workload_files.digest(listed) if campaign.workload.path else None,
                                             left_out=self.left_out)
-        staging.write_json(C.WORKLOAD, workload)
+        staging.write_json(C.WORKLOAD, records.to_json(workload))
         if campaign.build:
             staging.write_json(C.BUILDS, records.builds_receipt({v: m.build for v, m in materialized.items()}))
         if golden is not None:
@@ -482,7 +482,7 @@ class Runner:
         self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
-                                   workload=workload["digest"], sandbox=sandboxed)
+                                   workload=workload.digest, sandbox=sandboxed)
         staging.write_json(C.COMPARISON, records.to_json(result))
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result.status,

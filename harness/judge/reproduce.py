@@ -243,7 +243,7 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
         raise Refused(str(exc)) from None
     campaign = spec.load(source, overrides)
     pinned = {inp.name: inp.sha256 for inp in campaign.inputs}
-    had = {name: r["sha256"] for name, r in original.inputs["inputs"].items()}
+    had = original.inputs.pins()
     if pinned != had:
         name = next(n for n in sorted(set(pinned) | set(had)) if pinned.get(n) != had.get(n))
         raise Refused(f"input '{name}' is pinned to {str(pinned.get(name))[:16]}... in {campaign.source}, the "

@@ -21,7 +21,8 @@ from harness import contract as C, legacy, records, rehash
 from harness.comparison import derive as comparison
 from harness.judge.anchors import (UNANCHORED, AnchorError, anchor, anchorable, campaign_file, read_anchor,
                                    repository)
-from harness.records import CampaignRecord, CleanupReceipt, InstructionRecord, RunnerReceipt, RunRecord
+from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, RunnerReceipt,
+                             RunRecord, WorkloadReceipt)
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -194,7 +195,7 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> CampaignRe
                                     CleanupReceipt.from_json(docs["cleanup"]), docs["golden"],
                                     root / "data" / "arrays", docs["noise_floor"],
                                     [InstructionRecord.from_json(r) for r in docs["instructions"]],
-                                    docs["workload"]["digest"], docs["environment"].get("sandbox"))
+                                    WorkloadReceipt.from_json(docs["workload"]).digest, docs["environment"].get("sandbox"))
     except (OSError, ValueError, EOFError) as exc:
         check.fail(C.COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: "
                                  f"{str(exc)[:80]})", "derived")
@@ -244,7 +245,7 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
         if got != dict(revision.fence):
             check.fail(C.REVISIONS, f"{variant}.fence {rehash.short(got)}, campaign.yaml pins "
                                           f"{rehash.short(dict(revision.fence))}", "campaign")
-    got = {name: row["sha256"] for name, row in docs["inputs"]["inputs"].items()}
+    got = InputsReceipt.from_json(docs["inputs"]).pins()
     pins = {inp.name: inp.sha256 for inp in parsed.inputs}
     if got != pins:
         check.fail(C.INPUTS, f"inputs {rehash.short(got)}, campaign.yaml pins {rehash.short(pins)}", "campaign")
@@ -286,7 +287,7 @@ def _check_anchors(check: rehash.Check, docs: dict, campaign: CampaignRecord, re
         if recorded is not None:
             check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
                                         "names none", "anchors")
-        if docs["workload"] is not None and docs["workload"]["files"]:
+        if docs["workload"] is not None and WorkloadReceipt.from_json(docs["workload"]).files:
             check.fail(C.WORKLOAD, "stores files, but the repository's campaign file names no workload folder",
                        "anchors")
     else:
@@ -312,17 +313,17 @@ def _check_workload_files(check: rehash.Check, docs: dict, folder: Path) -> None
     """Each file the bundle stored of the workload must be the repository's, byte for byte,
     in the folder the repository's campaign file names (its working tree, where the runner
     read it). Files the folder gained since are not the bundle's business."""
-    receipt = docs["workload"]
-    for row in receipt["files"] if receipt is not None else ():
-        path = (folder / row["path"]).resolve()
+    receipt = WorkloadReceipt.from_json(docs["workload"]) if docs["workload"] is not None else None
+    for row in receipt.files if receipt is not None else ():
+        path = (folder / row.path).resolve()
         if folder.resolve() not in path.parents:
-            check.fail(C.WORKLOAD, f"{row['path']!r} resolves outside the workload folder {folder}", "anchors")
+            check.fail(C.WORKLOAD, f"{row.path!r} resolves outside the workload folder {folder}", "anchors")
             continue
         try:
             data = read_anchor(path, C.MAX_WORKLOAD_BYTES)
         except AnchorError as exc:
-            check.fail(C.WORKLOAD_DIR + row["path"], f"missing or unreadable in the repository: {exc}", "anchors")
+            check.fail(C.WORKLOAD_DIR + row.path, f"missing or unreadable in the repository: {exc}", "anchors")
             continue
-        if hashlib.sha256(data).hexdigest() != row["sha256"]:
-            check.fail(C.WORKLOAD_DIR + row["path"], f"differs from {path}", "anchors")
+        if hashlib.sha256(data).hexdigest() != row.sha256:
+            check.fail(C.WORKLOAD_DIR + row.path, f"differs from {path}", "anchors")
 

@@ -60,7 +60,7 @@ def _forge_walls(bundle, factors):
         path.write_text(json.dumps(record, indent=2) + "\n")
     b = read.load(bundle)
     comparison = derive(b.campaign, b.runs, b.runner, b.cleanup, b.golden, b.arrays, None, b.instructions,
-                        b.workload["digest"])
+                        b.workload.digest)
     (bundle / C.COMPARISON).write_text(json.dumps(records.to_json(comparison), indent=2) + "\n")
     tamper.reseal(bundle)
 

@@ -1,6 +1,6 @@
 """The documents a campaign writes are built as typed records by their writers and read back through
-the same types (issue 47): campaign.json, the runner's and cleanup's receipts (harness/records.py)
-and comparison.json (harness/bundle/model.py). Read through its type and written again, each
+the same types (issue 47): campaign.json, the runner's, cleanup's, inputs' and workload's receipts
+(harness/records.py) and comparison.json (harness/bundle/model.py). Read through its type and written again, each
 document of a sealed bundle is itself, key for key and in its order, so no reader needs a second
 model of it and no field is lost on the way."""
 from __future__ import annotations
@@ -15,7 +15,8 @@ from harness.bundle.model import Comparison
 from harness.selftest import keyreads
 
 TYPED = {C.CAMPAIGN_JSON: records.CampaignRecord.from_json, C.RUNNER: records.RunnerReceipt.from_json,
-         C.CLEANUP: records.CleanupReceipt.from_json, C.COMPARISON: Comparison.of}
+         C.CLEANUP: records.CleanupReceipt.from_json, C.INPUTS: records.InputsReceipt.from_json,
+         C.WORKLOAD: records.WorkloadReceipt.from_json, C.COMPARISON: Comparison.of}
 
 
 def _ordered(value):
