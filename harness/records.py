@@ -30,7 +30,9 @@ from harness import rules as R
 def to_json(value: Any) -> Any:
     """A record (or anything holding records) as plain JSON values, keys in declared order."""
     if dataclasses.is_dataclass(value):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        absent = getattr(value, "ABSENT", ())  # keys a document leaves out (rather than null) when None
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.name in absent and getattr(value, f.name) is None)}
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -53,10 +55,13 @@ def _shape(cls) -> tuple:
 
 def _from(cls, data: dict):
     """cls from its JSON object: nested records by the class's NESTED map (key -> (shape, type))."""
-    kwargs = {}
+    kwargs: dict = {}
     for name, has_default, shape, kind in _SHAPES.get(cls) or _shape(cls):
         if name not in data and has_default:
             continue  # a key an earlier schema lacks (contract.PREVIOUS_SCHEMAS): its default
+        if name not in data and name in getattr(cls, "ABSENT", ()):
+            kwargs[name] = None  # an optional key the document leaves out
+            continue
         value = data[name]
         if value is not None and shape == "one":
             value = _from(kind, value)
@@ -524,53 +529,152 @@ class MachineClass:
 
 
 # --- the campaign and its receipts ----------------------------------------------------------------
-def campaign(campaign, revisions: dict, rel) -> dict:
+@dataclass(frozen=True)
+class Timeouts:
+    run_s: float
+    campaign_s: float
+
+
+@dataclass(frozen=True)
+class CampaignWorkload:
+    entry: str
+    path: Optional[str]  # as the bundle records it (relative to the repository when inside it)
+    params: dict
+    sys_path: list
+    items: Optional[int]
+    prepare: Optional[str]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A revision as campaign.yaml names it and the commit it resolved to."""
+    rev: str
+    sha: str
+
+
+@dataclass(frozen=True)
+class CampaignSandbox:
+    mode: str
+    network: bool
+    read: list
+
+
+@dataclass(frozen=True)
+class ParityBound:
+    max_ulp: Optional[int]
+
+
+@dataclass(frozen=True)
+class InstructionPlan:
+    items: Optional[int]
+    runs: int
+    order: str
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    """data/campaign.json: the campaign as run (contract.FIELDS["campaign"], field for field)."""
+    schema: str
+    name: str
+    description: str
+    notes: str
+    campaign_path: Optional[str]
+    order: str
+    rounds: Optional[int]  # null for an explicit order
+    budget_s: Optional[float]  # `rounds: auto` only: the count follows it (rules.auto_rounds)
+    min_rounds: Optional[int]
+    stage_rounds: Optional[int]
+    seed: Optional[int]
+    labels: list
+    slots: int
+    timeouts: Timeouts
+    workload: CampaignWorkload
+    build: list
+    overrides: dict
+    revisions: dict  # variant -> Pin
+    python: dict  # variant -> its interpreter (None: the harness's own)
+    launch: str
+    preload: list
+    sandbox: CampaignSandbox
+    stages: dict
+    optional_stages: list
+    stage_calls: dict
+    env: dict
+    golden: Optional[str]
+    golden_sha256: Optional[str]
+    noise_floor: Optional[str]
+    noise_floor_sha256: Optional[str]
+    threshold: float
+    question: str
+    margin: Optional[float]
+    interference: Optional[dict]  # interference_bounds; absent only beside run records of an earlier schema
+    parity: ParityBound
+    metrics: list
+    instructions: Optional[InstructionPlan]
+
+    ABSENT = ("interference",)
+    NESTED = {"timeouts": ("one", Timeouts), "workload": ("one", CampaignWorkload), "revisions": ("map", Pin),
+              "sandbox": ("one", CampaignSandbox), "parity": ("one", ParityBound),
+              "instructions": ("one", InstructionPlan)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CampaignRecord":
+        return _from(cls, data)
+
+    def sha(self, variant: str) -> str:
+        return self.revisions[variant].sha
+
+    def shas(self) -> list:
+        return [self.sha(v) for v in ("base", "candidate")]
+
+
+def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
     """data/campaign.json: the campaign as run. revisions: variant -> (rev, sha); rel turns a path
     into how the bundle records it (relative to the repository when inside it)."""
-    return {
-        "schema": C.SCHEMAS["campaign"],
-        "name": campaign.name,
-        "description": campaign.description,
-        "notes": campaign.notes,
-        "campaign_path": rel(campaign.source),
-        "order": campaign.order,
-        "rounds": campaign.rounds,  # null for an explicit order
-        "budget_s": campaign.budget_s,  # `rounds: auto` only: the count follows it (rules.auto_rounds)
-        "min_rounds": campaign.min_rounds,
-        "stage_rounds": campaign.stage_rounds,
-        "seed": campaign.seed,
-        "labels": [label for label, _ in R.labels(campaign.order)],
-        "slots": campaign.slots,
-        "timeouts": {"run_s": campaign.run_timeout_s, "campaign_s": campaign.campaign_timeout_s},
-        "workload": {"entry": campaign.workload.entry, "path": rel(campaign.workload.path),
-                     "params": campaign.workload.params, "sys_path": list(campaign.workload.sys_path),
-                     "items": campaign.workload.items, "prepare": campaign.workload.prepare},
-        "build": [list(cmd) for cmd in campaign.build],
-        "overrides": campaign.overrides,
-        "revisions": {v: {"rev": rev, "sha": sha} for v, (rev, sha) in revisions.items()},
-        "python": {v: campaign.revision(v).python for v in ("base", "candidate")},
-        "launch": campaign.launch,
-        "preload": list(campaign.preload),
-        "sandbox": {"mode": campaign.sandbox["mode"], "network": bool(campaign.sandbox.get("network")),
-                    "read": list(campaign.sandbox.get("read") or [])},
-        "stages": campaign.stages,
-        "optional_stages": sorted(campaign.optional_stages),
-        "stage_calls": campaign.stage_calls,
-        "env": campaign.env,
-        "golden": rel(campaign.golden),
-        "golden_sha256": campaign.golden_sha256,
-        "noise_floor": rel(campaign.noise_floor),
-        "noise_floor_sha256": campaign.noise_floor_sha256,
-        "threshold": campaign.threshold,
-        "question": campaign.question,
-        "margin": campaign.margin,
-        "interference": interference_bounds(campaign.interference),
-        "parity": {"max_ulp": campaign.max_ulp},
-        "metrics": list(campaign.metrics),
-        "instructions": ({"items": campaign.instructions.items, "runs": campaign.instructions.runs,
-                          "order": R.instruction_order(campaign.instructions.runs)}
-                         if campaign.instructions is not None else None),
-    }
+    return CampaignRecord(
+        schema=C.SCHEMAS["campaign"],
+        name=campaign.name,
+        description=campaign.description,
+        notes=campaign.notes,
+        campaign_path=rel(campaign.source),
+        order=campaign.order,
+        rounds=campaign.rounds,
+        budget_s=campaign.budget_s,
+        min_rounds=campaign.min_rounds,
+        stage_rounds=campaign.stage_rounds,
+        seed=campaign.seed,
+        labels=[label for label, _ in R.labels(campaign.order)],
+        slots=campaign.slots,
+        timeouts=Timeouts(campaign.run_timeout_s, campaign.campaign_timeout_s),
+        workload=CampaignWorkload(entry=campaign.workload.entry, path=rel(campaign.workload.path),
+                                  params=campaign.workload.params, sys_path=list(campaign.workload.sys_path),
+                                  items=campaign.workload.items, prepare=campaign.workload.prepare),
+        build=[list(cmd) for cmd in campaign.build],
+        overrides=campaign.overrides,
+        revisions={v: Pin(rev, sha) for v, (rev, sha) in revisions.items()},
+        python={v: campaign.revision(v).python for v in ("base", "candidate")},
+        launch=campaign.launch,
+        preload=list(campaign.preload),
+        sandbox=CampaignSandbox(campaign.sandbox["mode"], bool(campaign.sandbox.get("network")),
+                                list(campaign.sandbox.get("read") or [])),
+        stages=campaign.stages,
+        optional_stages=sorted(campaign.optional_stages),
+        stage_calls=campaign.stage_calls,
+        env=campaign.env,
+        golden=rel(campaign.golden),
+        golden_sha256=campaign.golden_sha256,
+        noise_floor=rel(campaign.noise_floor),
+        noise_floor_sha256=campaign.noise_floor_sha256,
+        threshold=campaign.threshold,
+        question=campaign.question,
+        margin=campaign.margin,
+        interference=interference_bounds(campaign.interference),
+        parity=ParityBound(campaign.max_ulp),
+        metrics=list(campaign.metrics),
+        instructions=(InstructionPlan(campaign.instructions.items, campaign.instructions.runs,
+                                      R.instruction_order(campaign.instructions.runs))
+                      if campaign.instructions is not None else None),
+    )
 
 
 def interference_bounds(declared: Optional[dict]) -> dict:
@@ -593,15 +697,61 @@ def builds_receipt(builds: dict) -> dict:
                for v, b in builds.items()}}
 
 
+@dataclass(frozen=True)
+class RunnerReceipt:
+    """data/receipts/runner.json: the runner's span, why it stopped, and the items it planned."""
+    schema: str
+    started_at: float
+    ended_at: float
+    reason: Optional[str]
+    runs_planned: int
+    runs_started: int
+    items_all: list
+    items: list
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RunnerReceipt":
+        return _from(cls, data)
+
+
 def runner_receipt(*, started_at: float, ended_at: float, reason: Optional[str], runs_planned: int,
-                   runs_started: int, items_all: list, items: list) -> dict:
-    return {"schema": C.SCHEMAS["runner"], "started_at": started_at, "ended_at": ended_at, "reason": reason,
-            "runs_planned": runs_planned, "runs_started": runs_started, "items_all": items_all, "items": items}
+                   runs_started: int, items_all: list, items: list) -> RunnerReceipt:
+    return RunnerReceipt(C.SCHEMAS["runner"], started_at, ended_at, reason, runs_planned, runs_started, items_all,
+                         items)
 
 
-def cleanup_receipt(*, method: str, processes: list) -> dict:
-    return {"schema": C.SCHEMAS["cleanup"], "method": method, "processes": processes, "count": len(processes),
-            "all_absent": all(p["absent"] for p in processes)}
+@dataclass(frozen=True)
+class Reaped:
+    """A process the campaign launched, as the cleanup found it."""
+    pid: int
+    create_time: float
+    cmdline: list
+    run: str
+    role: str
+    parent: Optional[int]
+    absent: bool
+    verified: str
+    checked_at: float
+
+
+@dataclass(frozen=True)
+class CleanupReceipt:
+    """data/receipts/cleanup.json: every process the campaign launched, and whether each is gone."""
+    schema: str
+    method: str
+    processes: list  # Reaped
+    count: int
+    all_absent: bool
+
+    NESTED = {"processes": ("list", Reaped)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CleanupReceipt":
+        return _from(cls, data)
+
+
+def cleanup_receipt(*, method: str, processes: list) -> CleanupReceipt:
+    return CleanupReceipt(C.SCHEMAS["cleanup"], method, processes, len(processes), all(p.absent for p in processes))
 
 
 def revisions_receipt(receipts: dict) -> dict:
@@ -610,16 +760,65 @@ def revisions_receipt(receipts: dict) -> dict:
                    "note": r.get("note")} for v, r in receipts.items()}}
 
 
-def inputs_receipt(receipts: dict) -> dict:
-    return {"schema": C.SCHEMAS["inputs"], "inputs": receipts}
+@dataclass(frozen=True)
+class InputPin:
+    """One input as the campaign pinned it and the runner found it."""
+    path: str
+    kind: str  # file or dir
+    sha256: str
+    build: Optional[list]
 
 
-def workload_receipt(*, path: Optional[str], files: list, digest: Optional[str], left_out: list) -> dict:
+@dataclass(frozen=True)
+class InputsReceipt:
+    """data/receipts/inputs.json."""
+    schema: str
+    inputs: dict  # name -> InputPin
+
+    NESTED = {"inputs": ("map", InputPin)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "InputsReceipt":
+        return _from(cls, data)
+
+    def pins(self) -> dict:
+        """name -> its pinned SHA-256."""
+        return {name: pin.sha256 for name, pin in self.inputs.items()}
+
+
+def inputs_receipt(receipts: dict) -> InputsReceipt:
+    """receipts: name -> {path, kind, sha256, build}, as the runner prepared each input."""
+    return InputsReceipt(C.SCHEMAS["inputs"], {name: InputPin(**row) for name, row in receipts.items()})
+
+
+@dataclass(frozen=True)
+class WorkloadFile:
+    path: str  # under data/workload/
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class WorkloadReceipt:
     """data/receipts/workload.json: the workload folder as campaign.json records its path, each
     stored file's path under data/workload/, size and SHA-256, the digest of that listing (which
     every ok run's workload_sha256 must equal) and what the snapshot left out by its rules."""
-    return {"schema": C.SCHEMAS["workload"], "path": path, "files": files, "digest": digest,
-            "left_out": left_out}
+    schema: str
+    path: Optional[str]
+    files: list  # WorkloadFile
+    digest: Optional[str]
+    left_out: list
+
+    NESTED = {"files": ("list", WorkloadFile)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "WorkloadReceipt":
+        return _from(cls, data)
+
+
+def workload_receipt(*, path: Optional[str], files: list, digest: Optional[str], left_out: list) -> WorkloadReceipt:
+    """files: plan/workload.rows' {path, size, sha256}, one per stored file."""
+    return WorkloadReceipt(C.SCHEMAS["workload"], path, [WorkloadFile(**row) for row in files], digest, left_out)
 
 
 def environment(fields: dict) -> dict:
@@ -644,12 +843,30 @@ def noise_floor(*, campaign: str, bundle_digest: str, machine: MachineClass, sta
             "floor": floor}
 
 
-def reproduction_receipt(*, campaign: str, original: dict, reproduction: dict, machines: dict, scope: dict,
-                         outputs: dict, timing: dict, verdict: str, reason: str) -> dict:
+@dataclass(frozen=True)
+class ReproductionReceipt:
     """data/receipts/reproduction.json, only in a bundle `harness reproduce` made: the bundle it
     re-ran (digest, start, machine class, claim), this bundle's own side, whether the two machines
     are of one class, how much was re-run, and how outputs and timing agree
     (harness/judge/reproduce.py derives every part from the two bundles)."""
-    return {"schema": C.SCHEMAS["reproduction"], "campaign": campaign, "original": original,
-            "reproduction": reproduction, "machines": machines, "scope": scope, "outputs": outputs,
-            "timing": timing, "tolerance": C.REPRODUCE_TOLERANCE, "verdict": verdict, "reason": reason}
+    schema: str
+    campaign: str
+    original: dict
+    reproduction: dict
+    machines: dict
+    scope: dict
+    outputs: dict
+    timing: dict
+    tolerance: float
+    verdict: str
+    reason: str
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ReproductionReceipt":
+        return _from(cls, data)
+
+
+def reproduction_receipt(*, campaign: str, original: dict, reproduction: dict, machines: dict, scope: dict,
+                         outputs: dict, timing: dict, verdict: str, reason: str) -> ReproductionReceipt:
+    return ReproductionReceipt(C.SCHEMAS["reproduction"], campaign, original, reproduction, machines, scope, outputs,
+                               timing, C.REPRODUCE_TOLERANCE, verdict, reason)

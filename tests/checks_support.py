@@ -91,7 +91,7 @@ def full_bundle(where: Path, floor_value: float = 0.01, **fields) -> Path:
                                                 bundle_digest=b.digest), indent=2))
     floor = where / "floor.json"
     floor.write_text(json.dumps(records.noise_floor(campaign="model", bundle_digest=b.digest, machine=b.machine,
-                                                    started_at=b.runner["started_at"], rounds=5, ratio=1.0,
+                                                    started_at=b.runner.started_at, rounds=5, ratio=1.0,
                                                     ci95=[0.99, 1.01], floor=floor_value), indent=2))
     corpus = where / "corpus.txt"
     corpus.write_text("an input the workload reads\n")
@@ -104,21 +104,21 @@ def full_bundle(where: Path, floor_value: float = 0.01, **fields) -> Path:
                                                  .hexdigest()}}, workload=workload)
     body.update(fields)
     outcome, _ = run_fake(where / "full", ErringModel(**model), rounds=3, overrides={"params": {"n": 3}}, **body)
-    assert outcome.comparison["status"] == "complete", outcome.comparison["reason"]
+    assert outcome.comparison.status == "complete", outcome.comparison.reason
     return outcome.out
 
 
 def ulp_bundle(where: Path) -> Path:
     """A fake bundle whose candidate outputs are one ulp off, within a declared max_ulp."""
     outcome, _ = run_fake(where, Model(items=4, item_s=0.1, differ=True), rounds=3, parity={"max_ulp": 4})
-    assert outcome.comparison["parity"]["agree"], outcome.comparison["parity"]
+    assert outcome.comparison.parity.agree, outcome.comparison.parity
     return outcome.out
 
 
 def failed_bundle(where: Path) -> Path:
     """A fake bundle whose fourth run failed (a record of nulls, the campaign stopped)."""
     outcome, _ = run_fake(where, Model(items=4, item_s=0.1, fail={"B2"}), rounds=3)
-    assert outcome.comparison["status"] == "failed"
+    assert outcome.comparison.status == "failed"
     return outcome.out
 
 
@@ -129,7 +129,7 @@ def family_bundle(where: Path) -> Path:
                                        item_ratio={"item-0": 0.40, "item-1": 0.70}),
                           rounds="auto", budget_s=60, min_rounds=4,
                           workload={"entry": C.SUITE_ENTRIES["asv"], "path": "workloads"})
-    assert outcome.comparison["stats"]["family"] is not None, outcome.comparison["stats"]["verdict_reason"]
+    assert outcome.comparison.stats.family is not None, outcome.comparison.stats.verdict_reason
     return outcome.out
 
 
@@ -140,7 +140,7 @@ def gate_bundle(where: Path) -> Path:
     holds its budget to nothing but a cap at or above that look."""
     outcome, _ = run_fake(where, Model(items=4, item_s=0.1, ratio=1.0, noise=0.03, seed=5), rounds="auto",
                           budget_s=60, min_rounds=4, verdict={"question": "not_slower", "margin": 0.05})
-    assert outcome.comparison["stats"]["verdict"] == "not slower", outcome.comparison["stats"]["verdict_reason"]
+    assert outcome.comparison.stats.verdict == "not slower", outcome.comparison.stats.verdict_reason
     return outcome.out
 
 
@@ -149,7 +149,7 @@ def instruction_bundle(where: Path, monkeypatch, counts: dict | None = None, **f
     body = dict(metrics=["wall", "instructions"], instructions={"items": 2, "runs": 2})
     body.update(fields)
     outcome, _ = run_fake(where, launcher=InstructionLauncher(Model(items=4, item_s=0.1), counts), rounds=4, **body)
-    assert outcome.comparison["status"] == "complete", outcome.comparison["reason"]
+    assert outcome.comparison.status == "complete", outcome.comparison.reason
     return outcome.out
 
 
@@ -161,7 +161,7 @@ def reproduction(original: Path, out: Path, launcher=None) -> Path:
 
     campaign_file = original.parent / "model.yaml"
     bundle = read.load(original)
-    campaign = spec.load(campaign_file, dict(bundle.campaign["overrides"]))
+    campaign = spec.load(campaign_file, dict(bundle.campaign.overrides))
     result = reproduce.reproduce(bundle, campaign, out, launcher=launcher or ModelLauncher(Model(items=4, item_s=0.1, seed=1)))
     return result.out
 

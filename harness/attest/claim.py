@@ -30,15 +30,14 @@ def _object(value) -> dict:
 def predicate(bundle) -> dict:
     """What the bundle claims, from its records. bundle: a harness.bundle.read.Bundle (loaded
     through the one reader; the caller verified it, or compares this with a signed claim)."""
-    comparison, campaign = bundle.comparison, _object(bundle.campaign)
-    revisions = _object(campaign.get("revisions"))
+    comparison, campaign = bundle.comparison, bundle.campaign
     stats, parity = comparison.stats, comparison.parity
     code = outcomes.exit_code(comparison)
     word = {outcomes.FAILED: "campaign failed", outcomes.PARITY: "parity mismatch",
             outcomes.UNUSABLE: "unusable"}.get(code, stats.verdict)
     claim = {
-        "campaign": campaign.get("name"),
-        "revisions": {v: _object(revisions.get(v)).get("sha") for v in ("base", "candidate")},
+        "campaign": campaign.name,
+        "revisions": {v: campaign.sha(v) for v in ("base", "candidate")},
         "status": comparison.status,
         "verdict": word,
         "exit_code": code,
@@ -47,13 +46,12 @@ def predicate(bundle) -> dict:
         "parity": {"identical": parity.identical, "agree": parity.agree, "tolerance": to_json(parity.tolerance)},
         "machine": bundle.machine.text(),
         "harness_version": _object(bundle.environment).get("harness_version"),
-        "ended_at": _iso(_object(bundle.runner).get("ended_at")),
+        "ended_at": _iso(bundle.runner.ended_at),
         "reproduction": None,
     }
-    if isinstance(bundle.reproduction, dict):
-        original = _object(bundle.reproduction.get("original"))
-        claim["reproduction"] = {"original_digest": original.get("digest"),
-                                 "verdict": bundle.reproduction.get("verdict")}
+    if bundle.reproduction is not None:
+        original = _object(bundle.reproduction.original)
+        claim["reproduction"] = {"original_digest": original.get("digest"), "verdict": bundle.reproduction.verdict}
     return claim
 
 

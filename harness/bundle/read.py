@@ -20,7 +20,8 @@ from harness import rules as R
 from harness.bundle.model import Comparison
 from harness.bundle.write import BundleError
 from harness.files import NotReadable, read_regular
-from harness.records import InstructionRecord, MachineClass, RunRecord
+from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, MachineClass,
+                             ReproductionReceipt, RunnerReceipt, RunRecord, WorkloadReceipt)
 
 
 def limit_of(rel: str) -> int:
@@ -69,17 +70,17 @@ class Bundle:
     """A bundle's records, as named types where they have one."""
     path: Path
     digest: Optional[str]
-    campaign: dict
+    campaign: CampaignRecord
     model: Optional[Comparison]  # None only from load(unsealed=True) (seal re-derives it): read .comparison
     runs: list[RunRecord]  # in execution order
     instructions: list[InstructionRecord]  # in execution order
-    runner: dict
+    runner: RunnerReceipt
     environment: dict
-    cleanup: dict
-    inputs: dict
-    workload: dict
+    cleanup: CleanupReceipt
+    inputs: InputsReceipt
+    workload: WorkloadReceipt
     golden: Optional[dict]
-    reproduction: Optional[dict]  # only in a bundle `harness reproduce` made
+    reproduction: Optional[ReproductionReceipt]  # only in a bundle `harness reproduce` made
 
     @property
     def comparison(self) -> Comparison:
@@ -98,7 +99,7 @@ class Bundle:
 
     @property
     def name(self) -> str:
-        return self.campaign["name"]
+        return self.campaign.name
 
 
 def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
@@ -158,8 +159,16 @@ def load(bundle_dir: os.PathLike | str, unsealed: bool = False) -> Bundle:
             model = Comparison.of(doc(C.COMPARISON))
         except (KeyError, TypeError, ValueError) as exc:
             raise BundleError(f"{bundle / C.COMPARISON}: not a comparison of this harness ({exc})") from None
+    def typed(kind: Any, rel: str, data: Optional[dict]) -> Any:
+        try:
+            return None if data is None else kind.from_json(data)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BundleError(f"{bundle / rel}: not a {C.file_kind(rel)} document of this harness ({exc})") from None
+
     return Bundle(
-        path=bundle, digest=sealed, campaign=campaign, model=model, runs=runs,
-        instructions=instructions, runner=runner, environment=doc(C.ENVIRONMENT), cleanup=doc(C.CLEANUP),
-        inputs=doc(C.INPUTS), workload=doc(C.WORKLOAD), golden=doc(C.GOLDEN, required=False),
-        reproduction=doc(C.REPRODUCTION, required=False))
+        path=bundle, digest=sealed, campaign=typed(CampaignRecord, C.CAMPAIGN_JSON, campaign), model=model, runs=runs,
+        instructions=instructions, runner=typed(RunnerReceipt, C.RUNNER, runner), environment=doc(C.ENVIRONMENT),
+        cleanup=typed(CleanupReceipt, C.CLEANUP, doc(C.CLEANUP)),
+        inputs=typed(InputsReceipt, C.INPUTS, doc(C.INPUTS)), workload=typed(WorkloadReceipt, C.WORKLOAD, doc(C.WORKLOAD)),
+        golden=doc(C.GOLDEN, required=False),
+        reproduction=typed(ReproductionReceipt, C.REPRODUCTION, doc(C.REPRODUCTION, required=False)))

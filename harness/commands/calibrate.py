@@ -15,7 +15,6 @@ from pathlib import Path
 
 from harness import contract as C
 from harness import rules as R
-from harness.bundle.model import Comparison
 from harness.plan import spec
 from harness import outcomes as verdict
 from harness.commands import error
@@ -63,7 +62,7 @@ def main(args) -> int:
         return error("calibrate", exc)
     except Interrupted as exc:
         return error("calibrate", exc, code=verdict.FAILED)
-    result = Comparison.of(outcome.comparison)  # what the runner derived and sealed
+    result = outcome.comparison  # what the runner derived and sealed
     paired = result.stats.paired
     floor = floor_of(paired.ci95)
     from harness.render.text import term

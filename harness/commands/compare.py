@@ -131,11 +131,11 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     for n, d in enumerate((x, y), 1):
         c = d.comparison
         rows.append({"#": str(n), "bundle": tcell(d.path),
-                     "started (UTC)": dt.datetime.fromtimestamp(d.runner["started_at"], dt.timezone.utc)
+                     "started (UTC)": dt.datetime.fromtimestamp(d.runner.started_at, dt.timezone.utc)
                      .strftime("%Y-%m-%d %H:%M"),
                      "machine": tcell(d.machine.text()),
-                     "rounds": str(d.campaign["rounds"] or len(d.campaign["order"])),
-                     "items": str(len(d.runner["items"])),
+                     "rounds": str(d.campaign.rounds or len(d.campaign.order)),
+                     "items": str(len(d.runner.items)),
                      "change [interval]": outcomes.speed(c.stats.paired.geomean_ratio, c.stats.paired.ci95),
                      "verdict": verdict_word(c)})
         found = c.stages
@@ -148,8 +148,8 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     print(f"\nmachines: {term(why)}")
     for text in signers:
         print(term(text))
-    print(f"items: {'the same' if x.runner['items'] == y.runner['items'] else 'NOT the same'} "
-          f"({len(x.runner['items'])} and {len(y.runner['items'])})")
+    print(f"items: {'the same' if x.runner.items == y.runner.items else 'NOT the same'} "
+          f"({len(x.runner.items)} and {len(y.runner.items)})")
     from harness.judge.reproduce import divergence_lines, outputs_text
 
     print(f"outputs: {term(outputs_text(outputs))}")

@@ -321,11 +321,11 @@ def _reproduction_lines(groups, code: int) -> int:
             words.append("failed")
             print(term(f"node {job.path.name}: no reproduction receipt ({why})"))
             continue
-        word = receipt["verdict"]
+        word = receipt.verdict
         words.append(word)
         print(term(f"node {job.path.name}: {word} (exit {outcomes.REPRODUCTION_CODES[word]}) on "
-                   f"{MachineClass(**receipt['reproduction']['machine']).text()}; outputs: "
-                   f"{rep.outputs_text(receipt['outputs'])}; re-run {rep.ratio_text(receipt['timing']['measured'])}"))
+                   f"{MachineClass(**receipt.reproduction['machine']).text()}; outputs: "
+                   f"{rep.outputs_text(receipt.outputs)}; re-run {rep.ratio_text(receipt.timing['measured'])}"))
     summary = ", ".join(f"{words.count(w)} {w}" for w in sorted(set(words)))
     print(f"reproduce --fleet: {words.count('reproduced')} of {len(words)} nodes reproduced the claim ({summary})")
     return code

@@ -32,9 +32,9 @@ def main(args) -> int:
     if not result.complete or not result.parity.identical:
         return error("golden", f"{bundle}: only a complete bundle with identical parity can be frozen",
                      code=outcomes.UNUSABLE)
-    if loaded.runner["items"] != loaded.runner["items_all"]:
-        return error("golden", f"{bundle} ran {len(loaded.runner['items'])} of the workload's "
-                     f"{len(loaded.runner['items_all'])} items: a golden file covers them all (re-run without "
+    if loaded.runner.items != loaded.runner.items_all:
+        return error("golden", f"{bundle} ran {len(loaded.runner.items)} of the workload's "
+                     f"{len(loaded.runner.items_all)} items: a golden file covers them all (re-run without "
                      "workload.items)", code=outcomes.UNUSABLE)
     reference = next(r for r in loaded.runs if r.label == result.parity.reference)
     assert report.digest is not None  # it verified: sealed

@@ -102,7 +102,7 @@ def main(args) -> int:
         code, signed = sign_sealed("run", key, outcome.out, force=args.force)
         if code:
             return code
-    result = Comparison.of(outcome.comparison)  # what the runner derived and sealed
+    result = outcome.comparison  # what the runner derived and sealed
     for warning in runner.warnings + [runner.unanchored] * bool(runner.unanchored):
         print(f"warning: {term(warning)}")
     if outcome.note:
@@ -151,14 +151,16 @@ def suite_lines(out: Path) -> list[str]:
     """A `suite:` campaign: what its benchmarks gave (outputs hashed or not given, stages), read
     from the sealed bundle's first ok run, and what asv's measured benchmarks gave, from every one."""
     from harness.files import read_json
+    from harness.records import CampaignRecord
     from harness.render.text import suite_text, tline
 
     try:
-        campaign = read_json(out / C.CAMPAIGN_JSON)
-        records = [read_json(out / C.run_path(label)) for label in campaign["labels"]
+        campaign = CampaignRecord.from_json(read_json(out / C.CAMPAIGN_JSON))
+        records = [read_json(out / C.run_path(label)) for label in campaign.labels
                    if (out / C.run_path(label)).is_file()]
         ok = [r for r in records if isinstance(r, dict) and r.get("status") == "ok"]
-        return [line[0].lower() + line[1:] for line in suite_text(campaign, ok, esc=tline)] if ok else []
+        lines = suite_text(campaign.workload, campaign.stages, ok, esc=tline)
+        return [line[0].lower() + line[1:] for line in lines] if ok else []
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return []

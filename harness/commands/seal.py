@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import outcomes
-from harness.bundle.model import Comparison
 from harness.commands import error
 
 HELP = "seal the staging folder a campaign kept when a write failed (a full disk), into a verified bundle at --out"
@@ -54,7 +53,7 @@ def main(args) -> int:
         kept = exc if exc.fix else exc.with_fix(f"the runs are kept in {root}",
                                                 f"free space, then `harness seal {root} --out {out}` again")
         return error("seal", kept.line(), code=outcomes.WRITE_FAILED)
-    result = Comparison.of(sealed.comparison)  # re-derived, sealed and verified above
+    result = sealed.comparison  # re-derived, sealed and verified above
     if note:
         print(f"note: {note}")
     print(f"bundle: {where} (sealed from the {sealed.runs} run(s) kept in {root})")

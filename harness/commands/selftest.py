@@ -75,7 +75,7 @@ def _demo_variant(out: Path, **changes) -> tuple[Comparison, float]:
     t0 = time.monotonic()
     outcome = Runner(campaign, out).run()
     assert outcome is not None  # not check_only: run() seals a bundle
-    return Comparison.of(outcome.comparison), time.monotonic() - t0
+    return outcome.comparison, time.monotonic() - t0
 
 
 def _timed_checks(bundle: Path) -> tuple[float, int, float, int]:
@@ -125,7 +125,7 @@ def _campaign(tmp: Path, rel: str, name: str, **overrides) -> Path | None:
     except (spec.SpecError, OSError, PreflightError) as exc:
         print(f"harness selftest: error: {rel}: {exc}", file=sys.stderr)
         return None
-    result = Comparison.of(outcome.comparison)
+    result = outcome.comparison
     if not result.complete:
         print(f"harness selftest: error: {rel} {result.status}: {result.reason}", file=sys.stderr)
         return None

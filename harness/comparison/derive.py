@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, cast
 
 from harness import contract as C
 from harness import rules as R
+from harness.bundle import model as M
 from harness.comparison import analysis, metrics, parity
 from harness.rules import sig10
+from harness.records import CampaignRecord, CleanupReceipt, RunnerReceipt, to_json
 
 if TYPE_CHECKING:
     from harness.records import InstructionRecord
@@ -21,10 +23,10 @@ def mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict | None, arrays_dir: Path,
-           floor: dict | None = None, instr: Sequence[InstructionRecord] = (), workload: str | None = None,
-           sandbox: dict | None = None) -> dict:
-    """campaign: data/campaign.json; runs: RunRecords in execution order; runner and cleanup:
+def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup: CleanupReceipt, golden: dict | None,
+           arrays_dir: Path, floor: dict | None = None, instr: Sequence[InstructionRecord] = (),
+           workload: str | None = None, sandbox: dict | None = None) -> M.Comparison:
+    """comparison.json, typed (harness/bundle/model.py; records.to_json writes it). campaign: data/campaign.json; runs: RunRecords in execution order; runner and cleanup:
     their receipts; golden: the pinned golden file; floor: the pinned noise-floor file; instr:
     the InstructionRecords in execution order; workload: the workload receipt's digest, which
     every ok run's must equal; sandbox: environment.json's sandbox (what every worker ran under)."""
@@ -33,55 +35,53 @@ def derive(campaign: dict, runs: list, runner: dict, cleanup: dict, golden: dict
     by_variant = {v: [r for r in ok if r.variant == v] for v in ("base", "candidate")}
 
     reasons = [f"{r.label}: {r.reason}" for r in runs if not r.ok]
-    if runner["reason"]:
-        reasons.append(runner["reason"])
-    if len(runs) < len(campaign["order"]):
-        reasons.append(f"only {len(runs)} of {len(campaign['order'])} runs were started")
+    if runner.reason:
+        reasons.append(runner.reason)
+    if len(runs) < len(campaign.order):
+        reasons.append(f"only {len(runs)} of {len(campaign.order)} runs were started")
     reasons += [f"{r.label}: {r.reason}" for r in instr if not r.ok]
     if len({r.harness_source_sha256 for r in ok + ok_instr}) > 1:
         reasons.append("the harness's own source changed between runs")
     if {r.workload_sha256 for r in ok + ok_instr} - {workload}:
         reasons.append("the workload folder changed during the campaign (a run's digest is not the stored one's)")
-    if not cleanup["all_absent"]:
-        alive = [str(p["pid"]) for p in cleanup["processes"] if not p["absent"]]
+    if not cleanup.all_absent:
+        alive = [str(p.pid) for p in cleanup.processes if not p.absent]
         reasons.append(f"processes still running after the campaign: {', '.join(alive) or 'unknown'}")
 
     # The headline wall from the timed runs; stage CPU and call counts from the instrumented
     # ones (the same runs, for an order without stage runs); parity over every run.
     base_mean = mean([r.wall_s for r in by_variant["base"] if r.timed])
     cand_mean = mean([r.wall_s for r in by_variant["candidate"] if r.timed])
-    wall = {"timer": C.WALL_TIMER, "base_mean_s": base_mean, "candidate_mean_s": cand_mean,
-            "saving_s": None, "saving_pct": None, "speedup": None}
+    wall = M.Wall(C.WALL_TIMER, base_mean, cand_mean, None, None, None)
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
-        wall.update(saving_s=base_mean - cand_mean, saving_pct=100.0 * (base_mean - cand_mean) / base_mean,
-                    speedup=base_mean / cand_mean)
-    staged = [r for r in ok if R.instrumented(r.label, campaign["order"])]
-    plan = R.sequential_plan(campaign, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
+        wall = M.Wall(C.WALL_TIMER, base_mean, cand_mean, saving_s=base_mean - cand_mean,
+                      saving_pct=100.0 * (base_mean - cand_mean) / base_mean, speedup=base_mean / cand_mean)
+    staged = [r for r in ok if R.instrumented(r.label, campaign.order)]
+    doc = to_json(campaign)  # the contract's shared rules read campaign.json as the checkers parse it
+    plan = R.sequential_plan(doc, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
     floor_value = cast("float | None", floor and floor["floor"])  # a pinned floor file holds its floor
-    question, margin = campaign["question"], campaign["margin"]
-    stats = analysis.analyze(runs, campaign["threshold"], floor_value, plan, question=question, margin=margin,
-                             family=R.family_members(campaign, runner["items"]))
-    stats = analysis.with_interference(stats, runs, campaign.get("interference"), campaign["threshold"],
-                                       floor_value, question, margin)
+    question, margin, threshold = campaign.question, campaign.margin, campaign.threshold
+    stats = analysis.analyze(runs, threshold, floor_value, plan, question=question, margin=margin,
+                             family=R.family_members(doc, runner.items))
+    stats = analysis.with_interference(stats, runs, campaign.interference, threshold, floor_value, question, margin)
     stats = analysis.with_outside(stats, runs)
-    instructions = instructions_section(instr, stats) if campaign["instructions"] is not None else None
-    return {
-        "schema": C.SCHEMAS["comparison"],
-        "campaign": campaign["name"],
-        "status": "complete" if not reasons else "failed",
-        "reason": "; ".join(reasons) or None,
-        "order": campaign["order"],
-        "items": {"planned": len(runner["items"]), "of": len(runner["items_all"])},
-        "runs": [{"label": r.label, "variant": r.variant, "sha": r.sha, "wall_s": r.wall_s,
-                  "exit_code": r.exit_code, "status": r.status} for r in runs],
-        "sandbox": C.sandbox_summary(sandbox),
-        "wall": wall,
-        "stages": _stages(campaign, staged),
-        "parity": _parity(campaign, ok, by_variant, golden, arrays_dir, staged),
-        "stats": stats,
-        "instructions": instructions,
-        "metrics": metrics.section(runs, stats, wall, instructions, campaign["threshold"]),
-    }
+    instructions = instructions_section(instr, stats) if campaign.instructions is not None else None
+    return M.Comparison(
+        schema=C.SCHEMAS["comparison"],
+        campaign=campaign.name,
+        status="complete" if not reasons else "failed",
+        reason="; ".join(reasons) or None,
+        order=campaign.order,
+        items=M.Items(planned=len(runner.items), of=len(runner.items_all)),
+        runs=[M.RunRow(r.label, r.variant, r.sha, r.wall_s, r.exit_code, r.status) for r in runs],
+        sandbox=M.build(M.Sandbox, C.sandbox_summary(sandbox)),
+        wall=wall,
+        stages=_stages(campaign, staged),
+        parity=M.build(M.Parity, _parity(campaign, ok, by_variant, golden, arrays_dir, staged)),
+        stats=M.Stats.of(stats),
+        instructions=M.build(M.Instructions | None, instructions),
+        metrics=M.build(list[M.MetricEntry], metrics.section(runs, stats, to_json(wall), instructions, threshold)),
+    )
 
 
 def instructions_section(instr: Sequence[InstructionRecord], stats: dict) -> dict:
@@ -104,13 +104,13 @@ def calls_per_run(name: str, ok: list):
     return per_run
 
 
-def call_counts_hold(campaign: dict, ok: list) -> bool:
+def call_counts_hold(campaign: CampaignRecord, ok: list) -> bool:
     """Stages installed in every run must be called as often in every run, or, for stages the
     campaign marks calls: per_variant, as often within each variant."""
     if not ok:
         return True
     common = set.intersection(*({n for n, on in r.stages_installed.items() if on} for r in ok))
-    modes = campaign["stage_calls"]
+    modes = campaign.stage_calls
     for name in sorted(common):
         groups = [ok] if modes.get(name, "equal") == "equal" else \
             [[r for r in ok if r.variant == v] for v in ("base", "candidate")]
@@ -119,20 +119,20 @@ def call_counts_hold(campaign: dict, ok: list) -> bool:
     return True
 
 
-def _stages(campaign: dict, ok: list) -> dict:
+def _stages(campaign: CampaignRecord, ok: list) -> dict[str, M.Stage]:
     out = {}
-    for name in campaign["stages"]:
-        row = {"calls_per_run": calls_per_run(name, ok), "calls": campaign["stage_calls"].get(name, "equal")}
+    for name in campaign.stages:
+        row: dict = {"calls_per_run": calls_per_run(name, ok), "calls": campaign.stage_calls.get(name, "equal")}
         for variant in ("base", "candidate"):
             runs = [r for r in ok if r.variant == variant]
             row[f"{variant}_self_cpu_s"] = mean([r.stages[name].self_cpu_s if name in r.stages else 0.0 for r in runs])
             row[f"{variant}_incl_cpu_s"] = mean([r.stages[name].incl_cpu_s if name in r.stages else 0.0 for r in runs])
             row[f"{variant}_installed"] = all(r.stages_installed.get(name, True) for r in runs)
-        out[name] = row
+        out[name] = M.Stage(**row)
     return out
 
 
-def _parity(campaign: dict, ok: list, by_variant: dict, golden: dict | None, arrays_dir: Path,
+def _parity(campaign: CampaignRecord, ok: list, by_variant: dict, golden: dict | None, arrays_dir: Path,
             staged: list) -> dict:
     if not by_variant["base"] or not by_variant["candidate"]:
         return {"identical": False, "agree": False, "tolerance": None, "reference": None, "items": 0,
@@ -146,7 +146,7 @@ def _parity(campaign: dict, ok: list, by_variant: dict, golden: dict | None, arr
     clean = (result["errors_identical"] and result["call_counts_identical"]
              and (result["golden"] is None or result["golden"]["identical"]))
     result["identical"] = clean and not mismatches
-    max_ulp = campaign["parity"]["max_ulp"]
+    max_ulp = campaign.parity.max_ulp
     result["tolerance"], within = (None, False) if max_ulp is None else \
         parity.tolerance(arrays_dir, mismatches, max_ulp)
     result["agree"] = result["identical"] or (clean and within)

@@ -80,7 +80,7 @@ class Ledger:
             except ProcessLookupError:
                 pass
 
-    def receipt(self, settle_s: float = 2.0) -> dict:
+    def receipt(self, settle_s: float = 2.0) -> records.CleanupReceipt:
         deadline = time.monotonic() + settle_s
         while True:
             reap_orphans()
@@ -91,9 +91,9 @@ class Ledger:
         rows = []
         for p in self.processes:
             state = _state(p)
-            rows.append({"pid": p.pid, "create_time": p.create_time, "cmdline": p.cmdline, "run": p.run,
-                         "role": p.role, "parent": p.parent, "absent": state != "alive", "verified": state,
-                         "checked_at": time.time()})
+            rows.append(records.Reaped(pid=p.pid, create_time=p.create_time, cmdline=p.cmdline, run=p.run,
+                                       role=p.role, parent=p.parent, absent=state != "alive", verified=state,
+                                       checked_at=time.time()))
         return records.cleanup_receipt(
             method="psutil: pid absent, or pid reused by a process with another create time", processes=rows)
 

@@ -38,7 +38,7 @@ from typing import Callable, Optional, Protocol
 from harness.engine import outside
 from harness.engine.outside import Marks
 from harness.engine.sandbox import Confinement, Probe
-from harness.records import Job, Launched, Process
+from harness.records import CleanupReceipt, Job, Launched, Process
 
 POLL_S = 0.05  # how soon a zygote's reply is looked for when nothing else wakes the launcher
 TICK_S = 0.25  # how often the progress line is redrawn while a worker runs (its marks and exit wake us at once)
@@ -96,7 +96,7 @@ class Launcher(Protocol):
 
     def kill_all(self) -> None: ...
 
-    def receipt(self) -> dict: ...
+    def receipt(self) -> CleanupReceipt: ...
 
 
 def maxrss_bytes(usage) -> Optional[int]:
@@ -288,7 +288,7 @@ class LocalLauncher:
     def kill_all(self) -> None:
         self.ledger.kill_all()
 
-    def receipt(self) -> dict:
+    def receipt(self) -> CleanupReceipt:
         return self.ledger.receipt()
 
 
@@ -434,9 +434,9 @@ class FakeLauncher:
     def kill_all(self) -> None:
         pass
 
-    def receipt(self) -> dict:
+    def receipt(self) -> CleanupReceipt:
         from harness import records
 
         checked = self.clock.time()
         return records.cleanup_receipt(method="fake launcher: no process was started", processes=[
-            {**p, "parent": None, "absent": True, "verified": "gone", "checked_at": checked} for p in self.processes])
+            records.Reaped(**p, parent=None, absent=True, verified="gone", checked_at=checked) for p in self.processes])

@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import contract as C
+from harness import contract as C, records
 from harness.bundle import read, write as bundle
+from harness.bundle.model import Comparison
 from harness.comparison import derive as comparison
 
 PARTIAL = re.compile(r"^(?P<name>.+)\.partial-(?P<pid>\d+)\Z")
@@ -35,7 +36,7 @@ class Unsealable(Exception):
 class Sealed:
     staging: bundle.Staging
     digest: str
-    comparison: dict
+    comparison: Comparison
     runs: int
 
 
@@ -83,20 +84,19 @@ def seal_kept(root: Path, out: Path) -> Sealed:
         floor = read.read_json(root / C.NOISE_FLOOR, required=False, limit=read.limit_of(C.NOISE_FLOOR))
     except bundle.BundleError as exc:
         raise Unsealable(f"{exc}: the kept records are not complete; run the campaign again") from None
-    if len(kept.runs) != kept.runner.get("runs_started"):
-        raise Unsealable(f"{root}: {len(kept.runs)} run record(s) for runner.json's {kept.runner.get('runs_started')}"
+    if len(kept.runs) != kept.runner.runs_started:
+        raise Unsealable(f"{root}: {len(kept.runs)} run record(s) for runner.json's {kept.runner.runs_started}"
                          "; run the campaign again")
     try:
         result = comparison.derive(kept.campaign, kept.runs, kept.runner, kept.cleanup, kept.golden, kept.arrays,
-                                   floor, kept.instructions, kept.workload.get("digest"),
+                                   floor, kept.instructions, kept.workload.digest,
                                    kept.environment.get("sandbox"))
     except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
         raise Unsealable(f"{root}: comparison.json cannot be re-derived from the kept records "
                          f"({exc.__class__.__name__}: {str(exc)[:200]}); run the campaign again") from None
     staging = bundle.Staging.adopt(root, out)
-    staging.write_json(C.COMPARISON, result)
-    revisions = kept.campaign.get("revisions") or {}
-    digest = staging.seal({"External-Identifier": kept.campaign.get("name"), "Abba-Status": result["status"],
-                           "Abba-Base-SHA": (revisions.get("base") or {}).get("sha"),
-                           "Abba-Candidate-SHA": (revisions.get("candidate") or {}).get("sha")})
+    staging.write_json(C.COMPARISON, records.to_json(result))
+    digest = staging.seal({"External-Identifier": kept.campaign.name, "Abba-Status": result.status,
+                           "Abba-Base-SHA": kept.campaign.sha("base"),
+                           "Abba-Candidate-SHA": kept.campaign.sha("candidate")})
     return Sealed(staging, digest, result, len(kept.runs))

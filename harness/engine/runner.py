@@ -58,12 +58,12 @@ MIN_ITEM_S, TIMED_ITEM_S = 1e-3, 1e-2
 class Outcome:
     out: Path
     digest: str
-    comparison: dict
+    comparison: Comparison  # what the runner derived and sealed
     note: str | None = None  # where the bundle went when --out was taken meanwhile
 
     @property
     def exit_code(self) -> int:
-        return outcomes.run_code(Comparison.of(self.comparison))
+        return outcomes.run_code(self.comparison)
 
 
 class Interrupted(Exception):
@@ -261,7 +261,7 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
     return doc, raw
 
 
-def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | None) -> dict:
+def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | None) -> records.CampaignRecord:
     def rel(p: Path | None) -> str | None:
         if p is None:
             return None
@@ -410,7 +410,7 @@ class Runner:
         repo_root = _repo_root(campaign.source)
         resolved = resolved_campaign(campaign, materialized, repo_root)
         staging.write_bytes(C.CAMPAIGN_YAML, campaign.raw)
-        staging.write_json(C.CAMPAIGN_JSON, resolved)  # what makes a kept staging folder this harness's
+        staging.write_json(C.CAMPAIGN_JSON, records.to_json(resolved))  # what makes a kept staging folder this harness's
         sandboxed = self._sandbox_record()
         staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
             {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
@@ -418,14 +418,14 @@ class Runner:
         if sandboxed["level"] != "full":
             self.progress.note(f"sandbox {sandboxed['level']}: {sandboxed['reason']}")
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
-        staging.write_json(C.INPUTS, records.inputs_receipt(inputs))
+        staging.write_json(C.INPUTS, records.to_json(records.inputs_receipt(inputs)))
         listed = workload_files.rows(self.workload)
         for rel, data in self.workload:
             staging.write_bytes(C.WORKLOAD_DIR + rel, data)
-        workload = records.workload_receipt(path=resolved["workload"]["path"], files=listed,
+        workload = records.workload_receipt(path=resolved.workload.path, files=listed,
                                             digest=workload_files.digest(listed) if campaign.workload.path else None,
                                             left_out=self.left_out)
-        staging.write_json(C.WORKLOAD, workload)
+        staging.write_json(C.WORKLOAD, records.to_json(workload))
         if campaign.build:
             staging.write_json(C.BUILDS, records.builds_receipt({v: m.build for v, m in materialized.items()}))
         if golden is not None:
@@ -472,24 +472,24 @@ class Runner:
         if campaign.budget_s is not None:
             # Sequential rounds: the count the looks settled, once (seal reads it only with the receipts).
             resolved = resolved_campaign(campaign, materialized, repo_root)
-            staging.write_json(C.CAMPAIGN_JSON, resolved)
+            staging.write_json(C.CAMPAIGN_JSON, records.to_json(resolved))
         _drop_unreferenced_arrays(staging.arrays_dir, runs)
         cleanup_receipt = self.launcher.receipt()
         runner_receipt = records.runner_receipt(
             started_at=started, ended_at=self.clock.time(), reason=self.interrupted,
             runs_planned=len(campaign.order), runs_started=len(runs), items_all=self.items_all, items=items)
-        staging.write_json(C.CLEANUP, cleanup_receipt)
-        staging.write_json(C.RUNNER, runner_receipt)
+        staging.write_json(C.CLEANUP, records.to_json(cleanup_receipt))
+        staging.write_json(C.RUNNER, records.to_json(runner_receipt))
         self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
-                                   workload=workload["digest"], sandbox=sandboxed)
-        staging.write_json(C.COMPARISON, result)
+                                   workload=workload.digest, sandbox=sandboxed)
+        staging.write_json(C.COMPARISON, records.to_json(result))
         digest = staging.seal({"External-Identifier": campaign.name,
-                               "Abba-Status": result["status"],
+                               "Abba-Status": result.status,
                                "Abba-Base-SHA": materialized["base"].sha,
                                "Abba-Candidate-SHA": materialized["candidate"].sha})
-        if self.interrupted and not runner_receipt["reason"]:
+        if self.interrupted and not runner_receipt.reason:
             # A signal after the runs but before publishing: the user asked to stop, so no
             # bundle appears rather than one whose receipts say nothing was interrupted.
             raise Interrupted(f"{self.interrupted} while sealing; no bundle was written")

@@ -99,9 +99,9 @@ def terms_of_reproduction(original: Path, digest: str, repo: Path, campaign_file
 
     loaded = read.load(original)
     recorded = loaded.campaign
-    source = campaign_file.resolve() if campaign_file is not None else repo / recorded["campaign_path"]
-    return Terms("reproduce", recorded["name"], source.relative_to(repo).as_posix(), _sha256_file(source),
-                 {v: ("commit", recorded["revisions"][v]["sha"]) for v in ("base", "candidate")}, "",
+    source = campaign_file.resolve() if campaign_file is not None else repo / str(recorded.campaign_path)
+    return Terms("reproduce", recorded.name, source.relative_to(repo).as_posix(), _sha256_file(source),
+                 {v: ("commit", recorded.sha(v)) for v in ("base", "candidate")}, "",
                  str(original), digest)
 
 
@@ -116,18 +116,17 @@ def _mismatch(terms: Terms, loaded) -> str | None:
         return repr(value) if not isinstance(value, str) or len(value) <= 40 else repr(value[:16] + "...")
 
     c = loaded.campaign
-    if c.get("name") != terms.campaign:
-        return f"{C.CAMPAIGN_JSON} name is {short(c.get('name'))}, the job ran campaign {terms.campaign!r}"
-    if c.get("campaign_path") != terms.campaign_path:
-        return (f"{C.CAMPAIGN_JSON} campaign_path is {short(c.get('campaign_path'))}, the job ran "
+    if c.name != terms.campaign:
+        return f"{C.CAMPAIGN_JSON} name is {short(c.name)}, the job ran campaign {terms.campaign!r}"
+    if c.campaign_path != terms.campaign_path:
+        return (f"{C.CAMPAIGN_JSON} campaign_path is {short(c.campaign_path)}, the job ran "
                 f"{terms.campaign_path!r}")
     sealed = hashlib.sha256(read_bytes(loaded.path / C.CAMPAIGN_YAML, limit_of(C.CAMPAIGN_YAML))).hexdigest()
     if sealed != terms.campaign_sha256:
         return (f"{C.CAMPAIGN_YAML} has SHA-256 {sealed[:16]}..., the job's campaign file {terms.campaign_path} "
                 f"{terms.campaign_sha256[:16]}...")
     for variant in ("base", "candidate"):
-        revs = c.get("revisions") if isinstance(c.get("revisions"), dict) else {}
-        sha = revs[variant].get("sha") if isinstance(revs.get(variant), dict) else None
+        sha = c.sha(variant)
         kind, want = terms.revisions[variant]
         got = sha if kind == "commit" else (_tree(Path(terms.target), sha) if isinstance(sha, str) else None)
         if got != want:
@@ -137,9 +136,9 @@ def _mismatch(terms: Terms, loaded) -> str | None:
     if terms.kind == "reproduce":
         original = terms.original_digest or ""  # set on every reproduce job (jobs.reproduction_group)
         receipt = loaded.reproduction
-        if not isinstance(receipt, dict):
+        if receipt is None:
             return f"{C.REPRODUCTION}: none, the job was a reproduction of {original[:16]}..."
-        said = receipt["original"].get("digest") if isinstance(receipt.get("original"), dict) else None
+        said = receipt.original.get("digest")
         if said != terms.original_digest:
             return (f"{C.REPRODUCTION} original.digest is {short(said)}, the job reproduced "
                     f"{terms.original} (digest {original[:16]}...)")
@@ -154,7 +153,7 @@ def derived_code(terms: Terms, loaded) -> tuple[int, str]:
     from harness import outcomes
 
     if terms.kind == "reproduce":
-        word = loaded.reproduction["verdict"]
+        word = loaded.reproduction.verdict
         return outcomes.REPRODUCTION_CODES[word], word
     code = outcomes.run_code(loaded.comparison)
     return code, outcomes.RUN_EXIT_MEANING[code]

@@ -97,7 +97,7 @@ def groups(loaded: list[Placed]) -> dict[tuple, list[Placed]]:
     out: dict[tuple, list[Placed]] = {}
     for doc in loaded:
         c = doc.bundle.campaign
-        key = (c["name"], c["revisions"]["base"]["sha"], c["revisions"]["candidate"]["sha"])
+        key = (c.name, c.sha("base"), c.sha("candidate"))
         out.setdefault(key, []).append(doc)
     return out
 

@@ -11,15 +11,14 @@ from pathlib import Path
 
 from harness.comparison import parity
 from harness.contract import MAX_LISTED
-from harness.records import MachineClass
+from harness.records import CampaignRecord, MachineClass
 
 
-def other_campaign(a: dict, b: dict) -> str | None:
+def other_campaign(a: CampaignRecord, b: CampaignRecord) -> str | None:
     """Why two campaign.json records are not one campaign at one pair of SHAs, or None:
     outputs of different code are not comparable under these rules."""
-    for what, x, y in (("name", a["name"], b["name"]),
-                       ("base SHA", a["revisions"]["base"]["sha"], b["revisions"]["base"]["sha"]),
-                       ("candidate SHA", a["revisions"]["candidate"]["sha"], b["revisions"]["candidate"]["sha"])):
+    for what, x, y in (("name", a.name, b.name), ("base SHA", a.sha("base"), b.sha("base")),
+                       ("candidate SHA", a.sha("candidate"), b.sha("candidate"))):
         if x != y:
             return f"{what} {x} vs {y}"
     return None

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from harness import contract as C
+from harness.records import CampaignRecord
 
 
 class AnchorError(Exception):
@@ -31,11 +32,11 @@ UNANCHORED = ("anchors outside the bundle cannot be checked: campaign.json recor
               "`harness reproduce` can work for this bundle")
 
 
-def anchorable(campaign: dict) -> bool:
+def anchorable(campaign: CampaignRecord) -> bool:
     """Whether campaign.json's campaign_path can be found in a repository (`verify --repo`,
     `reproduce`): a relative path. A campaign file outside any git repository seals its
     absolute path, and then neither can ever work."""
-    rel = campaign.get("campaign_path") if isinstance(campaign, dict) else None
+    rel = campaign.campaign_path
     return isinstance(rel, str) and bool(rel) and not rel.startswith("/")
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ContextManager
 
-from harness import contract as C
+from harness import contract as C, records
 from harness import rules as R
 from harness.files import atomic_write_json
 from harness.plan import revisions, spec
@@ -190,7 +190,7 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
         if outcome.out != (out / C.BISECT_STEPS / folder).absolute():
             ending, reason = "stopped", f"{where}: its bundle went to {outcome.out}, not {folder}"
             break
-        verdict, ratio, interval, _ = R.bisect_step(outcome.comparison)
+        verdict, ratio, interval, _ = R.bisect_step(records.to_json(outcome.comparison))
         steps.append(Step(n, folder, base, candidate, band, outcome.digest, verdict, ratio, interval))
         shown = f", candidate/base {ratio:.4f}" if ratio is not None else ""
         shown += f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""

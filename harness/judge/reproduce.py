@@ -81,9 +81,9 @@ def claim_on(original: read.Bundle, ids: set) -> dict:
 
     runs = [part(r) for r in original.runs]
     floor = original.comparison.stats.floor
-    threshold = original.campaign["threshold"]
+    threshold = original.campaign.threshold
     stats = analysis.with_outside(analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
-                                                             original.campaign.get("interference"), threshold, floor),
+                                                             original.campaign.interference, threshold, floor),
                                   runs)
     return claim(Stats.of(stats))
 
@@ -126,8 +126,8 @@ def judge_timing(claimed: dict, measured: dict) -> dict:
 def scope(original: read.Bundle, reproduction: read.Bundle) -> dict:
     """How much of the original campaign the re-run repeated. Fewer rounds is a fact (a budget
     or a spot check chose them), not a weakness in itself; other items make it partial."""
-    items_a, items_b = original.runner["items"], reproduction.runner["items"]
-    rounds = [b.campaign["rounds"] if b.campaign["rounds"] else len(b.campaign["order"]) // 2
+    items_a, items_b = original.runner.items, reproduction.runner.items
+    rounds = [b.campaign.rounds if b.campaign.rounds else len(b.campaign.order) // 2
               for b in (original, reproduction)]
     same = items_a == items_b
     missing = [i for i in items_a if i not in set(items_b)]
@@ -145,7 +145,7 @@ def scope(original: read.Bundle, reproduction: read.Bundle) -> dict:
             parts.append(f"{len(missing)} of the original's {len(items_a)} items not re-run (e.g. {missing[0]!r})")
         if extra:
             parts.append(f"{len(extra)} item(s) the original did not run (e.g. {extra[0]!r}): the campaign's workload "
-                         f"gives {len(reproduction.runner['items_all'])} now, the original ran "
+                         f"gives {len(reproduction.runner.items_all)} now, the original ran "
                          f"{len(items_a)}")
         note = "partial: " + "; ".join(parts) + f"; {plan}"
     return {"rounds": rounds[1], "rounds_original": rounds[0], "items": len(items_b), "items_original": len(items_a),
@@ -165,7 +165,7 @@ def verdict(comparison: Comparison, outputs: dict, timing: dict, scope_: dict) -
     return timing["word"], timing["reason"]
 
 
-def receipt(original: read.Bundle, reproduction: read.Bundle) -> dict:
+def receipt(original: read.Bundle, reproduction: read.Bundle) -> records.ReproductionReceipt:
     """The receipt from the two loaded bundles alone (the divergence left empty)."""
     from harness.comparison import analysis
 
@@ -173,8 +173,8 @@ def receipt(original: read.Bundle, reproduction: read.Bundle) -> dict:
     same, why = agreement.same_class(ma, mb)
     outputs = agreement.compare_outputs(original.runs, reproduction.runs, same)
     claimed = claim(original.comparison.stats)
-    ran = set(reproduction.runner["items"])
-    held_to = claimed if ran >= set(original.runner["items"]) else claim_on(original, ran)
+    ran = set(reproduction.runner.items)
+    held_to = claimed if ran >= set(original.runner.items) else claim_on(original, ran)
     measured = claim(reproduction.comparison.stats)
     timing = {**judge_timing(held_to, measured), "claimed": claimed,
               "overloaded": analysis.overloaded([r for r in reproduction.runs if r.ok])}
@@ -182,9 +182,9 @@ def receipt(original: read.Bundle, reproduction: read.Bundle) -> dict:
     word, reason = verdict(reproduction.comparison, outputs, timing, scope_)
     return records.reproduction_receipt(
         campaign=original.name,
-        original={"digest": original.digest, "started_at": original.runner["started_at"],
+        original={"digest": original.digest, "started_at": original.runner.started_at,
                   "machine": records.to_json(ma), "claim": claimed},
-        reproduction={"started_at": reproduction.runner["started_at"], "machine": records.to_json(mb),
+        reproduction={"started_at": reproduction.runner.started_at, "machine": records.to_json(mb),
                       "measured": measured},
         machines={"same_class": same, "why": why}, scope=scope_, outputs={**outputs, "divergence": []},
         timing=timing, verdict=word, reason=reason)
@@ -225,13 +225,12 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
     from harness.plan import spec
 
     recorded = original.campaign
-    if not recorded["campaign_path"]:
+    if not recorded.campaign_path:
         raise Refused("the bundle records no campaign_path to find its campaign in the repository")
-    overrides = dict(recorded["overrides"])
-    for variant in ("base", "candidate"):
-        rev = recorded["revisions"][variant]
-        if rev["rev"] != rev["sha"]:  # WORKTREE or a moved branch would name another commit now
-            overrides[variant] = rev["sha"]
+    overrides = dict(recorded.overrides)
+    for variant, rev in recorded.revisions.items():
+        if rev.rev != rev.sha:  # WORKTREE or a moved branch would name another commit now
+            overrides[variant] = rev.sha
     if order is not None or rounds is not None:
         overrides.pop("order", None)
         overrides.pop("rounds", None)
@@ -240,13 +239,12 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
 
     try:  # the repository's own campaign file, or the reviewer's: never one inside a bundle
         source = anchors.outside_bundles(Path(campaign_file)) if campaign_file is not None else \
-            anchors.campaign_file(anchors.repository(repo), recorded["campaign_path"],
-                                  [recorded["revisions"][v]["sha"] for v in ("base", "candidate")])
+            anchors.campaign_file(anchors.repository(repo), recorded.campaign_path, recorded.shas())
     except anchors.AnchorError as exc:
         raise Refused(str(exc)) from None
     campaign = spec.load(source, overrides)
     pinned = {inp.name: inp.sha256 for inp in campaign.inputs}
-    had = {name: r["sha256"] for name, r in original.inputs["inputs"].items()}
+    had = original.inputs.pins()
     if pinned != had:
         name = next(n for n in sorted(set(pinned) | set(had)) if pinned.get(n) != had.get(n))
         raise Refused(f"input '{name}' is pinned to {str(pinned.get(name))[:16]}... in {campaign.source}, the "
@@ -277,8 +275,8 @@ def plan_lines(campaign) -> list[str]:
 class Reproduction:
     out: Path
     digest: str
-    receipt: dict
-    comparison: dict
+    receipt: records.ReproductionReceipt
+    comparison: Comparison
     note: str | None = None
 
 
@@ -305,14 +303,14 @@ def reproduce(original: read.Bundle, campaign, out: Path, force: bool = False, p
                                              "without the reproduction receipt)", exc.folder, True) from None
             new = read.load(work)
             result = receipt(original, new)
-            shown = result["outputs"]["mismatches"]
-            result["outputs"]["divergence"] = agreement.divergence_across(shown, original.arrays, new.arrays) \
+            shown = result.outputs["mismatches"]
+            result.outputs["divergence"] = agreement.divergence_across(shown, original.arrays, new.arrays) \
                 if shown else []
             staging = bundle.Staging(out)
             try:
                 os.rmdir(staging.root / "data")
                 os.rename(work / "data", staging.root / "data")
-                staging.write_json(C.REPRODUCTION, result)
+                staging.write_json(C.REPRODUCTION, records.to_json(result))
                 info = dict(line.split(": ", 1) for line in (work / C.BAG_INFO).read_text().splitlines())
                 digest = staging.seal({k: v for k, v in info.items()
                                        if k == "External-Identifier" or (k.startswith("Abba-") and k != "Abba-Format")})

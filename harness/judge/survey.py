@@ -79,20 +79,20 @@ def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
         b = e.bundle
         if b is None or b.reproduction is None:
             continue
-        original = by_digest.get(b.reproduction["original"]["digest"])
+        receipt = b.reproduction
+        original = by_digest.get(receipt.original["digest"])
         if original is None or original.bundle is None:  # by_digest holds loaded bundles only
             continue
         try:
             want = reproduce.receipt(original.bundle, b)
-            want["outputs"]["divergence"] = b.reproduction["outputs"].get("divergence")
-            same = want == b.reproduction
+            want.outputs["divergence"] = receipt.outputs.get("divergence")
+            same = want == receipt
         except (KeyError, TypeError, ValueError):
             same = False
-        receipt = b.reproduction
         original.reproductions.append(Reproduction(
-            path=e.path, verdict=receipt["verdict"], reason=receipt["reason"], machine=b.machine.text(),
-            measured=reproduce.ratio_text(receipt["timing"]["measured"]), scope=receipt["scope"]["note"],
-            outputs=reproduce.outputs_text(receipt["outputs"]), rederived=same))
+            path=e.path, verdict=receipt.verdict, reason=receipt.reason, machine=b.machine.text(),
+            measured=reproduce.ratio_text(receipt.timing["measured"]), scope=receipt.scope["note"],
+            outputs=reproduce.outputs_text(receipt.outputs), rederived=same))
     from harness.attest import AttestError, check
 
     for e in entries:

@@ -9,6 +9,7 @@ rebuilt from its commit); with `--original`, a reproduction receipt re-derived f
 bundles."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -20,7 +21,8 @@ from harness import contract as C, legacy, records, rehash
 from harness.comparison import derive as comparison
 from harness.judge.anchors import (UNANCHORED, AnchorError, anchor, anchorable, campaign_file, read_anchor,
                                    repository)
-from harness.records import InstructionRecord, RunRecord
+from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, RunnerReceipt,
+                             RunRecord, WorkloadReceipt)
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -71,14 +73,14 @@ def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False) -> 
     except rehash.Unusable as exc:
         return Report(unusable=str(exc))
     if docs is not None:
-        _check_comparison(check, docs, root)
-        _check_yaml(check, docs)
+        campaign = _check_comparison(check, docs, root)
+        _check_yaml(check, docs, campaign)
         if repo is not None:
             try:
-                _check_anchors(check, docs, Path(repo))
+                _check_anchors(check, docs, campaign, Path(repo))
             except AnchorError as exc:
                 return Report(unusable=str(exc))
-        elif anchorable(docs["campaign"]):
+        elif anchorable(campaign):
             check.notes.append("anchors outside the bundle not checked (give --repo PATH)")
         else:
             check.notes.append(UNANCHORED)
@@ -107,8 +109,7 @@ def verify_step(path, max_array_bytes=None):
     anchors): (check, docs)."""
     check, docs = rehash.structure(str(path), max_array_bytes)
     if docs is not None:
-        _check_comparison(check, docs, Path(path))
-        _check_yaml(check, docs)
+        _check_yaml(check, docs, _check_comparison(check, docs, Path(path)))
     return check, docs
 
 
@@ -166,12 +167,13 @@ def _check_original(check: rehash.Check, root: Path, original: Path, max_array_b
     except read.BundleError as exc:
         return f"--original {original}: {exc}"
     assert other.digest is not None  # it verified: sealed
-    if stored["original"]["digest"] != other.digest:
-        check.fail(C.REPRODUCTION, f"names the original {stored['original']['digest'][:16]}..., but {original} is "
+    named = records.ReproductionReceipt.from_json(stored).original["digest"]  # rehash held it to the contract
+    if named != other.digest:
+        check.fail(C.REPRODUCTION, f"names the original {named[:16]}..., but {original} is "
                                    f"{other.digest[:16]}...", "original")
         return None
-    want["outputs"]["divergence"] = stored["outputs"].get("divergence")  # values: harness reproduce measured them
-    for path, expected, got in rehash.diff(want, stored):
+    want.outputs["divergence"] = stored["outputs"].get("divergence")  # values: harness reproduce measured them
+    for path, expected, got in rehash.diff(records.to_json(want), stored):
         check.fail(C.REPRODUCTION, f"{path} claims {rehash.short(got)}, the two bundles give "
                                    f"{rehash.short(expected)}", "original")
     if rehash.NEEDS_ORIGINAL in check.notes:  # answered here
@@ -180,49 +182,55 @@ def _check_original(check: rehash.Check, root: Path, original: Path, max_array_b
     return None
 
 
-def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> None:
+def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> CampaignRecord:
+    """comparison.json re-derived from the records; the campaign as its type (rehash held every
+    document to the contract: the typed ones are read through the writers' own types)."""
+    campaign = CampaignRecord.from_json(docs["campaign"])
     runs = []
     for n, record in enumerate(docs["runs"]):  # each parsed record freed as its typed one is made: one copy
         runs.append(RunRecord.from_json(record))
         docs["runs"][n] = None
     try:
-        derived = comparison.derive(docs["campaign"], runs,
-                                    docs["runner"], docs["cleanup"], docs["golden"], root / "data" / "arrays",
-                                    docs["noise_floor"], [InstructionRecord.from_json(r) for r in docs["instructions"]],
-                                    docs["workload"]["digest"], docs["environment"].get("sandbox"))
+        derived = comparison.derive(campaign, runs, RunnerReceipt.from_json(docs["runner"]),
+                                    CleanupReceipt.from_json(docs["cleanup"]), docs["golden"],
+                                    root / "data" / "arrays", docs["noise_floor"],
+                                    [InstructionRecord.from_json(r) for r in docs["instructions"]],
+                                    WorkloadReceipt.from_json(docs["workload"]).digest, docs["environment"].get("sandbox"))
     except (OSError, ValueError, EOFError) as exc:
         check.fail(C.COMPARISON, f"cannot be re-derived from the run records ({exc.__class__.__name__}: "
                                  f"{str(exc)[:80]})", "derived")
-        return
-    rehash.check_stop(check, docs["campaign"], derived["stats"])
+        return campaign
+    stats = records.to_json(derived.stats)
+    rehash.check_stop(check, docs["campaign"], stats)
     rehash.check_family_items(check, docs["campaign"], docs["runner"],
-                              [(r.label, r.status, [it.id for it in r.items]) for r in runs], derived["stats"])
-    rehash.report_diff(check, derived, docs["claimed"])
-    check.status = docs["claimed"]["status"]
+                              [(r.label, r.status, [it.id for it in r.items]) for r in runs], stats)
+    claimed = docs["claimed"]
+    rehash.report_diff(check, records.to_json(derived), claimed)
+    check.status = claimed["status"]
+    return campaign
 
 
-def _check_yaml(check: rehash.Check, docs: dict) -> None:
+def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> None:
     """campaign.json must say what campaign.yaml says, field by field, except what the
     machine resolved (SHAs, paths)."""
     from harness.plan import spec
 
-    campaign = docs["campaign"]
     try:
         raw = check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES)
-        parsed = spec.loads(raw, Path("/bundle") / (campaign["campaign_path"] or "campaign.yaml"),
-                            campaign["overrides"])
+        parsed = spec.loads(raw, Path("/bundle") / (campaign.campaign_path or "campaign.yaml"), campaign.overrides)
     except (OSError, spec.SpecError) as exc:
         check.fail(C.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return
-    parsed = parsed.with_seed(campaign["seed"])  # a seed the runner drew is recorded, not in the YAML
-    if parsed.budget_s is not None and parsed.min_rounds is not None and isinstance(campaign["rounds"], int) \
-            and parsed.min_rounds <= campaign["rounds"] <= C.MAX_ROUNDS:
-        parsed = parsed.with_rounds(campaign["rounds"])  # chosen after the first round; rehash binds it
-    shas = {v: (parsed.revision(v).rev, campaign["revisions"][v]["sha"]) for v in ("base", "candidate")}
+    parsed = parsed.with_seed(campaign.seed)  # a seed the runner drew is recorded, not in the YAML
+    if parsed.budget_s is not None and parsed.min_rounds is not None and isinstance(campaign.rounds, int) \
+            and parsed.min_rounds <= campaign.rounds <= C.MAX_ROUNDS:
+        parsed = parsed.with_rounds(campaign.rounds)  # chosen after the first round; rehash binds it
+    shas = {v: (parsed.revision(v).rev, campaign.sha(v)) for v in ("base", "candidate")}
     want = records.campaign(parsed, shas, rel=lambda p: None)
-    if "interference" not in campaign and parsed.interference is None:
-        del want["interference"]  # a bundle of an earlier run schema, whose YAML declares none (rehash binds it)
-    for path, expected, got in rehash.diff(want, campaign):
+    if campaign.interference is None and parsed.interference is None:
+        # a bundle of an earlier run schema, whose YAML declares none (rehash binds it): left out
+        want = dataclasses.replace(want, interference=None)
+    for path, expected, got in rehash.diff(records.to_json(want), docs["campaign"]):
         if path not in records.CAMPAIGN_RESOLVED:
             check.fail(C.CAMPAIGN_JSON, f"{path} is {rehash.short(got)}, campaign.yaml gives "
                                               f"{rehash.short(expected)}", "campaign")
@@ -230,20 +238,20 @@ def _check_yaml(check: rehash.Check, docs: dict) -> None:
     # SHAs are bound to campaign.json's by both checkers), each fence, each input's hash.
     for variant in ("base", "candidate"):
         revision = parsed.revision(variant)
-        if FULL_SHA.fullmatch(revision.rev) and campaign["revisions"][variant]["sha"] != revision.rev:
-            check.fail(C.CAMPAIGN_JSON, f"revisions.{variant}.sha {rehash.short(campaign['revisions'][variant]['sha'])}"
+        if FULL_SHA.fullmatch(revision.rev) and campaign.sha(variant) != revision.rev:
+            check.fail(C.CAMPAIGN_JSON, f"revisions.{variant}.sha {rehash.short(campaign.sha(variant))}"
                                               f", campaign.yaml pins {revision.rev}", "campaign")
         got = {path: row["sha256"] for path, row in docs["revisions"][variant]["fence"].items()}
         if got != dict(revision.fence):
             check.fail(C.REVISIONS, f"{variant}.fence {rehash.short(got)}, campaign.yaml pins "
                                           f"{rehash.short(dict(revision.fence))}", "campaign")
-    got = {name: row["sha256"] for name, row in docs["inputs"]["inputs"].items()}
+    got = InputsReceipt.from_json(docs["inputs"]).pins()
     pins = {inp.name: inp.sha256 for inp in parsed.inputs}
     if got != pins:
         check.fail(C.INPUTS, f"inputs {rehash.short(got)}, campaign.yaml pins {rehash.short(pins)}", "campaign")
 
 
-def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
+def _check_anchors(check: rehash.Check, docs: dict, campaign: CampaignRecord, repo: Path) -> None:
     """The bundle against the repository at --repo: the same campaign file, the same golden
     file, and each revision's tree digest recomputed from its commit. A repository or an
     anchor that cannot be read is AnchorError (exit 2), never a pass."""
@@ -251,21 +259,19 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
     from harness.files import tree_digest
 
     repo = repository(repo)
-    campaign = docs["campaign"]
-    if not campaign["campaign_path"]:
+    if not campaign.campaign_path:
         check.fail(C.CAMPAIGN_JSON, "no campaign_path to find the campaign in the repository", "anchors")
         return
-    source = campaign_file(repo, campaign["campaign_path"],
-                           [campaign["revisions"][v]["sha"] for v in ("base", "candidate")])
+    source = campaign_file(repo, campaign.campaign_path, campaign.shas())
     if read_anchor(source) != check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES):
         check.fail(C.CAMPAIGN_YAML, f"differs from {source}", "anchors")
-    if campaign["golden"]:
-        golden = anchor(repo, campaign["golden"], "golden")
+    if campaign.golden:
+        golden = anchor(repo, campaign.golden, "golden")
         if C.GOLDEN not in check.openable or \
                 hashlib.sha256(read_anchor(golden, 16 << 20)).hexdigest() != check.sha256(C.GOLDEN):
             check.fail(C.GOLDEN, f"differs from {golden}", "anchors")
-    if campaign["noise_floor"]:
-        floor = anchor(repo, campaign["noise_floor"], "noise_floor")
+    if campaign.noise_floor:
+        floor = anchor(repo, campaign.noise_floor, "noise_floor")
         if C.NOISE_FLOOR not in check.openable or \
                 hashlib.sha256(read_anchor(floor, 64 << 10)).hexdigest() != check.sha256(C.NOISE_FLOOR):
             check.fail(C.NOISE_FLOOR, f"differs from {floor}", "anchors")
@@ -276,12 +282,12 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
         check.fail(C.REVISIONS, f"cannot rebuild the target repository: {exc}", "anchors")
         return
     # the workload folder the repository's campaign file names, as the machine resolved it
-    recorded = campaign["workload"].get("path") if isinstance(campaign["workload"], dict) else None
+    recorded = campaign.workload.path
     if spec_campaign.workload.path is None:  # no folder (a suite, or an entry in the target): none stored
         if recorded is not None:
             check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
                                         "names none", "anchors")
-        if docs["workload"] is not None and docs["workload"]["files"]:
+        if docs["workload"] is not None and WorkloadReceipt.from_json(docs["workload"]).files:
             check.fail(C.WORKLOAD, "stores files, but the repository's campaign file names no workload folder",
                        "anchors")
     else:
@@ -294,7 +300,7 @@ def _check_anchors(check: rehash.Check, docs: dict, repo: Path) -> None:
         receipt = docs["revisions"].get(variant) or {}
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:
             try:
-                revisions.export(target, campaign["revisions"][variant]["sha"], Path(tmp) / "tree")
+                revisions.export(target, campaign.sha(variant), Path(tmp) / "tree")
                 digest = tree_digest(Path(tmp) / "tree")
             except (RuntimeError, OSError, ValueError) as exc:
                 raise AnchorError(f"{C.REVISIONS}: {variant}: {str(exc)[:200]}") from None
@@ -307,17 +313,17 @@ def _check_workload_files(check: rehash.Check, docs: dict, folder: Path) -> None
     """Each file the bundle stored of the workload must be the repository's, byte for byte,
     in the folder the repository's campaign file names (its working tree, where the runner
     read it). Files the folder gained since are not the bundle's business."""
-    receipt = docs["workload"]
-    for row in receipt["files"] if receipt is not None else ():
-        path = (folder / row["path"]).resolve()
+    receipt = WorkloadReceipt.from_json(docs["workload"]) if docs["workload"] is not None else None
+    for row in receipt.files if receipt is not None else ():
+        path = (folder / row.path).resolve()
         if folder.resolve() not in path.parents:
-            check.fail(C.WORKLOAD, f"{row['path']!r} resolves outside the workload folder {folder}", "anchors")
+            check.fail(C.WORKLOAD, f"{row.path!r} resolves outside the workload folder {folder}", "anchors")
             continue
         try:
             data = read_anchor(path, C.MAX_WORKLOAD_BYTES)
         except AnchorError as exc:
-            check.fail(C.WORKLOAD_DIR + row["path"], f"missing or unreadable in the repository: {exc}", "anchors")
+            check.fail(C.WORKLOAD_DIR + row.path, f"missing or unreadable in the repository: {exc}", "anchors")
             continue
-        if hashlib.sha256(data).hexdigest() != row["sha256"]:
-            check.fail(C.WORKLOAD_DIR + row["path"], f"differs from {path}", "anchors")
+        if hashlib.sha256(data).hexdigest() != row.sha256:
+            check.fail(C.WORKLOAD_DIR + row.path, f"differs from {path}", "anchors")
 

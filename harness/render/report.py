@@ -110,22 +110,22 @@ def section(e, root: Path) -> str:
                           f"{code(f'harness verify {shell_word(shown)}')} lists why.**", ""])
     c, campaign = b.comparison, b.campaign
     lines = [head, ""]
-    if campaign["description"]:
-        lines += [md_lines(campaign["description"], 1000), ""]
+    if campaign.description:
+        lines += [md_lines(campaign.description, 1000), ""]
     lines += [*fence([outcomes.line(c)]), ""]
-    revisions = ", ".join(f"{v} {code(campaign['revisions'][v]['sha'][:12])}" for v in ("base", "candidate"))
-    rounds = f"{campaign['rounds']} rounds" if campaign["rounds"] else f"order {code(campaign['order'])}"
+    revisions = ", ".join(f"{v} {code(campaign.sha(v)[:12])}" for v in ("base", "candidate"))
+    rounds = f"{campaign.rounds} rounds" if campaign.rounds else f"order {code(campaign.order)}"
     golden = c.parity.golden
     facts = [f"Bundle {code(shown)}", f"digest {code(b.digest)}", revisions, rounds,
-             f"{campaign['slots']} slot(s)", f"{c.items.planned} of the {c.items.of} items the workload "
+             f"{campaign.slots} slot(s)", f"{c.items.planned} of the {c.items.of} items the workload "
              "gives", f"golden file: {golden.items_checked} of its {golden.items} items checked"
              if golden else "no golden file", f"made on {cell(_made_on(b))}",
              _signed_fact(e)]
     if b.reproduction is not None:
-        facts.append(f"a reproduction of the bundle with digest {code(b.reproduction['original']['digest'][:16])}")
+        facts.append(f"a reproduction of the bundle with digest {code(b.reproduction.original['digest'][:16])}")
     lines += ["; ".join(facts) + ".", ""]
-    if campaign["notes"]:
-        lines += [f"What moves these figures: {cell(campaign['notes'], 2000)}", ""]
+    if campaign.notes:
+        lines += [f"What moves these figures: {cell(campaign.notes, 2000)}", ""]
     if e.figure:
         lines += [f"![{cell(b.name)}: ratio per round, per item, wall per run, stages]({md_url(e.figure)})", ""]
     lines += _statistics(c) + item_rows(b, ITEMS_SHOWN) + _metrics(c) + _instructions(c) + _stages(c) + _parity(c) \

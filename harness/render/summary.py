@@ -31,6 +31,7 @@ code_span = code  # `code` is also a local name below (an exit code)
 
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison, ItemRatio, Stats
+    from harness.records import CampaignRecord
 
 GITHUB_LIMIT = 1 << 20  # bytes: GitHub's limit on one step's job summary ($GITHUB_STEP_SUMMARY)
 COMMENT_LIMIT = 65536  # characters: GitHub's limit on an issue or pull-request comment's body
@@ -168,8 +169,8 @@ def sections(bundle, shown: str, signer: str | None = None, long: bool = False, 
     head = [f"### Performance evidence: {cell(bundle.name)}", ""]
     if judgement is not None:
         head += judged(judgement)
-    if campaign["description"]:
-        described = [ln for ln in str(campaign["description"]).splitlines() if ln.strip()]
+    if campaign.description:
+        described = [ln for ln in str(campaign.description).splitlines() if ln.strip()]
         shown_lines = described if long else described[:DESCRIPTION_LINES]
         text = md_lines(no_paths("\n".join(shown_lines)), 1000 if long else 400)
         if len(shown_lines) < len(described):
@@ -209,7 +210,7 @@ def _typed(shown: str) -> str:
     return shown if no_paths(shown) == shown else PurePath(shown).name or shown
 
 
-def _rounds(stats: Stats, campaign: dict) -> str:
+def _rounds(stats: Stats, campaign: CampaignRecord) -> str:
     """How many rounds, and how the campaign stopped: its sequential looks when it had them."""
     n = stats.rounds.n
     seq = stats.sequential
@@ -219,9 +220,9 @@ def _rounds(stats: Stats, campaign: dict) -> str:
         if seq.stopped == "cap":
             return f"no look decided by the cap of {seq.cap} rounds"
         return f"ended after {n} of at most {seq.cap} rounds before a look decided"
-    if campaign["rounds"]:
+    if campaign.rounds:
         return f"{n} rounds (a fixed count)"
-    return f"{n} rounds of the order {code(campaign['order'])}"
+    return f"{n} rounds of the order {code(campaign.order)}"
 
 
 def _level(stats: Stats) -> str:
@@ -230,7 +231,7 @@ def _level(stats: Stats) -> str:
         (" valid at every look" if stats.sequential is not None else "")
 
 
-def _verdict(c: Comparison, campaign: dict) -> list[str]:
+def _verdict(c: Comparison, campaign: CampaignRecord) -> list[str]:
     """The headline (the verdict and its one figure, a factor with its interval), how it was
     measured and between which revisions, and in plain words why it is not a change where the
     interval alone would read as one."""
@@ -263,9 +264,9 @@ def _verdict(c: Comparison, campaign: dict) -> list[str]:
     if budget:
         how += (f" {cell(budget[:1].upper() + budget[1:])}: re-run with a larger `budget_s` (a campaign cannot go "
                 "on past its cap).")
-    revs = " \u2192 ".join(f"{label} {code(r['sha'])}" + (f" ({cell(r['rev'], 80)})" if r["rev"] != r["sha"] else "")
-                          for label, r in (("Base", campaign["revisions"]["base"]),
-                                           ("candidate", campaign["revisions"]["candidate"])))
+    revs = " \u2192 ".join(f"{label} {code(r.sha)}" + (f" ({cell(r.rev, 80)})" if r.rev != r.sha else "")
+                          for label, r in (("Base", campaign.revisions["base"]),
+                                           ("candidate", campaign.revisions["candidate"])))
     lines.append(f"{how} {revs}.")
     why = _not_a_change(stats) if paired.ci95 else None
     return lines + (["", why] if why else [])
@@ -399,7 +400,7 @@ def _notes(bundle, long: bool) -> list[str]:
         notes.append(f"Warning: {cell(warning, 600 if long else 200)}.")
     if len(warnings) > WARNINGS_SHOWN and not long:
         notes.append(f"{len(warnings) - WARNINGS_SHOWN} more warning(s): `harness summary --long` shows them all.")
-    suite = suite_text(campaign, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
+    suite = suite_text(campaign.workload, campaign.stages, [{"items": [{"id": it.id, "error": it.error, "fields": it.fields} for it in r.items],
                                    "metrics": r.metrics, "variant": r.variant} for r in bundle.runs if r.ok], cell)
     return notes + [line + "." for line in suite]
 
@@ -492,7 +493,7 @@ def _setting(bundle) -> str:
              cell(env.get("os"), 120) if env.get("os") else None]
     return (f"Interpreter {python}; machine {cell(bundle.machine.text())}"
             + "".join(f", {x}" for x in extra if x)
-            + f"; {campaign['slots']} work slot(s); {c.items.planned} of the {c.items.of} items the "
+            + f"; {campaign.slots} work slot(s); {c.items.planned} of the {c.items.of} items the "
             "workload gives.")
 
 
@@ -517,9 +518,9 @@ def _long(bundle) -> list[Section]:
             "Summed worker-thread CPU per run, each stage excluding its instrumented child stages (stage runs; no "
             "interval: read it as where the time went, not as a second verdict):", "",
             table(stage_rows, right=("calls/run", "base self CPU (s)", "candidate self CPU (s)")), ""]))
-    procs = bundle.cleanup["processes"]
+    procs = bundle.cleanup.processes
     out.append(Section("cleanup", [f"Cleanup: {len(procs)} launched process(es) "
-                                   + ("verified absent" if bundle.cleanup["all_absent"] else "NOT all verified absent")
+                                   + ("verified absent" if bundle.cleanup.all_absent else "NOT all verified absent")
                                    + ".", ""]))
     return out
 
@@ -536,13 +537,13 @@ def _how_to_check(bundle, shown: str) -> list[str]:
         return ["Verify (its campaign file lay outside any git repository when it ran, so the bundle has no anchors "
                 "in a repository: `verify --repo` and `reproduce` cannot work for it):", "",
                 *fence([f"harness verify {word}"], "sh"), "", *_standalone(word)]
-    snapshot = [v for v in ("base", "candidate") if bundle.campaign["revisions"][v]["rev"] == "WORKTREE"]
+    snapshot = [v for v in ("base", "candidate") if bundle.campaign.revisions[v].rev == "WORKTREE"]
     if snapshot:
         return [f"Verify (its {snapshot[0]} is a snapshot of uncommitted changes, a commit no clone holds, so "
                 "`verify --repo` and `reproduce` work only where it ran; commit the change and run the campaign "
                 "with `--candidate SHA` for a claim a reviewer can re-run):", "",
                 *fence([f"harness verify {word}"], "sh"), "", *_standalone(word)]
-    where = cell(bundle.campaign["campaign_path"], 200)
+    where = cell(bundle.campaign.campaign_path, 200)
     return [f"Check it: in a clone of the repository that holds the campaign file ({where}) and both commits "
             "(fetch the pull request's branch if the candidate is on it), from its top folder, with abba-harness "
             "installed and the bundle downloaded there:", "",

@@ -17,6 +17,7 @@ from harness.contract import all_shown, shown
 
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison, Stage
+    from harness.records import CampaignWorkload
 
 NA = "n/a"
 STAGES_SHOWN = 5  # the short table `run` and `compare` print: the stages that dominate base CPU
@@ -368,19 +369,18 @@ def measured_text(runs: list, esc=cell) -> str:
             "verdict): " + "; ".join(parts) + more)
 
 
-def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
+def suite_text(workload: CampaignWorkload, stages: dict, runs: list, esc=cell) -> list[str]:
     """What a `suite:` campaign's benchmarks gave, in sentences (none for a workload): the suite,
     how many items' outputs were hashed, and for the rest what they returned instead ("outputs:
     not given by this benchmark"); its stages when none were declared. runs: the ok runs' records
     as dicts (items, metrics, variant: the first is read for the suite's notes, all for what asv's
     measured benchmarks gave); every value from them goes through esc (`cell` on a page, `tline` on
-    a terminal)."""
+    a terminal). workload and stages: campaign.json's."""
     from harness import contract as C
 
-    workload = campaign.get("workload") or {}
-    if not C.is_suite_entry(workload.get("entry")) or not runs:
+    if not C.is_suite_entry(workload.entry) or not runs:
         return []
-    params = workload.get("params") or {}
+    params = workload.params or {}
     info = (runs[0].get("metrics") or {}).get("suite") or {}
     outputs = info.get("outputs")
     notes: dict = outputs if isinstance(outputs, dict) else {}
@@ -404,6 +404,6 @@ def suite_text(campaign: dict, runs: list, esc=cell) -> list[str]:
     measured = measured_text(runs, esc)
     if measured:
         lines.append(measured)
-    if not campaign.get("stages"):
+    if not stages:
         lines.append("Stages: not given by this benchmark (declare `stages:` to time functions inside it)")
     return lines

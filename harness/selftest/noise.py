@@ -93,7 +93,7 @@ def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: floa
     runner = Runner(campaign, out)
     outcome = runner.run()
     assert outcome is not None  # not check_only: run() seals a bundle
-    comparison = Comparison.of(outcome.comparison)
+    comparison = outcome.comparison
     if (runner.interrupted or "").startswith("interrupted by"):  # Ctrl-C or SIGTERM ends the self-test too
         raise SystemExit(f"harness selftest noise: {runner.interrupted}; the self-test stopped")
     return comparison

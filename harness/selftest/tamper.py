@@ -419,7 +419,7 @@ def rederive(root: Path, original: Path | None = None) -> None:
     receipt derived again from the two bundles (harness.judge.reproduce.receipt, the measured
     divergence kept)."""
     from harness.comparison import derive as comparison
-    from harness.records import InstructionRecord, RunRecord
+    from harness.records import CampaignRecord, CleanupReceipt, InstructionRecord, RunnerReceipt, RunRecord, to_json
 
     try:
         campaign, runner = _load(root, C.CAMPAIGN_JSON), _load(root, C.RUNNER)
@@ -433,14 +433,15 @@ def rederive(root: Path, original: Path | None = None) -> None:
                             R.spread_of(campaign))
                  if label.startswith("I") and (root / C.instructions_path(label)).is_file()]
         env = _load(root, C.ENVIRONMENT) if (root / C.ENVIRONMENT).is_file() else {}
-        result = comparison.derive(campaign, runs, runner, _load(root, C.CLEANUP), golden, root / "data" / "arrays",
+        result = comparison.derive(CampaignRecord.from_json(campaign), runs, RunnerReceipt.from_json(runner),
+                                   CleanupReceipt.from_json(_load(root, C.CLEANUP)), golden, root / "data" / "arrays",
                                    floor, instr, workload.get("digest") if isinstance(workload, dict) else None,
                                    env.get("sandbox") if isinstance(env, dict) else None)
     except Exception:  # noqa: BLE001 - records too broken to derive from: leave the old claim
         return
-    _dump(root, C.COMPARISON, result)
+    _dump(root, C.COMPARISON, to_json(result))
     info = root / C.BAG_INFO
-    info.write_text(re.sub(r"(?m)^Abba-Status: .*$", f"Abba-Status: {result['status']}", info.read_text()))
+    info.write_text(re.sub(r"(?m)^Abba-Status: .*$", f"Abba-Status: {result.status}", info.read_text()))
     if original is not None and (root / C.REPRODUCTION).is_file():
         rederive_receipt(root, original)
 
@@ -449,14 +450,15 @@ def rederive_receipt(root: Path, original: Path) -> None:
     """A reproduction receipt derived again from this bundle and the one it re-ran."""
     from harness.bundle import read
     from harness.judge import reproduce
+    from harness.records import to_json
 
     stored = _load(root, C.REPRODUCTION)
     try:
         receipt = reproduce.receipt(read.load(original), read.load(root))
-        receipt["outputs"]["divergence"] = stored["outputs"]["divergence"]
+        receipt.outputs["divergence"] = stored["outputs"]["divergence"]
     except Exception:  # noqa: BLE001 - a bundle too broken to load: leave the old receipt
         return
-    _dump(root, C.REPRODUCTION, receipt)
+    _dump(root, C.REPRODUCTION, to_json(receipt))
 
 
 def forge(edit: Callable[[Path], object], derive: bool = True) -> Callable:

@@ -155,7 +155,7 @@ def test_the_signed_claim_is_the_bundle_s(signed):
     assert predicate["parity"] == {k: records.to_json(getattr(b.comparison.parity, k))
                                    for k in ("identical", "agree", "tolerance")}
     assert predicate["machine"] == b.machine.text()
-    assert predicate["revisions"] == {v: b.campaign["revisions"][v]["sha"] for v in ("base", "candidate")}
+    assert predicate["revisions"] == {v: b.campaign.sha(v) for v in ("base", "candidate")}
     assert predicate["reproduction"] is None and predicate["signed_at"].endswith("Z")
     assert statement_of(signed)["subject"] == [{"name": "model", "digest": {"sha256": b.digest}}]
     assert claim.differences(predicate, claim.predicate(b)) == []
@@ -460,7 +460,7 @@ def test_reproduce_sign_names_the_original(demo_bundle_master, keyring, tmp_path
     original = hashlib.sha256((demo_bundle_master / C.TAGMANIFEST).read_bytes()).hexdigest()
     assert statement["predicate"]["reproduction"]["original_digest"] == original
     assert statement["predicate"]["reproduction"]["verdict"] in C.REPRODUCTION_VERDICTS
-    assert statement["predicate"]["reproduction"]["verdict"] == read.load(out).reproduction["verdict"]
+    assert statement["predicate"]["reproduction"]["verdict"] == read.load(out).reproduction.verdict
 
 
 # --- the reviewer's independent check ------------------------------------------------------

@@ -19,12 +19,12 @@ from harness.records import InstructionRecord, MachineClass, RunRecord
 def test_one_loader_reads_every_record_the_readers_use(demo_bundle):
     b = bundlereader.load(demo_bundle)
     assert all(isinstance(r, RunRecord) for r in b.runs) and b.instructions == []
-    assert [r.label for r in b.runs] == b.campaign["labels"] == [r.label for r in b.comparison.runs]
-    assert b.runner["runs_started"] == len(b.runs) and b.inputs["schema"] == C.SCHEMAS["inputs"]
-    assert b.workload["digest"] == b.runs[0].workload_sha256 and b.reproduction is None
+    assert [r.label for r in b.runs] == b.campaign.labels == [r.label for r in b.comparison.runs]
+    assert b.runner.runs_started == len(b.runs) and b.inputs.schema == C.SCHEMAS["inputs"]
+    assert b.workload.digest == b.runs[0].workload_sha256 and b.reproduction is None
     assert b.digest == bundlereader.digest(demo_bundle) and len(b.digest) == 64
     assert isinstance(b.machine, MachineClass) and b.name == "demo" and b.arrays == demo_bundle / "data" / "arrays"
-    assert b.golden is not None and set(b.golden["items"]) >= set(b.runner["items"])
+    assert b.golden is not None and set(b.golden["items"]) >= set(b.runner.items)
     assert InstructionRecord  # the other record type the reader returns, for bundles that count instructions
 
 

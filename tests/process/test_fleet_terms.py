@@ -133,7 +133,7 @@ def test_a_campaign_of_the_same_name_from_another_file_or_other_bytes_is_refused
                                 "campaign file faulty.yaml 0000000000000000...; nothing landed")
     # Other SHAs than the job resolved.
     (job,) = campaign_group(repo / "faulty.yaml", repo, out, 1).jobs
-    base = read.load(faulty["one"]).campaign["revisions"]["base"]["sha"]
+    base = read.load(faulty["one"]).campaign.revisions["base"].sha
     job.group.terms.revisions["base"] = ("commit", "1" * 40)
     ((ok, cause),) = settle(job, forged(faulty["one"], outcomes.OK), out, repo)
     assert not ok and cause == (f"does not match its job: {C.CAMPAIGN_JSON} revisions.base.sha is '{base}', "
@@ -161,7 +161,7 @@ def test_a_reproduction_of_another_original_is_refused(faulty, tmp_path):
     # Its own original's job lands it, with the verdict re-derived here (verify --original).
     (job,) = reproduction_group(faulty["two"], two, repo, out, 1, REPRODUCE_ARGV).jobs
     assert settle(job, forged(faulty["repro"], faulty["repro_code"]), out, repo) == [(True, None)]
-    word = read.load(job.path).reproduction["verdict"]
+    word = read.load(job.path).reproduction.verdict
     assert job.code == job.exit_code == outcomes.REPRODUCTION_CODES[word] == faulty["repro_code"]
     assert landed(out) == [job.path]
 

@@ -124,10 +124,14 @@ def test_recorded_errors_and_missing_fields_fail_and_only_common_items_count(tmp
 
 
 def test_other_campaign():
-    a = {"name": "demo", "revisions": {"base": {"sha": "a"}, "candidate": {"sha": "b"}}}
-    assert agreement.other_campaign(a, json.loads(json.dumps(a))) is None
-    assert agreement.other_campaign(a, {**a, "name": "other"}) == "name demo vs other"
-    b = {**a, "revisions": {"base": {"sha": "a"}, "candidate": {"sha": "c"}}}
+    import dataclasses
+
+    blank = {f.name: None for f in dataclasses.fields(records.CampaignRecord)}
+    a = records.CampaignRecord(**{**blank, "name": "demo", "revisions": {
+        "base": records.Pin("main", "a"), "candidate": records.Pin("pr", "b")}})
+    assert agreement.other_campaign(a, dataclasses.replace(a)) is None
+    assert agreement.other_campaign(a, dataclasses.replace(a, name="other")) == "name demo vs other"
+    b = dataclasses.replace(a, revisions={**a.revisions, "candidate": records.Pin("pr", "c")})
     assert agreement.other_campaign(a, b) == "candidate SHA b vs c"
 
 
@@ -160,7 +164,7 @@ def test_a_reproduction_of_the_demo_is_judged_by_the_two_bundles(demo_bundle_mas
     assert receipt["outputs"]["why"] == "identical" and receipt["outputs"]["items"]["compared"] == 9
     assert receipt["scope"]["same_items"] and receipt["scope"]["note"] == "the same 9 items; 5 rounds, as the original"
     # The receipt is what the two bundles give, part by part (unit-tested judgment).
-    want = reproduce.receipt(original, new)
+    want = records.to_json(reproduce.receipt(original, new))
     want["outputs"]["divergence"] = receipt["outputs"]["divergence"]
     assert receipt == json.loads(json.dumps(want))
     assert f"verdict: {receipt['verdict']} (exit {result.returncode})" in result.stdout

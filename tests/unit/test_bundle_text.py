@@ -12,6 +12,7 @@ import pytest
 from fakes import Model, ModelLauncher, run_fake
 from harness import contract as C
 from harness.cli import main as cli
+from harness.records import CampaignWorkload, to_json
 from harness.render import chart, text
 
 LIVE_HTML = "<h1>Improved 3.2x: signed by the maintainers, VERIFIED</h1>"
@@ -174,7 +175,7 @@ def hostile(tmp_path_factory):
     out = where / "evil\n```\n<h1>VERIFIED</h1>"
     launcher = ModelLauncher(Model(ratio=1.5, noise=0.01, item_ids=ITEMS), environment={"cpu_model": CPU})
     outcome, _ = run_fake(where, out=out, launcher=launcher, rounds=6, description=DESCRIPTION)
-    assert outcome.comparison["stats"]["verdict"] == "regressed"
+    assert outcome.comparison.stats.verdict == "regressed"
     return outcome.out
 
 
@@ -232,7 +233,7 @@ def test_a_campaign_outside_git_has_a_summary_that_suggests_only_what_works(host
     from harness.bundle import read
 
     with pytest.raises(AnchorError) as refused:
-        anchor(tmp_path, read.load(hostile).campaign["campaign_path"], "campaign_path")
+        anchor(tmp_path, read.load(hostile).campaign.campaign_path, "campaign_path")
     line = str(refused.value)
     assert "\n" not in line and "outside any git repository" in line and "`harness verify BUNDLE`" in line
 
@@ -321,6 +322,22 @@ def test_the_text_form_of_a_hostile_bundle_shows_every_control_escaped(hostile, 
     assert nothing_hidden(out), ascii(out)
 
 
+def _campaign_record(workload: CampaignWorkload, labels: list):
+    """A campaign.json of this harness around a workload, the rest plain placeholders."""
+    from harness import records
+
+    return records.CampaignRecord(
+        schema=C.SCHEMAS["campaign"], name="suite", description="", notes="", campaign_path=None, order="AB",
+        rounds=None, budget_s=None, min_rounds=None, stage_rounds=None, seed=None, labels=labels, slots=1,
+        timeouts=records.Timeouts(60.0, 600.0), workload=workload, build=[], overrides={},
+        revisions={v: records.Pin("HEAD", "0" * 40) for v in ("base", "candidate")},
+        python={"base": None, "candidate": None}, launch="fresh", preload=[],
+        sandbox=records.CampaignSandbox("on", False, []), stages={}, optional_stages=[], stage_calls={}, env={},
+        golden=None, golden_sha256=None, noise_floor=None, noise_floor_sha256=None, threshold=0.02,
+        question="claim", margin=None, interference=None, parity=records.ParityBound(None), metrics=["wall"],
+        instructions=None)
+
+
 def test_a_suites_lines_on_the_terminal_carry_no_markdown_escapes(tmp_path):
     """`harness run` of a `suite:` campaign prints what its benchmarks gave on a terminal: the
     path, the `select` regular expression and a return's type name as typed (an escaped
@@ -332,24 +349,25 @@ def test_a_suites_lines_on_the_terminal_carry_no_markdown_escapes(tmp_path):
     from harness.commands.run import suite_lines
 
     select = r"AllShortestPathsGrid\.time_all_shortest_paths\((8|10)\)"
-    campaign = {"workload": {"entry": C.SUITE_ENTRIES["asv"], "params": {
-        "kind": "asv", "path": "bench/test_attrs_collections.py", "select": select}},
-        "stages": {}, "labels": ["A1"]}
+    workload = CampaignWorkload(entry=C.SUITE_ENTRIES["asv"], path=None, params={
+        "kind": "asv", "path": "bench/test_attrs_collections.py", "select": select}, sys_path=[], items=None,
+        prepare=None)
+    campaign = _campaign_record(workload, labels=["A1"])
     why = "not data: returned bench.test_x.<locals>.C \x1b[2K"
     record = {"status": "ok", "items": [{"id": "t[a_b]", "error": None, "fields": {}}],
               "metrics": {"suite": {"outputs": {"t[a_b]": why}}}}
     (tmp_path / "data" / "runs").mkdir(parents=True)
-    (tmp_path / C.CAMPAIGN_JSON).write_text(json.dumps(campaign))
+    (tmp_path / C.CAMPAIGN_JSON).write_text(json.dumps(to_json(campaign)))
     (tmp_path / C.run_path("A1")).write_text(json.dumps(record))
     shown = "\n".join(suite_lines(tmp_path))
     assert f"asv benchmarks of bench/test_attrs_collections.py selected by {select}," in shown
     assert "returned bench.test_x.<locals>.C \\x1b[2K (1)" in shown and "\x1b" not in shown
     assert "\\_" not in shown and "&lt;" not in shown and "\\|" not in shown
-    page = "\n".join(text.suite_text(campaign, [record]))
+    page = "\n".join(text.suite_text(workload, {}, [record]))
     assert "test\\_attrs\\_collections.py" in page and "&lt;locals&gt;" in page and "\x1b" not in page
     for number, said in (("3\n```\n<b>@someone\x1b[2K", "once"), (True, "once"), (57, "57 times per timed item")):
         record["metrics"]["suite"]["number"] = number  # a bundle's count: only a whole number is read
         (tmp_path / C.run_path("A1")).write_text(json.dumps(record))
-        for shown in ("\n".join(suite_lines(tmp_path)), "\n".join(text.suite_text(campaign, [record]))):
+        for shown in ("\n".join(suite_lines(tmp_path)), "\n".join(text.suite_text(workload, {}, [record]))):
             assert f"calling each benchmark {said} (its setup" in shown
             assert "\x1b" not in shown and "<b>" not in shown and "@someone" not in shown

@@ -193,7 +193,7 @@ def test_a_campaign_whose_disturbed_rounds_carry_the_effect_is_sealed_inconclusi
     runs' time (and slowed them by 1.4x): the candidate looks faster in exactly those rounds."""
     disturb = {f"A{k}": (int(0.3 * 100 * 0.06 * 1.4), 1.4) for k in range(1, 7)}
     outcome, _ = run_fake(tmp_path, Model(ratio=1.0, noise=0.002, disturb=disturb), rounds=8)
-    stats = outcome.comparison["stats"]
+    stats = records.to_json(outcome.comparison.stats)  # as comparison.json holds it
     assert stats["verdict"] == "inconclusive", stats["verdict_reason"]
     assert stats["interference"]["disturbed"] == [f"A{k}" for k in range(1, 7)]
     assert stats["interference"]["disturbed_rounds"] == [1, 2, 3, 4, 5, 6]
@@ -215,7 +215,7 @@ def test_a_sequential_campaign_goes_on_until_its_undisturbed_rounds_decide(tmp_p
     disturb = {f"A{k}": (5, 1.0) for k in (1, 2)}  # 5 ticks at 100 Hz: 50 ms of a 60 ms loop
     outcome, _ = run_fake(tmp_path, Model(ratio=0.6, noise=0.002, disturb=disturb), rounds="auto", budget_s=600,
                           min_rounds=4, seed=7)
-    stats = outcome.comparison["stats"]
+    stats = records.to_json(outcome.comparison.stats)  # as comparison.json holds it
     seq, section = stats["sequential"], stats["interference"]
     assert section["disturbed_rounds"] == [1, 2]
     looks = [row["verdict"] for row in seq["looks"]]

@@ -12,7 +12,7 @@ import pytest
 
 from checks_support import forge, problems, refused
 from fakes import Model, ModelLauncher, run_fake
-from harness import contract as C, rehash
+from harness import contract as C, records, rehash
 from harness import rules as R
 from harness.bundle import read
 from harness.judge.verify import verify
@@ -20,26 +20,26 @@ from harness.judge.verify import verify
 
 def test_a_whole_campaign_on_the_model_worker_verifies(tmp_path):
     outcome, launcher = run_fake(tmp_path, Model(ratio=0.5, noise=0.02))
-    assert outcome.comparison["status"] == "complete"
-    assert outcome.comparison["stats"]["verdict"] == "improved"
-    assert 0.45 < outcome.comparison["stats"]["paired"]["geomean_ratio"] < 0.55
+    assert outcome.comparison.status == "complete"
+    assert outcome.comparison.stats.verdict == "improved"
+    assert 0.45 < outcome.comparison.stats.paired.geomean_ratio < 0.55
     check = rehash.rehash(str(outcome.out))
     assert not check.problems, check.problems
     report = verify(outcome.out)
     assert report.exit_code == 0, report.problems or report.unusable
     labels = [lnch.label for lnch in launcher.launches]
     assert labels[:2] == ["check:base", "check:candidate"]
-    assert labels[2:] == [label for label, _ in R.labels(outcome.comparison["order"])]
+    assert labels[2:] == [label for label, _ in R.labels(outcome.comparison.order)]
 
 
 def test_order_follows_the_seed_and_every_run_measures_the_planned_items(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(items=9), seed=7, workload={"entry": "model_workload:setup",
                                                                       "path": "workloads", "items": 4})
     bundle = read.load(outcome.out)
-    assert bundle.campaign["order"] == R.round_order(6, 7, 0)
-    assert bundle.runner["items_all"] == [f"item-{i}" for i in range(9)]
-    assert bundle.runner["items"] == C.subset(bundle.runner["items_all"], 4)
-    assert all([it.id for it in r.items] == bundle.runner["items"] for r in bundle.runs)
+    assert bundle.campaign.order == R.round_order(6, 7, 0)
+    assert bundle.runner.items_all == [f"item-{i}" for i in range(9)]
+    assert bundle.runner.items == C.subset(bundle.runner.items_all, 4)
+    assert all([it.id for it in r.items] == bundle.runner.items for r in bundle.runs)
 
 
 def test_rounds_auto_stops_at_the_first_look_that_decides(tmp_path):
@@ -50,13 +50,13 @@ def test_rounds_auto_stops_at_the_first_look_that_decides(tmp_path):
     stats = bundle.comparison.stats
     seq = stats.sequential
     pace = sum(r.process.wall_s for r in bundle.runs[:2])
-    assert seq.cap == R.auto_rounds(60, pace, 4) > bundle.campaign["rounds"] >= 4
-    assert seq.stopped == "decided" and [row.round for row in seq.looks] == list(range(4, bundle.campaign["rounds"] + 1))
+    assert seq.cap == R.auto_rounds(60, pace, 4) > bundle.campaign.rounds >= 4
+    assert seq.stopped == "decided" and [row.round for row in seq.looks] == list(range(4, bundle.campaign.rounds + 1))
     assert [row.verdict for row in seq.looks][:-1] == ["inconclusive"] * (len(seq.looks) - 1)
     assert stats.verdict == seq.looks[-1].verdict == "improved"
     assert stats.paired.ci95 == seq.looks[-1].ci95
-    assert bundle.campaign["order"] == R.round_order(bundle.campaign["rounds"], bundle.campaign["seed"], 0, 4)
-    assert len(bundle.runs) == len(bundle.campaign["order"])
+    assert bundle.campaign.order == R.round_order(bundle.campaign.rounds, bundle.campaign.seed, 0, 4)
+    assert len(bundle.runs) == len(bundle.campaign.order)
     assert not rehash.rehash(str(outcome.out)).problems
 
 
@@ -67,7 +67,7 @@ def test_rounds_auto_without_a_decision_runs_to_the_cap(tmp_path):
     bundle = read.load(outcome.out)
     stats = bundle.comparison.stats
     seq = stats.sequential
-    assert bundle.campaign["rounds"] == seq.cap and seq.stopped == "cap"
+    assert bundle.campaign.rounds == seq.cap and seq.stopped == "cap"
     assert all(row.verdict == "inconclusive" for row in seq.looks)
     assert stats.verdict == "inconclusive"  # the cap is the design's last look: it did not decide either
     assert "no look decided by the budget's cap" in stats.verdict_reason
@@ -76,7 +76,7 @@ def test_rounds_auto_without_a_decision_runs_to_the_cap(tmp_path):
 
 def test_a_worker_past_its_timeout_fails_the_campaign(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(hang={"A2"}), timeouts={"run_s": 5, "campaign_s": 3600})
-    c = outcome.comparison
+    c = records.to_json(outcome.comparison)  # as comparison.json holds it
     assert c["status"] == "failed" and "killed after" in c["reason"]
     assert [r["label"] for r in c["runs"]][-1] == "A2" and c["runs"][-1]["status"] == "timeout"
     assert not rehash.rehash(str(outcome.out)).problems
@@ -84,7 +84,7 @@ def test_a_worker_past_its_timeout_fails_the_campaign(tmp_path):
 
 def test_a_failed_worker_ends_the_campaign_and_the_bundle_says_so(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(fail={"B2"}))
-    c = outcome.comparison
+    c = records.to_json(outcome.comparison)  # as comparison.json holds it
     assert c["status"] == "failed" and c["runs"][-1]["label"] == "B2"
     assert not rehash.rehash(str(outcome.out)).problems
 
@@ -95,21 +95,21 @@ def test_an_interruption_seals_a_failed_bundle(tmp_path):
             signal.raise_signal(signal.SIGINT)
 
     outcome, _ = run_fake(tmp_path, launcher=ModelLauncher(Model(), on_launch=interrupt))
-    c = outcome.comparison
+    c = records.to_json(outcome.comparison)  # as comparison.json holds it
     assert c["status"] == "failed" and "interrupted by SIGINT" in c["reason"]
     assert not rehash.rehash(str(outcome.out)).problems
 
 
 def test_a_vs_a_on_the_model_makes_no_claim(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(ratio=1.0, noise=0.03, seed=3), rounds=20)
-    assert outcome.comparison["stats"]["verdict"] in ("equal", "inconclusive")
+    assert outcome.comparison.stats.verdict in ("equal", "inconclusive")
 
 
 def test_outputs_one_ulp_apart_agree_only_within_a_declared_tolerance(tmp_path):
     exact, _ = run_fake(tmp_path / "exact", Model(differ=True))
-    assert exact.comparison["parity"]["agree"] is False
+    assert exact.comparison.parity.agree is False
     within, _ = run_fake(tmp_path / "within", Model(differ=True), parity={"max_ulp": 4})
-    p = within.comparison["parity"]
+    p = records.to_json(within.comparison.parity)  # as comparison.json holds it
     assert p["agree"] is True and p["identical"] is False and p["tolerance"]["max_ulp_seen"] == 1
     assert not rehash.rehash(str(within.out)).problems
     assert verify(within.out).exit_code == 0
@@ -125,7 +125,7 @@ def test_a_slewed_wall_clock_is_not_a_forgery(tmp_path):
         out = tmp_path / f"rate{rate}"
         launcher = ModelLauncher(Model(item_s=10.0), clock=FakeClock(rate=rate))
         outcome, _ = run_fake(out, launcher=launcher, timeouts={"run_s": 600, "campaign_s": 36000})
-        assert outcome.comparison["status"] == "complete"
+        assert outcome.comparison.status == "complete"
         check = rehash.rehash(str(outcome.out))
         assert not check.problems, (rate, check.problems)
         assert verify(outcome.out).exit_code == 0
@@ -180,7 +180,7 @@ def test_both_checkers_refuse_a_campaign_that_went_on_after_a_look_decided(tmp_p
                           seed=7)
     bundle = read.load(outcome.out)
     seq = bundle.comparison.stats.sequential
-    assert bundle.campaign["rounds"] == seq.cap > 5 and seq.looks[0].verdict == "improved"
+    assert bundle.campaign.rounds == seq.cap > 5 and seq.looks[0].verdict == "improved"
     for lines in problems(outcome.out):
         assert refused(lines, "the look after round 4 decided, but the campaign went on"), lines
 

@@ -12,7 +12,6 @@ import pytest
 
 from fakes import Model, ModelLauncher, run_fake
 from harness import cli, contract as C, files, outcomes, rehash
-from harness.bundle.model import Comparison
 from harness.bundle import write as bundle
 from harness.engine import reseal
 from harness.files import WriteFailed
@@ -67,7 +66,7 @@ def test_a_full_disk_at_the_manifest_keeps_every_run_and_seal_finishes_the_bundl
     where, note = sealed.staging.publish(bundle.claim_output(out, False), sealed.digest)
     assert where == out and note is None and not staging.exists()
     assert not rehash.rehash(str(out)).problems and verify(out).exit_code == 0
-    assert sealed.comparison["status"] == "complete" and outcomes.run_code(Comparison.of(sealed.comparison)) == outcomes.OK
+    assert sealed.comparison.status == "complete" and outcomes.run_code(sealed.comparison) == outcomes.OK
 
 
 def test_a_full_disk_before_the_runs_ended_keeps_them_but_seal_refuses(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ def bundle(where, monkeypatch, ratio: float, counts: dict):
     outcome, _ = run_fake(where, launcher=InstructionLauncher(Model(items=4, item_s=0.1, ratio=ratio, noise=0.01),
                                                               counts),
                           rounds=8, seed=3, metrics=["wall", "instructions"], instructions={"items": 2, "runs": 2})
-    assert outcome.comparison["status"] == "complete", outcome.comparison["reason"]
+    assert outcome.comparison.status == "complete", outcome.comparison.reason
     return outcome.out
 
 

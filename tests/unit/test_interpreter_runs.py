@@ -28,7 +28,7 @@ def test_a_run_whose_worker_reports_another_interpreter_fails_and_names_both(tmp
     assert outcome.exit_code == outcomes.FAILED
     me = Interpreter.current()
     assert f"B1: B1's worker ran CPython 3.13.0 ({me.executable}), but the interpreter's probe said CPython " \
-           f"{me.version} ({me.executable})" in outcome.comparison["reason"]
+           f"{me.version} ({me.executable})" in outcome.comparison.reason
     assert problems(outcome.out) == ([], [])  # the failed run keeps no interpreter; the bundle is sound
 
 

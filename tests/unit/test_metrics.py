@@ -32,7 +32,7 @@ def entries(comparison: dict) -> dict:
 
 
 def test_every_metric_is_one_entry_of_one_shape(heavier):
-    c = heavier.comparison
+    c = records.to_json(heavier.comparison)  # as comparison.json holds it
     assert [m["name"] for m in c["metrics"]] == ["wall", "cpu", "memory"]  # no instruction runs here
     declared = {p.split(".", 1)[1] for p in C.FIELDS["comparison"] if p.startswith("metrics[].") and
                 p.count(".") == 1 and not p.endswith("[]")}
@@ -43,7 +43,7 @@ def test_every_metric_is_one_entry_of_one_shape(heavier):
 
 
 def test_memory_has_a_verdict_of_its_own(heavier):
-    by = entries(heavier.comparison)
+    by = entries(records.to_json(heavier.comparison))
     assert by["wall"]["verdict"] == "improved" and by["cpu"]["verdict"] == "improved"
     memory = by["memory"]
     assert memory["verdict"] == "regressed" and memory["unit"] == "B" and memory["of"] == "memory.loop_peak_bytes"
@@ -78,13 +78,13 @@ def cli_out(capsys, argv: list) -> str:
 
 def test_a_against_a_memory_is_equal(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(ratio=1.0, memory=1.0, items=4, item_s=0.1), rounds=6)
-    assert entries(outcome.comparison)["memory"]["verdict"] == "equal"
+    assert entries(records.to_json(outcome.comparison))["memory"]["verdict"] == "equal"
 
 
 def test_a_sequential_campaign_reads_the_other_metrics_with_its_interval_valid_at_any_stop(tmp_path):
     outcome, _ = run_fake(tmp_path, Model(ratio=0.5, memory=1.3, items=4, item_s=0.1), rounds="auto",
                           budget_s=60)
-    c = outcome.comparison
+    c = records.to_json(outcome.comparison)  # as comparison.json holds it
     assert c["stats"]["sequential"]["stopped"] == "decided"
     def peak(label):
         return json.loads((outcome.out / C.run_path(label)).read_text())["memory"]["loop_peak_bytes"]

@@ -15,7 +15,7 @@ import pytest
 
 from fakes import Model, ModelLauncher, comparison, record, run_fake, write_fake_campaign
 from harness import cli, contract as C, outcomes, records, rehash, rules as R
-from harness.bundle.model import Comparison, Stats
+from harness.bundle.model import Stats
 from harness.comparison import analysis
 from harness.engine import progress as progress_module
 from harness.engine.progress import Progress, Silent
@@ -164,7 +164,7 @@ def test_outputs_that_already_differ_are_noted_at_the_pre_flight_and_the_campaig
                                "parity will fail; if the change moves floats in their last bits by design, declare "
                                "`parity: {max_ulp: N}`"]
     assert outcome.exit_code == outcomes.PARITY
-    line = outcomes.line(Comparison.of(outcome.comparison))
+    line = outcomes.line(outcome.comparison)
     assert line.startswith("verdict: parity mismatch, timing improved (exit 3): ") and "x faster [" in line
 
 
@@ -174,7 +174,7 @@ def test_a_declared_ulp_tolerance_says_within_and_never_identical_or_equal(tmp_p
     is there."""
     runner, outcome, _ = run_model(tmp_path, Model(differ=True), parity={"max_ulp": 4})
     assert runner.warnings[0].endswith("parity will fail")  # the fix is declared already
-    line = outcomes.line(Comparison.of(outcome.comparison))
+    line = outcomes.line(outcome.comparison)
     assert line.startswith("verdict: improved (exit 0): ") and "(candidate/base " in line
     assert "; outputs within 4 ULP (close, not identical: max seen 1 ULP, " in line
     assert "outputs equal" not in line
@@ -192,7 +192,7 @@ def test_fewer_rounds_chosen_by_rounds_auto_are_stated_as_a_fact(tmp_path, capsy
                         min_rounds=5)
     from harness.bundle import read
 
-    receipt = reproduce.receipt(read.load(original.out), read.load(rerun.out))
+    receipt = records.to_json(reproduce.receipt(read.load(original.out), read.load(rerun.out)))
     assert receipt["scope"]["note"] == "the same 6 items; 5 rounds against the original's 8"
     said = " ".join([receipt["scope"]["note"], reproduce.timing_text(receipt["timing"]), receipt["reason"]])
     for word in ("weaker", "spot check", "only "):
@@ -259,7 +259,7 @@ def test_a_report_of_named_bundles_says_so_and_names_its_overloaded_runs_once(tm
     line, the load line and a warning repeating it). The preview names the bundle it was made
     from, and the list of overloaded runs appears once."""
     outcome, _ = run_fake(tmp_path, Model(stall=0.5), rounds=6)
-    overloaded = outcome.comparison["stats"]["load"]["overloaded"]
+    overloaded = outcome.comparison.stats.load.overloaded
     assert len(overloaded) == 12
     assert cli.main(["report", str(outcome.out), "--root", str(tmp_path)]) == 0
     text = capsys.readouterr().out

@@ -3,10 +3,13 @@ the divergence report (elements differing, max abs, ULPs, NaN mismatch, integer 
 tolerance of a declared `parity: {max_ulp: N}`, and comparison.derive's call-count check."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import fakes
+from harness import records
 from harness.bundle import arrays as tensors
 from harness.comparison import derive as comparison, parity
 
@@ -192,11 +195,24 @@ CAMPAIGN = {"name": "t", "order": "ABBA", "labels": ["A1", "B1", "B2", "A2"], "t
             "question": "claim", "margin": None, "workload": {"entry": "w:setup"},
             "stages": {"s": "m:f"}, "stage_calls": {}, "parity": {"max_ulp": None}, "instructions": None}
 RUNNER = {"reason": None, "items": ["a", "b"], "items_all": ["a", "b"]}
-CLEANUP = {"all_absent": True, "processes": []}
+CLEANUP = {"processes": []}
+
+
+def _typed(campaign: dict) -> records.CampaignRecord:
+    """campaign.json's record from the fields above, the rest None (derive reads no other)."""
+    full = {f.name: None for f in dataclasses.fields(records.CampaignRecord)}
+    full.update(campaign)
+    if full["parity"] is not None:
+        full["parity"] = records.ParityBound(**full["parity"])
+    return records.CampaignRecord(**full)
 
 
 def derive(runs, arrays_dir, campaign=CAMPAIGN):
-    return comparison.derive(campaign, runs, RUNNER, CLEANUP, None, arrays_dir, workload=fakes.WORKLOAD_SHA256)
+    """comparison.json as derive writes it."""
+    runner = records.runner_receipt(started_at=0.0, ended_at=0.0, runs_planned=4, runs_started=4, **RUNNER)
+    cleanup = records.cleanup_receipt(method="none", **CLEANUP)
+    return records.to_json(comparison.derive(_typed(campaign), runs, runner, cleanup, None, arrays_dir,
+                                             workload=fakes.WORKLOAD_SHA256))
 
 
 def _runs(calls_b2, installed_in_candidate=True):
@@ -251,12 +267,12 @@ def test_call_counts_per_variant_may_differ_between_variants_only():
 
     runs = [_calls_run("A1", "base", 60), _calls_run("B1", "candidate", 10),
             _calls_run("B2", "candidate", 10), _calls_run("A2", "base", 60)]
-    assert not call_counts_hold({"stage_calls": {}}, runs)
-    assert call_counts_hold({"stage_calls": {"step": "per_variant"}}, runs)
+    assert not call_counts_hold(_typed({"stage_calls": {}}), runs)
+    assert call_counts_hold(_typed({"stage_calls": {"step": "per_variant"}}), runs)
     assert calls_per_run("step", runs) == {"base": 60, "candidate": 10}
     # Within a variant the count must still repeat: a run that calls it once more is caught.
     runs[3] = _calls_run("A2", "base", 61)
-    assert not call_counts_hold({"stage_calls": {"step": "per_variant"}}, runs)
+    assert not call_counts_hold(_typed({"stage_calls": {"step": "per_variant"}}), runs)
     assert calls_per_run("step", runs) == {"A1": 60, "B1": 10, "B2": 10, "A2": 61}
 
 

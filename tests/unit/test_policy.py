@@ -25,7 +25,7 @@ def slower(tmp_path_factory):
     """A candidate 1.15x slower under the widest band the contract allows, read "equal" by it."""
     where = tmp_path_factory.mktemp("slower")
     outcome, _ = run_fake(where, Model(ratio=1.15, noise=0.005), rounds=6, verdict={"threshold": 0.2})
-    assert outcome.comparison["stats"]["verdict"] == "equal"
+    assert outcome.comparison.stats.verdict == "equal"
     return outcome.out
 
 
@@ -99,11 +99,11 @@ def test_a_noise_floor_the_reviewer_does_not_accept(tmp_path, capsys):
     b = read.load(first.out)
     floor = tmp_path / "floor.json"
     floor.write_text(json.dumps(records.noise_floor(campaign="model", bundle_digest=b.digest, machine=b.machine,
-                                                    started_at=b.runner["started_at"], rounds=8, ratio=1.0,
+                                                    started_at=b.runner.started_at, rounds=8, ratio=1.0,
                                                     ci95=[0.85, 1.15], floor=0.15)))
     outcome, _ = run_fake(tmp_path / "floored", Model(ratio=1.1, noise=0.005), rounds=6,
                           noise_floor={"path": str(floor), "sha256": sha256(floor)})
-    assert outcome.comparison["stats"]["verdict"] == "equal" and outcome.comparison["stats"]["band"] == 0.15
+    assert outcome.comparison.stats.verdict == "equal" and outcome.comparison.stats.band == 0.15
     rules = write(tmp_path, "noise_floor: false\n")
     assert cli.main(["compare", str(outcome.out), "--policy", str(rules)]) == outcomes.REGRESSED
     assert "its noise floor not accepted; the campaign's +-15.0%" in lines(capsys)[1]
@@ -111,7 +111,7 @@ def test_a_noise_floor_the_reviewer_does_not_accept(tmp_path, capsys):
 
 def test_disturbed_runs_refused_when_the_policy_says_so(tmp_path, capsys):
     outcome, _ = run_fake(tmp_path, Model(ratio=0.5, item_s=0.5, disturb={"B2": (20, 1.0)}), rounds=6)
-    assert outcome.comparison["stats"]["interference"]["disturbed"] == ["B2"]
+    assert outcome.comparison.stats.interference.disturbed == ["B2"]
     rules = write(tmp_path, "disturbed: false\n")
     assert cli.main(["compare", str(outcome.out), "--policy", str(rules)]) == outcomes.REFUSED
     assert "disturbed runs B2 (the policy accepts none: disturbed: false)" in lines(capsys)[0]

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from fakes import Model, run_fake
-from harness import contract as C
+from harness import contract as C, records
 from harness.bundle import read
 from harness.comparison.derive import derive
 from harness.judge import reproduce
@@ -60,8 +60,8 @@ def _forge_walls(bundle, factors):
         path.write_text(json.dumps(record, indent=2) + "\n")
     b = read.load(bundle)
     comparison = derive(b.campaign, b.runs, b.runner, b.cleanup, b.golden, b.arrays, None, b.instructions,
-                        b.workload["digest"])
-    (bundle / C.COMPARISON).write_text(json.dumps(comparison, indent=2) + "\n")
+                        b.workload.digest)
+    (bundle / C.COMPARISON).write_text(json.dumps(records.to_json(comparison), indent=2) + "\n")
     tamper.reseal(bundle)
 
 
@@ -72,7 +72,7 @@ def test_a_claim_the_rerun_contradicts_is_not_reproduced_whatever_its_own_interv
     lo, hi = forged.comparison.stats.paired.ci95
     assert hi / lo > 1000  # the author's door is wide open
     rerun, _ = run_fake(tmp_path / "b", Model(ratio=0.5, seed=2))
-    receipt = reproduce.receipt(forged, read.load(rerun.out))
+    receipt = records.to_json(reproduce.receipt(forged, read.load(rerun.out)))
     assert receipt["verdict"] == "not reproduced", receipt["reason"]
     assert "excludes the claimed ratio" in receipt["reason"]
 
@@ -80,7 +80,7 @@ def test_a_claim_the_rerun_contradicts_is_not_reproduced_whatever_its_own_interv
 def test_the_same_claim_remeasured_is_reproduced(tmp_path):
     original, _ = run_fake(tmp_path / "a", Model(ratio=0.5, noise=0.01, seed=1))
     rerun, _ = run_fake(tmp_path / "b", Model(ratio=0.5, noise=0.01, seed=2))
-    receipt = reproduce.receipt(read.load(original.out), read.load(rerun.out))
+    receipt = records.to_json(reproduce.receipt(read.load(original.out), read.load(rerun.out)))
     assert receipt["verdict"] == "reproduced", receipt["reason"]
     assert receipt["scope"]["same_items"] and receipt["original"]["digest"] == original.digest
 
@@ -89,7 +89,7 @@ def test_bundles_that_do_not_cover_the_same_items_are_partial(tmp_path):
     # the original's plan forged to 3 of the 6 items (consistently: runs, runner.json, comparison)
     original, _ = run_fake(tmp_path / "a", Model(ratio=0.5, items=3, seed=1))
     rerun, _ = run_fake(tmp_path / "b", Model(ratio=0.5, items=6, seed=2))
-    receipt = reproduce.receipt(read.load(original.out), read.load(rerun.out))
+    receipt = records.to_json(reproduce.receipt(read.load(original.out), read.load(rerun.out)))
     assert receipt["verdict"] == "partial", receipt["reason"]
     assert "3 item(s) the original did not run" in receipt["scope"]["note"]
     assert not math.isnan(receipt["timing"]["held_to"]["ratio"])
@@ -98,6 +98,6 @@ def test_bundles_that_do_not_cover_the_same_items_are_partial(tmp_path):
 def test_fewer_rounds_than_the_original_is_stated_as_a_fact(tmp_path):
     original, _ = run_fake(tmp_path / "a", Model(ratio=0.5, noise=0.01, seed=1), rounds=8)
     rerun, _ = run_fake(tmp_path / "b", Model(ratio=0.5, noise=0.01, seed=2), rounds=5)
-    receipt = reproduce.receipt(read.load(original.out), read.load(rerun.out))
+    receipt = records.to_json(reproduce.receipt(read.load(original.out), read.load(rerun.out)))
     assert receipt["scope"]["note"] == "the same 6 items; 5 rounds against the original's 8"
     assert receipt["verdict"] == "reproduced"

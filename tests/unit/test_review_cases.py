@@ -204,7 +204,7 @@ def test_a_reproduction_receipt_made_by_hand_is_refused_and_never_shown(bundle, 
     assert "receipt does not re-derive from the two bundles: not shown" in out
     assert forged_reason not in out and honest["reason"][:40] not in out
     # the honest receipt, for contrast, is shown with its verdict
-    assert reproduce.receipt(read.load(bundle), read.load(again))["verdict"] == honest["verdict"]
+    assert reproduce.receipt(read.load(bundle), read.load(again)).verdict == honest["verdict"]
 
 
 # --- numbers no machine writes -----------------------------------------------------------------------

@@ -63,10 +63,10 @@ def test_outputs_that_break_a_rule_only_in_a_later_run_fail_that_run_with_the_re
         return many_fields(300 if label == "B2" else 1)(item, label)
 
     outcome, _ = run_fake(tmp_path, Model(outputs=outputs), rounds=4, seed=1)
-    failed = [r for r in outcome.comparison["runs"] if r["status"] != "ok"]
-    assert [r["label"] for r in failed] == ["B2"]
-    assert outcome.comparison["status"] == "failed"
-    assert "B2: outputs: item 'item-0': 300 output fields" in outcome.comparison["reason"]
+    failed = [r for r in outcome.comparison.runs if r.status != "ok"]
+    assert [r.label for r in failed] == ["B2"]
+    assert outcome.comparison.status == "failed"
+    assert "B2: outputs: item 'item-0': 300 output fields" in outcome.comparison.reason
     assert problems(outcome.out) == ([], [])
 
 

@@ -360,7 +360,7 @@ def test_python_names_the_workers_interpreter_per_campaign_or_per_revision():
 
     doc = records.campaign(own, {"base": ("HEAD~1", "0" * 40), "candidate": ("HEAD", "1" * 40)},
                            lambda p: None if p is None else str(p))
-    assert doc["python"] == {"base": "python3.9", "candidate": "venvs/new/bin/python"}
+    assert doc.python == {"base": "python3.9", "candidate": "venvs/new/bin/python"}
 
 
 @pytest.mark.parametrize("path, value, expected", [

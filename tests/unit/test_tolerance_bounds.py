@@ -11,7 +11,7 @@ import numpy as np
 
 from checks_support import forge, problems, refused
 from fakes import Model, run_fake
-from harness import contract as C, outcomes
+from harness import contract as C, outcomes, records
 from harness.bundle.model import Comparison
 
 
@@ -35,7 +35,7 @@ def constant_bundle(where, max_ulp):
 
 def test_a_float32_campaign_over_its_dtypes_bound_is_a_parity_mismatch_both_checkers_accept(tmp_path):
     outcome = constant_bundle(tmp_path, 2 ** 26)  # float64's bound: the most a campaign file may say
-    c = outcome.comparison
+    c = records.to_json(outcome.comparison)  # as comparison.json holds it
     assert c["status"] == "complete", c["reason"]
     assert c["parity"]["agree"] is False and c["parity"]["tolerance"]["over_bound"] == {"float32": 4096}
     assert outcome.exit_code == outcomes.PARITY
@@ -63,7 +63,7 @@ def test_a_forged_agreement_under_a_tolerance_over_the_dtypes_bound_is_refused_b
 
 def test_a_campaign_json_max_ulp_past_every_bound_is_refused_by_both(tmp_path):
     outcome = constant_bundle(tmp_path, 4096)
-    assert outcome.comparison["parity"]["agree"] is False  # the constant is millions of ULP away
+    assert outcome.comparison.parity.agree is False  # the constant is millions of ULP away
 
     def widen(c):
         c["parity"]["max_ulp"] = 2 ** 32

@@ -1,0 +1,68 @@
+"""The documents a campaign writes are built as typed records by their writers and read back through
+the same types (issue 47): campaign.json, the runner's, cleanup's, inputs' and workload's receipts
+(harness/records.py) and comparison.json (harness/bundle/model.py). Read through its type and written again, each
+document of a sealed bundle is itself, key for key and in its order, so no reader needs a second
+model of it and no field is lost on the way."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from fakes import Model, run_fake
+from harness import contract as C, records
+from harness.bundle import read
+from harness.bundle.model import Comparison
+from harness.selftest import keyreads
+
+TYPED = {C.CAMPAIGN_JSON: records.CampaignRecord.from_json, C.RUNNER: records.RunnerReceipt.from_json,
+         C.CLEANUP: records.CleanupReceipt.from_json, C.INPUTS: records.InputsReceipt.from_json,
+         C.WORKLOAD: records.WorkloadReceipt.from_json, C.COMPARISON: Comparison.of}
+
+
+def _ordered(value):
+    """value with every object's key order made visible (json.loads keeps it; == ignores it)."""
+    if isinstance(value, dict):
+        return [(k, _ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_ordered(v) for v in value]
+    return value
+
+
+def test_every_typed_document_reads_back_through_its_type_to_itself(tmp_path):
+    outcome, _ = run_fake(tmp_path, Model(ratio=0.8, noise=0.02), stages={"core": "lib.core:VERSION"})
+    for rel, of in TYPED.items():
+        raw = (outcome.out / rel).read_text()
+        doc = json.loads(raw)
+        assert _ordered(records.to_json(of(doc))) == _ordered(doc), rel
+    bundle = read.load(outcome.out)
+    assert records.to_json(bundle.campaign) == json.loads((outcome.out / C.CAMPAIGN_JSON).read_text())
+    assert bundle.comparison == outcome.comparison  # the writer's record is the reader's
+
+
+def test_comparison_json_is_written_in_the_contracts_order(tmp_path):
+    """The writer serialises the model, whose fields follow contract.FIELDS (tests/unit/test_model.py),
+    so comparison.json's keys come in the order docs/bundle-format.md lists them."""
+    outcome, _ = run_fake(tmp_path, Model())
+    doc = json.loads((outcome.out / C.COMPARISON).read_text())
+    top = [p for p in C.FIELDS["comparison"] if "." not in p and "[" not in p]
+    stats = [p.split(".", 1)[1] for p in C.FIELDS["comparison"] if p.startswith("stats.") and p.count(".") == 1]
+    assert list(doc) == top and list(doc["stats"]) == [k for k in stats if k in doc["stats"]]
+
+
+def test_an_absent_optional_key_stays_absent():
+    """campaign.json's interference is left out (not null) beside run records of an earlier schema:
+    read as None, written back without it."""
+    blank = {f.name: None for f in dataclasses.fields(records.CampaignRecord)}
+    doc = records.to_json(records.CampaignRecord(**{**blank, "revisions": {}}))
+    assert "interference" not in doc and list(doc) == [k for k in blank if k != "interference"]
+    again = records.CampaignRecord.from_json(doc)
+    assert again.interference is None and records.to_json(again) == doc
+    bounds = records.interference_bounds(None)
+    assert records.to_json(dataclasses.replace(again, interference=bounds))["interference"] == bounds
+
+
+def test_the_key_read_count_sees_subscripts_and_gets_with_a_literal_key():
+    source = 'a["x"]; a.get("y"); a.get("z", 1); a[k]; a["w"] = 1; del a["v"]; b.get(k)\n'
+    assert keyreads.reads(source) == 3
+    counts = keyreads.count()
+    assert "rehash.py" not in counts and not any(m.startswith("legacy/") for m in counts)
