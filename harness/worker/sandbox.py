@@ -344,8 +344,12 @@ def main(argv: list) -> int:
         print(f"sandbox: {exc}: the run cannot be confined as its campaign asks (`sandbox: off` opts out, "
               "recorded)", file=sys.stderr)
         return SANDBOX_EXIT
+    target = argv[3]
+    if os.sep not in target:  # a bare name (valgrind's `setarch`): looked up on the run's PATH, as a shell would
+        found = [os.path.join(d, target) for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
+        target = next((f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)), target)
     try:
-        os.execv(argv[3], argv[3:])
+        os.execv(target, argv[3:])
     except OSError as exc:
         print(f"sandbox: cannot start {argv[3]}: {exc.strerror}", file=sys.stderr)
         return SANDBOX_EXIT

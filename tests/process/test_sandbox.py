@@ -209,3 +209,15 @@ def test_the_wrapper_applies_its_rules_before_it_execs(tmp_path):
 
     assert done.returncode == sandbox.SANDBOX_EXIT and done.stderr.count("\n") == 1
     assert done.stderr.startswith("sandbox: landlock: the writable folder") and "sandbox: off" in done.stderr
+
+
+@needs_landlock
+def test_the_wrapper_finds_a_bare_command_on_the_runs_path(tmp_path):
+    """Instruction runs start `setarch -R valgrind ...` by name (the command both checkers read
+    back): the wrapper looks a bare name up on the run's PATH, as a shell would."""
+    script = ROOT / "harness" / "worker" / "sandbox.py"
+    rules = {"landlock": PROBED.landlock, "userns": PROBED.userns, "network": False, "scheduling": True,
+             "read": [], "write": [str(tmp_path)]}
+    done = subprocess.run([sys.executable, "-I", "-S", str(script), json.dumps(rules), "--", "sh", "-c", "echo ran"],
+                          capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and done.stdout == "ran\n", (done.stdout, done.stderr)
