@@ -31,8 +31,9 @@ def to_json(value: Any) -> Any:
     """A record (or anything holding records) as plain JSON values, keys in declared order."""
     if dataclasses.is_dataclass(value):
         absent = getattr(value, "ABSENT", ())  # keys a document leaves out (rather than null) when None
+        left_out = getattr(value, "_absent_keys", ())  # optional keys the JSON it was built from left out
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if not (f.name in absent and getattr(value, f.name) is None)}
+                if f.name not in left_out and not (f.name in absent and getattr(value, f.name) is None)}
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

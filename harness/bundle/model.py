@@ -51,14 +51,18 @@ def build(kind: Any, value: Any) -> Any:
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         if not isinstance(value, dict):
             raise TypeError(f"{kind.__name__}: expected an object, got {type(value).__name__}")
-        hints, kwargs = _hints(kind), {}
+        hints, kwargs, left_out = _hints(kind), {}, []
         for f in dataclasses.fields(kind):
             if f.name not in value and f.default is not dataclasses.MISSING:
+                left_out.append(f.name)
                 continue
             if f.name not in value:
                 raise KeyError(f"{kind.__name__}.{f.name}")
             kwargs[f.name] = build(hints[f.name], value[f.name])
-        return kind(**kwargs)
+        made = kind(**kwargs)
+        if left_out:  # an optional key the document left out stays out when it is written again (records.to_json)
+            object.__setattr__(made, "_absent_keys", frozenset(left_out))
+        return made
     if origin is list:
         if not isinstance(value, list):
             raise TypeError(f"expected a list, got {type(value).__name__}")

@@ -30,8 +30,23 @@ REWRITER = '''
 '''
 
 def test_a_workload_that_rewrites_its_revision_tree_fails_the_campaign(tmp_path):
-    campaign = _campaign(tmp_path, REWRITER, "rewriter:setup", order="ABBA")
-    out = tmp_path / "bundle"
+    """Under the sandbox the tree is read-only to its runs: the write fails in the workload.
+    With the sandbox off (or where none can be had), the runner's check of the tree after each
+    run still finds the change and fails the campaign, naming the file."""
+    (tmp_path / "boxed").mkdir()
+    campaign = _campaign(tmp_path / "boxed", REWRITER, "rewriter:setup", order="ABBA")
+    out = tmp_path / "boxed" / "bundle"
+    result = harness("run", campaign, "--out", out, env=cache_env(tmp_path / "cache"), timeout=300)
+    assert result.returncode == 4 and no_traceback(result), result.stdout + result.stderr
+    comparison = read_json(out / C.COMPARISON)
+    box = read_json(out / C.ENVIRONMENT)["sandbox"]["level"]
+    if box in ("full", "partial"):
+        assert "PermissionError" in comparison["reason"] and "pkg/__init__.py" in comparison["reason"]
+    assert not rehash.rehash(str(out)).problems
+
+    (tmp_path / "open").mkdir()
+    campaign = _campaign(tmp_path / "open", REWRITER, "rewriter:setup", order="ABBA", sandbox="off")
+    out = tmp_path / "open" / "bundle"
     result = harness("run", campaign, "--out", out, env=cache_env(tmp_path / "cache"), timeout=300)
     assert result.returncode == 4 and no_traceback(result), result.stdout + result.stderr
     comparison = read_json(out / C.COMPARISON)

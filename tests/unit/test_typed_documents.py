@@ -66,3 +66,15 @@ def test_the_key_read_count_sees_subscripts_and_gets_with_a_literal_key():
     assert keyreads.reads(source) == 3
     counts = keyreads.count()
     assert "rehash.py" not in counts and not any(m.startswith("legacy/") for m in counts)
+
+
+def test_an_optional_key_left_out_stays_out_and_a_null_stays_null():
+    """A parity mismatch's max_ulp is present (null when no distance is defined) only under a
+    declared tolerance: a document built from JSON writes back exactly the keys it was given."""
+    from harness.bundle import model as M
+    from harness.records import to_json
+
+    bare = {"run": "B1", "item": "x", "field": "out", "reason": "digest differs",
+            "reference_digest": "a" * 64, "digest": "b" * 64}
+    assert to_json(M.build(M.Mismatch, bare)) == bare
+    assert to_json(M.build(M.Mismatch, {**bare, "max_ulp": None})) == {**bare, "max_ulp": None}
