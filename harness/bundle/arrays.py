@@ -157,13 +157,8 @@ def ingest(path: str | os.PathLike, arrays_dir: Path | None, limit: int = MAX_RA
         h.update(header(dtype.str, shape))
         h.update(b"\n")
         start = fh.tell()
-        left = size
-        while left:
-            data = fh.read(min(CHUNK, left))
-            if not data:
-                raise ArrayError("the file shrank while it was read")
+        for data in _chunks(fh, size):
             h.update(data)
-            left -= len(data)
         digest_ = h.hexdigest()
         info = {"digest": digest_, "dtype": dtype.str, "shape": list(shape)}
         if arrays_dir is not None:
@@ -174,6 +169,17 @@ def ingest(path: str | os.PathLike, arrays_dir: Path | None, limit: int = MAX_RA
     return info
 
 
+def _chunks(fh, size: int):
+    """The next `size` bytes of fh, CHUNK at a time; ArrayError if the file ends first."""
+    left = size
+    while left:
+        data = fh.read(min(CHUNK, left))
+        if not data:
+            raise ArrayError("the file shrank while it was read")
+        yield data
+        left -= len(data)
+
+
 def _store_stream(fh, dtype, shape, size: int, dest: Path) -> None:
     """Gzip the canonical .npy (header as `store` writes it, then the data) into dest, atomically."""
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
@@ -182,13 +188,8 @@ def _store_stream(fh, dtype, shape, size: int, dest: Path) -> None:
         with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
             np.lib.format.write_array_header_1_0(gz, {"descr": dtype.str, "fortran_order": False,
                                                       "shape": tuple(shape)})
-            left = size
-            while left:
-                data = fh.read(min(CHUNK, left))
-                if not data:
-                    raise ArrayError("the file shrank while it was read")
+            for data in _chunks(fh, size):
                 gz.write(data)
-                left -= len(data)
         with open(tmp, "rb") as done:
             os.fsync(done.fileno())
         os.replace(tmp, dest)
