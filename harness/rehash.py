@@ -2389,16 +2389,7 @@ def with_outside(stats, runs):
     rounds = [(side(r), side(timed["B" + label[1:]])) for label, r in timed.items()
               if r["variant"] == "base" and "B" + label[1:] in timed]
     moved = R.moved_outside(rounds, stats["band"])
-    stats["verdict"], stats["verdict_reason"], holds = R.outside_veto(stats["verdict"], stats["verdict_reason"],
-                                                                      contradicted, moved)
-    stats["outside"] = {"contradicted": [label for label, _ in contradicted], "moved": moved, "holds": holds}
-    if contradicted:
-        stats["warnings"].append("outside: the runner's own figures contradict the worker's in " + ", ".join(
-            f"{label} ({', '.join(causes)})" for label, causes in contradicted))
-    if moved is not None and moved["flagged"]:
-        stats["warnings"].append(f"outside: the time outside the candidate's timed loop grew by {moved['grown_s']:.3g} "
-                                 f"s a round while its loop saved {moved['saved_s']:.3g} s")
-    return stats
+    return R.outside_section(stats, contradicted, moved)
 
 
 def instructions_section(instr, wall_verdict, wall_ci=None, band=0.0):

@@ -157,6 +157,22 @@ def outside_veto(verdict, reason, contradicted, moved):
     return verdict, reason, True
 
 
+
+def outside_section(stats, contradicted, moved):
+    """stats with the runner's outside figures applied, as both sides write it: the veto on the
+    verdict (outside_veto), stats.outside, and a warning for each thing found."""
+    stats["verdict"], stats["verdict_reason"], holds = outside_veto(stats["verdict"], stats["verdict_reason"],
+                                                                    contradicted, moved)
+    stats["outside"] = {"contradicted": [label for label, _ in contradicted], "moved": moved, "holds": holds}
+    if contradicted:
+        stats["warnings"].append("outside: the runner's own figures contradict the worker's in " + ", ".join(
+            f"{label} ({', '.join(causes)})" for label, causes in contradicted))
+    if moved is not None and moved["flagged"]:
+        stats["warnings"].append(f"outside: the time outside the candidate's timed loop grew by {moved['grown_s']:.3g} "
+                                 f"s a round while its loop saved {moved['saved_s']:.3g} s")
+    return stats
+
+
 def origin_allowed(where, roots):
     """An import origin a run can have (its record's imported_from): a path in its revision's tree
     (tree:REL, no component that leaves it), a built-in, or an absolute path under a folder the run

@@ -37,7 +37,7 @@ from harness import rules as R
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
                               SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S)
 from harness.rules import decide, sequence_ratio, sig10, stopped, timed
-from harness.rules import interference_warning, moved_outside, outside_veto, without_disturbed as decide_without
+from harness.rules import interference_warning, moved_outside, without_disturbed as decide_without
 
 if TYPE_CHECKING:
     from harness.records import Interference, RunRecord
@@ -582,16 +582,7 @@ def with_outside(stats: dict, runs: list) -> dict:
     contradicted = [(r.label, r.outside.contradictions) for r in usable if r.outside and r.outside.contradicted]
     pairs, _ = pairs_of([r for r in usable if timed(r.label)])
     moved = moved_outside([(outside_of(a), outside_of(b)) for a, b in pairs], stats["band"])
-    stats["verdict"], stats["verdict_reason"], holds = outside_veto(stats["verdict"], stats["verdict_reason"],
-                                                                    contradicted, moved)
-    stats["outside"] = {"contradicted": [label for label, _ in contradicted], "moved": moved, "holds": holds}
-    if contradicted:
-        stats["warnings"].append("outside: the runner's own figures contradict the worker's in " + ", ".join(
-            f"{label} ({', '.join(causes)})" for label, causes in contradicted))
-    if moved is not None and moved["flagged"]:
-        stats["warnings"].append(f"outside: the time outside the candidate's timed loop grew by {moved['grown_s']:.3g} "
-                                 f"s a round while its loop saved {moved['saved_s']:.3g} s")
-    return stats
+    return R.outside_section(stats, contradicted, moved)
 
 
 def with_interference(stats: dict, runs: list, bounds: dict | None, threshold: float,
