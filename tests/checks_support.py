@@ -135,11 +135,14 @@ def family_bundle(where: Path) -> Path:
 
 def gate_bundle(where: Path) -> Path:
     """A sequential campaign asking the CI gate's one-sided question (not slower than 5%), answered
-    after more rounds than its first look (13 of a cap of 39): a budget cut to a seventh gives a cap
-    below the rounds it ran, which the checkers refuse; a campaign that decides at its first look
-    holds its budget to nothing but a cap at or above that look."""
+    after more rounds than its first look (12 of a cap of 39): a budget cut to a seventh gives a cap
+    of 6, below the rounds it ran, which the checkers refuse; a campaign that decides at its first
+    look holds its budget to nothing but a cap at or above that look. The shuffle's seed is pinned:
+    the rounds a campaign needs follow from its order (seed 5 decides at its first look, 4 rounds)."""
     outcome, _ = run_fake(where, Model(items=4, item_s=0.1, ratio=1.0, noise=0.03, seed=5), rounds="auto",
-                          budget_s=60, min_rounds=4, verdict={"question": "not_slower", "margin": 0.05})
+                          budget_s=60, min_rounds=4, seed=2, verdict={"question": "not_slower", "margin": 0.05})
+    order = json.loads((outcome.out / "data/campaign.json").read_text())["order"]
+    assert len(order) == 2 * 12, order
     assert outcome.comparison.stats.verdict == "not slower", outcome.comparison.stats.verdict_reason
     return outcome.out
 

@@ -79,7 +79,11 @@ def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False) -> 
             try:
                 _check_anchors(check, docs, campaign, Path(repo))
             except AnchorError as exc:
-                return Report(unusable=str(exc))
+                if not check.problems:  # nothing decided yet: the anchor could not be read, exit 2
+                    return Report(unusable=str(exc))
+                # the bundle already fails its own checks (a flipped byte may name another commit):
+                # that failure is the verdict, the unreadable anchor one more problem under it
+                check.fail(C.REVISIONS, str(exc), "anchors")
         elif anchorable(campaign):
             check.notes.append("anchors outside the bundle not checked (give --repo PATH)")
         else:

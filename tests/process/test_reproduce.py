@@ -263,6 +263,21 @@ def test_an_original_that_does_not_verify_is_not_rerun(demo_bundle, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_an_edit_that_names_a_commit_the_repository_lacks_does_not_verify(demo_bundle, tmp_path):
+    # the byte flipped above can land in a recorded SHA (where it does depends on the paths in
+    # campaign.json): the seal's failure is the verdict, not "the commit is not in the repository"
+    path = demo_bundle / C.CAMPAIGN_JSON
+    doc = json.loads(path.read_text())
+    sha = doc["revisions"]["base"]["sha"]
+    other = sha[:-1] + ("0" if sha[-1] != "0" else "1")
+    doc["revisions"]["base"] = {"rev": other, "sha": other}
+    path.write_text(json.dumps(doc, indent=2))
+    result = harness("reproduce", demo_bundle, "--out", tmp_path / "out")
+    assert result.returncode == 1 and "does not verify" in result.stderr and no_traceback(result)
+    assert "hash mismatch" in result.stdout  # the seal's failure is named, not the missing commit
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_tree_that_no_longer_matches_is_refused_in_one_line(demo_bundle, tmp_path):
     revisions = json.loads((demo_bundle / C.REVISIONS).read_text())
     revisions["base"]["tree_sha256"] = "0" * 64

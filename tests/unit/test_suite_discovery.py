@@ -105,7 +105,9 @@ def test_asv_discovery_expands_params_like_asv_and_sets_up_before_the_clock(tmp_
                                                          "value": asizeof([obj, list(obj)]) - asizeof([obj, obj])}
     peak = measured["bench_x.Grid.peakmem_cells(10, 'a')"]
     if "growth" in peak:  # Linux: the mark reset before the call; the 40 MiB it allocated are in its growth
-        assert peak["growth"] >= 39 << 20 and peak["value"] >= peak["growth"]
+        assert peak["value"] >= peak["growth"] >= 0
+        if resident_growth_of(bytearray, 10 << 22) >= 39 << 20:  # where this kernel counts those pages at all
+            assert peak["growth"] >= 39 << 20, peak
     assert ("class", (10, "a")) in module.CALLS  # each measured benchmark had its own setup
 
 
@@ -353,3 +355,14 @@ def test_init_writes_a_campaign_for_an_existing_suite(tmp_path, capsys, kind, pa
     with pytest.raises(SystemExit) as exit_:  # --entry or --suite: argparse's usage line
         cli.main(["init", "--repo", str(repo), "-o", str(tmp_path / "d.yaml")])
     assert exit_.value.code == 2 and "one of the arguments --entry --suite is required" in capsys.readouterr().err
+
+
+def resident_growth_of(make, *args) -> int:
+    """How much this process's resident set grows while make(*args) is held, as the kernel counts it."""
+    from harness.worker.suites.asv import memory_status
+
+    before = memory_status().get("VmRSS", 0)
+    held = make(*args)
+    grown = memory_status().get("VmRSS", 0) - before
+    del held
+    return grown
