@@ -11,9 +11,11 @@ and the pickle and code-in-header mutations also check that no marker file was c
 """
 from __future__ import annotations
 
+import datetime
 import gzip
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -486,6 +488,64 @@ def edit_runs(change: Callable[[str, dict], None]) -> Callable[[Path], None]:
                 record = json.loads(path.read_text())
                 change(label, record)
                 _dump(root, C.run_path(label), record)
+    return edit
+
+
+def speed_up(factors: list[float]) -> Callable[[Path], None]:
+    """The candidate's ok runs made faster, consistently, the k-th of them divided by
+    factors[k % len(factors)]: every time of its loop scaled alike (the runner's loop wall, the
+    worker's own wall and the two mark latencies that make it up, item walls and CPU, stage CPU,
+    the process's and the kernel's loop CPU, the stall), the process's life and the worker's end
+    moved earlier by what was "saved", steal ticks scaled with the wall, and every mark the
+    checkers re-derive from a record (its outside contradictions, its interference) re-derived
+    with the rules they call. With rederive and reseal after it, both checkers pass the bundle:
+    the claim a forger can make that only `harness reproduce` tests."""
+    def edit(root: Path) -> None:
+        bounds = _load(root, C.CAMPAIGN_JSON).get("interference")
+        done: list[str] = []
+
+        def faster(label: str, record: dict) -> None:
+            if record["variant"] != "candidate" or record["status"] != "ok":
+                return
+            f = factors[len(done) % len(factors)]
+            done.append(label)
+            saved = record["wall_s"] * (1 - 1 / f)
+            record["wall_s"] /= f
+            for item in record["items"]:
+                item["wall_s"] /= f
+                item["cpu_s"] /= f
+            for row in record["stages"].values():
+                row["self_cpu_s"] /= f
+                row["incl_cpu_s"] /= f
+            machine, outside, interference = record["machine"], record["outside"], record["interference"]
+            for key in ("process_cpu_s", "cpu_stall_s"):
+                if machine[key] is not None:
+                    machine[key] /= f
+            # the runner's own figures (the headline is its clock): the loop between its marks
+            # shrunk, the worker's wall and the latencies still making it up, the process's life shorter
+            outside["worker_wall_s"] /= f
+            outside["latency_s"] = [x / f for x in outside["latency_s"]]
+            if outside["loop_cpu_s"] is not None:
+                outside["loop_cpu_s"] /= f
+            record["process"]["wall_s"] -= saved
+            record["process"]["ended_at"] -= saved
+            if record["worker_ended_at"] is not None:
+                ended = datetime.datetime.fromisoformat(record["worker_ended_at"]) - datetime.timedelta(seconds=saved)
+                record["worker_ended_at"] = ended.isoformat(timespec="milliseconds")
+            stages = math.fsum(row["self_cpu_s"] for row in record["stages"].values())
+            found = R.contradictions(outside, record["wall_s"], [(it["wall_s"], it["cpu_s"]) for it in record["items"]],
+                                     record["slots"], machine["process_cpu_s"], stages)
+            outside.update(contradictions=found, contradicted=bool(found))
+            # the kernel's steal over a shorter loop: fewer whole ticks, and the marks they give
+            for key in ("steal_ticks", "cpu_steal_ticks"):
+                if interference[key] is not None:
+                    interference[key] = int(interference[key] // f)
+            if bounds is not None:
+                share, per_wall, causes = R.disturbance(interference, record["wall_s"], machine["process_cpu_s"],
+                                                        machine["cores"], bounds["max_steal"],
+                                                        bounds["min_cpu_per_wall"])
+                interference.update(steal_share=share, cpu_per_wall=per_wall, causes=causes, disturbed=bool(causes))
+        edit_runs(faster)(root)
     return edit
 
 
