@@ -101,7 +101,11 @@ _mypy_wanted = pytest.StashKey[bool]()
 
 
 def pytest_collection_finish(session):
-    session.config.stash[_mypy_wanted] = any(item.path == TYPES_TEST for item in session.items)
+    # Under pytest-xdist (`make test` runs the unit tier on every core) each worker collects every
+    # test but runs only some: mypy starts when test_types asks for it (mypy_result), in the one
+    # worker that runs it, never once per worker (the other cores are busy with unit tests anyway).
+    worker = hasattr(session.config, "workerinput")
+    session.config.stash[_mypy_wanted] = not worker and any(item.path == TYPES_TEST for item in session.items)
 
 
 def pytest_runtest_setup(item):

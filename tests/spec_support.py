@@ -7,7 +7,15 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-DELETE = object()
+class _Delete:
+    """The sentinel for "this key removed": its repr names it, so test ids are the same in every
+    process (pytest-xdist's workers must collect the same ids)."""
+
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+DELETE = _Delete()
 SOURCE = Path("/campaigns/x.yaml")
 HEX = "ab" * 32
 

@@ -18,6 +18,8 @@ from harness import contract as C, records
 from harness.comparison import analysis, metrics
 from noise_support import campaign
 
+pytestmark = pytest.mark.simulation  # no process, no clock: `make test` runs it on every core
+
 CAMPAIGNS = int(__import__("os").environ.get("SIM_CAMPAIGNS", 1000))
 THRESHOLD = 0.02
 FIRST, CAP = C.DEFAULT_FIRST_LOOK, 40

@@ -26,6 +26,8 @@ from harness.comparison import analysis
 from noise_support import SCENARIOS, campaign
 import sequential_support as S
 
+pytestmark = pytest.mark.simulation  # no process, no clock: `make test` runs it on every core
+
 CAMPAIGNS = int(os.environ.get("SIM_CAMPAIGNS", 1000))
 THRESHOLD = 0.02
 FIRST, CAP = C.DEFAULT_FIRST_LOOK, 40
