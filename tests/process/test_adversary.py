@@ -374,7 +374,7 @@ def test_work_moved_before_the_loop_makes_no_claim(tmp_path):
     saved none of it: the time outside its loop grew by what the loop saved, and no claim is made."""
     base = WORK.replace("def compute(item):\n        return work(item)",
                         "def compute(item):\n        return work(item, 1_200_000)")
-    result, out = run(tmp_path, campaign(tmp_path, MOVER, base=base, rounds=5))
+    result, out = run(tmp_path, campaign(tmp_path, MOVER, base=base, rounds=8))
     stats = read_json(out / C.COMPARISON)["stats"]
     assert stats["paired"]["geomean_ratio"] < 0.5  # the loop alone looks far faster
     assert stats["outside"]["moved"]["flagged"] and stats["verdict"] == "inconclusive", stats["outside"]
