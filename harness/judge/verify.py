@@ -79,11 +79,7 @@ def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False) -> 
             try:
                 _check_anchors(check, docs, campaign, Path(repo))
             except AnchorError as exc:
-                if not check.problems:  # nothing decided yet: the anchor could not be read, exit 2
-                    return Report(unusable=str(exc))
-                # the bundle already fails its own checks (a flipped byte may name another commit):
-                # that failure is the verdict, the unreadable anchor one more problem under it
-                check.fail(C.REVISIONS, str(exc), "anchors")
+                return Report(unusable=str(exc))
         elif anchorable(campaign):
             check.notes.append("anchors outside the bundle not checked (give --repo PATH)")
         else:
@@ -307,7 +303,12 @@ def _check_anchors(check: rehash.Check, docs: dict, campaign: CampaignRecord, re
                 revisions.export(target, campaign.sha(variant), Path(tmp) / "tree")
                 digest = tree_digest(Path(tmp) / "tree")
             except (RuntimeError, OSError, ValueError) as exc:
-                raise AnchorError(f"{C.REVISIONS}: {variant}: {str(exc)[:200]}") from None
+                if not check.problems:  # nothing decided yet: the commit could not be read, exit 2
+                    raise AnchorError(f"{C.REVISIONS}: {variant}: {str(exc)[:200]}") from None
+                # the bundle already fails its own checks (a flipped byte may name another commit):
+                # that failure is the verdict, the commit it names one more problem under it
+                check.fail(C.REVISIONS, f"{variant}: {str(exc)[:200]}", "anchors")
+                continue
         if digest != receipt.get("tree_sha256"):
             check.fail(C.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.get('tree_sha256'))}, "
                                           f"the commit's tree gives {digest[:16]}...", "anchors")
