@@ -61,8 +61,8 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
     plan = R.sequential_plan(doc, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
     floor_value = cast("float | None", floor and floor["floor"])  # a pinned floor file holds its floor
     question, margin, threshold = campaign.question, campaign.margin, campaign.threshold
-    stats = analysis.analyze(runs, threshold, floor_value, plan, question=question, margin=margin,
-                             family=R.family_members(doc, runner.items))
+    stats = analysis.stats_of(runs, threshold, floor_value, plan, question=question, margin=margin,
+                              family=R.family_members(doc, runner.items))
     stats = analysis.with_interference(stats, runs, campaign.interference, threshold, floor_value, question, margin)
     stats = analysis.with_outside(stats, runs)
     instructions = instructions_section(instr, stats) if campaign.instructions is not None else None
@@ -78,17 +78,17 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
         wall=wall,
         stages=_stages(campaign, staged),
         parity=M.build(M.Parity, _parity(campaign, ok, by_variant, golden, arrays_dir, staged)),
-        stats=M.Stats.of(stats),
+        stats=stats,
         instructions=M.build(M.Instructions | None, instructions),
-        metrics=M.build(list[M.MetricEntry], metrics.section(runs, stats, to_json(wall), instructions, threshold)),
+        metrics=M.build(list[M.MetricEntry], metrics.section(runs, stats, wall, instructions, threshold)),
     )
 
 
-def instructions_section(instr: Sequence[InstructionRecord], stats: dict) -> dict:
+def instructions_section(instr: Sequence[InstructionRecord], stats: M.Stats) -> dict:
     """comparison.json `instructions` (rules.instructions_section, the rule the checkers apply
     too) from the instruction run records and the wall's verdict, interval and band."""
     return R.instructions_section([(r.label, r.variant, r.instructions, len(r.items)) for r in instr if r.ok],
-                                  stats["verdict"], stats["paired"]["ci95"], stats["band"])
+                                  stats.verdict, stats.paired.ci95, stats.band)
 
 
 def calls_per_run(name: str, ok: list):

@@ -82,10 +82,10 @@ def claim_on(original: read.Bundle, ids: set) -> dict:
     runs = [part(r) for r in original.runs]
     floor = original.comparison.stats.floor
     threshold = original.campaign.threshold
-    stats = analysis.with_outside(analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
+    stats = analysis.with_outside(analysis.with_interference(analysis.stats_of(runs, threshold, floor), runs,
                                                              original.campaign.interference, threshold, floor),
                                   runs)
-    return claim(Stats.of(stats))
+    return claim(stats)
 
 
 def ratio_text(c: dict) -> str:

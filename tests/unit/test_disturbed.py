@@ -122,7 +122,7 @@ BOUNDS = {"max_steal": 0.02, "min_cpu_per_wall": None}
 
 def both(runs, threshold=0.02):
     """analysis.with_interference, and proof that rehash.py gives the same from the records' JSON."""
-    got = analysis.with_interference(analysis.analyze(runs, threshold), runs, BOUNDS, threshold)
+    got = records.to_json(analysis.with_interference(analysis.stats_of(runs, threshold), runs, BOUNDS, threshold))
     as_json = records.to_json(runs)
     again = rehash.with_interference(rehash.derive_stats(as_json, threshold, None), as_json, BOUNDS, threshold, None)
     assert list(rehash.diff(got, again)) == []
