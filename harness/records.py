@@ -845,6 +845,109 @@ def noise_floor(*, campaign: str, bundle_digest: str, machine: MachineClass, sta
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A bundle's timing claim as reproduction.json holds it (its comparison's stats): the
+    candidate/base ratio, its 95% interval, the verdict and the timed items."""
+    ratio: Optional[float]
+    ci95: Optional[list]
+    verdict: str
+    items: Optional[int]
+
+
+@dataclass(frozen=True)
+class Original:
+    """reproduction.json's original: the bundle re-run, its start, machine class and claim."""
+    digest: Optional[str]  # the sealed bundle's (read.Bundle.digest: None only for an unsealed folder)
+    started_at: float
+    machine: MachineClass
+    claim: Claim
+
+    NESTED = {"machine": ("one", MachineClass), "claim": ("one", Claim)}
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """reproduction.json's reproduction: this bundle's own start, machine class and measurement."""
+    started_at: float
+    machine: MachineClass
+    measured: Claim
+
+    NESTED = {"machine": ("one", MachineClass), "measured": ("one", Claim)}
+
+
+@dataclass(frozen=True)
+class Machines:
+    same_class: Optional[bool]  # None: the class cannot be told
+    why: str
+
+
+@dataclass(frozen=True)
+class Scope:
+    """How much of the original campaign the re-run repeated."""
+    rounds: int
+    rounds_original: int
+    items: int
+    items_original: int
+    same_items: bool
+    missing: int
+    extra: int
+    note: str
+
+
+@dataclass(frozen=True)
+class OutputItems:
+    original: int
+    reproduction: int
+    compared: int
+    identical: int
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Two bundles' outputs compared (harness/judge/agreement.py): do they agree, why, and where they
+    differ; mismatches in parity's row form (an error row has no digests), divergence their
+    measured rows (parity.divergence; filled by `harness reproduce`, empty until then)."""
+    agree: bool
+    why: str
+    same_class: Optional[bool]
+    items: OutputItems
+    items_differing: dict  # item -> how it differs
+    fields_compared: int
+    fields_identical: int
+    kinds: list
+    mismatch_count: int
+    mismatches: list  # dict rows
+    divergence: list = field(default_factory=list)  # dict rows
+
+    NESTED = {"items": ("one", OutputItems)}
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """The timing judgment of a reproduction (harness/judge/reproduce.judge_timing): the claim held
+    to, the re-run's measurement, its interval widened by the tolerance, whether that holds the
+    claim, the word and why."""
+    held_to: Claim
+    measured: Claim
+    widened: Optional[list]
+    holds: Optional[bool]
+    word: str
+    reason: str
+
+    NESTED = {"held_to": ("one", Claim), "measured": ("one", Claim)}
+
+
+@dataclass(frozen=True)
+class Timing(Judgment):
+    """reproduction.json's timing: the judgment, the original's whole claim, and the re-run's runs
+    during which other work competed for the cores."""
+    claimed: Claim
+    overloaded: list
+
+    NESTED = {"held_to": ("one", Claim), "measured": ("one", Claim), "claimed": ("one", Claim)}
+
+
+@dataclass(frozen=True)
 class ReproductionReceipt:
     """data/receipts/reproduction.json, only in a bundle `harness reproduce` made: the bundle it
     re-ran (digest, start, machine class, claim), this bundle's own side, whether the two machines
@@ -852,22 +955,25 @@ class ReproductionReceipt:
     (harness/judge/reproduce.py derives every part from the two bundles)."""
     schema: str
     campaign: str
-    original: dict
-    reproduction: dict
-    machines: dict
-    scope: dict
-    outputs: dict
-    timing: dict
+    original: Original
+    reproduction: Rerun
+    machines: Machines
+    scope: Scope
+    outputs: Outputs
+    timing: Timing
     tolerance: float
     verdict: str
     reason: str
+
+    NESTED = {"original": ("one", Original), "reproduction": ("one", Rerun), "machines": ("one", Machines),
+              "scope": ("one", Scope), "outputs": ("one", Outputs), "timing": ("one", Timing)}
 
     @classmethod
     def from_json(cls, data: dict) -> "ReproductionReceipt":
         return _from(cls, data)
 
 
-def reproduction_receipt(*, campaign: str, original: dict, reproduction: dict, machines: dict, scope: dict,
-                         outputs: dict, timing: dict, verdict: str, reason: str) -> ReproductionReceipt:
+def reproduction_receipt(*, campaign: str, original: Original, reproduction: Rerun, machines: Machines, scope: Scope,
+                         outputs: Outputs, timing: Timing, verdict: str, reason: str) -> ReproductionReceipt:
     return ReproductionReceipt(C.SCHEMAS["reproduction"], campaign, original, reproduction, machines, scope, outputs,
                                timing, C.REPRODUCE_TOLERANCE, verdict, reason)

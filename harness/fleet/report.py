@@ -157,10 +157,9 @@ def _differences(docs: list[Placed]) -> str:
     parts = []
     for doc in docs[1:]:
         cmp = agreement.compare_outputs(docs[0].bundle.runs, doc.bundle.runs, same=True)
-        if cmp["mismatch_count"]:
-            parts.append(f"node {cell(doc.node)} vs {cell(docs[0].node)}: {cmp['mismatch_count']} fields differ "
-                         f"({', '.join(cmp['kinds'])}), {cmp['items']['identical']} of {cmp['items']['compared']} "
-                         "items identical")
+        if cmp.mismatch_count:
+            parts.append(f"node {cell(doc.node)} vs {cell(docs[0].node)}: {cmp.mismatch_count} fields differ "
+                         f"({', '.join(cmp.kinds)}), {cmp.items.identical} of {cmp.items.compared} items identical")
     return ("; " + "; ".join(parts)) if parts else ""
 
 

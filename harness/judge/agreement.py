@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.comparison import parity
 from harness.contract import MAX_LISTED
-from harness.records import CampaignRecord, MachineClass
+from harness.records import CampaignRecord, MachineClass, OutputItems, Outputs
 
 
 def other_campaign(a: CampaignRecord, b: CampaignRecord) -> str | None:
@@ -59,11 +59,11 @@ def _kind(a, b) -> str:
     return "float" if a.dtype.lstrip("<>|=")[:1] in FLOAT_KINDS else "discrete"
 
 
-def compare_outputs(original: list, reproduction: list, same: bool | None) -> dict:
+def compare_outputs(original: list, reproduction: list, same: bool | None) -> Outputs:
     """The two bundles' outputs, per variant (first ok run of each), over the items both
     have. Mismatch rows use parity's form, so parity.divergence can measure them."""
     items: dict = {}
-    mismatches, fields = [], [0, 0]
+    mismatches, fields, kinds = [], [0, 0], set()
     for variant in ("base", "candidate"):
         a, b = _first_ok(original, variant), _first_ok(reproduction, variant)
         if a is None or b is None:
@@ -75,6 +75,7 @@ def compare_outputs(original: list, reproduction: list, same: bool | None) -> di
             items.setdefault(item_id, "identical")
             if x.error != y.error:
                 items[item_id] = "error"
+                kinds.add("error")
                 mismatches.append({"run": run, "item": item_id, "field": None, "kind": "error",
                                    "reason": "recorded errors differ"})
             for name in sorted(set(x.fields) | set(y.fields)):
@@ -86,10 +87,10 @@ def compare_outputs(original: list, reproduction: list, same: bool | None) -> di
                 kind = _kind(f, g)
                 if items[item_id] in ("identical", "float"):
                     items[item_id] = kind
+                kinds.add(kind)
                 mismatches.append({"run": run, "item": item_id, "field": name, "kind": kind,
                                    "reason": REASONS[kind],
                                    "reference_digest": f and f.digest, "digest": g and g.digest})
-    kinds = {m["kind"] for m in mismatches}
     if not items:
         agree, why = False, "no ok run of a variant to compare"
     elif not mismatches:
@@ -101,12 +102,12 @@ def compare_outputs(original: list, reproduction: list, same: bool | None) -> di
     else:
         agree, why = False, f"{'/'.join(sorted(kinds - {'float'}))} differences (not machine-dependent)"
     differing = {i: k for i, k in items.items() if k != "identical"}
-    return {"agree": agree, "why": why, "same_class": same,
-            "items": {"original": len(items_of(original)), "reproduction": len(items_of(reproduction)),
-                      "compared": len(items), "identical": len(items) - len(differing)},
-            "items_differing": dict(sorted(differing.items())[:MAX_LISTED]),
-            "fields_compared": fields[0], "fields_identical": fields[1],
-            "kinds": sorted(kinds), "mismatch_count": len(mismatches), "mismatches": mismatches[:MAX_LISTED]}
+    return Outputs(agree=agree, why=why, same_class=same,
+                   items=OutputItems(original=len(items_of(original)), reproduction=len(items_of(reproduction)),
+                                     compared=len(items), identical=len(items) - len(differing)),
+                   items_differing=dict(sorted(differing.items())[:MAX_LISTED]), fields_compared=fields[0],
+                   fields_identical=fields[1], kinds=sorted(kinds), mismatch_count=len(mismatches),
+                   mismatches=mismatches[:MAX_LISTED], divergence=[])
 
 
 def divergence_across(mismatches: list[dict], original_arrays: Path, reproduction_arrays: Path) -> list[dict]:

@@ -11,6 +11,7 @@ and the pickle and code-in-header mutations also check that no marker file was c
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -455,7 +456,8 @@ def rederive_receipt(root: Path, original: Path) -> None:
     stored = _load(root, C.REPRODUCTION)
     try:
         receipt = reproduce.receipt(read.load(original), read.load(root))
-        receipt.outputs["divergence"] = stored["outputs"]["divergence"]
+        receipt = dataclasses.replace(receipt, outputs=dataclasses.replace(
+            receipt.outputs, divergence=stored["outputs"]["divergence"]))
     except Exception:  # noqa: BLE001 - a bundle too broken to load: leave the old receipt
         return
     _dump(root, C.REPRODUCTION, to_json(receipt))

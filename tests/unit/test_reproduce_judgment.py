@@ -17,7 +17,7 @@ from harness.selftest import tamper
 
 
 def claim(ratio, ci, verdict):
-    return {"ratio": ratio, "ci95": ci, "verdict": verdict, "items": 6}
+    return records.Claim(ratio=ratio, ci95=ci, verdict=verdict, items=6)
 
 
 @pytest.mark.parametrize("claimed, measured, word", [
@@ -35,7 +35,7 @@ def claim(ratio, ci, verdict):
     (claim(1.0, [0.99, 1.01], "equal"), claim(1.0, None, "inconclusive"), "not contradicted"),
 ])
 def test_the_words_of_the_timing_judgment(claimed, measured, word):
-    assert reproduce.judge_timing(claimed, measured)["word"] == word
+    assert reproduce.judge_timing(claimed, measured).word == word
 
 
 def _forge_walls(bundle, factors):
