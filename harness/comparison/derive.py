@@ -32,7 +32,6 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
     every ok run's must equal; sandbox: environment.json's sandbox (what every worker ran under)."""
     ok = [r for r in runs if r.ok]
     ok_instr = [r for r in instr if r.ok]
-    by_variant = {v: [r for r in ok if r.variant == v] for v in ("base", "candidate")}
 
     reasons = [f"{r.label}: {r.reason}" for r in runs if not r.ok]
     if runner.reason:
@@ -50,8 +49,8 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
 
     # The headline wall from the timed runs; stage CPU and call counts from the instrumented
     # ones (the same runs, for an order without stage runs); parity over every run.
-    base_mean = mean([r.wall_s for r in by_variant["base"] if r.timed])
-    cand_mean = mean([r.wall_s for r in by_variant["candidate"] if r.timed])
+    base_mean = mean([r.wall_s for r in ok if r.variant == "base" and r.timed])
+    cand_mean = mean([r.wall_s for r in ok if r.variant == "candidate" and r.timed])
     wall = M.Wall(C.WALL_TIMER, base_mean, cand_mean, None, None, None)
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
         wall = M.Wall(C.WALL_TIMER, base_mean, cand_mean, saving_s=base_mean - cand_mean,
@@ -77,7 +76,7 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
         sandbox=M.build(M.Sandbox, C.sandbox_summary(sandbox)),
         wall=wall,
         stages=_stages(campaign, staged),
-        parity=M.build(M.Parity, _parity(campaign, ok, by_variant, golden, arrays_dir, staged)),
+        parity=_parity(campaign, ok, golden, arrays_dir, staged),
         stats=stats,
         instructions=M.build(M.Instructions | None, instructions),
         metrics=M.build(list[M.MetricEntry], metrics.section(runs, stats, wall, instructions, threshold)),
@@ -132,25 +131,27 @@ def _stages(campaign: CampaignRecord, ok: list) -> dict[str, M.Stage]:
     return out
 
 
-def _parity(campaign: CampaignRecord, ok: list, by_variant: dict, golden: dict | None, arrays_dir: Path,
-            staged: list) -> dict:
-    if not by_variant["base"] or not by_variant["candidate"]:
-        return {"identical": False, "agree": False, "tolerance": None, "reference": None, "items": 0,
-                "fields_compared": 0, "fields_identical": 0, "error_returns": 0, "errors_identical": False,
-                "call_counts_identical": False, "golden": None, "mismatch_count": 0, "mismatches": [],
-                "note": "no successful run of both variants to compare", "divergence": []}
-    reference = by_variant["base"][0]
-    result, mismatches = parity.compare_runs(reference, [r for r in ok if r is not reference])
-    result["call_counts_identical"] = call_counts_hold(campaign, staged)
-    result["golden"] = parity.compare_golden(golden, ok) if golden is not None else None
-    clean = (result["errors_identical"] and result["call_counts_identical"]
-             and (result["golden"] is None or result["golden"]["identical"]))
-    result["identical"] = clean and not mismatches
+def _parity(campaign: CampaignRecord, ok: list, golden: dict | None, arrays_dir: Path, staged: list) -> M.Parity:
+    base = [r for r in ok if r.variant == "base"]
+    if not base or not any(r.variant == "candidate" for r in ok):
+        return M.Parity(identical=False, agree=False, tolerance=None, reference=None, items=0, fields_compared=0,
+                        fields_identical=0, error_returns=0, errors_identical=False, call_counts_identical=False,
+                        golden=None, mismatch_count=0, mismatches=[],
+                        note="no successful run of both variants to compare", divergence=[])
+    reference = base[0]
+    counts, mismatches = parity.compare_runs(reference, [r for r in ok if r is not reference])
+    calls = call_counts_hold(campaign, staged)
+    golden_ = parity.compare_golden(golden, ok) if golden is not None else None
+    clean = counts.errors_identical and calls and (golden_ is None or golden_.identical)
+    identical = clean and not mismatches
     max_ulp = campaign.parity.max_ulp
-    result["tolerance"], within = (None, False) if max_ulp is None else \
-        parity.tolerance(arrays_dir, mismatches, max_ulp)
-    result["agree"] = result["identical"] or (clean and within)
-    result["mismatches"] = mismatches[:C.MAX_LISTED]
-    result["note"] = None
-    result["divergence"] = parity.divergence(result["mismatches"], arrays_dir) if mismatches else []
-    return result
+    # rules.tolerance_section, shared with the checkers, marks each row with its max_ulp
+    tolerance, within = (None, False) if max_ulp is None else parity.tolerance(arrays_dir, mismatches, max_ulp)
+    listed = mismatches[:C.MAX_LISTED]
+    return M.Parity(identical=identical, agree=identical or (clean and within),
+                    tolerance=M.build(M.Tolerance | None, tolerance), reference=counts.reference, items=counts.items,
+                    fields_compared=counts.fields_compared, fields_identical=counts.fields_identical,
+                    error_returns=counts.error_returns, errors_identical=counts.errors_identical,
+                    call_counts_identical=calls, golden=golden_, mismatch_count=counts.mismatch_count,
+                    mismatches=M.build(list[M.Mismatch], listed), note=None,
+                    divergence=parity.divergence(listed, arrays_dir) if mismatches else [])
