@@ -147,11 +147,11 @@ def _parity(campaign: CampaignRecord, ok: list, golden: dict | None, arrays_dir:
     max_ulp = campaign.parity.max_ulp
     # rules.tolerance_section, shared with the checkers, marks each row with its max_ulp
     tolerance, within = (None, False) if max_ulp is None else parity.tolerance(arrays_dir, mismatches, max_ulp)
-    listed = mismatches[:C.MAX_LISTED]
+    listed = M.build(list[M.Mismatch], mismatches[:C.MAX_LISTED])
     return M.Parity(identical=identical, agree=identical or (clean and within),
                     tolerance=M.build(M.Tolerance | None, tolerance), reference=counts.reference, items=counts.items,
                     fields_compared=counts.fields_compared, fields_identical=counts.fields_identical,
                     error_returns=counts.error_returns, errors_identical=counts.errors_identical,
                     call_counts_identical=calls, golden=golden_, mismatch_count=counts.mismatch_count,
-                    mismatches=M.build(list[M.Mismatch], listed), note=None,
+                    mismatches=listed, note=None,
                     divergence=parity.divergence(listed, arrays_dir) if mismatches else [])

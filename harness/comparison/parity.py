@@ -140,19 +140,20 @@ def tolerance(arrays_dir: Path, mismatches: list[dict], max_ulp: int) -> tuple[d
     return R.tolerance_section(mismatches, max_ulp, lambda ref, got: _ulp(arrays_dir, ref, got))
 
 
-def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
-    """How far apart differing arrays are: elements differing, max abs and ULP difference.
-    Both arrays are streamed side by side in chunks: memory stays a few MB whatever their size."""
+def divergence(mismatches: list[M.Mismatch], arrays_dir: Path) -> list[dict]:
+    """How far apart differing arrays are: elements differing, max abs and ULP difference (open
+    rows: contract parity.divergence[].**). Both arrays are streamed side by side in chunks: memory
+    stays a few MB whatever their size."""
     from harness.bundle import arrays as tensors
 
     out = []
     for m in mismatches:
-        if not m.get("field") or not m.get("reference_digest") or not m.get("digest"):
+        if not m.field or not m.reference_digest or not m.digest:
             continue
-        row = {"run": m["run"], "item": m["item"], "field": m["field"]}
+        row = {"run": m.run, "item": m.item, "field": m.field}
         try:
-            with tensors.stream(tensors.array_path(arrays_dir, m["reference_digest"])) as (dt_a, shape_a, chunks_a), \
-                    tensors.stream(tensors.array_path(arrays_dir, m["digest"])) as (dt_b, shape_b, chunks_b):
+            with tensors.stream(tensors.array_path(arrays_dir, m.reference_digest)) as (dt_a, shape_a, chunks_a), \
+                    tensors.stream(tensors.array_path(arrays_dir, m.digest)) as (dt_b, shape_b, chunks_b):
                 if dt_a != dt_b or shape_a != shape_b:
                     out.append({**row, "kind": f"{dt_a}", "elements": math.prod(shape_a),
                                 "note": f"dtype/shape changed: {dt_a}{list(shape_a)} -> {dt_b}{list(shape_b)}"})

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from harness.bundle import model as M
 from harness.comparison import parity
 from harness.contract import MAX_LISTED
 from harness.records import CampaignRecord, MachineClass, OutputItems, Outputs
@@ -111,13 +112,14 @@ def compare_outputs(original: list, reproduction: list, same: bool | None) -> Ou
 
 
 def divergence_across(mismatches: list[dict], original_arrays: Path, reproduction_arrays: Path) -> list[dict]:
-    """parity.divergence over two bundles: the differing arrays, side by side in one folder
-    (content-addressed, so names cannot clash)."""
+    """parity.divergence over two bundles (Outputs.mismatches, parity's row form): the differing
+    arrays, side by side in one folder (content-addressed, so names cannot clash)."""
     from harness.bundle import arrays as tensors
 
+    rows = M.build(list[M.Mismatch], mismatches)
     with tempfile.TemporaryDirectory(prefix="abba-divergence-") as tmp:
-        for m in mismatches:
-            for key, folder in (("reference_digest", original_arrays), ("digest", reproduction_arrays)):
-                if m.get(key) and tensors.array_path(folder, m[key]).is_file():
-                    shutil.copyfile(tensors.array_path(folder, m[key]), tensors.array_path(Path(tmp), m[key]))
-        return parity.divergence(mismatches, Path(tmp))
+        for m in rows:
+            for digest, folder in ((m.reference_digest, original_arrays), (m.digest, reproduction_arrays)):
+                if digest and tensors.array_path(folder, digest).is_file():
+                    shutil.copyfile(tensors.array_path(folder, digest), tensors.array_path(Path(tmp), digest))
+        return parity.divergence(rows, Path(tmp))

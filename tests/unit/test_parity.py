@@ -10,7 +10,7 @@ import pytest
 
 import fakes
 from harness import records
-from harness.bundle import arrays as tensors
+from harness.bundle import arrays as tensors, model as M
 from harness.comparison import derive as comparison, parity
 
 
@@ -118,7 +118,7 @@ def diverge(tmp_path, a, b):
     other = record("B1", [item("i", tmp_path, f=b)])
     mismatches = compare(ref, [other])["mismatches"]
     assert len(mismatches) == 1
-    (row,) = parity.divergence(mismatches, tmp_path)
+    (row,) = parity.divergence(M.build(list[M.Mismatch], mismatches), tmp_path)
     assert (row["run"], row["item"], row["field"]) == ("B1", "i", "f")
     return row
 
@@ -184,7 +184,7 @@ def test_complex_values_differ(tmp_path):
 
 
 def test_unreadable_arrays_are_a_note_not_a_crash(tmp_path):
-    m = {"run": "B1", "item": "i", "field": "f", "reference_digest": "0" * 64, "digest": "1" * 64}
+    m = M.Mismatch(run="B1", item="i", field="f", reason="bytes differ", reference_digest="0" * 64, digest="1" * 64)
     (row,) = parity.divergence([m], tmp_path)
     assert "arrays unreadable" in row["note"]
 
