@@ -690,12 +690,42 @@ CAMPAIGN_RESOLVED = ("campaign_path", "workload.path", "golden", "noise_floor", 
                      "revisions.candidate.sha")
 
 
+@dataclass(frozen=True)
+class BuildStep:
+    argv: list
+    exit_code: Optional[int]
+    output_tail: str
+
+
+@dataclass(frozen=True)
+class Build:
+    """One variant's build (plan/revisions.built_tree): its cache key, the tree it built from,
+    whether it came from the cache, and each step."""
+    key: str
+    tree_sha256: str
+    cached: bool
+    steps: list  # BuildStep
+
+    NESTED = {"steps": ("list", BuildStep)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Build":
+        return _from(cls, data)
+
+
+@dataclass(frozen=True)
+class BuildsReceipt:
+    """data/receipts/builds.json, when the campaign has build commands: each variant's build."""
+    schema: str
+    base: Build
+    candidate: Build
+
+    NESTED = {"base": ("one", Build), "candidate": ("one", Build)}
+
+
 def builds_receipt(builds: dict) -> dict:
-    """data/receipts/builds.json, when the campaign has build commands: per variant the build's
-    key, the tree it built from, whether it came from the cache, and each step."""
-    return {"schema": C.SCHEMAS["builds"],
-            **{v: {"key": b["key"], "tree_sha256": b["tree_sha256"], "cached": b["cached"], "steps": b["steps"]}
-               for v, b in builds.items()}}
+    """builds.json as JSON (the runner writes it as it is): builds, variant -> its Build."""
+    return to_json(BuildsReceipt(C.SCHEMAS["builds"], **builds))
 
 
 @dataclass(frozen=True)
@@ -755,10 +785,47 @@ def cleanup_receipt(*, method: str, processes: list) -> CleanupReceipt:
     return CleanupReceipt(C.SCHEMAS["cleanup"], method, processes, len(processes), all(p.absent for p in processes))
 
 
+@dataclass(frozen=True)
+class Fenced:
+    """A fenced file of a revision: its SHA-256 as campaign.yaml pins it, found in the tree."""
+    sha256: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class RevisionReceipt:
+    """One revision as the runner materialized it (plan/revisions.Materialized.receipt): as the
+    campaign names it, the commit, its tree's digest, its fenced files, and a note for a revision
+    that names no fixed commit (WORKTREE, merge-base)."""
+    rev: str
+    sha: str
+    tree_sha256: str
+    fence: dict  # path -> Fenced
+    note: Optional[str]
+
+    NESTED = {"fence": ("map", Fenced)}
+
+
+@dataclass(frozen=True)
+class RevisionsReceipt:
+    """data/receipts/revisions.json: each variant's revision."""
+    schema: str
+    base: RevisionReceipt
+    candidate: RevisionReceipt
+
+    NESTED = {"base": ("one", RevisionReceipt), "candidate": ("one", RevisionReceipt)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RevisionsReceipt":
+        return _from(cls, data)
+
+    def variant(self, name: str) -> RevisionReceipt:
+        return self.base if name == "base" else self.candidate
+
+
 def revisions_receipt(receipts: dict) -> dict:
-    return {"schema": C.SCHEMAS["revisions"],
-            **{v: {"rev": r["rev"], "sha": r["sha"], "tree_sha256": r["tree_sha256"], "fence": r["fence"],
-                   "note": r.get("note")} for v, r in receipts.items()}}
+    """revisions.json as JSON (the runner writes it as it is): receipts, variant -> its RevisionReceipt."""
+    return to_json(RevisionsReceipt(C.SCHEMAS["revisions"], **receipts))
 
 
 @dataclass(frozen=True)

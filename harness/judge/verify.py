@@ -21,8 +21,8 @@ from harness import contract as C, legacy, records, rehash
 from harness.comparison import derive as comparison
 from harness.judge.anchors import (UNANCHORED, AnchorError, anchor, anchorable, campaign_file, read_anchor,
                                    repository)
-from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, RunnerReceipt,
-                             RunRecord, WorkloadReceipt)
+from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, RevisionsReceipt,
+                             RunnerReceipt, RunRecord, WorkloadReceipt)
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -255,7 +255,8 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
         if FULL_SHA.fullmatch(revision.rev) and campaign.sha(variant) != revision.rev:
             check.fail(C.CAMPAIGN_JSON, f"revisions.{variant}.sha {rehash.short(campaign.sha(variant))}"
                                               f", campaign.yaml pins {revision.rev}", "campaign")
-        got = {path: row["sha256"] for path, row in docs["revisions"][variant]["fence"].items()}
+        got = {path: row.sha256 for path, row in RevisionsReceipt.from_json(docs["revisions"]).variant(variant)
+               .fence.items()}
         if got != dict(revision.fence):
             check.fail(C.REVISIONS, f"{variant}.fence {rehash.short(got)}, campaign.yaml pins "
                                           f"{rehash.short(dict(revision.fence))}", "campaign")
@@ -310,16 +311,17 @@ def _check_anchors(check: rehash.Check, docs: dict, campaign: CampaignRecord, re
             check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
                                         f"names {workload}", "anchors")
         _check_workload_files(check, docs, workload)
+    receipts = RevisionsReceipt.from_json(docs["revisions"])
     for variant in ("base", "candidate"):
-        receipt = docs["revisions"].get(variant) or {}
+        receipt = receipts.variant(variant)
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:
             try:
                 revisions.export(target, campaign.sha(variant), Path(tmp) / "tree")
                 digest = tree_digest(Path(tmp) / "tree")
             except (RuntimeError, OSError, ValueError) as exc:
                 raise AnchorError(f"{C.REVISIONS}: {variant}: {str(exc)[:200]}") from None
-        if digest != receipt.get("tree_sha256"):
-            check.fail(C.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.get('tree_sha256'))}, "
+        if digest != receipt.tree_sha256:
+            check.fail(C.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.tree_sha256)}, "
                                           f"the commit's tree gives {digest[:16]}...", "anchors")
 
 
