@@ -912,6 +912,49 @@ def noise_floor(*, campaign: str, bundle_digest: str, machine: MachineClass, sta
 
 
 @dataclass(frozen=True)
+class BisectStep:
+    """One step of `harness bisect`: a sealed bundle under steps/, its revisions, band, digest and
+    what it gave (rules.bisect_step)."""
+    step: int
+    folder: str
+    base: str
+    candidate: str
+    band: float
+    digest: str
+    verdict: str
+    ratio: Optional[float]
+    interval: Optional[list]
+
+
+@dataclass(frozen=True)
+class BisectReceipt:
+    """OUT/bisect.json beside its step bundles (contract.RECEIPT_FIELDS["bisect"]): the search's
+    inputs, every step, and how it ended."""
+    schema: str
+    campaign: str
+    campaign_sha256: str
+    good: str
+    bad: str
+    good_rev: str
+    bad_rev: str
+    find: str
+    threshold: float
+    band: Optional[float]
+    budget_s: float
+    commits: list
+    steps: list  # BisectStep
+    ending: str
+    culprit: Optional[str]
+    reason: str
+
+    NESTED = {"steps": ("list", BisectStep)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "BisectReceipt":
+        return _from(cls, data)
+
+
+@dataclass(frozen=True)
 class Claim:
     """A bundle's timing claim as reproduction.json holds it (its comparison's stats): the
     candidate/base ratio, its 95% interval, the verdict and the timed items."""

@@ -130,22 +130,23 @@ def _verify_bisect(root: Path, repo, max_array_bytes, original) -> Report:
     if receipt is not None and repo is not None and not check.problems:
         from harness.plan import revisions
 
+        said = records.BisectReceipt.from_json(receipt)  # rehash held it to the contract
         repo = Path(repo)
-        if not repo.is_dir() or revisions.commit_sha(repo, receipt["bad"]) is None:
+        if not repo.is_dir() or revisions.commit_sha(repo, said.bad) is None:
             return Report(unusable=f"--repo {repo}: expected the target repository of this bisect, whose commits it "
-                                   f"walked; {repo} has no commit {receipt['bad'][:12]}: give the campaign's target "
+                                   f"walked; {repo} has no commit {said.bad[:12]}: give the campaign's target "
                                    "repository (the code's; a bundle's --repo is the one holding its campaign file)")
         try:
-            line = revisions.first_parent_line(repo, receipt["good"], receipt["bad"], C.MAX_BISECT_COMMITS)
+            line = revisions.first_parent_line(repo, said.good, said.bad, C.MAX_BISECT_COMMITS)
         except ValueError as exc:
             line = None
             check.fail(C.BISECT_FILE, f"commits: the repository says {exc}", "anchors")
-        if line == receipt["commits"]:
+        if line == said.commits:
             check.notes.append(f"the commit list is the repository's first-parent line good..bad ({repo})")
         elif line is not None:
-            check.fail(C.BISECT_FILE, f"commits: {len(receipt['commits'])} listed, the repository's first-parent "
+            check.fail(C.BISECT_FILE, f"commits: {len(said.commits)} listed, the repository's first-parent "
                                       f"line good..bad has {len(line)}"
-                       + ("" if len(line) != len(receipt["commits"]) else " (others, or in another order)"),
+                       + ("" if len(line) != len(said.commits) else " (others, or in another order)"),
                        "anchors")
     elif receipt is not None:
         check.notes.append("the commit list is not checked against the repository (give --repo, the target "
