@@ -234,11 +234,11 @@ class Interference:
 
     @classmethod
     def marked(cls, measured: Optional[dict], wall_s: float, process_cpu_s: Optional[float], cores: Optional[int],
-               bounds: dict) -> "Interference":
+               bounds: "InterferenceBounds") -> "Interference":
         """The run record's section: the worker's readings and the marks of rules.disturbance."""
         raw = {k: (measured or {}).get(k) for k in cls.MEASURED}
-        share, per_wall, causes = R.disturbance(raw, wall_s, process_cpu_s, cores, bounds["max_steal"],
-                                                bounds["min_cpu_per_wall"])
+        share, per_wall, causes = R.disturbance(raw, wall_s, process_cpu_s, cores, bounds.max_steal,
+                                                bounds.min_cpu_per_wall)
         return cls(**raw, steal_share=share, cpu_per_wall=per_wall, causes=causes, disturbed=bool(causes))
 
 
@@ -393,7 +393,7 @@ class RunRecord:
     def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
            process: Process, log: Log, measured: Optional[WorkerResult], items: Optional[list] = None,
            wall_s: Optional[float] = None, outside: Optional[Outside] = None, memory: Optional[Memory] = None,
-           launch: Optional[Launched] = None, bounds: Optional[dict] = None) -> "RunRecord":
+           launch: Optional[Launched] = None, bounds: Optional["InterferenceBounds"] = None) -> "RunRecord":
         """A run record from what the runner gave the worker (job), saw of its process and log, and
         what the worker measured (None when it failed before writing it, or cannot be trusted); items:
         the worker's items with the outputs the runner read, hashed and stored; wall_s: the timed
@@ -573,6 +573,13 @@ class InstructionPlan:
 
 
 @dataclass(frozen=True)
+class InterferenceBounds:
+    """campaign.json's interference: the bounds that mark a run disturbed (rules.disturbance)."""
+    max_steal: float
+    min_cpu_per_wall: Optional[float]
+
+
+@dataclass(frozen=True)
 class CampaignRecord:
     """data/campaign.json: the campaign as run (contract.FIELDS["campaign"], field for field)."""
     schema: str
@@ -608,7 +615,7 @@ class CampaignRecord:
     threshold: float
     question: str
     margin: Optional[float]
-    interference: Optional[dict]  # interference_bounds; absent only beside run records of an earlier schema
+    interference: Optional["InterferenceBounds"]  # absent only beside run records of an earlier schema
     parity: ParityBound
     metrics: list
     instructions: Optional[InstructionPlan]
@@ -616,7 +623,7 @@ class CampaignRecord:
     ABSENT = ("interference",)
     NESTED = {"timeouts": ("one", Timeouts), "workload": ("one", CampaignWorkload), "revisions": ("map", Pin),
               "sandbox": ("one", CampaignSandbox), "parity": ("one", ParityBound),
-              "instructions": ("one", InstructionPlan)}
+              "instructions": ("one", InstructionPlan), "interference": ("one", InterferenceBounds)}
 
     @classmethod
     def from_json(cls, data: dict) -> "CampaignRecord":
@@ -678,11 +685,10 @@ def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
     )
 
 
-def interference_bounds(declared: Optional[dict]) -> dict:
-    """campaign.json's interference: the campaign's declared bounds over the contract's defaults."""
-    out = {"max_steal": C.MAX_STEAL, "min_cpu_per_wall": None}
-    out.update(declared or {})
-    return out
+def interference_bounds(declared: Optional[dict]) -> "InterferenceBounds":
+    """campaign.json's interference: the campaign's declared bounds (plan/spec's, as parsed) over
+    the contract's defaults."""
+    return InterferenceBounds(**{"max_steal": C.MAX_STEAL, "min_cpu_per_wall": None, **(declared or {})})
 
 
 # Fields of campaign.json that come from the machine or the repository, not from the YAML.

@@ -43,7 +43,7 @@ from harness.rules import decide, sequence_ratio, sig10, stopped, timed
 from harness.rules import interference_warning, moved_outside, without_disturbed as decide_without
 
 if TYPE_CHECKING:
-    from harness.records import Interference, RunRecord
+    from harness.records import Interference, InterferenceBounds, RunRecord
 
 
 def thin_stages(ok: list[RunRecord]) -> list[str]:
@@ -613,7 +613,7 @@ def with_outside(stats: M.Stats, runs: list) -> M.Stats:
     return M.Stats.of(R.outside_section(to_json(stats), contradicted, moved))
 
 
-def with_interference(stats: M.Stats, runs: list, bounds: dict | None, threshold: float,
+def with_interference(stats: M.Stats, runs: list, bounds: InterferenceBounds | None, threshold: float,
                       floor: float | None = None, question: str = C.DEFAULT_QUESTION,
                       margin: float | None = None) -> M.Stats:
     """stats with `interference` (campaign.json's bounds given; None: a bundle of an earlier run
@@ -641,12 +641,12 @@ def with_interference(stats: M.Stats, runs: list, bounds: dict | None, threshold
         without = M.Without(rounds=rest.rounds.n, geomean_ratio=rest.paired.geomean_ratio, ci95=rest.paired.ci95,
                             verdict=rest.verdict)
     verdict, reason, holds_ = decide_without(stats.verdict, stats.verdict_reason, rounds, other)
-    max_steal, min_cpu_per_wall = bounds["max_steal"], bounds["min_cpu_per_wall"]
     if marked:
         stats.warnings.append(interference_warning([(r.label, cast("Interference", r.interference).causes)
-                                                    for r in marked], max_steal, min_cpu_per_wall, rounds, holds_))
+                                                    for r in marked], bounds.max_steal, bounds.min_cpu_per_wall,
+                                                   rounds, holds_))
     section = M.Interference(
-        max_steal=max_steal, min_cpu_per_wall=min_cpu_per_wall,
+        max_steal=bounds.max_steal, min_cpu_per_wall=bounds.min_cpu_per_wall,
         steal_runs=sum(1 for r in usable if r.interference is not None and r.interference.steal_ticks is not None),
         freq_runs=sum(1 for r in usable if r.interference is not None and r.interference.freq_mhz_before is not None),
         disturbed=[r.label for r in marked], disturbed_rounds=rounds, without=without, holds=holds_)
