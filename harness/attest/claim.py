@@ -50,8 +50,8 @@ def predicate(bundle) -> dict:
         "reproduction": None,
     }
     if bundle.reproduction is not None:
-        original = _object(bundle.reproduction.original)
-        claim["reproduction"] = {"original_digest": original.get("digest"), "verdict": bundle.reproduction.verdict}
+        claim["reproduction"] = {"original_digest": bundle.reproduction.original.digest,
+                                 "verdict": bundle.reproduction.verdict}
     return claim
 
 
