@@ -253,6 +253,8 @@ def test_the_fake_bisect_names_its_culprit_and_both_checkers_agree(folder):
     assert receipt["commits"] == history[1:] and receipt["good"] == history[0]
     assert sorted(os.listdir(out / C.BISECT_STEPS)) == [s["folder"] for s in receipt["steps"]]
     assert checkers(out) == ([], [])
+    raw = (out / C.BISECT_FILE).read_text()  # read through its type and written again: itself, in its order
+    assert json.dumps(records.to_json(records.BisectReceipt.from_json(json.loads(raw)))) == json.dumps(json.loads(raw))
 
 
 def test_an_edited_culprit_is_refused(copy, folder):

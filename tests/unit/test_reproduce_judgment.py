@@ -83,6 +83,9 @@ def test_the_same_claim_remeasured_is_reproduced(tmp_path):
     receipt = records.to_json(reproduce.receipt(read.load(original.out), read.load(rerun.out)))
     assert receipt["verdict"] == "reproduced", receipt["reason"]
     assert receipt["scope"]["same_items"] and receipt["original"]["digest"] == original.digest
+    # read through its type and written again: itself, key for key and in its order
+    again = records.to_json(records.ReproductionReceipt.from_json(json.loads(json.dumps(receipt))))
+    assert json.dumps(again) == json.dumps(receipt)
 
 
 def test_bundles_that_do_not_cover_the_same_items_are_partial(tmp_path):
