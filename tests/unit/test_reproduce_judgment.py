@@ -84,6 +84,8 @@ def test_the_same_claim_remeasured_is_reproduced(tmp_path):
     assert receipt["verdict"] == "reproduced", receipt["reason"]
     assert receipt["scope"]["same_items"] and receipt["original"]["digest"] == original.digest
     # read through its type and written again: itself, key for key and in its order
+    import json
+
     again = records.to_json(records.ReproductionReceipt.from_json(json.loads(json.dumps(receipt))))
     assert json.dumps(again) == json.dumps(receipt)
 
