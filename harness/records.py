@@ -234,11 +234,11 @@ class Interference:
 
     @classmethod
     def marked(cls, measured: Optional[dict], wall_s: float, process_cpu_s: Optional[float], cores: Optional[int],
-               bounds: dict) -> "Interference":
+               bounds: "InterferenceBounds") -> "Interference":
         """The run record's section: the worker's readings and the marks of rules.disturbance."""
         raw = {k: (measured or {}).get(k) for k in cls.MEASURED}
-        share, per_wall, causes = R.disturbance(raw, wall_s, process_cpu_s, cores, bounds["max_steal"],
-                                                bounds["min_cpu_per_wall"])
+        share, per_wall, causes = R.disturbance(raw, wall_s, process_cpu_s, cores, bounds.max_steal,
+                                                bounds.min_cpu_per_wall)
         return cls(**raw, steal_share=share, cpu_per_wall=per_wall, causes=causes, disturbed=bool(causes))
 
 
@@ -393,7 +393,7 @@ class RunRecord:
     def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
            process: Process, log: Log, measured: Optional[WorkerResult], items: Optional[list] = None,
            wall_s: Optional[float] = None, outside: Optional[Outside] = None, memory: Optional[Memory] = None,
-           launch: Optional[Launched] = None, bounds: Optional[dict] = None) -> "RunRecord":
+           launch: Optional[Launched] = None, bounds: Optional["InterferenceBounds"] = None) -> "RunRecord":
         """A run record from what the runner gave the worker (job), saw of its process and log, and
         what the worker measured (None when it failed before writing it, or cannot be trusted); items:
         the worker's items with the outputs the runner read, hashed and stored; wall_s: the timed
@@ -573,6 +573,13 @@ class InstructionPlan:
 
 
 @dataclass(frozen=True)
+class InterferenceBounds:
+    """campaign.json's interference: the bounds that mark a run disturbed (rules.disturbance)."""
+    max_steal: float
+    min_cpu_per_wall: Optional[float]
+
+
+@dataclass(frozen=True)
 class CampaignRecord:
     """data/campaign.json: the campaign as run (contract.FIELDS["campaign"], field for field)."""
     schema: str
@@ -608,7 +615,7 @@ class CampaignRecord:
     threshold: float
     question: str
     margin: Optional[float]
-    interference: Optional[dict]  # interference_bounds; absent only beside run records of an earlier schema
+    interference: Optional["InterferenceBounds"]  # absent only beside run records of an earlier schema
     parity: ParityBound
     metrics: list
     instructions: Optional[InstructionPlan]
@@ -616,7 +623,7 @@ class CampaignRecord:
     ABSENT = ("interference",)
     NESTED = {"timeouts": ("one", Timeouts), "workload": ("one", CampaignWorkload), "revisions": ("map", Pin),
               "sandbox": ("one", CampaignSandbox), "parity": ("one", ParityBound),
-              "instructions": ("one", InstructionPlan)}
+              "instructions": ("one", InstructionPlan), "interference": ("one", InterferenceBounds)}
 
     @classmethod
     def from_json(cls, data: dict) -> "CampaignRecord":
@@ -678,11 +685,10 @@ def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
     )
 
 
-def interference_bounds(declared: Optional[dict]) -> dict:
-    """campaign.json's interference: the campaign's declared bounds over the contract's defaults."""
-    out = {"max_steal": C.MAX_STEAL, "min_cpu_per_wall": None}
-    out.update(declared or {})
-    return out
+def interference_bounds(declared: Optional[dict]) -> "InterferenceBounds":
+    """campaign.json's interference: the campaign's declared bounds (plan/spec's, as parsed) over
+    the contract's defaults."""
+    return InterferenceBounds(**{"max_steal": C.MAX_STEAL, "min_cpu_per_wall": None, **(declared or {})})
 
 
 # Fields of campaign.json that come from the machine or the repository, not from the YAML.
@@ -690,12 +696,42 @@ CAMPAIGN_RESOLVED = ("campaign_path", "workload.path", "golden", "noise_floor", 
                      "revisions.candidate.sha")
 
 
+@dataclass(frozen=True)
+class BuildStep:
+    argv: list
+    exit_code: Optional[int]
+    output_tail: str
+
+
+@dataclass(frozen=True)
+class Build:
+    """One variant's build (plan/revisions.built_tree): its cache key, the tree it built from,
+    whether it came from the cache, and each step."""
+    key: str
+    tree_sha256: str
+    cached: bool
+    steps: list  # BuildStep
+
+    NESTED = {"steps": ("list", BuildStep)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Build":
+        return _from(cls, data)
+
+
+@dataclass(frozen=True)
+class BuildsReceipt:
+    """data/receipts/builds.json, when the campaign has build commands: each variant's build."""
+    schema: str
+    base: Build
+    candidate: Build
+
+    NESTED = {"base": ("one", Build), "candidate": ("one", Build)}
+
+
 def builds_receipt(builds: dict) -> dict:
-    """data/receipts/builds.json, when the campaign has build commands: per variant the build's
-    key, the tree it built from, whether it came from the cache, and each step."""
-    return {"schema": C.SCHEMAS["builds"],
-            **{v: {"key": b["key"], "tree_sha256": b["tree_sha256"], "cached": b["cached"], "steps": b["steps"]}
-               for v, b in builds.items()}}
+    """builds.json as JSON (the runner writes it as it is): builds, variant -> its Build."""
+    return to_json(BuildsReceipt(C.SCHEMAS["builds"], **builds))
 
 
 @dataclass(frozen=True)
@@ -755,10 +791,47 @@ def cleanup_receipt(*, method: str, processes: list) -> CleanupReceipt:
     return CleanupReceipt(C.SCHEMAS["cleanup"], method, processes, len(processes), all(p.absent for p in processes))
 
 
+@dataclass(frozen=True)
+class Fenced:
+    """A fenced file of a revision: its SHA-256 as campaign.yaml pins it, found in the tree."""
+    sha256: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class RevisionReceipt:
+    """One revision as the runner materialized it (plan/revisions.Materialized.receipt): as the
+    campaign names it, the commit, its tree's digest, its fenced files, and a note for a revision
+    that names no fixed commit (WORKTREE, merge-base)."""
+    rev: str
+    sha: str
+    tree_sha256: str
+    fence: dict  # path -> Fenced
+    note: Optional[str]
+
+    NESTED = {"fence": ("map", Fenced)}
+
+
+@dataclass(frozen=True)
+class RevisionsReceipt:
+    """data/receipts/revisions.json: each variant's revision."""
+    schema: str
+    base: RevisionReceipt
+    candidate: RevisionReceipt
+
+    NESTED = {"base": ("one", RevisionReceipt), "candidate": ("one", RevisionReceipt)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RevisionsReceipt":
+        return _from(cls, data)
+
+    def variant(self, name: str) -> RevisionReceipt:
+        return self.base if name == "base" else self.candidate
+
+
 def revisions_receipt(receipts: dict) -> dict:
-    return {"schema": C.SCHEMAS["revisions"],
-            **{v: {"rev": r["rev"], "sha": r["sha"], "tree_sha256": r["tree_sha256"], "fence": r["fence"],
-                   "note": r.get("note")} for v, r in receipts.items()}}
+    """revisions.json as JSON (the runner writes it as it is): receipts, variant -> its RevisionReceipt."""
+    return to_json(RevisionsReceipt(C.SCHEMAS["revisions"], **receipts))
 
 
 @dataclass(frozen=True)
@@ -845,6 +918,152 @@ def noise_floor(*, campaign: str, bundle_digest: str, machine: MachineClass, sta
 
 
 @dataclass(frozen=True)
+class BisectStep:
+    """One step of `harness bisect`: a sealed bundle under steps/, its revisions, band, digest and
+    what it gave (rules.bisect_step)."""
+    step: int
+    folder: str
+    base: str
+    candidate: str
+    band: float
+    digest: str
+    verdict: str
+    ratio: Optional[float]
+    interval: Optional[list]
+
+
+@dataclass(frozen=True)
+class BisectReceipt:
+    """OUT/bisect.json beside its step bundles (contract.RECEIPT_FIELDS["bisect"]): the search's
+    inputs, every step, and how it ended."""
+    schema: str
+    campaign: str
+    campaign_sha256: str
+    good: str
+    bad: str
+    good_rev: str
+    bad_rev: str
+    find: str
+    threshold: float
+    band: Optional[float]
+    budget_s: float
+    commits: list
+    steps: list  # BisectStep
+    ending: str
+    culprit: Optional[str]
+    reason: str
+
+    NESTED = {"steps": ("list", BisectStep)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "BisectReceipt":
+        return _from(cls, data)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A bundle's timing claim as reproduction.json holds it (its comparison's stats): the
+    candidate/base ratio, its 95% interval, the verdict and the timed items."""
+    ratio: Optional[float]
+    ci95: Optional[list]
+    verdict: str
+    items: Optional[int]
+
+
+@dataclass(frozen=True)
+class Original:
+    """reproduction.json's original: the bundle re-run, its start, machine class and claim."""
+    digest: Optional[str]  # the sealed bundle's (read.Bundle.digest: None only for an unsealed folder)
+    started_at: float
+    machine: MachineClass
+    claim: Claim
+
+    NESTED = {"machine": ("one", MachineClass), "claim": ("one", Claim)}
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """reproduction.json's reproduction: this bundle's own start, machine class and measurement."""
+    started_at: float
+    machine: MachineClass
+    measured: Claim
+
+    NESTED = {"machine": ("one", MachineClass), "measured": ("one", Claim)}
+
+
+@dataclass(frozen=True)
+class Machines:
+    same_class: Optional[bool]  # None: the class cannot be told
+    why: str
+
+
+@dataclass(frozen=True)
+class Scope:
+    """How much of the original campaign the re-run repeated."""
+    rounds: int
+    rounds_original: int
+    items: int
+    items_original: int
+    same_items: bool
+    missing: int
+    extra: int
+    note: str
+
+
+@dataclass(frozen=True)
+class OutputItems:
+    original: int
+    reproduction: int
+    compared: int
+    identical: int
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Two bundles' outputs compared (harness/judge/agreement.py): do they agree, why, and where they
+    differ; mismatches in parity's row form (an error row has no digests), divergence their
+    measured rows (parity.divergence; filled by `harness reproduce`, empty until then)."""
+    agree: bool
+    why: str
+    same_class: Optional[bool]
+    items: OutputItems
+    items_differing: dict  # item -> how it differs
+    fields_compared: int
+    fields_identical: int
+    kinds: list
+    mismatch_count: int
+    mismatches: list  # dict rows
+    divergence: list = field(default_factory=list)  # dict rows
+
+    NESTED = {"items": ("one", OutputItems)}
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """The timing judgment of a reproduction (harness/judge/reproduce.judge_timing): the claim held
+    to, the re-run's measurement, its interval widened by the tolerance, whether that holds the
+    claim, the word and why."""
+    held_to: Claim
+    measured: Claim
+    widened: Optional[list]
+    holds: Optional[bool]
+    word: str
+    reason: str
+
+    NESTED = {"held_to": ("one", Claim), "measured": ("one", Claim)}
+
+
+@dataclass(frozen=True)
+class Timing(Judgment):
+    """reproduction.json's timing: the judgment, the original's whole claim, and the re-run's runs
+    during which other work competed for the cores."""
+    claimed: Claim
+    overloaded: list
+
+    NESTED = {"held_to": ("one", Claim), "measured": ("one", Claim), "claimed": ("one", Claim)}
+
+
+@dataclass(frozen=True)
 class ReproductionReceipt:
     """data/receipts/reproduction.json, only in a bundle `harness reproduce` made: the bundle it
     re-ran (digest, start, machine class, claim), this bundle's own side, whether the two machines
@@ -852,22 +1071,25 @@ class ReproductionReceipt:
     (harness/judge/reproduce.py derives every part from the two bundles)."""
     schema: str
     campaign: str
-    original: dict
-    reproduction: dict
-    machines: dict
-    scope: dict
-    outputs: dict
-    timing: dict
+    original: Original
+    reproduction: Rerun
+    machines: Machines
+    scope: Scope
+    outputs: Outputs
+    timing: Timing
     tolerance: float
     verdict: str
     reason: str
+
+    NESTED = {"original": ("one", Original), "reproduction": ("one", Rerun), "machines": ("one", Machines),
+              "scope": ("one", Scope), "outputs": ("one", Outputs), "timing": ("one", Timing)}
 
     @classmethod
     def from_json(cls, data: dict) -> "ReproductionReceipt":
         return _from(cls, data)
 
 
-def reproduction_receipt(*, campaign: str, original: dict, reproduction: dict, machines: dict, scope: dict,
-                         outputs: dict, timing: dict, verdict: str, reason: str) -> ReproductionReceipt:
+def reproduction_receipt(*, campaign: str, original: Original, reproduction: Rerun, machines: Machines, scope: Scope,
+                         outputs: Outputs, timing: Timing, verdict: str, reason: str) -> ReproductionReceipt:
     return ReproductionReceipt(C.SCHEMAS["reproduction"], campaign, original, reproduction, machines, scope, outputs,
                                timing, C.REPRODUCE_TOLERANCE, verdict, reason)

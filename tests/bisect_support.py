@@ -39,6 +39,7 @@ def fake_bisect(where: Path, speeds: list[float], **fields):
     import yaml
 
     from fakes import Model, ModelLauncher
+    from harness import records
     from harness.judge import bisect
 
     class CommitModel(Model):
@@ -66,7 +67,7 @@ def fake_bisect(where: Path, speeds: list[float], **fields):
     receipt = bisect.run(p, out, say=lambda line: None,
                          launcher_for=lambda: ModelLauncher(CommitModel(items=4, item_s=0.05, noise=0.01,
                                                                         seed=next(models))))
-    return out, receipt, shas
+    return out, records.to_json(receipt), shas  # as bisect.json holds it
 
 
 sys.modules.setdefault("bisect_support", sys.modules[__name__])

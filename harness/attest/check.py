@@ -13,10 +13,14 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from harness import outcomes
 from harness.attest import MAX_ATTESTATION_BYTES, NAMESPACE, SUFFIX, AttestError
+from harness.records import to_json
+
+if TYPE_CHECKING:
+    from harness.attest import claim as claim_
 
 
 def attestation_path(bundle: str | os.PathLike) -> Path:
@@ -37,6 +41,7 @@ class Signed:
     path: Path
     digest: str
     statement: dict
+    claim: claim_.Predicate  # the statement's predicate, as signed (less signed_at)
 
 
 def sign(bundle: str | os.PathLike, key, verified, out: str | os.PathLike | None = None,
@@ -68,7 +73,7 @@ def sign(bundle: str | os.PathLike, key, verified, out: str | os.PathLike | None
     doc = claim.statement(subject_name(bundle), loaded.digest, derived)
     data = dumps_json(dsse.envelope(claim.encode(doc), key)).encode()
     _write(target, data, force)
-    return Signed(target, loaded.digest, doc)
+    return Signed(target, loaded.digest, doc, derived)
 
 
 def _write(path: Path, data: bytes, replace: bool) -> None:
@@ -251,7 +256,7 @@ def _check(bundle: Path, path: Path, trusted, intact: bool, notes: tuple, rederi
         digest, derived = loaded.digest, claim.predicate(loaded)
     except read.BundleError as exc:
         raise AttestError(str(exc), unusable=True) from None
-    differ = claim.differences(doc["predicate"], derived)
+    differ = claim.differences(doc["predicate"], to_json(derived))
     if signed_digest != digest:
         if not differ:
             return fail(f"signed for digest {signed_digest[:16]}..., this bundle's is {str(digest)[:16]}... although "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from harness import outcomes
 from harness.records import to_json
@@ -27,7 +29,37 @@ def _object(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def predicate(bundle) -> dict:
+@dataclass(frozen=True)
+class ParityClaim:
+    identical: bool
+    agree: bool
+    tolerance: Optional[dict]  # comparison.json's parity.tolerance, as JSON
+
+
+@dataclass(frozen=True)
+class ReproducedClaim:
+    original_digest: Optional[str]
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """The claim a bundle makes (the statement's predicate, less the signer's signed_at)."""
+    campaign: str
+    revisions: dict  # variant -> SHA
+    status: str
+    verdict: str  # the verdict word, or what the exit code says instead (campaign failed, parity mismatch)
+    exit_code: int
+    ratio: Optional[float]
+    ci95: Optional[list]
+    parity: ParityClaim
+    machine: str
+    harness_version: Any  # environment.json's, as the bundle has it
+    ended_at: Optional[str]
+    reproduction: Optional[ReproducedClaim]
+
+
+def predicate(bundle) -> Predicate:
     """What the bundle claims, from its records. bundle: a harness.bundle.read.Bundle (loaded
     through the one reader; the caller verified it, or compares this with a signed claim)."""
     comparison, campaign = bundle.comparison, bundle.campaign
@@ -35,32 +67,31 @@ def predicate(bundle) -> dict:
     code = outcomes.exit_code(comparison)
     word = {outcomes.FAILED: "campaign failed", outcomes.PARITY: "parity mismatch",
             outcomes.UNUSABLE: "unusable"}.get(code, stats.verdict)
-    claim = {
-        "campaign": campaign.name,
-        "revisions": {v: campaign.sha(v) for v in ("base", "candidate")},
-        "status": comparison.status,
-        "verdict": word,
-        "exit_code": code,
-        "ratio": stats.paired.geomean_ratio,
-        "ci95": stats.paired.ci95,
-        "parity": {"identical": parity.identical, "agree": parity.agree, "tolerance": to_json(parity.tolerance)},
-        "machine": bundle.machine.text(),
-        "harness_version": _object(bundle.environment).get("harness_version"),
-        "ended_at": _iso(bundle.runner.ended_at),
-        "reproduction": None,
-    }
-    if bundle.reproduction is not None:
-        original = _object(bundle.reproduction.original)
-        claim["reproduction"] = {"original_digest": original.get("digest"), "verdict": bundle.reproduction.verdict}
-    return claim
+    reproduced = bundle.reproduction
+    return Predicate(
+        campaign=campaign.name,
+        revisions={v: campaign.sha(v) for v in ("base", "candidate")},
+        status=comparison.status,
+        verdict=word,
+        exit_code=code,
+        ratio=stats.paired.geomean_ratio,
+        ci95=stats.paired.ci95,
+        parity=ParityClaim(identical=parity.identical, agree=parity.agree, tolerance=to_json(parity.tolerance)),
+        machine=bundle.machine.text(),
+        harness_version=_object(bundle.environment).get("harness_version"),
+        ended_at=_iso(bundle.runner.ended_at),
+        reproduction=None if reproduced is None else ReproducedClaim(original_digest=reproduced.original.digest,
+                                                                     verdict=reproduced.verdict),
+    )
 
 
-def statement(name: str, digest: str, claim: dict, signed_at: str | None = None) -> dict:
+def statement(name: str, digest: str, claim: Predicate | dict, signed_at: str | None = None) -> dict:
+    """The in-toto Statement of a bundle's claim (a Predicate, or its JSON)."""
     signed_at = signed_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     return {"_type": STATEMENT_TYPE,
             "subject": [{"name": name, "digest": {"sha256": digest}}],
             "predicateType": PREDICATE_TYPE,
-            "predicate": {**claim, "signed_at": signed_at}}
+            "predicate": {**to_json(claim), "signed_at": signed_at}}
 
 
 def encode(doc: dict) -> bytes:
@@ -83,19 +114,17 @@ def differences(signed: dict, derived: dict, prefix: str = "") -> list[tuple[str
     return out
 
 
-def summary(claim: dict) -> str:
+def summary(claim: Predicate) -> str:
     """`demo: improved, candidate/base 0.8123 [0.8011, 0.8240], parity identical, ...` for humans."""
-    parts = [f"{claim.get('campaign')}: {claim.get('verdict')}"]
-    ci = claim.get("ci95")
-    if isinstance(claim.get("ratio"), (int, float)) and isinstance(ci, list) and len(ci) == 2 \
-            and all(isinstance(x, (int, float)) for x in ci):
-        parts.append(f"candidate/base {claim['ratio']:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]")
-    parity = _object(claim.get("parity"))
-    parts.append("parity identical" if parity.get("identical") else "outputs agree within a tolerance"
-                 if parity.get("agree") else "parity mismatch")
-    revs = _object(claim.get("revisions"))
-    parts.append(f"base {str(revs.get('base'))[:12]}, candidate {str(revs.get('candidate'))[:12]}")
-    if isinstance(claim.get("reproduction"), dict):
-        parts.append(f"a reproduction of {str(claim['reproduction'].get('original_digest'))[:16]}...: "
-                     f"{claim['reproduction'].get('verdict')}")
+    parts = [f"{claim.campaign}: {claim.verdict}"]
+    ci = claim.ci95
+    if claim.ratio is not None and ci is not None and len(ci) == 2:
+        parts.append(f"candidate/base {claim.ratio:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]")
+    parity = claim.parity
+    parts.append("parity identical" if parity.identical else "outputs agree within a tolerance"
+                 if parity.agree else "parity mismatch")
+    parts.append(", ".join(f"{v} {str(sha)[:12]}" for v, sha in claim.revisions.items()))
+    if claim.reproduction is not None:
+        parts.append(f"a reproduction of {str(claim.reproduction.original_digest)[:16]}...: "
+                     f"{claim.reproduction.verdict}")
     return ", ".join(parts)

@@ -397,9 +397,11 @@ class Stats:
     # stats a look derives, before it; a bundle's always has it)
     outside: Optional[OutsideStats] = dataclasses.field(default=None, kw_only=True)
 
+    ABSENT = ("interference", "outside")  # left out of the JSON (not null) while None (records.to_json)
+
     @classmethod
     def of(cls, doc: dict) -> Stats:
-        """comparison.json's `stats` (or what analysis.analyze derives) as a Stats."""
+        """comparison.json's `stats` as a Stats."""
         return build(cls, doc)
 
 

@@ -63,15 +63,15 @@ def main(args) -> int:
     print(f"bisect: {len(plan.commits)} first-parent commit(s) {plan.good[:12]}..{plan.bad[:12]} in {plan.repo}; "
           f"looking for {looking}; every probe against good; {band}; at most {plan.budget_s:g} s a step{auto}")
     receipt = bisect.run(plan, out, say=lambda line: print(line, flush=True), progress_for=Progress)
-    code = outcomes.BISECT_CODES[receipt["ending"]]
-    if receipt["culprit"]:
-        print(f"culprit: {receipt['culprit']}")
+    code = outcomes.BISECT_CODES[receipt.ending]
+    if receipt.culprit:
+        print(f"culprit: {receipt.culprit}")
     else:
-        print(f"culprit: none ({receipt['ending']})")
-    print(f"reason: {receipt['reason']}")
+        print(f"culprit: none ({receipt.ending})")
+    print(f"reason: {receipt.reason}")
     for line in bisect.next_steps(plan, receipt, args.campaign, out):
         print(line)
-    print(f"receipt: {out / 'bisect.json'} ({len(receipt['steps'])} step bundle(s) under {out / 'steps'})")
+    print(f"receipt: {out / 'bisect.json'} ({len(receipt.steps)} step bundle(s) under {out / 'steps'})")
     print(f"check it: harness verify {out}   or   python -S harness/rehash.py {out}")
     print(f"exit: {code}")
     return code

@@ -153,13 +153,13 @@ def compare_two(a: Path, b: Path, trust=None) -> int:
     from harness.judge.reproduce import divergence_lines, outputs_text
 
     print(f"outputs: {term(outputs_text(outputs))}")
-    if outputs["mismatches"]:
-        rows = agreement.divergence_across(outputs["mismatches"][:5], x.arrays, y.arrays)
+    if outputs.mismatches:
+        rows = agreement.divergence_across(outputs.mismatches[:5], x.arrays, y.arrays)
         for line in divergence_lines(rows):
             print(term(line))
     # The order given decides which bundle is judged; the bundles' clocks are theirs to set.
-    code = outcomes.PARITY if not outputs["agree"] else outcomes.exit_code(y.comparison)
-    why_code = "outputs differ" if not outputs["agree"] else "the verdict of bundle 2, the one judged (A B: B)"
+    code = outcomes.PARITY if not outputs.agree else outcomes.exit_code(y.comparison)
+    why_code = "outputs differ" if not outputs.agree else "the verdict of bundle 2, the one judged (A B: B)"
     print(f"exit {code}: {why_code}")
     return code
 

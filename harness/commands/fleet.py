@@ -304,7 +304,6 @@ def _reproduction_lines(groups, code: int) -> int:
     """One line per node (its receipt's verdict, timing and outputs), one summary line."""
     from harness.bundle import read
     from harness.judge import reproduce as rep
-    from harness.records import MachineClass
 
     group = groups[0]
     words = []
@@ -324,8 +323,8 @@ def _reproduction_lines(groups, code: int) -> int:
         word = receipt.verdict
         words.append(word)
         print(term(f"node {job.path.name}: {word} (exit {outcomes.REPRODUCTION_CODES[word]}) on "
-                   f"{MachineClass(**receipt.reproduction['machine']).text()}; outputs: "
-                   f"{rep.outputs_text(receipt.outputs)}; re-run {rep.ratio_text(receipt.timing['measured'])}"))
+                   f"{receipt.reproduction.machine.text()}; outputs: "
+                   f"{rep.outputs_text(receipt.outputs)}; re-run {rep.ratio_text(receipt.timing.measured)}"))
     summary = ", ".join(f"{words.count(w)} {w}" for w in sorted(set(words)))
     print(f"reproduce --fleet: {words.count('reproduced')} of {len(words)} nodes reproduced the claim ({summary})")
     return code

@@ -122,10 +122,10 @@ def main(args) -> int:
     print(term(f"reproduction: {result.out} (digest {result.digest}) on {new.machine.text()}"))
     if signed:
         print(term(signed))
-    print(f"machines: {term(r.machines['why'])}")
-    print(f"scope: {term(r.scope['note'])}")
+    print(f"machines: {term(r.machines.why)}")
+    print(f"scope: {term(r.scope.note)}")
     print(f"outputs: {term(reproduce.outputs_text(r.outputs))}")
-    for line in reproduce.divergence_lines(r.outputs["divergence"]):
+    for line in reproduce.divergence_lines(r.outputs.divergence):
         print(term(line))
     print(f"timing: {term(reproduce.timing_text(r.timing))}")
     if not new.comparison.complete:

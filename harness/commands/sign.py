@@ -42,7 +42,7 @@ def main(args) -> int:
 
     print(term(f"signed: {signed.path} (ssh-ed25519 {key.public.fingerprint}) for {args.bundle}, "
                f"digest {signed.digest}"))
-    print(f"claim: {term(claim.summary(signed.statement['predicate']))}")
+    print(f"claim: {term(claim.summary(signed.claim))}")
     return outcomes.OK
 
 

@@ -32,7 +32,6 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
     every ok run's must equal; sandbox: environment.json's sandbox (what every worker ran under)."""
     ok = [r for r in runs if r.ok]
     ok_instr = [r for r in instr if r.ok]
-    by_variant = {v: [r for r in ok if r.variant == v] for v in ("base", "candidate")}
 
     reasons = [f"{r.label}: {r.reason}" for r in runs if not r.ok]
     if runner.reason:
@@ -50,8 +49,8 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
 
     # The headline wall from the timed runs; stage CPU and call counts from the instrumented
     # ones (the same runs, for an order without stage runs); parity over every run.
-    base_mean = mean([r.wall_s for r in by_variant["base"] if r.timed])
-    cand_mean = mean([r.wall_s for r in by_variant["candidate"] if r.timed])
+    base_mean = mean([r.wall_s for r in ok if r.variant == "base" and r.timed])
+    cand_mean = mean([r.wall_s for r in ok if r.variant == "candidate" and r.timed])
     wall = M.Wall(C.WALL_TIMER, base_mean, cand_mean, None, None, None)
     if base_mean is not None and cand_mean is not None and cand_mean > 0:
         wall = M.Wall(C.WALL_TIMER, base_mean, cand_mean, saving_s=base_mean - cand_mean,
@@ -61,8 +60,8 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
     plan = R.sequential_plan(doc, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
     floor_value = cast("float | None", floor and floor["floor"])  # a pinned floor file holds its floor
     question, margin, threshold = campaign.question, campaign.margin, campaign.threshold
-    stats = analysis.analyze(runs, threshold, floor_value, plan, question=question, margin=margin,
-                             family=R.family_members(doc, runner.items))
+    stats = analysis.stats_of(runs, threshold, floor_value, plan, question=question, margin=margin,
+                              family=R.family_members(doc, runner.items))
     stats = analysis.with_interference(stats, runs, campaign.interference, threshold, floor_value, question, margin)
     stats = analysis.with_outside(stats, runs)
     instructions = instructions_section(instr, stats) if campaign.instructions is not None else None
@@ -77,18 +76,18 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
         sandbox=M.build(M.Sandbox, C.sandbox_summary(sandbox)),
         wall=wall,
         stages=_stages(campaign, staged),
-        parity=M.build(M.Parity, _parity(campaign, ok, by_variant, golden, arrays_dir, staged)),
-        stats=M.Stats.of(stats),
+        parity=_parity(campaign, ok, golden, arrays_dir, staged),
+        stats=stats,
         instructions=M.build(M.Instructions | None, instructions),
-        metrics=M.build(list[M.MetricEntry], metrics.section(runs, stats, to_json(wall), instructions, threshold)),
+        metrics=M.build(list[M.MetricEntry], metrics.section(runs, stats, wall, instructions, threshold)),
     )
 
 
-def instructions_section(instr: Sequence[InstructionRecord], stats: dict) -> dict:
+def instructions_section(instr: Sequence[InstructionRecord], stats: M.Stats) -> dict:
     """comparison.json `instructions` (rules.instructions_section, the rule the checkers apply
     too) from the instruction run records and the wall's verdict, interval and band."""
     return R.instructions_section([(r.label, r.variant, r.instructions, len(r.items)) for r in instr if r.ok],
-                                  stats["verdict"], stats["paired"]["ci95"], stats["band"])
+                                  stats.verdict, stats.paired.ci95, stats.band)
 
 
 def calls_per_run(name: str, ok: list):
@@ -132,25 +131,27 @@ def _stages(campaign: CampaignRecord, ok: list) -> dict[str, M.Stage]:
     return out
 
 
-def _parity(campaign: CampaignRecord, ok: list, by_variant: dict, golden: dict | None, arrays_dir: Path,
-            staged: list) -> dict:
-    if not by_variant["base"] or not by_variant["candidate"]:
-        return {"identical": False, "agree": False, "tolerance": None, "reference": None, "items": 0,
-                "fields_compared": 0, "fields_identical": 0, "error_returns": 0, "errors_identical": False,
-                "call_counts_identical": False, "golden": None, "mismatch_count": 0, "mismatches": [],
-                "note": "no successful run of both variants to compare", "divergence": []}
-    reference = by_variant["base"][0]
-    result, mismatches = parity.compare_runs(reference, [r for r in ok if r is not reference])
-    result["call_counts_identical"] = call_counts_hold(campaign, staged)
-    result["golden"] = parity.compare_golden(golden, ok) if golden is not None else None
-    clean = (result["errors_identical"] and result["call_counts_identical"]
-             and (result["golden"] is None or result["golden"]["identical"]))
-    result["identical"] = clean and not mismatches
+def _parity(campaign: CampaignRecord, ok: list, golden: dict | None, arrays_dir: Path, staged: list) -> M.Parity:
+    base = [r for r in ok if r.variant == "base"]
+    if not base or not any(r.variant == "candidate" for r in ok):
+        return M.Parity(identical=False, agree=False, tolerance=None, reference=None, items=0, fields_compared=0,
+                        fields_identical=0, error_returns=0, errors_identical=False, call_counts_identical=False,
+                        golden=None, mismatch_count=0, mismatches=[],
+                        note="no successful run of both variants to compare", divergence=[])
+    reference = base[0]
+    counts, mismatches = parity.compare_runs(reference, [r for r in ok if r is not reference])
+    calls = call_counts_hold(campaign, staged)
+    golden_ = parity.compare_golden(golden, ok) if golden is not None else None
+    clean = counts.errors_identical and calls and (golden_ is None or golden_.identical)
+    identical = clean and not mismatches
     max_ulp = campaign.parity.max_ulp
-    result["tolerance"], within = (None, False) if max_ulp is None else \
-        parity.tolerance(arrays_dir, mismatches, max_ulp)
-    result["agree"] = result["identical"] or (clean and within)
-    result["mismatches"] = mismatches[:C.MAX_LISTED]
-    result["note"] = None
-    result["divergence"] = parity.divergence(result["mismatches"], arrays_dir) if mismatches else []
-    return result
+    # rules.tolerance_section, shared with the checkers, marks each row with its max_ulp
+    tolerance, within = (None, False) if max_ulp is None else parity.tolerance(arrays_dir, mismatches, max_ulp)
+    listed = M.build(list[M.Mismatch], mismatches[:C.MAX_LISTED])
+    return M.Parity(identical=identical, agree=identical or (clean and within),
+                    tolerance=M.build(M.Tolerance | None, tolerance), reference=counts.reference, items=counts.items,
+                    fields_compared=counts.fields_compared, fields_identical=counts.fields_identical,
+                    error_returns=counts.error_returns, errors_identical=counts.errors_identical,
+                    call_counts_identical=calls, golden=golden_, mismatch_count=counts.mismatch_count,
+                    mismatches=listed, note=None,
+                    divergence=parity.divergence(listed, arrays_dir) if mismatches else [])

@@ -16,23 +16,26 @@ from typing import TYPE_CHECKING, Any
 
 from harness import contract as C
 from harness import rules as R
+from harness.bundle import model as M
 from harness.comparison.analysis import interval, round_logs, usable_items, usable_runs
+from harness.records import to_json
 
 if TYPE_CHECKING:
     from harness.records import RunRecord
 
 
-def section(runs: list[RunRecord], stats: dict, wall: dict, instructions: dict | None, threshold: float) -> list[dict]:
+def section(runs: list[RunRecord], stats: M.Stats, wall: M.Wall, instructions: dict | None,
+            threshold: float) -> list[dict]:
     """The `metrics` list from the run records, the derived `stats` and `wall`, and the
     instructions section (None: the campaign counted none)."""
     by_label = {r.label: r for r in usable_runs(runs)}
-    pairs = [(by_label[a], by_label[b]) for a, b in stats["rounds"]["pairs"]]
-    seq = stats["sequential"]  # the other metrics are claims read at the headline's stop, by its looks' design
-    sequential = R.design(seq["first"], seq["cap"]) if seq is not None else None
-    out = [R.headline_entry(wall, stats)]
+    pairs = [(by_label[a], by_label[b]) for a, b in stats.rounds.pairs]
+    seq = stats.sequential  # the other metrics are claims read at the headline's stop, by its looks' design
+    sequential = R.design(seq.first, seq.cap) if seq is not None else None
+    out = [R.headline_entry(to_json(wall), to_json(stats))]  # the shared rule reads them as JSON
     for metric in C.METRIC_DEFINITIONS:
         if metric.name != C.HEADLINE and metric.statistic == "rounds":
-            out.append(rounds_entry(metric, pairs, threshold, sequential, stats["family"] is not None))
+            out.append(rounds_entry(metric, pairs, threshold, sequential, stats.family is not None))
     if instructions is not None:
         out.append(R.instructions_entry(instructions))
     return out
@@ -82,8 +85,7 @@ def rounds_entry(metric: C.Metric, pairs: list[tuple[RunRecord, RunRecord]], thr
     if not d:
         return R.metric_entry(metric.name, of, 0, None, None, None, None, threshold, sequential)
     iv = interval(d)
-    mean_of = {v: math.fsum(totals[r.label] for r in runs if r.variant == v) / len(pairs)
-               for v in ("base", "candidate")}
-    return R.metric_entry(metric.name, of, len(d), R.sig10(mean_of["base"]), R.sig10(mean_of["candidate"]),
-                          iv["geomean_ratio"], R.metric_interval(d, sequential, iv["ci95"]), threshold,
-                          sequential)
+    base, candidate = (math.fsum(totals[r.label] for r in runs if r.variant == v) / len(pairs)
+                       for v in ("base", "candidate"))
+    return R.metric_entry(metric.name, of, len(d), R.sig10(base), R.sig10(candidate), iv.geomean_ratio,
+                          R.metric_interval(d, sequential, iv.ci95), threshold, sequential)

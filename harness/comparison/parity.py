@@ -6,19 +6,34 @@ differ by at most N units in the last place (then the outputs "agree", never "id
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import contract as C
 from harness import rules as R
+from harness.bundle import model as M
 
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison
 
 
-def compare_runs(reference, others: list) -> tuple[dict, list[dict]]:
-    """parity's counts against the reference run, and every mismatch (comparison.json lists the
-    first MAX_LISTED)."""
+@dataclass(frozen=True)
+class Counts:
+    """What compare_runs counted against the reference run (comparison.json's parity holds each)."""
+    reference: str
+    items: int
+    fields_compared: int
+    fields_identical: int
+    error_returns: int
+    errors_identical: bool
+    mismatch_count: int
+
+
+def compare_runs(reference, others: list) -> tuple[Counts, list[dict]]:
+    """parity's counts against the reference run, and every mismatch in parity's row form (the
+    shared rules.tolerance_section reads and marks them; comparison.json lists the first
+    MAX_LISTED)."""
     ref_items = reference.item_map()
     fields_compared = fields_identical = 0
     errors_identical = True
@@ -52,22 +67,17 @@ def compare_runs(reference, others: list) -> tuple[dict, list[dict]]:
                     reason = "bytes differ"
                 mismatches.append({"run": run.label, "item": item_id, "field": name, "reason": reason,
                                    "reference_digest": a and a.digest, "digest": b and b.digest})
-    return {
-        "reference": reference.label,
-        "items": len(ref_items),
-        "fields_compared": fields_compared,
-        "fields_identical": fields_identical,
-        "error_returns": sum(1 for item in ref_items.values() if item.error is not None),
-        "errors_identical": errors_identical,
-        "mismatch_count": len(mismatches),
-    }, mismatches
+    return Counts(reference=reference.label, items=len(ref_items), fields_compared=fields_compared,
+                  fields_identical=fields_identical,
+                  error_returns=sum(1 for item in ref_items.values() if item.error is not None),
+                  errors_identical=errors_identical, mismatch_count=len(mismatches)), mismatches
 
 
 def _describe_error(error: dict | None) -> str:
     return "no error" if error is None else f"{error['type']}: {error['message'][:80]}"
 
 
-def compare_golden(golden: dict, runs: list) -> dict:
+def compare_golden(golden: dict, runs: list) -> M.Golden:
     """Historical frozen parity: every item a run has must carry the golden digests (a quick
     campaign runs a subset of the golden items; an item the golden file lacks fails)."""
     expected = golden["items"]
@@ -81,9 +91,9 @@ def compare_golden(golden: dict, runs: list) -> dict:
                 bad += 1
         checked |= {item.id for item in run.items}
         if bad:
-            failing.append({"run": run.label, "items_differing": bad})
-    return {"items": len(expected), "items_checked": len(checked & set(expected)), "runs": len(runs),
-            "identical": not failing, "failing": failing}
+            failing.append(M.GoldenFailing(run=run.label, items_differing=bad))
+    return M.Golden(items=len(expected), items_checked=len(checked & set(expected)), runs=len(runs),
+                    identical=not failing, failing=failing)
 
 
 def ulp_distance(arrays_dir: Path, digest_a: str, digest_b: str) -> int | None:
@@ -130,19 +140,20 @@ def tolerance(arrays_dir: Path, mismatches: list[dict], max_ulp: int) -> tuple[d
     return R.tolerance_section(mismatches, max_ulp, lambda ref, got: _ulp(arrays_dir, ref, got))
 
 
-def divergence(mismatches: list[dict], arrays_dir: Path) -> list[dict]:
-    """How far apart differing arrays are: elements differing, max abs and ULP difference.
-    Both arrays are streamed side by side in chunks: memory stays a few MB whatever their size."""
+def divergence(mismatches: list[M.Mismatch], arrays_dir: Path) -> list[dict]:
+    """How far apart differing arrays are: elements differing, max abs and ULP difference (open
+    rows: contract parity.divergence[].**). Both arrays are streamed side by side in chunks: memory
+    stays a few MB whatever their size."""
     from harness.bundle import arrays as tensors
 
     out = []
     for m in mismatches:
-        if not m.get("field") or not m.get("reference_digest") or not m.get("digest"):
+        if not m.field or not m.reference_digest or not m.digest:
             continue
-        row = {"run": m["run"], "item": m["item"], "field": m["field"]}
+        row = {"run": m.run, "item": m.item, "field": m.field}
         try:
-            with tensors.stream(tensors.array_path(arrays_dir, m["reference_digest"])) as (dt_a, shape_a, chunks_a), \
-                    tensors.stream(tensors.array_path(arrays_dir, m["digest"])) as (dt_b, shape_b, chunks_b):
+            with tensors.stream(tensors.array_path(arrays_dir, m.reference_digest)) as (dt_a, shape_a, chunks_a), \
+                    tensors.stream(tensors.array_path(arrays_dir, m.digest)) as (dt_b, shape_b, chunks_b):
                 if dt_a != dt_b or shape_a != shape_b:
                     out.append({**row, "kind": f"{dt_a}", "elements": math.prod(shape_a),
                                 "note": f"dtype/shape changed: {dt_a}{list(shape_a)} -> {dt_b}{list(shape_b)}"})

@@ -9,7 +9,7 @@ the contract (`rules.t_quantile`), so the writer and both checkers use the same 
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Iterable, NamedTuple, Optional
 
 from harness.contract import LEVEL, TRIM
 
@@ -26,7 +26,18 @@ def trimmed_mean(values: list[float], trim: float = TRIM) -> float:
     return math.fsum(x[g:len(x) - g]) / (len(x) - 2 * g)
 
 
-def t_interval(values: list[float], level: float = LEVEL, trim: float = TRIM) -> dict:
+class TInterval(NamedTuple):
+    """A trimmed-t interval: n values, g trimmed from each end, the trimmed mean, the winsorized
+    sd, the t quantile and [lo, hi] (sd, q and ci None with fewer than two values kept)."""
+    n: int
+    trimmed: int
+    mean: float
+    sd: Optional[float]
+    q: Optional[float]
+    ci: Optional[list[float]]
+
+
+def t_interval(values: list[float], level: float = LEVEL, trim: float = TRIM) -> TInterval:
     """The trimmed mean of ``values`` and its two-sided Tukey-McLaughlin (Yuen) interval:
     g = floor(trim n) values cut from each end, h = n - 2g kept, standard error
     sqrt((n - 1) s_w^2 / (h (h - 1))) with s_w^2 the variance of the winsorized values,
@@ -42,10 +53,10 @@ def t_interval(values: list[float], level: float = LEVEL, trim: float = TRIM) ->
     h = n - 2 * g
     m = math.fsum(x[g:n - g]) / h
     if h < 2:
-        return {"n": n, "trimmed": g, "mean": m, "sd": None, "q": None, "ci": None}
+        return TInterval(n, g, m, None, None, None)
     w = [min(max(v, x[g]), x[n - g - 1]) for v in x]
     wm = math.fsum(w) / n
     sw2 = math.fsum((v - wm) ** 2 for v in w) / (n - 1)
     se = math.sqrt((n - 1) * sw2 / (h * (h - 1)))
     q = t_quantile(0.5 + level / 2.0, h - 1)
-    return {"n": n, "trimmed": g, "mean": m, "sd": math.sqrt(sw2), "q": q, "ci": [m - q * se, m + q * se]}
+    return TInterval(n, g, m, math.sqrt(sw2), q, [m - q * se, m + q * se])

@@ -138,7 +138,7 @@ def _mismatch(terms: Terms, loaded) -> str | None:
         receipt = loaded.reproduction
         if receipt is None:
             return f"{C.REPRODUCTION}: none, the job was a reproduction of {original[:16]}..."
-        said = receipt.original.get("digest")
+        said = receipt.original.digest
         if said != terms.original_digest:
             return (f"{C.REPRODUCTION} original.digest is {short(said)}, the job reproduced "
                     f"{terms.original} (digest {original[:16]}...)")

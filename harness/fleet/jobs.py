@@ -27,8 +27,8 @@ import sys
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from harness.engine import environment
 from harness.worker import prctl
@@ -116,23 +116,50 @@ def shipped_size(root: Path) -> dict:
     return {"files": files, "bytes": size}
 
 
-def node_job(spec: dict, original: bytes | None = None) -> dict:
-    """Run one `harness ARGV...` on this node and return what came of it.
+@dataclass(frozen=True)
+class NodeSpec:
+    """What the caller hands a node for one job (schedule.place)."""
+    argv: list[str]  # the harness arguments: "{out}" the bundle folder to write, "{original}" the unpacked original
+    repo: str | None  # the repository folder on the node; None: the job's working folder (the shipped repository)
+    timeout_s: float | None  # None: no limit
+    grace_s: float
+    cluster: str | None
+    cluster_id: str | None
+    submitted_at: float | None = None  # the caller's clock
 
-    spec: argv (the harness arguments; "{out}" is replaced by the bundle folder to write,
-    "{original}" by the unpacked original bundle), repo (the repository folder on this
-    node, or None: the job's working folder, where Ray unpacked the shipped repository),
-    timeout_s (None: no limit), cluster, cluster_id, grace_s, submitted_at (the caller's
-    clock). original: a tar stream of the bundle to reproduce, for `harness reproduce`."""
+
+@dataclass(frozen=True)
+class NodeResult:
+    """What came of one job on its node (node_job), the node's word: schedule.settle lands its
+    bundle only when it verifies there."""
+    node_id: str
+    hostname: str
+    started_at: float
+    submitted_at: float | None
+    repo: str
+    status: str | None  # finished, timeout or "raylet lost"
+    exit_code: int | None
+    tail: list[str]
+    bundle: bytes | None  # the sealed bundle as a tar stream (pack)
+    bundle_bytes: int
+    run_s: float | None
+    pack_s: float | None
+    shipped: dict | None  # shipped_size of the job's working folder, when Ray shipped it
+    ended_at: float | None = None
+
+
+def node_job(spec: NodeSpec, original: bytes | None = None) -> NodeResult:
+    """Run one `harness ARGV...` on this node and return what came of it. original: a tar
+    stream of the bundle to reproduce, for `harness reproduce`."""
     import ray
 
     started_at = time.time()
     context = ray.get_runtime_context()
     node_id = context.get_node_id()
     raylet = os.getppid()  # the worker's parent: when it changes, the raylet is gone
-    repo = Path(spec["repo"]) if spec.get("repo") else Path.cwd()
+    repo = Path(spec.repo) if spec.repo else Path.cwd()
     shipped_git = repo / ".git"
-    if not spec.get("repo") and shipped_git.is_dir() and not (shipped_git / "objects").exists():
+    if not spec.repo and shipped_git.is_dir() and not (shipped_git / "objects").exists():
         # The shipped copy leaves out .git/objects; git takes the folder for a repository only
         # with one there, and `reproduce --repo .` and `verify --repo .` need the root it finds.
         (shipped_git / "objects").mkdir()
@@ -140,53 +167,50 @@ def node_job(spec: dict, original: bytes | None = None) -> dict:
     root.mkdir(parents=True, exist_ok=True)
     sweep(root)
     tmp = Path(tempfile.mkdtemp(prefix=f"job-{os.getpid()}-", dir=root))
-    result: dict[str, Any] = {"node_id": node_id, "hostname": socket.gethostname(), "started_at": started_at,
-              "submitted_at": spec.get("submitted_at"), "repo": str(repo), "status": None, "exit_code": None,
-              "tail": [], "bundle": None, "bundle_bytes": 0, "run_s": None, "pack_s": None,
-              "shipped": shipped_size(repo) if not spec.get("repo") else None}
+    result = NodeResult(node_id=node_id, hostname=socket.gethostname(), started_at=started_at,
+                        submitted_at=spec.submitted_at, repo=str(repo), status=None, exit_code=None, tail=[],
+                        bundle=None, bundle_bytes=0, run_s=None, pack_s=None,
+                        shipped=shipped_size(repo) if not spec.repo else None)
+    status = None
     try:
         out = tmp / "out"
         if original is not None:
             unpack(original, tmp / "original")
         argv = [a.replace("{out}", str(out)).replace("{original}", str(tmp / "original" / BUNDLE))
-                for a in spec["argv"]]
+                for a in spec.argv]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update({environment.FLEET_NODE_ID: node_id, environment.FLEET_CLUSTER: spec.get("cluster") or "",
-                    environment.FLEET_CLUSTER_ID: spec.get("cluster_id") or "", "TMPDIR": str(tmp)})
+        env.update({environment.FLEET_NODE_ID: node_id, environment.FLEET_CLUSTER: spec.cluster or "",
+                    environment.FLEET_CLUSTER_ID: spec.cluster_id or "", "TMPDIR": str(tmp)})
         log = tmp / "harness.log"
         t0 = time.monotonic()
         with open(log, "wb") as fh:
             proc = subprocess.Popen([sys.executable, "-P", "-m", "harness", *argv], cwd=repo, env=env,
                                     stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_die_with_parent)
-            timeout = spec.get("timeout_s")
+            timeout = spec.timeout_s
             try:
                 while proc.poll() is None:
                     if timeout is not None and time.monotonic() - t0 > timeout:
-                        result["status"] = "timeout"
-                        _end(proc, spec.get("grace_s", GRACE_S))
+                        status = "timeout"
+                        _end(proc, spec.grace_s)
                         break
                     if os.getppid() != raylet:
-                        result["status"] = "raylet lost"  # nobody will read it; the campaign ends
-                        _end(proc, spec.get("grace_s", GRACE_S))
+                        status = "raylet lost"  # nobody will read it; the campaign ends
+                        _end(proc, spec.grace_s)
                         break
                     time.sleep(POLL_S)
             except BaseException:  # cancelled (KeyboardInterrupt in the worker) or anything else
                 _end(proc, 5.0)
                 raise
-        result["run_s"] = time.monotonic() - t0
-        result["exit_code"] = proc.returncode
-        result["tail"] = _tail(log)
-        result["status"] = result["status"] or "finished"
-        if result["status"] == "finished" and (out / "tagmanifest-sha256.txt").is_file():
+        result = replace(result, run_s=time.monotonic() - t0, exit_code=proc.returncode, tail=_tail(log),
+                         status=status or "finished")
+        if result.status == "finished" and (out / "tagmanifest-sha256.txt").is_file():
             t1 = time.monotonic()
-            result["bundle"] = pack(out)
-            result["pack_s"] = time.monotonic() - t1
-            result["bundle_bytes"] = len(result["bundle"])
+            bundle = pack(out)
+            result = replace(result, bundle=bundle, pack_s=time.monotonic() - t1, bundle_bytes=len(bundle))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    result["ended_at"] = time.time()
-    return result
+    return replace(result, ended_at=time.time())
 
 
 class UnsafeArchive(Exception):

@@ -66,7 +66,8 @@ class Placed:
     bundle: Bundle
     node: str  # the node id's first 12 hex digits, or "-" off a fleet
     cluster: Optional[str]
-    outputs: dict  # variant: output_digest
+    base_outputs: Optional[str]  # output_digest of the base runs
+    candidate_outputs: Optional[str]  # ... of the candidate runs
 
 
 def load(bundles: list[Path], repo: Path | None = None) -> tuple[list[Placed], list[str]]:
@@ -88,7 +89,7 @@ def load(bundles: list[Path], repo: Path | None = None) -> tuple[list[Placed], l
             continue
         fleet = bundle.environment.get("fleet") or {}
         loaded.append(Placed(bundle, short(fleet["node_id"]) if fleet.get("node_id") else "-", fleet.get("cluster"),
-                             {v: output_digest(bundle.runs, v) for v in ("base", "candidate")}))
+                             output_digest(bundle.runs, "base"), output_digest(bundle.runs, "candidate")))
     return loaded, problems
 
 
@@ -117,18 +118,18 @@ def table_lines(docs: list[Placed], base: Path | None = None) -> tuple[list[str]
                      "candidate/base [95% CI]": reproduce.ratio_text(reproduce.claim(c.stats)),
                      "verdict": text.verdict_word(c),
                      "parity": "identical" if c.parity.identical else "NOT identical",
-                     "outputs base": doc.outputs["base"] or "n/a",
-                     "outputs candidate": doc.outputs["candidate"] or "n/a"})
+                     "outputs base": doc.base_outputs or "n/a",
+                     "outputs candidate": doc.candidate_outputs or "n/a"})
     lines = [*text.table(rows).splitlines(), ""]  # one row a line: callers escape line by line
     words = [row["verdict"] for row in rows]
     agree = len(set(words)) == 1
     lines.append(f"verdicts: {'agree' if agree else 'DISAGREE'} ("
                  + ", ".join(f"{w} on {words.count(w)} of {len(words)}" for w in sorted(set(words))) + ")")
-    digests = {(doc.outputs["base"], doc.outputs["candidate"]) for doc in docs}
+    digests = {(doc.base_outputs, doc.candidate_outputs) for doc in docs}
     identical = len(digests) == 1 and None not in next(iter(digests))
     if identical:
-        lines.append(f"outputs: bit-identical across the {len(docs)} nodes (base {docs[0].outputs['base']}, "
-                     f"candidate {docs[0].outputs['candidate']})")
+        lines.append(f"outputs: bit-identical across the {len(docs)} nodes (base {docs[0].base_outputs}, "
+                     f"candidate {docs[0].candidate_outputs})")
     else:
         lines.append(f"outputs: NOT bit-identical across nodes: {len(digests)} different sets of output digests"
                      + _differences(docs))
@@ -157,10 +158,9 @@ def _differences(docs: list[Placed]) -> str:
     parts = []
     for doc in docs[1:]:
         cmp = agreement.compare_outputs(docs[0].bundle.runs, doc.bundle.runs, same=True)
-        if cmp["mismatch_count"]:
-            parts.append(f"node {cell(doc.node)} vs {cell(docs[0].node)}: {cmp['mismatch_count']} fields differ "
-                         f"({', '.join(cmp['kinds'])}), {cmp['items']['identical']} of {cmp['items']['compared']} "
-                         "items identical")
+        if cmp.mismatch_count:
+            parts.append(f"node {cell(doc.node)} vs {cell(docs[0].node)}: {cmp.mismatch_count} fields differ "
+                         f"({', '.join(cmp.kinds)}), {cmp.items.identical} of {cmp.items.compared} items identical")
     return ("; " + "; ".join(parts)) if parts else ""
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -78,8 +78,8 @@ def run(groups: list[Group], conn: cluster.Connection, out: Path, repo: Path, ti
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     remote = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=0, retry_exceptions=False)(jobs.node_job)
-    spec_base = {"repo": str(repo) if conn.code == "shared" else None, "timeout_s": timeout_s,
-                 "grace_s": grace_s, "cluster": conn.address, "cluster_id": conn.cluster_id}
+    spec_base = jobs.NodeSpec(argv=[], repo=str(repo) if conn.code == "shared" else None, timeout_s=timeout_s,
+                              grace_s=grace_s, cluster=conn.address, cluster_id=conn.cluster_id)
     all_jobs = [job for g in groups for job in g.jobs]
     interrupted = False
     # SIGINT and SIGTERM are noted, not raised: a KeyboardInterrupt raised inside Ray's own
@@ -204,7 +204,7 @@ def exit_code(all_jobs: list[Job]) -> int:
     return max(codes, default=outcomes.OK)
 
 
-def place(group: Group, remote, spec_base: dict, strategy, echo, ray, finish) -> None:
+def place(group: Group, remote, spec_base: jobs.NodeSpec, strategy, echo, ray, finish) -> None:
     """The group's nodes are reserved: submit one job per bundle of its placement group."""
     from ray.util import placement_group_table
 
@@ -224,7 +224,7 @@ def place(group: Group, remote, spec_base: dict, strategy, echo, ray, finish) ->
         job.node_id = where.get(i)
         job.submitted_at, job.submitted_mono = time.time(), time.monotonic()
         job.timings["placement_s"] = placed_s
-        spec = {**spec_base, "argv": group.argv, "submitted_at": job.submitted_at}
+        spec = replace(spec_base, argv=group.argv, submitted_at=job.submitted_at)
         args = (spec, group.original) if group.original is not None else (spec,)
         job.ref = remote.options(scheduling_strategy=strategy(group.pg, placement_group_bundle_index=i)).remote(*args)
         job.state = "running"
@@ -256,26 +256,28 @@ def collect_one(job: Job, ray, out: Path, repo: Path, harness_digest: str, finis
     settle(job, result, time.time() - received, out, repo, harness_digest, finish)
 
 
-def settle(job: Job, result: dict, got_s: float, out: Path, repo: Path, harness_digest: str, finish) -> None:
+def settle(job: Job, result: jobs.NodeResult, got_s: float, out: Path, repo: Path, harness_digest: str,
+           finish) -> None:
     """What a node returned for a job (jobs.node_job's result): a bundle lands only when it
     is the job's and verifies here (collect.land); the job's code is the one re-derived from
     the landed bundle, never the node's word. No Ray here: tests give it forged results."""
-    job.node_id = result["node_id"]
-    job.exit_code = result["exit_code"]
+    job.node_id = result.node_id
+    job.exit_code = result.exit_code
     job.timings.update(_timings(job, result, got_s))
-    if result["status"] == "raylet lost":
+    if result.status == "raylet lost":
         return finish(job, False, f"node lost: the raylet of node {short(job.node_id)} died mid-campaign (the node "
-                                  f"ended its harness {job.group.argv[0]} after {result['run_s']:.0f} s); nothing landed")
-    if result["status"] == "timeout":
+                                  f"ended its harness {job.group.argv[0]} after {result.run_s or 0:.0f} s); nothing "
+                                  "landed")
+    if result.status == "timeout":
         return finish(job, False, f"timed out: the node ended its harness {job.group.argv[0]} after the --timeout "
-                                  f"({result['run_s']:.0f} s); nothing landed")
-    if result["exit_code"] not in job.group.landing_codes or result["bundle"] is None:
-        words = job.group.code_meaning.get(result["exit_code"], "")
-        return finish(job, False, f"harness {job.group.argv[0]} exited {result['exit_code']}"
-                                  f"{f' ({words})' if words else ''}: {_cause(result['tail'])}; nothing landed")
+                                  f"({result.run_s or 0:.0f} s); nothing landed")
+    if result.exit_code not in job.group.landing_codes or result.bundle is None:
+        words = job.group.code_meaning.get(result.exit_code, "")
+        return finish(job, False, f"harness {job.group.argv[0]} exited {result.exit_code}"
+                                  f"{f' ({words})' if words else ''}: {_cause(result.tail)}; nothing landed")
     final = job.group.dest(job.node_id)
-    landing = collect.land(result["bundle"], out, final, repo, job.node_id, harness_digest, job.group.terms,
-                           result["exit_code"])
+    landing = collect.land(result.bundle, out, final, repo, job.node_id, harness_digest, job.group.terms,
+                           result.exit_code)
     job.timings.update(unpack_s=landing.unpack_s, verify_s=landing.verify_s)
     job.timings["total_s"] = time.monotonic() - (job.submitted_mono or time.monotonic())
     if not landing.ok:
@@ -286,13 +288,13 @@ def settle(job: Job, result: dict, got_s: float, out: Path, repo: Path, harness_
     finish(job, True, code=landing.code)
 
 
-def _timings(job: Job, result: dict, got_s: float) -> dict:
+def _timings(job: Job, result: jobs.NodeResult, got_s: float) -> dict:
     """Where the time of one job went: waiting for the node and starting its worker (the
     shipped repository unpacked there, on first use), the campaign, packing its bundle,
     and getting the bytes back (clocks of two machines: read start_s with that in mind)."""
-    return {"start_s": max(0.0, result["started_at"] - result["submitted_at"]) if result.get("submitted_at") else None,
-            "run_s": result["run_s"], "pack_s": result["pack_s"], "bundle_bytes": result["bundle_bytes"],
-            "return_s": got_s, "shipped": result.get("shipped")}
+    return {"start_s": max(0.0, result.started_at - result.submitted_at) if result.submitted_at else None,
+            "run_s": result.run_s, "pack_s": result.pack_s, "bundle_bytes": result.bundle_bytes,
+            "return_s": got_s, "shipped": result.shipped}
 
 
 def _cause(tail: list[str]) -> str:

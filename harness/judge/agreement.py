@@ -9,9 +9,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from harness.bundle import model as M
 from harness.comparison import parity
 from harness.contract import MAX_LISTED
-from harness.records import CampaignRecord, MachineClass
+from harness.records import CampaignRecord, MachineClass, OutputItems, Outputs
 
 
 def other_campaign(a: CampaignRecord, b: CampaignRecord) -> str | None:
@@ -59,11 +60,11 @@ def _kind(a, b) -> str:
     return "float" if a.dtype.lstrip("<>|=")[:1] in FLOAT_KINDS else "discrete"
 
 
-def compare_outputs(original: list, reproduction: list, same: bool | None) -> dict:
+def compare_outputs(original: list, reproduction: list, same: bool | None) -> Outputs:
     """The two bundles' outputs, per variant (first ok run of each), over the items both
     have. Mismatch rows use parity's form, so parity.divergence can measure them."""
     items: dict = {}
-    mismatches, fields = [], [0, 0]
+    mismatches, fields, kinds = [], [0, 0], set()
     for variant in ("base", "candidate"):
         a, b = _first_ok(original, variant), _first_ok(reproduction, variant)
         if a is None or b is None:
@@ -75,6 +76,7 @@ def compare_outputs(original: list, reproduction: list, same: bool | None) -> di
             items.setdefault(item_id, "identical")
             if x.error != y.error:
                 items[item_id] = "error"
+                kinds.add("error")
                 mismatches.append({"run": run, "item": item_id, "field": None, "kind": "error",
                                    "reason": "recorded errors differ"})
             for name in sorted(set(x.fields) | set(y.fields)):
@@ -86,10 +88,10 @@ def compare_outputs(original: list, reproduction: list, same: bool | None) -> di
                 kind = _kind(f, g)
                 if items[item_id] in ("identical", "float"):
                     items[item_id] = kind
+                kinds.add(kind)
                 mismatches.append({"run": run, "item": item_id, "field": name, "kind": kind,
                                    "reason": REASONS[kind],
                                    "reference_digest": f and f.digest, "digest": g and g.digest})
-    kinds = {m["kind"] for m in mismatches}
     if not items:
         agree, why = False, "no ok run of a variant to compare"
     elif not mismatches:
@@ -101,22 +103,23 @@ def compare_outputs(original: list, reproduction: list, same: bool | None) -> di
     else:
         agree, why = False, f"{'/'.join(sorted(kinds - {'float'}))} differences (not machine-dependent)"
     differing = {i: k for i, k in items.items() if k != "identical"}
-    return {"agree": agree, "why": why, "same_class": same,
-            "items": {"original": len(items_of(original)), "reproduction": len(items_of(reproduction)),
-                      "compared": len(items), "identical": len(items) - len(differing)},
-            "items_differing": dict(sorted(differing.items())[:MAX_LISTED]),
-            "fields_compared": fields[0], "fields_identical": fields[1],
-            "kinds": sorted(kinds), "mismatch_count": len(mismatches), "mismatches": mismatches[:MAX_LISTED]}
+    return Outputs(agree=agree, why=why, same_class=same,
+                   items=OutputItems(original=len(items_of(original)), reproduction=len(items_of(reproduction)),
+                                     compared=len(items), identical=len(items) - len(differing)),
+                   items_differing=dict(sorted(differing.items())[:MAX_LISTED]), fields_compared=fields[0],
+                   fields_identical=fields[1], kinds=sorted(kinds), mismatch_count=len(mismatches),
+                   mismatches=mismatches[:MAX_LISTED], divergence=[])
 
 
 def divergence_across(mismatches: list[dict], original_arrays: Path, reproduction_arrays: Path) -> list[dict]:
-    """parity.divergence over two bundles: the differing arrays, side by side in one folder
-    (content-addressed, so names cannot clash)."""
+    """parity.divergence over two bundles (Outputs.mismatches, parity's row form): the differing
+    arrays, side by side in one folder (content-addressed, so names cannot clash)."""
     from harness.bundle import arrays as tensors
 
+    rows = M.build(list[M.Mismatch], mismatches)
     with tempfile.TemporaryDirectory(prefix="abba-divergence-") as tmp:
-        for m in mismatches:
-            for key, folder in (("reference_digest", original_arrays), ("digest", reproduction_arrays)):
-                if m.get(key) and tensors.array_path(folder, m[key]).is_file():
-                    shutil.copyfile(tensors.array_path(folder, m[key]), tensors.array_path(Path(tmp), m[key]))
-        return parity.divergence(mismatches, Path(tmp))
+        for m in rows:
+            for digest, folder in ((m.reference_digest, original_arrays), (m.digest, reproduction_arrays)):
+                if digest and tensors.array_path(folder, digest).is_file():
+                    shutil.copyfile(tensors.array_path(folder, digest), tensors.array_path(Path(tmp), digest))
+        return parity.divergence(rows, Path(tmp))

@@ -78,24 +78,25 @@ def plan(campaign_path: str | Path, good_rev: str, bad_rev: str, find: str = "ei
         raise BisectError(f"--budget {budget_s:g}: expected seconds per step, from 1 to {C.MAX_TIMEOUT_S:.0f}")
     campaign = spec.load(campaign_path)
     repo = revisions.target_repo(campaign)
-    shas = {}
-    for flag, rev in (("--good", good_rev), ("--bad", bad_rev)):
+    def commit(flag: str, rev: str) -> str:
         if rev == revisions.WORKTREE:
             raise BisectError(f"{flag} WORKTREE: bisect walks commits; commit the change and give its SHA")
         sha = revisions.commit_sha(repo, rev)
         if sha is None:
             raise BisectError(f"{flag} {rev!r}: no such commit in the target repository {repo} "
                               "(`harness target CAMPAIGN` lists its commits)")
-        shas[flag] = sha
-    if shas["--good"] == shas["--bad"]:
-        raise BisectError(f"--good and --bad are the same commit {shas['--good'][:12]}: give two revisions")
+        return sha
+
+    good, bad = commit("--good", good_rev), commit("--bad", bad_rev)
+    if good == bad:
+        raise BisectError(f"--good and --bad are the same commit {good[:12]}: give two revisions")
     try:
-        commits = revisions.first_parent_line(repo, shas["--good"], shas["--bad"], C.MAX_BISECT_COMMITS)
+        commits = revisions.first_parent_line(repo, good, bad, C.MAX_BISECT_COMMITS)
     except ValueError as exc:
         raise BisectError(f"--good {good_rev} --bad {bad_rev}: {exc}") from None
     budget = budget_s if budget_s is not None else max(campaign.budget_s or 0.0, BISECT_BUDGET_S)
     return Plan(Path(campaign_path), campaign, hashlib.sha256(campaign.raw).hexdigest(), repo, good_rev, bad_rev,
-                shas["--good"], shas["--bad"], commits, find, band, budget)
+                good, bad, commits, find, band, budget)
 
 
 def step_campaign(p: Plan, base: str, candidate: str, band: float) -> spec.Campaign:
@@ -116,28 +117,13 @@ def step_campaign(p: Plan, base: str, candidate: str, band: float) -> spec.Campa
     return campaign
 
 
-@dataclass
-class Step:
-    step: int
-    folder: str
-    base: str
-    candidate: str
-    band: float
-    digest: str
-    verdict: str
-    ratio: float | None
-    interval: list | None
-
-    def receipt(self) -> dict:
-        return dict(self.__dict__)
-
-
-def receipt(p: Plan, steps: list[Step], ending: str, culprit: str | None, reason: str) -> dict:
-    return {"schema": C.SCHEMAS["bisect"], "campaign": p.campaign.name, "campaign_sha256": p.sha256,
-            "good": p.good, "bad": p.bad, "good_rev": p.good_rev[:256], "bad_rev": p.bad_rev[:256],
-            "find": p.find, "threshold": p.threshold, "band": p.band, "budget_s": p.budget_s,
-            "commits": list(p.commits), "steps": [s.receipt() for s in steps], "ending": ending,
-            "culprit": culprit, "reason": reason[:8192]}
+def receipt(p: Plan, steps: list[records.BisectStep], ending: str, culprit: str | None,
+            reason: str) -> records.BisectReceipt:
+    return records.BisectReceipt(
+        schema=C.SCHEMAS["bisect"], campaign=p.campaign.name, campaign_sha256=p.sha256, good=p.good, bad=p.bad,
+        good_rev=p.good_rev[:256], bad_rev=p.bad_rev[:256], find=p.find, threshold=p.threshold, band=p.band,
+        budget_s=p.budget_s, commits=list(p.commits), steps=list(steps), ending=ending, culprit=culprit,
+        reason=reason[:8192])
 
 
 def claim_out(out: Path) -> None:
@@ -149,7 +135,7 @@ def claim_out(out: Path) -> None:
 
 
 def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Callable[[], Launcher] | None = None,
-        progress_for: Callable[[], ContextManager] | None = None) -> dict:
+        progress_for: Callable[[], ContextManager] | None = None) -> records.BisectReceipt:
     """The search, step by step, into OUT; returns the receipt it wrote to OUT/bisect.json.
     launcher_for: a fresh launcher per step (tests); progress_for: a progress context per step."""
     import contextlib
@@ -158,11 +144,11 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
     from harness.engine.runner import Interrupted, PreflightError, Runner
 
     claim_out(out)
-    steps: list[Step] = []
+    steps: list[records.BisectStep] = []
     ending = culprit = None
     reason = ""
     while True:
-        rule = search(p, [s.__dict__ for s in steps])
+        rule = search(p, records.to_json(steps))  # the shared rule reads the steps as JSON
         if rule["next"] is None:
             ending, culprit, reason = rule["ending"], rule["culprit"], rule["reason"]
             break
@@ -191,12 +177,12 @@ def run(p: Plan, out: Path, say: Callable[[str], None] = print, launcher_for: Ca
             ending, reason = "stopped", f"{where}: its bundle went to {outcome.out}, not {folder}"
             break
         verdict, ratio, interval, _ = R.bisect_step(records.to_json(outcome.comparison))
-        steps.append(Step(n, folder, base, candidate, band, outcome.digest, verdict, ratio, interval))
+        steps.append(records.BisectStep(n, folder, base, candidate, band, outcome.digest, verdict, ratio, interval))
         shown = f", candidate/base {ratio:.4f}" if ratio is not None else ""
         shown += f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
         say(f"{where}: {verdict}{shown}; bundle steps/{folder}")
     doc = receipt(p, steps, ending, culprit, reason)
-    atomic_write_json(out / C.BISECT_FILE, doc)
+    atomic_write_json(out / C.BISECT_FILE, records.to_json(doc))
     return doc
 
 
@@ -213,19 +199,19 @@ def search(p: Plan, steps: list[dict]) -> dict:
     return R.bisect_search(p.good, p.commits, steps, p.find, p.threshold, p.band)
 
 
-def next_steps(p: Plan, receipt: dict, campaign_arg: str, out: Path) -> list[str]:
+def next_steps(p: Plan, receipt: records.BisectReceipt, campaign_arg: str, out: Path) -> list[str]:
     """For a search that ended without a culprit it could have found with more: the commands to
     run next, each one line a reader pastes (a larger budget, a wider band, and the narrower range
     the steps so far have left). [] for an ending more budget would not change."""
     import shlex
 
-    if receipt["ending"] != "inconclusive":
+    if receipt.ending != "inconclusive":
         return []
-    rule = search(p, receipt["steps"])
+    rule = search(p, records.to_json(receipt.steps))
     lo, hi = rule["range"]
     span = p.commits.index(hi) - (p.commits.index(lo) if lo in p.commits else -1)
     find = rule["direction"] or p.find
-    last = receipt["steps"][-1]["band"] if receipt["steps"] else p.threshold
+    last = receipt.steps[-1].band if receipt.steps else p.threshold
     wider = min(C.MAX_PROBE_BAND, round(max(2 * last, last + 0.05), 4))
     base = ["harness", "bisect", campaign_arg, "--good", lo, "--bad", hi] + (["--find", find] if find != "either" else [])
     word = shlex.join

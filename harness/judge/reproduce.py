@@ -20,6 +20,7 @@ overrides and SHAs, seals a new bundle, and writes into it a receipt
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from dataclasses import dataclass
@@ -58,18 +59,16 @@ class Refused(Exception):
 
 
 # --------------------------------------------------------------------------- the claim
-def claim(stats: Stats) -> dict:
+def claim(stats: Stats) -> records.Claim:
     """A bundle's timing claim (its comparison's stats): its candidate/base ratio, 95% interval,
     verdict and timed items."""
     paired = stats.paired
-    return {"ratio": paired.geomean_ratio, "ci95": paired.ci95, "verdict": stats.verdict, "items": paired.items}
+    return records.Claim(ratio=paired.geomean_ratio, ci95=paired.ci95, verdict=stats.verdict, items=paired.items)
 
 
-def claim_on(original: read.Bundle, ids: set) -> dict:
+def claim_on(original: read.Bundle, ids: set) -> records.Claim:
     """The original's claim re-derived over some of its items: per-item speed-ups differ, so a
     spot check of N items is held to what the original measured on those N."""
-    import dataclasses
-
     from harness.comparison import analysis
 
     def part(r):
@@ -82,48 +81,53 @@ def claim_on(original: read.Bundle, ids: set) -> dict:
     runs = [part(r) for r in original.runs]
     floor = original.comparison.stats.floor
     threshold = original.campaign.threshold
-    stats = analysis.with_outside(analysis.with_interference(analysis.analyze(runs, threshold, floor), runs,
+    stats = analysis.with_outside(analysis.with_interference(analysis.stats_of(runs, threshold, floor), runs,
                                                              original.campaign.interference, threshold, floor),
                                   runs)
-    return claim(Stats.of(stats))
+    return claim(stats)
 
 
-def ratio_text(c: dict) -> str:
-    if c.get("ratio") is None or not c.get("ci95"):
+def ratio_text(c: records.Claim) -> str:
+    if c.ratio is None or not c.ci95:
         return "no interval"
-    return f"{c['ratio']:.4g} [{c['ci95'][0]:.4g}, {c['ci95'][1]:.4g}]"
+    return f"{c.ratio:.4g} [{c.ci95[0]:.4g}, {c.ci95[1]:.4g}]"
 
 
-def judge_timing(claimed: dict, measured: dict) -> dict:
+def judge_timing(claimed: records.Claim, measured: records.Claim) -> records.Judgment:
     """claimed: the original's claim (its ratio and verdict; its interval has no say); measured:
     the re-run's own ratio, interval and verdict. The word and why."""
     tol = C.REPRODUCE_TOLERANCE
-    out: dict = {"held_to": claimed, "measured": measured, "widened": None, "holds": None}
-    if claimed["ratio"] is None:
-        return {**out, "word": "not contradicted", "reason": "the original makes no timing claim (no ratio)"}
-    if not measured["ci95"]:
-        return {**out, "word": "not contradicted", "reason": "the re-run has no interval to test the claim with"}
-    lo, hi = (R.sig10(measured["ci95"][0] / (1 + tol)), R.sig10(measured["ci95"][1] * (1 + tol)))
-    holds = lo <= claimed["ratio"] <= hi
-    out.update(widened=[lo, hi], holds=holds)
+
+    def judged(word: str, reason: str, widened: list | None = None, holds: bool | None = None) -> records.Judgment:
+        return records.Judgment(held_to=claimed, measured=measured, widened=widened, holds=holds, word=word,
+                                reason=reason)
+
+    if claimed.ratio is None:
+        return judged("not contradicted", "the original makes no timing claim (no ratio)")
+    if not measured.ci95:
+        return judged("not contradicted", "the re-run has no interval to test the claim with")
+    lo, hi = (R.sig10(measured.ci95[0] / (1 + tol)), R.sig10(measured.ci95[1] * (1 + tol)))
+    holds = lo <= claimed.ratio <= hi
     where = (f"the re-run's 95% interval {ratio_text(measured)}, widened by {100 * tol:.0f}% either way to "
-             f"[{lo:.4g}, {hi:.4g}], {'holds' if holds else 'excludes'} the claimed ratio {claimed['ratio']:.4g}")
+             f"[{lo:.4g}, {hi:.4g}], {'holds' if holds else 'excludes'} the claimed ratio {claimed.ratio:.4g}")
     conclusive = ("improved", "regressed", "equal")
     if not holds:
-        return {**out, "word": "not reproduced", "reason": where}
-    if measured["verdict"] in conclusive and claimed["verdict"] in conclusive:
-        if measured["verdict"] == claimed["verdict"]:
-            return {**out, "word": "reproduced", "reason": f"{where}, and both say {claimed['verdict']}"}
-        return {**out, "word": "not reproduced",
-                "reason": f"{where}, but the re-run says {measured['verdict']} where the claim says {claimed['verdict']}"}
-    if claimed["verdict"] not in conclusive:
-        return {**out, "word": "not contradicted", "reason": f"{where}; the original itself concluded nothing"}
-    return {**out, "word": "not contradicted",
-            "reason": f"{where}, but the re-run is {measured['verdict']}: too wide to say {claimed['verdict']} itself"}
+        return judged("not reproduced", where, [lo, hi], holds)
+    if measured.verdict in conclusive and claimed.verdict in conclusive:
+        if measured.verdict == claimed.verdict:
+            return judged("reproduced", f"{where}, and both say {claimed.verdict}", [lo, hi], holds)
+        return judged("not reproduced",
+                      f"{where}, but the re-run says {measured.verdict} where the claim says {claimed.verdict}",
+                      [lo, hi], holds)
+    if claimed.verdict not in conclusive:
+        return judged("not contradicted", f"{where}; the original itself concluded nothing", [lo, hi], holds)
+    return judged("not contradicted",
+                  f"{where}, but the re-run is {measured.verdict}: too wide to say {claimed.verdict} itself", [lo, hi],
+                  holds)
 
 
 # --------------------------------------------------------------------------- scope, verdict
-def scope(original: read.Bundle, reproduction: read.Bundle) -> dict:
+def scope(original: read.Bundle, reproduction: read.Bundle) -> records.Scope:
     """How much of the original campaign the re-run repeated. Fewer rounds is a fact (a budget
     or a spot check chose them), not a weakness in itself; other items make it partial."""
     items_a, items_b = original.runner.items, reproduction.runner.items
@@ -148,21 +152,22 @@ def scope(original: read.Bundle, reproduction: read.Bundle) -> dict:
                          f"gives {len(reproduction.runner.items_all)} now, the original ran "
                          f"{len(items_a)}")
         note = "partial: " + "; ".join(parts) + f"; {plan}"
-    return {"rounds": rounds[1], "rounds_original": rounds[0], "items": len(items_b), "items_original": len(items_a),
-            "same_items": same, "missing": len(missing), "extra": len(extra), "note": note}
+    return records.Scope(rounds=rounds[1], rounds_original=rounds[0], items=len(items_b), items_original=len(items_a),
+                         same_items=same, missing=len(missing), extra=len(extra), note=note)
 
 
-def verdict(comparison: Comparison, outputs: dict, timing: dict, scope_: dict) -> tuple[str, str]:
+def verdict(comparison: Comparison, outputs: records.Outputs, timing: records.Judgment,
+            scope_: records.Scope) -> tuple[str, str]:
     """The reproduction's word and its reason, the strongest finding first."""
     if not comparison.complete:
         return "run failed", f"the re-run failed: {comparison.reason}"
-    if not outputs["agree"] or not comparison.parity.agree:
-        return "outputs differ", f"outputs: {outputs['why']}"
-    if timing["word"] == "not reproduced":
-        return "not reproduced", timing["reason"]
-    if not scope_["same_items"]:
-        return "partial", f"{scope_['note']}; on the common items the timing is {timing['word']}: {timing['reason']}"
-    return timing["word"], timing["reason"]
+    if not outputs.agree or not comparison.parity.agree:
+        return "outputs differ", f"outputs: {outputs.why}"
+    if timing.word == "not reproduced":
+        return "not reproduced", timing.reason
+    if not scope_.same_items:
+        return "partial", f"{scope_.note}; on the common items the timing is {timing.word}: {timing.reason}"
+    return timing.word, timing.reason
 
 
 def receipt(original: read.Bundle, reproduction: read.Bundle) -> records.ReproductionReceipt:
@@ -176,41 +181,43 @@ def receipt(original: read.Bundle, reproduction: read.Bundle) -> records.Reprodu
     ran = set(reproduction.runner.items)
     held_to = claimed if ran >= set(original.runner.items) else claim_on(original, ran)
     measured = claim(reproduction.comparison.stats)
-    timing = {**judge_timing(held_to, measured), "claimed": claimed,
-              "overloaded": analysis.overloaded([r for r in reproduction.runs if r.ok])}
+    judged = judge_timing(held_to, measured)
+    timing = records.Timing(held_to=judged.held_to, measured=judged.measured, widened=judged.widened,
+                            holds=judged.holds, word=judged.word, reason=judged.reason, claimed=claimed,
+                            overloaded=analysis.overloaded([r for r in reproduction.runs if r.ok]))
     scope_ = scope(original, reproduction)
     word, reason = verdict(reproduction.comparison, outputs, timing, scope_)
     return records.reproduction_receipt(
         campaign=original.name,
-        original={"digest": original.digest, "started_at": original.runner.started_at,
-                  "machine": records.to_json(ma), "claim": claimed},
-        reproduction={"started_at": reproduction.runner.started_at, "machine": records.to_json(mb),
-                      "measured": measured},
-        machines={"same_class": same, "why": why}, scope=scope_, outputs={**outputs, "divergence": []},
+        original=records.Original(digest=original.digest, started_at=original.runner.started_at, machine=ma,
+                                  claim=claimed),
+        reproduction=records.Rerun(started_at=reproduction.runner.started_at, machine=mb, measured=measured),
+        machines=records.Machines(same_class=same, why=why), scope=scope_, outputs=outputs,
         timing=timing, verdict=word, reason=reason)
 
 
 def divergence_lines(rows: list, most: int = 5) -> list:
+    """parity.divergence's rows (open: measured from the arrays), a line each."""
     return [f"  {r['run']} item {r['item']} field {r['field']}: {r.get('differing')} of {r.get('elements')} elements "
             f"differ, max abs {r.get('max_abs')}, max ulp {r.get('max_ulp')}" for r in rows[:most]]
 
 
-def timing_text(timing: dict) -> str:
-    held = f"claimed {ratio_text(timing['claimed'])} ({timing['claimed']['verdict']})"
-    if timing["held_to"] != timing["claimed"]:
-        held += f", {ratio_text(timing['held_to'])} on the items re-run"
-    text = f"{held}; re-run {ratio_text(timing['measured'])} ({timing['measured']['verdict']}): {timing['reason']}"
-    if timing["overloaded"]:
-        text += (f"; more work than cores was runnable during {', '.join(timing['overloaded'])}, so other work "
+def timing_text(timing: records.Timing) -> str:
+    held = f"claimed {ratio_text(timing.claimed)} ({timing.claimed.verdict})"
+    if timing.held_to != timing.claimed:
+        held += f", {ratio_text(timing.held_to)} on the items re-run"
+    text = f"{held}; re-run {ratio_text(timing.measured)} ({timing.measured.verdict}): {timing.reason}"
+    if timing.overloaded:
+        text += (f"; more work than cores was runnable during {', '.join(timing.overloaded)}, so other work "
                  "competed with the re-run")
     return text
 
 
-def outputs_text(outputs: dict) -> str:
-    n = outputs["items"]
-    if outputs["why"] == "identical":
-        return f"identical ({n['compared']} items, {outputs['fields_compared']} fields)"
-    return (f"{'agree' if outputs['agree'] else 'DIFFER'}: {outputs['why']} ({n['identical']} of {n['compared']} "
+def outputs_text(outputs: records.Outputs) -> str:
+    n = outputs.items
+    if outputs.why == "identical":
+        return f"identical ({n.compared} items, {outputs.fields_compared} fields)"
+    return (f"{'agree' if outputs.agree else 'DIFFER'}: {outputs.why} ({n.identical} of {n.compared} "
             "common items identical)")
 
 
@@ -303,9 +310,10 @@ def reproduce(original: read.Bundle, campaign, out: Path, force: bool = False, p
                                              "without the reproduction receipt)", exc.folder, True) from None
             new = read.load(work)
             result = receipt(original, new)
-            shown = result.outputs["mismatches"]
-            result.outputs["divergence"] = agreement.divergence_across(shown, original.arrays, new.arrays) \
-                if shown else []
+            shown = result.outputs.mismatches
+            if shown:  # measured here, from both bundles' arrays
+                result = dataclasses.replace(result, outputs=dataclasses.replace(
+                    result.outputs, divergence=agreement.divergence_across(shown, original.arrays, new.arrays)))
             staging = bundle.Staging(out)
             try:
                 os.rmdir(staging.root / "data")

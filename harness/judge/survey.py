@@ -6,7 +6,7 @@ others."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -80,18 +80,17 @@ def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
         if b is None or b.reproduction is None:
             continue
         receipt = b.reproduction
-        original = by_digest.get(receipt.original["digest"])
+        original = by_digest.get(receipt.original.digest)
         if original is None or original.bundle is None:  # by_digest holds loaded bundles only
             continue
         try:
-            want = reproduce.receipt(original.bundle, b)
-            want.outputs["divergence"] = receipt.outputs.get("divergence")
-            same = want == receipt
+            want = reproduce.receipt(original.bundle, b)  # its divergence: measured by harness reproduce
+            same = replace(want, outputs=replace(want.outputs, divergence=receipt.outputs.divergence)) == receipt
         except (KeyError, TypeError, ValueError):
             same = False
         original.reproductions.append(Reproduction(
             path=e.path, verdict=receipt.verdict, reason=receipt.reason, machine=b.machine.text(),
-            measured=reproduce.ratio_text(receipt.timing["measured"]), scope=receipt.scope["note"],
+            measured=reproduce.ratio_text(receipt.timing.measured), scope=receipt.scope.note,
             outputs=reproduce.outputs_text(receipt.outputs), rederived=same))
     from harness.attest import AttestError, check
 

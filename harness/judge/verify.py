@@ -21,8 +21,8 @@ from harness import contract as C, legacy, records, rehash
 from harness.comparison import derive as comparison
 from harness.judge.anchors import (UNANCHORED, AnchorError, anchor, anchorable, campaign_file, read_anchor,
                                    repository)
-from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, RunnerReceipt,
-                             RunRecord, WorkloadReceipt)
+from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, RevisionsReceipt,
+                             RunnerReceipt, RunRecord, WorkloadReceipt)
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -126,22 +126,23 @@ def _verify_bisect(root: Path, repo, max_array_bytes, original) -> Report:
     if receipt is not None and repo is not None and not check.problems:
         from harness.plan import revisions
 
+        said = records.BisectReceipt.from_json(receipt)  # rehash held it to the contract
         repo = Path(repo)
-        if not repo.is_dir() or revisions.commit_sha(repo, receipt["bad"]) is None:
+        if not repo.is_dir() or revisions.commit_sha(repo, said.bad) is None:
             return Report(unusable=f"--repo {repo}: expected the target repository of this bisect, whose commits it "
-                                   f"walked; {repo} has no commit {receipt['bad'][:12]}: give the campaign's target "
+                                   f"walked; {repo} has no commit {said.bad[:12]}: give the campaign's target "
                                    "repository (the code's; a bundle's --repo is the one holding its campaign file)")
         try:
-            line = revisions.first_parent_line(repo, receipt["good"], receipt["bad"], C.MAX_BISECT_COMMITS)
+            line = revisions.first_parent_line(repo, said.good, said.bad, C.MAX_BISECT_COMMITS)
         except ValueError as exc:
             line = None
             check.fail(C.BISECT_FILE, f"commits: the repository says {exc}", "anchors")
-        if line == receipt["commits"]:
+        if line == said.commits:
             check.notes.append(f"the commit list is the repository's first-parent line good..bad ({repo})")
         elif line is not None:
-            check.fail(C.BISECT_FILE, f"commits: {len(receipt['commits'])} listed, the repository's first-parent "
+            check.fail(C.BISECT_FILE, f"commits: {len(said.commits)} listed, the repository's first-parent "
                                       f"line good..bad has {len(line)}"
-                       + ("" if len(line) != len(receipt["commits"]) else " (others, or in another order)"),
+                       + ("" if len(line) != len(said.commits) else " (others, or in another order)"),
                        "anchors")
     elif receipt is not None:
         check.notes.append("the commit list is not checked against the repository (give --repo, the target "
@@ -163,16 +164,26 @@ def _check_original(check: rehash.Check, root: Path, original: Path, max_array_b
         return f"--original {original}: does not verify ({other.unusable or other.problems[0]})"
     try:
         stored = read.read_json(root / C.REPRODUCTION, limit=read.limit_of(C.REPRODUCTION))
+    except read.BundleError as exc:
+        return f"--original {original}: {exc}"
+    try:  # rehash held its own side to the contract; the parts it re-derives are open there
+        said = records.ReproductionReceipt.from_json(stored)
+    except (KeyError, TypeError, AttributeError) as exc:
+        check.fail(C.REPRODUCTION, f"is not a reproduction receipt of this harness ({exc.__class__.__name__}: "
+                                   f"{str(exc)[:80]}): the two bundles give another", "original")
+        return None
+    try:
         want = reproduce.receipt(read.load(original), read.load(root))
     except read.BundleError as exc:
         return f"--original {original}: {exc}"
     assert other.digest is not None  # it verified: sealed
-    named = records.ReproductionReceipt.from_json(stored).original["digest"]  # rehash held it to the contract
+    named = said.original.digest
     if named != other.digest:
-        check.fail(C.REPRODUCTION, f"names the original {named[:16]}..., but {original} is "
+        check.fail(C.REPRODUCTION, f"names the original {str(named)[:16]}..., but {original} is "
                                    f"{other.digest[:16]}...", "original")
         return None
-    want.outputs["divergence"] = stored["outputs"].get("divergence")  # values: harness reproduce measured them
+    # its divergence: values harness reproduce measured from both bundles' arrays
+    want = dataclasses.replace(want, outputs=dataclasses.replace(want.outputs, divergence=said.outputs.divergence))
     for path, expected, got in rehash.diff(records.to_json(want), stored):
         check.fail(C.REPRODUCTION, f"{path} claims {rehash.short(got)}, the two bundles give "
                                    f"{rehash.short(expected)}", "original")
@@ -241,7 +252,8 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
         if FULL_SHA.fullmatch(revision.rev) and campaign.sha(variant) != revision.rev:
             check.fail(C.CAMPAIGN_JSON, f"revisions.{variant}.sha {rehash.short(campaign.sha(variant))}"
                                               f", campaign.yaml pins {revision.rev}", "campaign")
-        got = {path: row["sha256"] for path, row in docs["revisions"][variant]["fence"].items()}
+        got = {path: row.sha256 for path, row in RevisionsReceipt.from_json(docs["revisions"]).variant(variant)
+               .fence.items()}
         if got != dict(revision.fence):
             check.fail(C.REVISIONS, f"{variant}.fence {rehash.short(got)}, campaign.yaml pins "
                                           f"{rehash.short(dict(revision.fence))}", "campaign")
@@ -296,8 +308,9 @@ def _check_anchors(check: rehash.Check, docs: dict, campaign: CampaignRecord, re
             check.fail(C.CAMPAIGN_JSON, f"workload.path {rehash.short(recorded)}, the repository's campaign file "
                                         f"names {workload}", "anchors")
         _check_workload_files(check, docs, workload)
+    receipts = RevisionsReceipt.from_json(docs["revisions"])
     for variant in ("base", "candidate"):
-        receipt = docs["revisions"].get(variant) or {}
+        receipt = receipts.variant(variant)
         with tempfile.TemporaryDirectory(prefix="abba-anchor-") as tmp:
             try:
                 revisions.export(target, campaign.sha(variant), Path(tmp) / "tree")
@@ -309,8 +322,8 @@ def _check_anchors(check: rehash.Check, docs: dict, campaign: CampaignRecord, re
                 # that failure is the verdict, the commit it names one more problem under it
                 check.fail(C.REVISIONS, f"{variant}: {str(exc)[:200]}", "anchors")
                 continue
-        if digest != receipt.get("tree_sha256"):
-            check.fail(C.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.get('tree_sha256'))}, "
+        if digest != receipt.tree_sha256:
+            check.fail(C.REVISIONS, f"{variant}: tree_sha256 {rehash.short(receipt.tree_sha256)}, "
                                           f"the commit's tree gives {digest[:16]}...", "anchors")
 
 

@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import records
 from harness.files import sha256_file, tree_digest
 from harness.plan.spec import Campaign, Revision, SpecError, Target
 
@@ -47,19 +48,20 @@ class Materialized:
     tree: Path  # where the worker imports from: the export, or its built copy
     tree_sha256: str  # of the export, before any build: what `verify --repo` recomputes
     fence: dict[str, str]
-    build: dict | None = None
+    build: records.Build | None = None
 
-    def receipt(self) -> dict:
-        out = {"rev": self.rev, "sha": self.sha, "tree_sha256": self.tree_sha256,
-               "fence": {path: {"sha256": sha, "ok": True} for path, sha in self.fence.items()}}
+    def receipt(self) -> records.RevisionReceipt:
+        note = None
         if self.rev == WORKTREE:
-            out["note"] = ("snapshot of the uncommitted working tree (git stash create: tracked files only), "
-                           "a commit object no ref points to")
+            note = ("snapshot of the uncommitted working tree (git stash create: tracked files only), "
+                    "a commit object no ref points to")
         elif is_merge_base(self.rev):
-            out["note"] = (f"{self.rev}: where the candidate forked from "
-                           f"{self.rev[len(MERGE_BASE) + 1:] or 'the default branch'} when the campaign ran "
-                           "(git merge-base), pinned by its SHA")
-        return out
+            note = (f"{self.rev}: where the candidate forked from "
+                    f"{self.rev[len(MERGE_BASE) + 1:] or 'the default branch'} when the campaign ran "
+                    "(git merge-base), pinned by its SHA")
+        return records.RevisionReceipt(rev=self.rev, sha=self.sha, tree_sha256=self.tree_sha256,
+                                       fence={path: records.Fenced(sha256=sha, ok=True)
+                                              for path, sha in self.fence.items()}, note=note)
 
 
 def cache_root() -> Path:
@@ -378,7 +380,7 @@ def materialize(campaign: Campaign, repo: Path, revision: Revision, scratch: Pat
     return Materialized(revision.variant, revision.rev, sha, tree, digest, dict(revision.fence), build)
 
 
-def built_tree(campaign: Campaign, tree: Path, digest: str, variant: str) -> tuple[Path, dict]:
+def built_tree(campaign: Campaign, tree: Path, digest: str, variant: str) -> tuple[Path, records.Build]:
     """Run the campaign's build commands in a copy of the exported tree, cached by the
     tree digest and the commands: the same revision is built once. Returns the built tree
     and the receipt (commands, exit codes, output tails, cached or not)."""
@@ -387,7 +389,7 @@ def built_tree(campaign: Campaign, tree: Path, digest: str, variant: str) -> tup
     key = hashlib.sha256(json.dumps([digest, [list(c) for c in campaign.build]]).encode()).hexdigest()[:24]
     home = cache_root() / "builds" / key
     if (home / "receipt.json").is_file():
-        return home / "tree", {**json.loads((home / "receipt.json").read_text()), "cached": True}
+        return home / "tree", records.Build.from_json({**json.loads((home / "receipt.json").read_text()), "cached": True})
     home.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=home.parent))
     try:
@@ -401,12 +403,12 @@ def built_tree(campaign: Campaign, tree: Path, digest: str, variant: str) -> tup
                 code, output = result.returncode, result.stdout + result.stderr
             except (OSError, subprocess.TimeoutExpired) as exc:
                 code, output = None, f"{exc.__class__.__name__}: {exc}"
-            steps.append({"argv": argv, "exit_code": code, "output_tail": output[-4000:]})
+            steps.append(records.BuildStep(argv=argv, exit_code=code, output_tail=output[-4000:]))
             if code != 0:
                 last = " | ".join(output.strip().splitlines()[-3:]) or "no output"
                 raise SpecError(f"{campaign.source}: build: {' '.join(cmd)} failed in the {variant} tree "
                                 f"(exit {code}): {last[-300:]}")
-        receipt = {"key": key, "tree_sha256": digest, "steps": steps}
+        receipt = {"key": key, "tree_sha256": digest, "steps": records.to_json(steps)}  # the cache's own file
         (work / "receipt.json").write_text(json.dumps(receipt))
         try:
             os.rename(work, home)
@@ -415,4 +417,4 @@ def built_tree(campaign: Campaign, tree: Path, digest: str, variant: str) -> tup
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return home / "tree", {**receipt, "cached": False}
+    return home / "tree", records.Build(key=key, tree_sha256=digest, cached=False, steps=steps)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from harness import contract as C
+from harness.records import to_json
 from harness.render.text import cell
 
 
@@ -41,7 +42,7 @@ def claim(bundle, signer: str | None = None, judgement=None) -> dict:
     return {
         "schema": C.SCHEMAS["claim"],
         "bundle": {"name": bundle.path.name, "digest": bundle.digest},
-        "claim": predicate(bundle),
+        "claim": to_json(predicate(bundle)),
         "signed_by": signer,
         "rounds": {"n": stats.rounds.n,
                    "stopped": seq.stopped if seq is not None else "fixed count",
@@ -90,7 +91,7 @@ def benchmark_action(bundle, signer: str | None = None) -> str:
     from harness.attest.claim import predicate
 
     said, c = predicate(bundle), bundle.comparison
-    name, verdict, digest = cell(said["campaign"], 64), cell(said["verdict"], 64), bundle.digest
+    name, verdict, digest = cell(said.campaign, 64), cell(said.verdict, 64), bundle.digest
 
     def entry(what, value, unit, ci=None, note=""):
         row = {"name": what, "unit": unit, "value": value}

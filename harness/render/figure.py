@@ -124,7 +124,7 @@ def _items(ax, bundle, timed: list, stats: Stats) -> None:
     rows = []
     for j, item in enumerate(items):
         iv = analysis.interval([row[j] for row in logs])
-        rows.append((iv["geomean_ratio"], iv["ci95"], item))
+        rows.append((iv.geomean_ratio, iv.ci95, item))
     rows.sort(key=lambda r: -r[0])
     shown = rows if len(rows) <= ITEMS_SHOWN else rows[:ITEMS_SHOWN // 2] + rows[-ITEMS_SHOWN // 2:]
     y = list(range(len(shown)))

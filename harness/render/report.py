@@ -122,7 +122,7 @@ def section(e, root: Path) -> str:
              if golden else "no golden file", f"made on {cell(_made_on(b))}",
              _signed_fact(e)]
     if b.reproduction is not None:
-        facts.append(f"a reproduction of the bundle with digest {code(b.reproduction.original['digest'][:16])}")
+        facts.append(f"a reproduction of the bundle with digest {code(b.reproduction.original.digest[:16])}")
     lines += ["; ".join(facts) + ".", ""]
     if campaign.notes:
         lines += [f"What moves these figures: {cell(campaign.notes, 2000)}", ""]

@@ -450,6 +450,8 @@ def rederive(root: Path, original: Path | None = None) -> None:
 
 def rederive_receipt(root: Path, original: Path) -> None:
     """A reproduction receipt derived again from this bundle and the one it re-ran."""
+    from dataclasses import replace
+
     from harness.bundle import read
     from harness.judge import reproduce
     from harness.records import to_json
@@ -457,7 +459,7 @@ def rederive_receipt(root: Path, original: Path) -> None:
     stored = _load(root, C.REPRODUCTION)
     try:
         receipt = reproduce.receipt(read.load(original), read.load(root))
-        receipt.outputs["divergence"] = stored["outputs"]["divergence"]
+        receipt = replace(receipt, outputs=replace(receipt.outputs, divergence=stored["outputs"]["divergence"]))
     except Exception:  # noqa: BLE001 - a bundle too broken to load: leave the old receipt
         return
     _dump(root, C.REPRODUCTION, to_json(receipt))

@@ -79,7 +79,7 @@ def scenario(name: str, truth: float, seed: int) -> dict:
             d = [math.log(max(b.memory.loop_peak_bytes, 1) / a.memory.loop_peak_bytes) if name_ == "memory" else
                  float(np.mean([math.log(y.cpu_s / x.cpu_s) for x, y in zip(a.items, b.items)])) for a, b in
                  (sorted(p, key=lambda r: r.variant) for p in pairs)]
-            fixed = analysis.interval(d)["ci95"]
+            fixed = analysis.interval(d).ci95
             out["fixed_covered"] += fixed is not None and fixed[0] <= truth <= fixed[1]
         out["stop"].append(stats["rounds"]["n"])
     n = 2 * CAMPAIGNS

@@ -38,13 +38,14 @@ def sequential(runs: list, first: int, cap: int) -> tuple[str, list[float], int,
     as the runner runs it: stopped at its first look that decides (a look over disturbed rounds
     only when its undisturbed rounds agree), else the verdict at the cap, which must hold without
     the disturbed rounds (analysis.with_interference)."""
-    s = analysis.analyze(runs, THRESHOLD, None, {"first": first, "cap": cap})
-    d = s["rounds"]["log_ratios"]
-    for row in s["sequential"]["looks"]:
-        if row["verdict"] != "inconclusive":
-            return row["verdict"], row["ci95"], row["round"], d
+    s = analysis.stats_of(runs, THRESHOLD, None, {"first": first, "cap": cap})
+    d = s.rounds.log_ratios
+    assert s.sequential is not None
+    for row in s.sequential.looks:
+        if row.verdict != "inconclusive":
+            return row.verdict, row.ci95, row.round, d
     s = analysis.with_interference(s, runs, records.interference_bounds(None), THRESHOLD)
-    return s["verdict"], s["paired"]["ci95"] or [0.0, math.inf], s["rounds"]["n"], d
+    return s.verdict, s.paired.ci95 or [0.0, math.inf], s.rounds.n, d
 
 
 def scenario(kwargs: dict, ratio: float, seed: int) -> dict:

@@ -187,8 +187,9 @@ def test_the_divergence_of_two_large_arrays_is_streamed(tmp_path):
     a[-1] = 1.0
     db = tensors.store(a, tmp_path)["digest"]
     del a
-    code = (f"import json; from pathlib import Path; from harness.comparison import parity; print(json.dumps(parity.divergence("
-            f"[{{'run': 'B1', 'item': 'x', 'field': 'f', 'reference_digest': '{da}', 'digest': '{db}'}}], "
+    code = (f"import json; from pathlib import Path; from harness.comparison import parity; "
+            f"from harness.bundle.model import Mismatch; print(json.dumps(parity.divergence("
+            f"[Mismatch(run='B1', item='x', field='f', reason='bytes differ', reference_digest='{da}', digest='{db}')], "
             f"Path('{tmp_path}'))))")
     cmd = f"ulimit -v {MEMORY_KIB}; exec '{sys.executable}' -c \"{code}\""
     result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=ROOT)

@@ -43,16 +43,16 @@ def on_node(*args, cwd: Path) -> subprocess.CompletedProcess:
     return harness(*args, cwd=cwd, env=env, timeout=300)
 
 
-def forged(bundle: Path, exit_code: int) -> dict:
+def forged(bundle: Path, exit_code: int) -> jobs.NodeResult:
     """What jobs.node_job returns, with the node's word for the exit code."""
     now = time.time()
     data = jobs.pack(bundle)
-    return {"node_id": NODE, "hostname": "node", "started_at": now, "submitted_at": now, "repo": str(ROOT),
-            "status": "finished", "exit_code": exit_code, "tail": [], "bundle": data, "bundle_bytes": len(data),
-            "run_s": 1.0, "pack_s": 0.0, "shipped": None, "ended_at": now}
+    return jobs.NodeResult(node_id=NODE, hostname="node", started_at=now, submitted_at=now, repo=str(ROOT),
+                           status="finished", exit_code=exit_code, tail=[], bundle=data, bundle_bytes=len(data),
+                           run_s=1.0, pack_s=0.0, shipped=None, ended_at=now)
 
 
-def settle(job: schedule.Job, result: dict, out: Path, repo: Path) -> list:
+def settle(job: schedule.Job, result: jobs.NodeResult, out: Path, repo: Path) -> list:
     """schedule.settle with a finish that records what schedule.run's own would print."""
     said = []
 

@@ -76,7 +76,7 @@ def outputs(logp=LOGP, tokens=TOKENS, flags=FLAGS, extra=None):
 
 def test_identical_outputs_agree(tmp_path):
     a, b = _pair(tmp_path, outputs(), outputs())
-    out = agreement.compare_outputs(a, b, True)
+    out = records.to_json(agreement.compare_outputs(a, b, True))
     assert out["agree"] and out["why"] == "identical" and out["mismatch_count"] == 0
     assert out["items"] == {"original": 2, "reproduction": 2, "compared": 2, "identical": 2}
     assert out["fields_compared"] == out["fields_identical"] == 10
@@ -91,7 +91,7 @@ def test_float_only_differences_depend_on_the_machine_class(tmp_path, same, agre
     logp = LOGP.copy()
     logp[5] = np.nextafter(logp[5], np.float32(1))  # one ulp
     a, b = _pair(tmp_path, outputs(), outputs(logp=logp))
-    out = agreement.compare_outputs(a, b, same)
+    out = records.to_json(agreement.compare_outputs(a, b, same))
     assert (out["agree"], out["why"], out["kinds"]) == (agree, why, ["float"])
     assert out["items_differing"] == {"x0": "float"}
     rows = agreement.divergence_across(out["mismatches"], tmp_path / "a" / "arrays", tmp_path / "b" / "arrays")
@@ -107,19 +107,19 @@ def test_float_only_differences_depend_on_the_machine_class(tmp_path, same, agre
 @pytest.mark.parametrize("same", [True, False, None])
 def test_discrete_and_structural_differences_fail_on_any_machine(tmp_path, edit, kind, same):
     a, b = _pair(tmp_path, outputs(), outputs(**edit))
-    out = agreement.compare_outputs(a, b, same)
+    out = records.to_json(agreement.compare_outputs(a, b, same))
     assert not out["agree"] and out["kinds"] == [kind] and kind in out["why"]
 
 
 def test_recorded_errors_and_missing_fields_fail_and_only_common_items_count(tmp_path):
     more = {"x2": {"logp": LOGP}}  # only the original has x2: not compared
     a, b = _pair(tmp_path, outputs(extra=more), outputs(extra={"x1": {"logp": LOGP * 2}}))
-    out = agreement.compare_outputs(a, b, False)
+    out = records.to_json(agreement.compare_outputs(a, b, False))
     assert out["items"]["compared"] == 2 and "x2" not in out["items_differing"]
     assert not out["agree"] and out["items_differing"] == {"x1": "structure"}  # tokens missing
     a = [_run(tmp_path / "e", "A1", "base", {"err": {}}, error={"type": "ValueError", "message": "m"})]
     b = [_run(tmp_path / "f", "A1", "base", {"err": {}}, error={"type": "ValueError", "message": "other"})]
-    out = agreement.compare_outputs(a, b, False)
+    out = records.to_json(agreement.compare_outputs(a, b, False))
     assert not out["agree"] and out["kinds"] == ["error"]
 
 
@@ -205,8 +205,8 @@ def test_a_forged_speedup_is_not_reproduced(forged_spot_check, demo_bundle_maste
     receipt = receipt_of(out)
     assert receipt["verdict"] == "not reproduced" and "excludes the claimed ratio" in receipt["reason"]
     timing = receipt["timing"]
-    shown = [f"claimed {reproduce.ratio_text(timing['claimed'])}", reproduce.ratio_text(timing["held_to"]),
-             f"re-run {reproduce.ratio_text(timing['measured'])}"]
+    shown = [f"claimed {reproduce.ratio_text(records.Claim(**timing['claimed']))}", reproduce.ratio_text(records.Claim(**timing["held_to"])),
+             f"re-run {reproduce.ratio_text(records.Claim(**timing['measured']))}"]
     assert all(s in result.stdout for s in shown), result.stdout  # the claim, what it is held to, the re-run
     assert receipt["outputs"]["why"] == "identical"  # only the claim was forged
 
@@ -329,7 +329,7 @@ def test_report_lists_each_reproduction_under_its_original(demo_bundle_master, r
     assert bundlereader.load(out).machine.text() in row and receipt["verdict"] in row
     from harness.render.text import cell
 
-    assert cell(reproduce.ratio_text(receipt["reproduction"]["measured"])) in row and "identical (9 items" in row
+    assert cell(reproduce.ratio_text(records.Claim(**receipt["reproduction"]["measured"]))) in row and "identical (9 items" in row
     assert text.count("### Reproductions") == 1  # the re-run itself has none
     assert f"a reproduction of the bundle with digest `{receipt['original']['digest'][:16]}`" in text
 

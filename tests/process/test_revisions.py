@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import CAMPAIGNS, harness
+from harness import records
 from harness.plan import revisions, spec
 from harness.files import read_json, sha256_file, tree_digest
 
@@ -94,7 +95,7 @@ def test_fence_ok_is_recorded(demo_spec, tmp_path):
     digest = sha256_file(CAMPAIGNS / "demo/tree/demo/core.py")
     fenced = spec.Revision("base", demo_spec.base.rev, {"demo/core.py": digest})
     m = revisions.materialize(demo_spec, repo, fenced, tmp_path / "scratch")
-    assert m.receipt()["fence"] == {"demo/core.py": {"sha256": digest, "ok": True}}
+    assert records.to_json(m.receipt().fence) == {"demo/core.py": {"sha256": digest, "ok": True}}
     wrong = spec.Revision("candidate", demo_spec.candidate.rev, {"demo/core.py": digest})  # patched: differs
     with pytest.raises(spec.SpecError, match=r"candidate\.fence\.demo/core\.py: source fence mismatch"):
         revisions.materialize(demo_spec, repo, wrong, tmp_path / "scratch2")

@@ -111,9 +111,9 @@ def test_the_demo_under_zygote_agrees_with_fresh_processes(zygote_demo, demo_bun
     assert digests[0] == digests[1]
     # the same claim by the reproduce rule, each way
     a, b = (claim(Stats.of(doc(x, C.COMPARISON)["stats"])) for x in (fresh, zygote))
-    assert a["verdict"] == b["verdict"] == "improved"
-    assert judge_timing(a, b)["word"] == "reproduced", judge_timing(a, b)
-    assert judge_timing(b, a)["word"] == "reproduced", judge_timing(b, a)
+    assert a.verdict == b.verdict == "improved"
+    assert judge_timing(a, b).word == "reproduced", judge_timing(a, b)
+    assert judge_timing(b, a).word == "reproduced", judge_timing(b, a)
 
 
 A_VS_A = """

@@ -3,6 +3,7 @@ consistent histories and the ones no single culprit explains; then a whole bisec
 on the fake launcher, re-verified by both checkers, and every edit of its receipt refused by both."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -11,7 +12,7 @@ import shutil
 import pytest
 
 from bisect_support import fake_bisect
-from harness import contract as C, outcomes, rehash
+from harness import contract as C, outcomes, records, rehash
 from harness import rules as R
 
 GOOD = "0" * 40
@@ -252,6 +253,8 @@ def test_the_fake_bisect_names_its_culprit_and_both_checkers_agree(folder):
     assert receipt["commits"] == history[1:] and receipt["good"] == history[0]
     assert sorted(os.listdir(out / C.BISECT_STEPS)) == [s["folder"] for s in receipt["steps"]]
     assert checkers(out) == ([], [])
+    raw = (out / C.BISECT_FILE).read_text()  # read through its type and written again: itself, in its order
+    assert json.dumps(records.to_json(records.BisectReceipt.from_json(json.loads(raw)))) == json.dumps(json.loads(raw))
 
 
 def test_an_edited_culprit_is_refused(copy, folder):
@@ -366,16 +369,16 @@ def test_an_inconclusive_search_names_the_commands_to_run_next(tmp_path):
         verdict, ratio, interval = relabel(base, candidate, band)
         steps.append({"base": base, "candidate": candidate, "band": band, "verdict": verdict, "ratio": ratio,
                       "interval": interval})
-    receipt = bisect.receipt(p, [], rule["ending"], None, rule["reason"])
-    receipt["steps"] = steps
-    assert receipt["ending"] == "inconclusive"
+    receipt = bisect.receipt(p, [records.BisectStep(n, f"{n:02d}-{s['candidate'][:12]}", digest="0" * 64, **s)
+                                 for n, s in enumerate(steps, 1)], rule["ending"], None, rule["reason"])
+    assert receipt.ending == "inconclusive"
     lines = bisect.next_steps(p, receipt, "c.yaml", tmp_path / "out")
     assert lines[0] == (f"next: the faster commit lies after good and at or before {commits[6][:12]} (7 commit(s)); "
                         "to go on from there:")
     assert lines[1].startswith(f"  harness bisect c.yaml --good {history[0]} --bad {commits[6]} --find faster "
                                f"--budget 240 --out {tmp_path / 'out'}.2")
     assert f"--band 0.211 --out {tmp_path / 'out'}.3" in lines[2]  # twice the probes' 10.55%, at most 25%
-    receipt["ending"] = "culprit"
+    receipt = dataclasses.replace(receipt, ending="culprit")
     assert bisect.next_steps(p, receipt, "c.yaml", tmp_path / "out") == []
 
 

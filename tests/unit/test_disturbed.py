@@ -89,7 +89,7 @@ def test_disturbed_when_steal_or_off_cpu_crosses_its_bound():
 
 def test_the_runner_marks_the_record():
     section = records.Interference.marked({"user_hz": 100, "steal_ticks": 40, "cpu": 0, "cpu_steal_ticks": 30},
-                                          1.0, 0.5, 2, {"max_steal": 0.02, "min_cpu_per_wall": 0.8})
+                                          1.0, 0.5, 2, records.InterferenceBounds(max_steal=0.02, min_cpu_per_wall=0.8))
     assert section.disturbed and section.causes == ["steal", "off_cpu"] and section.steal_share == 0.3
     assert section.freq_mhz_before is None  # not read: absent
     blank = records.Interference.marked(None, 1.0, 0.99, 2, records.interference_bounds(None))
@@ -99,8 +99,8 @@ def test_the_runner_marks_the_record():
 def marked(run: records.RunRecord, steal: int = 0, max_steal: float = 0.02) -> records.RunRecord:
     """The run as the runner records it: its worker saw `steal` ticks on its own CPU."""
     section = records.Interference.marked({"user_hz": 100, "steal_ticks": steal, "cpu": 0, "cpu_steal_ticks": steal},
-                                          run.wall_s, 0.99 * run.wall_s, 2, {"max_steal": max_steal,
-                                                                            "min_cpu_per_wall": None})
+                                          run.wall_s, 0.99 * run.wall_s, 2,
+                                          records.InterferenceBounds(max_steal=max_steal, min_cpu_per_wall=None))
     return dataclasses.replace(run, interference=section)
 
 
@@ -122,7 +122,8 @@ BOUNDS = {"max_steal": 0.02, "min_cpu_per_wall": None}
 
 def both(runs, threshold=0.02):
     """analysis.with_interference, and proof that rehash.py gives the same from the records' JSON."""
-    got = analysis.with_interference(analysis.analyze(runs, threshold), runs, BOUNDS, threshold)
+    got = records.to_json(analysis.with_interference(analysis.stats_of(runs, threshold), runs,
+                                                     records.InterferenceBounds(**BOUNDS), threshold))
     as_json = records.to_json(runs)
     again = rehash.with_interference(rehash.derive_stats(as_json, threshold, None), as_json, BOUNDS, threshold, None)
     assert list(rehash.diff(got, again)) == []
@@ -178,9 +179,9 @@ def load_campaign(tmp_path, block):
 
 def test_the_campaign_declares_its_bounds_within_the_contracts_limits(tmp_path):
     assert load_campaign(tmp_path, None).interference is None
-    assert records.interference_bounds(None) == {"max_steal": C.MAX_STEAL, "min_cpu_per_wall": None}
+    assert records.to_json(records.interference_bounds(None)) == {"max_steal": C.MAX_STEAL, "min_cpu_per_wall": None}
     got = load_campaign(tmp_path, {"max_steal": 0.05, "min_cpu_per_wall": 0.9}).interference
-    assert records.interference_bounds(got) == {"max_steal": 0.05, "min_cpu_per_wall": 0.9}
+    assert records.to_json(records.interference_bounds(got)) == {"max_steal": 0.05, "min_cpu_per_wall": 0.9}
     for block, key in (({"max_steal": 0.5}, "interference.max_steal"),
                        ({"min_cpu_per_wall": 0.1}, "interference.min_cpu_per_wall"),
                        ({"steal": 0.01}, "interference.steal")):
@@ -201,7 +202,8 @@ def test_a_campaign_whose_disturbed_rounds_carry_the_effect_is_sealed_inconclusi
     assert "does not hold without the 6 disturbed round(s)" in stats["verdict_reason"]
     record = json.loads((outcome.out / C.run_path("A1")).read_text())
     assert record["interference"]["disturbed"] is True and record["interference"]["causes"] == ["steal"]
-    assert json.loads((outcome.out / C.CAMPAIGN_JSON).read_text())["interference"] == records.interference_bounds(None)
+    assert json.loads((outcome.out / C.CAMPAIGN_JSON).read_text())["interference"] == \
+        records.to_json(records.interference_bounds(None))
     assert not rehash.rehash(str(outcome.out)).problems
     report = verify(outcome.out)
     assert report.exit_code == 0, report.problems or report.unusable

@@ -192,9 +192,9 @@ def test_fewer_rounds_chosen_by_rounds_auto_are_stated_as_a_fact(tmp_path, capsy
                         min_rounds=5)
     from harness.bundle import read
 
-    receipt = records.to_json(reproduce.receipt(read.load(original.out), read.load(rerun.out)))
-    assert receipt["scope"]["note"] == "the same 6 items; 5 rounds against the original's 8"
-    said = " ".join([receipt["scope"]["note"], reproduce.timing_text(receipt["timing"]), receipt["reason"]])
+    receipt = reproduce.receipt(read.load(original.out), read.load(rerun.out))
+    assert receipt.scope.note == "the same 6 items; 5 rounds against the original's 8"
+    said = " ".join([receipt.scope.note, reproduce.timing_text(receipt.timing), receipt.reason])
     for word in ("weaker", "spot check", "only "):
         assert word not in said, (word, said)
     with pytest.raises(SystemExit):
@@ -203,7 +203,7 @@ def test_fewer_rounds_chosen_by_rounds_auto_are_stated_as_a_fact(tmp_path, capsy
 
 
 def claim(ratio, ci, verdict):
-    return {"ratio": ratio, "ci95": ci, "verdict": verdict, "items": 6}
+    return records.Claim(ratio=ratio, ci95=ci, verdict=verdict, items=6)
 
 
 @pytest.mark.parametrize("claimed, measured", [
@@ -215,10 +215,10 @@ def test_an_interval_too_wide_to_decide_is_not_contradicted_never_reproduced(cla
     """A re-run whose interval was too wide for a verdict of its own holds the claim but does
     not repeat it: "not contradicted" (exit 8), with the reason, never "reproduced"."""
     timing = reproduce.judge_timing(claimed, measured)
-    assert timing["word"] == "not contradicted" and timing["holds"] is True
-    assert timing["reason"].endswith(f"but the re-run is inconclusive: too wide to say {claimed['verdict']} itself")
-    scope = {"same_items": True, "note": "the same 6 items; 5 rounds, as the original"}
-    word, _ = reproduce.verdict(comparison(), {"agree": True, "why": "identical"}, timing, scope)
+    assert timing.word == "not contradicted" and timing.holds is True
+    assert timing.reason.endswith(f"but the re-run is inconclusive: too wide to say {claimed.verdict} itself")
+    scope = SimpleNamespace(same_items=True, note="the same 6 items; 5 rounds, as the original")
+    word, _ = reproduce.verdict(comparison(), SimpleNamespace(agree=True, why="identical"), timing, scope)
     assert word == "not contradicted" and outcomes.REPRODUCTION_CODES[word] == outcomes.NOT_CONTRADICTED
 
 

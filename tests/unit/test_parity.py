@@ -10,7 +10,7 @@ import pytest
 
 import fakes
 from harness import records
-from harness.bundle import arrays as tensors
+from harness.bundle import arrays as tensors, model as M
 from harness.comparison import derive as comparison, parity
 
 
@@ -28,7 +28,7 @@ def record(label, items, variant=None, stages=None, wall_s=1.0, installed=None):
 def compare(ref, others):
     """compare_runs' counts with every mismatch beside them (comparison.json lists the first few)."""
     result, mismatches = parity.compare_runs(ref, others)
-    return {**result, "mismatches": mismatches}
+    return {**records.to_json(result), "mismatches": mismatches}
 
 
 X = np.array([1.0, -0.0, 2.5])
@@ -118,7 +118,7 @@ def diverge(tmp_path, a, b):
     other = record("B1", [item("i", tmp_path, f=b)])
     mismatches = compare(ref, [other])["mismatches"]
     assert len(mismatches) == 1
-    (row,) = parity.divergence(mismatches, tmp_path)
+    (row,) = parity.divergence(M.build(list[M.Mismatch], mismatches), tmp_path)
     assert (row["run"], row["item"], row["field"]) == ("B1", "i", "f")
     return row
 
@@ -184,7 +184,7 @@ def test_complex_values_differ(tmp_path):
 
 
 def test_unreadable_arrays_are_a_note_not_a_crash(tmp_path):
-    m = {"run": "B1", "item": "i", "field": "f", "reference_digest": "0" * 64, "digest": "1" * 64}
+    m = M.Mismatch(run="B1", item="i", field="f", reason="bytes differ", reference_digest="0" * 64, digest="1" * 64)
     (row,) = parity.divergence([m], tmp_path)
     assert "arrays unreadable" in row["note"]
 
@@ -278,6 +278,7 @@ def test_call_counts_per_variant_may_differ_between_variants_only():
 
 def test_golden_checks_the_items_a_run_has_and_fails_unknown_or_changed_ones():
     from harness.comparison.parity import compare_golden
+    from harness.records import to_json
 
     def run(label, items):
         return fakes.run_record(label, [fakes.item(i, fields={"x": {"digest": d, "dtype": "<f8", "shape": [1]}})
@@ -285,11 +286,11 @@ def test_golden_checks_the_items_a_run_has_and_fails_unknown_or_changed_ones():
 
     golden = {"items": {"a": {"fields": {"x": "1"}, "error": None},
                         "b": {"fields": {"x": "2"}, "error": None}}}
-    subset = compare_golden(golden, [run("A1", {"a": "1"})])  # a quick campaign: fewer items
+    subset = to_json(compare_golden(golden, [run("A1", {"a": "1"})]))  # a quick campaign: fewer items
     assert subset["identical"] and subset["items_checked"] == 1
-    changed = compare_golden(golden, [run("A1", {"a": "1", "b": "3"})])
+    changed = to_json(compare_golden(golden, [run("A1", {"a": "1", "b": "3"})]))
     assert not changed["identical"] and changed["failing"] == [{"run": "A1", "items_differing": 1}]
-    unknown = compare_golden(golden, [run("B1", {"c": "1"})])
+    unknown = to_json(compare_golden(golden, [run("B1", {"c": "1"})]))
     assert not unknown["identical"]
 
 

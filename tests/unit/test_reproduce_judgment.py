@@ -15,7 +15,7 @@ from harness.selftest import tamper
 
 
 def claim(ratio, ci, verdict):
-    return {"ratio": ratio, "ci95": ci, "verdict": verdict, "items": 6}
+    return records.Claim(ratio=ratio, ci95=ci, verdict=verdict, items=6)
 
 
 @pytest.mark.parametrize("claimed, measured, word", [
@@ -33,7 +33,7 @@ def claim(ratio, ci, verdict):
     (claim(1.0, [0.99, 1.01], "equal"), claim(1.0, None, "inconclusive"), "not contradicted"),
 ])
 def test_the_words_of_the_timing_judgment(claimed, measured, word):
-    assert reproduce.judge_timing(claimed, measured)["word"] == word
+    assert reproduce.judge_timing(claimed, measured).word == word
 
 
 def _forge_walls(bundle, factors):
@@ -65,6 +65,11 @@ def test_the_same_claim_remeasured_is_reproduced(tmp_path):
     receipt = records.to_json(reproduce.receipt(read.load(original.out), read.load(rerun.out)))
     assert receipt["verdict"] == "reproduced", receipt["reason"]
     assert receipt["scope"]["same_items"] and receipt["original"]["digest"] == original.digest
+    # read through its type and written again: itself, key for key and in its order
+    import json
+
+    again = records.to_json(records.ReproductionReceipt.from_json(json.loads(json.dumps(receipt))))
+    assert json.dumps(again) == json.dumps(receipt)
 
 
 def test_bundles_that_do_not_cover_the_same_items_are_partial(tmp_path):

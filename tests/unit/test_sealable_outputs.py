@@ -17,6 +17,7 @@ from checks_support import problems
 from fakes import Model, ModelLauncher, run_fake
 from harness import contract as C, rehash
 from harness.bundle import arrays
+from harness.bundle.model import Mismatch
 from harness.comparison import parity
 from harness.engine.runner import PreflightError
 
@@ -122,14 +123,14 @@ def test_the_divergence_report_reads_any_width_without_a_traceback(tmp_path):
         digest = f"{k:064x}"
         (tmp_path / f"{digest}{C.ARRAY_SUFFIX}").write_bytes(npy_gz(data, "<f16", (3,)))
         digests.append(digest)
-    rows = parity.divergence([{"run": "B1", "item": "i0", "field": "x", "reason": "bytes differ",
-                               "reference_digest": digests[0], "digest": digests[1]}], tmp_path)
+    rows = parity.divergence([Mismatch(run="B1", item="i0", field="x", reason="bytes differ",
+                                       reference_digest=digests[0], digest=digests[1])], tmp_path)
     assert len(rows) == 1 and rows[0]["differing"] == 1 and rows[0]["elements"] == 3
     assert rows[0]["max_ulp"] is None  # no ULP for a float without IEEE bits of its own width
     # complex: differing elements, not bytes
     a, b = np.array([1 + 1j, 2 + 2j], dtype=np.complex128), np.array([1 + 1j, 2 + 3j], dtype=np.complex128)
     for k, value in enumerate((a, b)):
         (tmp_path / f"{k + 2:064x}{C.ARRAY_SUFFIX}").write_bytes(npy_gz(value.tobytes(), "<c16", (2,)))
-    rows = parity.divergence([{"run": "B1", "item": "i0", "field": "z", "reason": "bytes differ",
-                               "reference_digest": f"{2:064x}", "digest": f"{3:064x}"}], tmp_path)
+    rows = parity.divergence([Mismatch(run="B1", item="i0", field="z", reason="bytes differ",
+                                       reference_digest=f"{2:064x}", digest=f"{3:064x}")], tmp_path)
     assert rows[0]["differing"] == 1

@@ -138,11 +138,11 @@ def test_the_scenarios_of_run_records_keep_their_level():
         claims = 0
         for _ in range(40):
             runs = campaign(rng, ratio=1.0, rounds=20, **kwargs)
-            s = analysis.analyze(runs, 0.02, None, {"first": 4, "cap": 20})
-            decided = next((row for row in s["sequential"]["looks"] if row["verdict"] != "inconclusive"), None)
+            s = analysis.stats_of(runs, 0.02, None, {"first": 4, "cap": 20})
+            decided = next((row for row in s.sequential.looks if row.verdict != "inconclusive"), None)
             if decided is None:
                 s = analysis.with_interference(s, runs, records.interference_bounds(None), 0.02)
-                claims += s["verdict"] in ("improved", "regressed")
+                claims += s.verdict in ("improved", "regressed")
             else:
-                claims += decided["verdict"] in ("improved", "regressed")
+                claims += decided.verdict in ("improved", "regressed")
         assert claims <= 2, kwargs

@@ -41,9 +41,9 @@ def test_t_interval_by_hand():
     got = stats.t_interval([0.1, 0.3, 0.2, 0.4])
     sd = math.sqrt(((0.15 ** 2) * 2 + (0.05 ** 2) * 2) / 3)
     half = 3.182446305284263 * sd / 2
-    assert got["mean"] == pytest.approx(0.25) and got["sd"] == pytest.approx(sd)
-    assert got["ci"] == [pytest.approx(0.25 - half), pytest.approx(0.25 + half)]
-    assert stats.t_interval([0.5])["ci"] is None
+    assert got.mean == pytest.approx(0.25) and got.sd == pytest.approx(sd)
+    assert got.ci == [pytest.approx(0.25 - half), pytest.approx(0.25 + half)]
+    assert stats.t_interval([0.5]).ci is None
 
 
 # ----------------------------------------------------------------------------- the trimmed-t interval
@@ -57,17 +57,17 @@ def test_trimmed_interval_by_hand():
     wm = sum(w) / 10
     sw2 = sum((v - wm) ** 2 for v in w) / 9
     half = t_quantile(0.975, 5) * math.sqrt(9 * sw2 / (6 * 5))
-    assert got["n"] == 10 and got["trimmed"] == 2
-    assert got["mean"] == pytest.approx(sum(kept) / 6) and got["sd"] == pytest.approx(math.sqrt(sw2))
-    assert got["q"] == pytest.approx(2.5705818366) and got["ci"] == [pytest.approx(got["mean"] - half),
-                                                                     pytest.approx(got["mean"] + half)]
+    assert got.n == 10 and got.trimmed == 2
+    assert got.mean == pytest.approx(sum(kept) / 6) and got.sd == pytest.approx(math.sqrt(sw2))
+    assert got.q == pytest.approx(2.5705818366) and got.ci == [pytest.approx(got.mean - half),
+                                                                     pytest.approx(got.mean + half)]
 
 
 def test_one_wild_value_moves_the_trimmed_interval_little():
     calm = [0.01 * k for k in range(-5, 6)]
     wild = calm[:-1] + [40.0]
     a, b = stats.t_interval(calm), stats.t_interval(wild)
-    assert abs(b["mean"] - a["mean"]) < 0.01 and (b["ci"][1] - b["ci"][0]) < 2 * (a["ci"][1] - a["ci"][0])
+    assert abs(b.mean - a.mean) < 0.01 and (b.ci[1] - b.ci[0]) < 2 * (a.ci[1] - a.ci[0])
 
 
 # ----------------------------------------------------------------------------- the verdict on run records

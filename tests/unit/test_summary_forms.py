@@ -9,7 +9,7 @@ import json
 import pytest
 
 from fakes import Model, ModelLauncher, comparison, run_fake
-from harness import contract as C
+from harness import contract as C, records
 from harness.bundle import read
 from harness.cli import main as cli
 from harness.render import summary
@@ -98,7 +98,7 @@ def test_the_json_form_is_the_signed_claim_and_more(big, loaded, capsys):
     doc = json.loads(page(big, "--format", "json", capsys=capsys))
     bundle = loaded
     assert doc["schema"] == C.SCHEMAS["claim"] and doc["bundle"] == {"name": big.name, "digest": bundle.digest}
-    assert doc["claim"] == predicate(bundle) and doc["claim"]["verdict"] == "improved"
+    assert doc["claim"] == records.to_json(predicate(bundle)) and doc["claim"]["verdict"] == "improved"
     assert doc["rounds"]["stopped"] == "decided" and doc["rounds"]["n"] == bundle.comparison.stats.rounds.n
     assert len(doc["per_item"]["worst"]) == C.PER_ITEM_SHOWN and doc["per_item"]["items"] == 1500
 
