@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from harness import contract as C, records
+from harness.bundle import model as M
 from harness.comparison import analysis, metrics
 from noise_support import campaign
 
@@ -55,10 +56,11 @@ def with_metrics(runs: list, rng: np.random.Generator, cpu: float, memory: float
 def stopped(runs: list) -> tuple[list, dict]:
     """The runs a sequential campaign of CAP rounds keeps (it stops at the wall's first deciding
     look) and the stats it seals with."""
-    s = analysis.analyze(runs, THRESHOLD, None, {"first": FIRST, "cap": CAP})
-    decided = [row["round"] for row in s["sequential"]["looks"] if row["verdict"] != "inconclusive"]
+    s = analysis.stats_of(runs, THRESHOLD, None, {"first": FIRST, "cap": CAP})
+    assert s.sequential is not None
+    decided = [row.round for row in s.sequential.looks if row.verdict != "inconclusive"]
     kept = runs[:2 * decided[0]] if decided else runs
-    return kept, analysis.analyze(kept, THRESHOLD, None, {"first": FIRST, "cap": CAP})
+    return kept, analysis.stats_of(kept, THRESHOLD, None, {"first": FIRST, "cap": CAP})
 
 
 def scenario(name: str, truth: float, seed: int) -> dict:
@@ -68,7 +70,7 @@ def scenario(name: str, truth: float, seed: int) -> dict:
     for _ in range(CAMPAIGNS):
         runs = with_metrics(campaign(rng, ratio=ratio, rounds=CAP, run_sd=run_sd), rng, truth, truth, sd, shared)
         kept, stats = stopped(runs)
-        wall = {"base_mean_s": 1.0, "candidate_mean_s": 1.0}
+        wall = M.Wall(C.WALL_TIMER, 1.0, 1.0, None, None, None)
         entries = {m["name"]: m for m in metrics.section(kept, stats, wall, None, THRESHOLD)}
         for name_ in ("cpu", "memory"):
             lo, hi = entries[name_]["ci95"] or (0.0, math.inf)
@@ -81,7 +83,7 @@ def scenario(name: str, truth: float, seed: int) -> dict:
                  (sorted(p, key=lambda r: r.variant) for p in pairs)]
             fixed = analysis.interval(d).ci95
             out["fixed_covered"] += fixed is not None and fixed[0] <= truth <= fixed[1]
-        out["stop"].append(stats["rounds"]["n"])
+        out["stop"].append(stats.rounds.n)
     n = 2 * CAMPAIGNS
     return {"covered": out["covered"] / n, "claims": out["claims"] / n, "regressed": out["regressed"] / n,
             "fixed_covered": out["fixed_covered"] / n, "stop": float(np.median(out["stop"]))}
