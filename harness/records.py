@@ -20,7 +20,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
 from harness import contract as C
 from harness import rules as R
@@ -72,6 +72,17 @@ def _from(cls, data: dict):
             value = {k: _from(kind, v) for k, v in value.items()}
         kwargs[name] = value
     return cls(**kwargs)
+
+
+_R = TypeVar("_R", bound="FromJson")
+
+
+class FromJson:
+    """A record read from its JSON object by its fields' shapes (_from): `X.from_json(data)`."""
+
+    @classmethod
+    def from_json(cls: "type[_R]", data: dict) -> "_R":
+        return _from(cls, data)
 
 
 def keys(cls) -> list[str]:
@@ -352,7 +363,7 @@ class Launched:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(FromJson):
     """data/runs/<label>.json, for every run that started, ok or not."""
     schema: str
     label: str
@@ -424,9 +435,6 @@ class RunRecord:
     def disturbed(self) -> bool:
         return self.interference is not None and self.interference.disturbed
 
-    @classmethod
-    def from_json(cls, data: dict) -> "RunRecord":
-        return _from(cls, data)
 
     @property
     def ok(self) -> bool:
@@ -442,7 +450,7 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
-class InstructionRecord:
+class InstructionRecord(FromJson):
     """data/instructions/<label>.json, for every instruction run that started, ok or not."""
     schema: str
     label: str
@@ -489,9 +497,6 @@ class InstructionRecord:
             harness_source_sha256=m.get("harness_source_sha256"), workload_sha256=m.get("workload_sha256"),
             python=_from(Interpreter, python) if python else None, pid=pid, process=process, log=log)
 
-    @classmethod
-    def from_json(cls, data: dict) -> "InstructionRecord":
-        return _from(cls, data)
 
     @property
     def ok(self) -> bool:
@@ -580,7 +585,7 @@ class InterferenceBounds:
 
 
 @dataclass(frozen=True)
-class CampaignRecord:
+class CampaignRecord(FromJson):
     """data/campaign.json: the campaign as run (contract.FIELDS["campaign"], field for field)."""
     schema: str
     name: str
@@ -625,9 +630,6 @@ class CampaignRecord:
               "sandbox": ("one", CampaignSandbox), "parity": ("one", ParityBound),
               "instructions": ("one", InstructionPlan), "interference": ("one", InterferenceBounds)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "CampaignRecord":
-        return _from(cls, data)
 
     def sha(self, variant: str) -> str:
         return self.revisions[variant].sha
@@ -704,7 +706,7 @@ class BuildStep:
 
 
 @dataclass(frozen=True)
-class Build:
+class Build(FromJson):
     """One variant's build (plan/revisions.built_tree): its cache key, the tree it built from,
     whether it came from the cache, and each step."""
     key: str
@@ -714,9 +716,6 @@ class Build:
 
     NESTED = {"steps": ("list", BuildStep)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "Build":
-        return _from(cls, data)
 
 
 @dataclass(frozen=True)
@@ -735,7 +734,7 @@ def builds_receipt(builds: dict) -> dict:
 
 
 @dataclass(frozen=True)
-class RunnerReceipt:
+class RunnerReceipt(FromJson):
     """data/receipts/runner.json: the runner's span, why it stopped, and the items it planned."""
     schema: str
     started_at: float
@@ -746,9 +745,6 @@ class RunnerReceipt:
     items_all: list
     items: list
 
-    @classmethod
-    def from_json(cls, data: dict) -> "RunnerReceipt":
-        return _from(cls, data)
 
 
 def runner_receipt(*, started_at: float, ended_at: float, reason: Optional[str], runs_planned: int,
@@ -772,7 +768,7 @@ class Reaped:
 
 
 @dataclass(frozen=True)
-class CleanupReceipt:
+class CleanupReceipt(FromJson):
     """data/receipts/cleanup.json: every process the campaign launched, and whether each is gone."""
     schema: str
     method: str
@@ -782,9 +778,6 @@ class CleanupReceipt:
 
     NESTED = {"processes": ("list", Reaped)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "CleanupReceipt":
-        return _from(cls, data)
 
 
 def cleanup_receipt(*, method: str, processes: list) -> CleanupReceipt:
@@ -813,7 +806,7 @@ class RevisionReceipt:
 
 
 @dataclass(frozen=True)
-class RevisionsReceipt:
+class RevisionsReceipt(FromJson):
     """data/receipts/revisions.json: each variant's revision."""
     schema: str
     base: RevisionReceipt
@@ -821,9 +814,6 @@ class RevisionsReceipt:
 
     NESTED = {"base": ("one", RevisionReceipt), "candidate": ("one", RevisionReceipt)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "RevisionsReceipt":
-        return _from(cls, data)
 
     def variant(self, name: str) -> RevisionReceipt:
         return self.base if name == "base" else self.candidate
@@ -844,16 +834,13 @@ class InputPin:
 
 
 @dataclass(frozen=True)
-class InputsReceipt:
+class InputsReceipt(FromJson):
     """data/receipts/inputs.json."""
     schema: str
     inputs: dict  # name -> InputPin
 
     NESTED = {"inputs": ("map", InputPin)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "InputsReceipt":
-        return _from(cls, data)
 
     def pins(self) -> dict:
         """name -> its pinned SHA-256."""
@@ -873,7 +860,7 @@ class WorkloadFile:
 
 
 @dataclass(frozen=True)
-class WorkloadReceipt:
+class WorkloadReceipt(FromJson):
     """data/receipts/workload.json: the workload folder as campaign.json records its path, each
     stored file's path under data/workload/, size and SHA-256, the digest of that listing (which
     every ok run's workload_sha256 must equal) and what the snapshot left out by its rules."""
@@ -885,9 +872,6 @@ class WorkloadReceipt:
 
     NESTED = {"files": ("list", WorkloadFile)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "WorkloadReceipt":
-        return _from(cls, data)
 
 
 def workload_receipt(*, path: Optional[str], files: list, digest: Optional[str], left_out: list) -> WorkloadReceipt:
@@ -933,7 +917,7 @@ class BisectStep:
 
 
 @dataclass(frozen=True)
-class BisectReceipt:
+class BisectReceipt(FromJson):
     """OUT/bisect.json beside its step bundles (contract.RECEIPT_FIELDS["bisect"]): the search's
     inputs, every step, and how it ended."""
     schema: str
@@ -955,9 +939,6 @@ class BisectReceipt:
 
     NESTED = {"steps": ("list", BisectStep)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "BisectReceipt":
-        return _from(cls, data)
 
 
 @dataclass(frozen=True)
@@ -1064,7 +1045,7 @@ class Timing(Judgment):
 
 
 @dataclass(frozen=True)
-class ReproductionReceipt:
+class ReproductionReceipt(FromJson):
     """data/receipts/reproduction.json, only in a bundle `harness reproduce` made: the bundle it
     re-ran (digest, start, machine class, claim), this bundle's own side, whether the two machines
     are of one class, how much was re-run, and how outputs and timing agree
@@ -1084,9 +1065,6 @@ class ReproductionReceipt:
     NESTED = {"original": ("one", Original), "reproduction": ("one", Rerun), "machines": ("one", Machines),
               "scope": ("one", Scope), "outputs": ("one", Outputs), "timing": ("one", Timing)}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "ReproductionReceipt":
-        return _from(cls, data)
 
 
 def reproduction_receipt(*, campaign: str, original: Original, reproduction: Rerun, machines: Machines, scope: Scope,
