@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -120,6 +121,12 @@ def _instr(label: str, count: int, status: str = "ok") -> records.InstructionRec
                                         count=count if ok else None, after=None, valgrind=VALGRIND)
 
 
+def _wall(verdict: str, ci95: list[float] | None = None):
+    """The three figures of the wall's stats the instructions section reads (verdict, interval,
+    band), in the typed shape comparison passes it."""
+    return SimpleNamespace(verdict=verdict, paired=SimpleNamespace(ci95=ci95), band=0.02)
+
+
 @pytest.mark.parametrize("counts, wall, repeated, detected, disagrees", [
     ({"IA1": 1000, "IA2": 1000, "IB1": 1000, "IB2": 1000}, "equal", True, False, False),
     ({"IA1": 1000, "IA2": 1000, "IB1": 990, "IB2": 990}, "equal", True, True, False),
@@ -129,7 +136,7 @@ def _instr(label: str, count: int, status: str = "ok") -> records.InstructionRec
 ])
 def test_the_instructions_section_is_derived_alike_by_both_checkers(counts, wall, repeated, detected, disagrees):
     instr = [_instr(label, n) for label, n in counts.items()]
-    ours = comparison.instructions_section(instr, {"verdict": wall, "paired": {"ci95": None}, "band": 0.02})
+    ours = comparison.instructions_section(instr, _wall(wall))
     assert ours == rehash.instructions_section(records.to_json(instr), wall)
     assert (ours["repeated"], ours["detected"], ours["disagrees"]) == (repeated, detected, disagrees)
     if not repeated:  # the campaign says by how much the runs of one variant differ
@@ -141,7 +148,7 @@ def test_the_verdict_line_shows_instructions_and_flags_disagreement_in_direction
     instr = [_instr("IA1", 1000), _instr("IA2", 1000), _instr("IB1", 1010), _instr("IB2", 1010)]
     parts = {"stats": {"verdict": "improved", "rounds": {"n": 5}, "band": 0.02, "warnings": [],
                        "paired": {"geomean_ratio": 0.9, "ci95": [0.85, 0.95], "metric": "item wall_s"}}}
-    ins = comparison.instructions_section(instr, {"verdict": "improved", **parts["stats"]})
+    ins = comparison.instructions_section(instr, _wall("improved", [0.85, 0.95]))
     text = verdict.line(fakes.comparison(**parts, instructions=ins, metrics=[R.instructions_entry(ins)]))
     # the counts' own verdict beside the wall's: 1% more instructions, outside the +-0.2% band
     assert ("instructions: regressed, candidate/base 1.0100 (+1.00%, repeated exactly, 2+2 runs of 2 items, "

@@ -24,7 +24,7 @@ from conftest import CAMPAIGNS, ROOT, harness, small_campaign
 from harness import contract as C
 from harness import rules as R
 from harness.bundle.model import Stats
-from harness.judge.reproduce import claim, judge_timing
+from harness.judge.reproduce import claim
 from harness.selftest import tamper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "faulty"))
@@ -109,11 +109,12 @@ def test_the_demo_under_zygote_agrees_with_fresh_processes(zygote_demo, demo_bun
     digests = [{(r["variant"], it["id"], name): f["digest"] for r in runs(b) if r["status"] == "ok"
                 for it in r["items"] for name, f in it["fields"].items()} for b in (fresh, zygote)]
     assert digests[0] == digests[1]
-    # the same claim by the reproduce rule, each way
+    # the same answer: both improved, and their 95% intervals meet. (Not the reproduce rule's
+    # +-10% around one campaign's point: a demo decided at its first look has an interval far wider
+    # than that, so on a busy machine its point alone can sit 15% from the other's.)
     a, b = (claim(Stats.of(doc(x, C.COMPARISON)["stats"])) for x in (fresh, zygote))
     assert a.verdict == b.verdict == "improved"
-    assert judge_timing(a, b).word == "reproduced", judge_timing(a, b)
-    assert judge_timing(b, a).word == "reproduced", judge_timing(b, a)
+    assert a.ci95[0] <= b.ci95[1] and b.ci95[0] <= a.ci95[1], (a, b)
 
 
 A_VS_A = """
