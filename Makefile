@@ -32,12 +32,13 @@ demo: $(STAMP)
 	@echo "  .venv/bin/harness reproduce out/demo    # re-run it and judge the claim by the re-run"
 	@echo "  .venv/bin/harness init --entry MODULE:FUNCTION --repo YOUR_REPO   # your own change (README)"
 
-# Two passes, one suite: what starts no process and reads no clock (the unit tier, the seeded
-# simulations) on every core at once (pytest-xdist), then the process and campaign tests alone,
-# in order, since they measure real processes. `pytest -q` alone runs everything in one pass.
+# Two passes, one suite: what times nothing and measures no process (the unit tier; tests marked
+# `untimed`: the seeded simulations, the AR loop's bit-exactness sweeps) on every core at once
+# (pytest-xdist), then the process and campaign tests alone, in order, since they measure real
+# processes. `pytest -q` alone runs everything in one pass.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto -m "unit or simulation"
-	$(BIN)/python -m pytest -q -m "not unit and not simulation"
+	$(BIN)/python -m pytest -q -n auto -m "unit or untimed"
+	$(BIN)/python -m pytest -q -m "not unit and not untimed"
 
 report: $(STAMP)
 	$(BIN)/harness report

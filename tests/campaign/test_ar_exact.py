@@ -42,6 +42,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+# bits compared, nothing timed: `make test` runs these sweeps beside the unit tier, on every core
+pytestmark = pytest.mark.untimed
+
 from ar_loop_support import load_model_module, materialize  # noqa: E402
 
 SIZES = tuple(range(1, 41)) + (63, 100, 257)

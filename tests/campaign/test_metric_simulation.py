@@ -19,7 +19,7 @@ from harness.bundle import model as M
 from harness.comparison import analysis, metrics
 from noise_support import campaign
 
-pytestmark = pytest.mark.simulation  # no process, no clock: `make test` runs it on every core
+pytestmark = pytest.mark.untimed  # no process, no clock: `make test` runs it on every core
 
 CAMPAIGNS = int(__import__("os").environ.get("SIM_CAMPAIGNS", 1000))
 THRESHOLD = 0.02

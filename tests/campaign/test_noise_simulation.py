@@ -15,7 +15,7 @@ from harness import rehash, records
 from harness.comparison import analysis
 from noise_support import SCENARIOS, campaign
 
-pytestmark = pytest.mark.simulation  # no process, no clock: `make test` runs it on every core
+pytestmark = pytest.mark.untimed  # no process, no clock: `make test` runs it on every core
 
 CAMPAIGNS = 1000
 THRESHOLD = 0.02

@@ -26,7 +26,7 @@ from harness.comparison import analysis
 from noise_support import SCENARIOS, campaign
 import sequential_support as S
 
-pytestmark = pytest.mark.simulation  # no process, no clock: `make test` runs it on every core
+pytestmark = pytest.mark.untimed  # no process, no clock: `make test` runs it on every core
 
 CAMPAIGNS = int(os.environ.get("SIM_CAMPAIGNS", 1000))
 THRESHOLD = 0.02
