@@ -210,6 +210,18 @@ class Interpreter:
     def text(self) -> str:
         return f"{self.implementation} {self.version} ({self.executable})"
 
+    def differs(self, other: "Interpreter") -> list[str]:
+        """The parts of the identity (executable, version, implementation) other does not share."""
+        return [name for name in ("executable", "version", "implementation") if getattr(self, name) != getattr(other, name)]
+
+
+@dataclass(frozen=True)
+class ProbedInterpreter(Interpreter):
+    """A variant's interpreter as the runner's probe found it (harness/engine/environment.py) and
+    environment.json's interpreters record it: the identity every worker of the variant must report
+    running, and its installed distributions (name -> version)."""
+    packages: dict[str, str]
+
 
 @dataclass(frozen=True)
 class Output:
@@ -341,6 +353,37 @@ class WorkerResult:
         if not isinstance(data, dict) or data.get("schema") != C.SCHEMAS["result"]:
             raise ValueError(f"not a worker result of schema {C.SCHEMAS['result']}")
         return build(cls, data)
+
+
+@dataclass(frozen=True)
+class CheckResult(FromJson):
+    """What a pre-flight worker saw (result.json of a job in mode "check"): the item it ran untimed,
+    that item's output files in its output folder (name -> file, as WorkerItem.files: the runner
+    reads and hashes each itself), the items that raised before it, every item setup() gave, each
+    stage's calls and where a stage's function is defined when its path names a re-export (the
+    runner flags stages neither revision called), the item's walls run again (the runner's timing
+    notes) and its interpreter (held to its probe). All of it the worker's word."""
+    item: str
+    fields: dict
+    raised: list[str]
+    items: list[str]
+    stage_calls: dict[str, int]
+    stage_homes: dict[str, str] = field(default_factory=dict)
+    repeats: list[float] = field(default_factory=list)
+    python: Optional[Interpreter] = None
+
+
+@dataclass(frozen=True)
+class CountResult(FromJson):
+    """What an instruction run's worker hands the runner (result.json of a job in mode
+    "instructions"): the items it ran in the counted region, how many raised, the digests of the
+    harness and the workload it ran, and its interpreter. The count is callgrind's, which the
+    runner reads itself."""
+    items: list[str]
+    errors: int
+    harness_source_sha256: Optional[str]
+    workload_sha256: Optional[str]
+    python: Optional[Interpreter]
 
 
 # --- the bundle's records -----------------------------------------------------------------------
@@ -515,23 +558,23 @@ class InstructionRecord(FromJson):
 
     @classmethod
     def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
-           process: Process, log: Log, counted: Optional[dict], count: Optional[int], after: Optional[str],
-           valgrind: dict) -> "InstructionRecord":
-        """counted: the worker's result of an instruction run ({items, errors, harness_source_sha256,
-        workload_sha256, python}); count: callgrind's total inside the measured region."""
+           process: Process, log: Log, counted: Optional[CountResult], count: Optional[int],
+           after: Optional[str], version: str, command: list, env: dict) -> "InstructionRecord":
+        """counted: the worker's result of an instruction run; count: callgrind's total inside the
+        measured region; version, command and env: the valgrind that counted and how it ran."""
         if status not in C.RUN_STATUSES:
             raise ValueError(f"run status {status!r}")
         if status == "ok" and (counted is None or count is None or exit_code != 0 or reason is not None):
             raise ValueError("an ok instruction run needs its count, the worker's result, exit code 0 and no reason")
-        m = counted if status == "ok" and counted is not None else {}  # ok has a count: checked above
-        python = m.get("python")
+        m = counted if status == "ok" else None  # ok has a count: checked above
         return cls(
             schema=C.SCHEMAS["instructions"], label=job.label, variant=job.variant, index=job.index,
             after=after, sha=job.sha, status=status, reason=reason, exit_code=exit_code,
-            instructions=count if status == "ok" else None, items=m.get("items", []), errors=m.get("errors", 0),
-            tool="callgrind", valgrind=valgrind["version"], command=valgrind["command"], env=valgrind["env"],
-            harness_source_sha256=m.get("harness_source_sha256"), workload_sha256=m.get("workload_sha256"),
-            python=build(Interpreter, python) if python else None, pid=pid, process=process, log=log)
+            instructions=count if status == "ok" else None, items=m.items if m else [], errors=m.errors if m else 0,
+            tool="callgrind", valgrind=version, command=command, env=env,
+            harness_source_sha256=m.harness_source_sha256 if m else None,
+            workload_sha256=m.workload_sha256 if m else None, python=m.python if m else None, pid=pid,
+            process=process, log=log)
 
 
     @property

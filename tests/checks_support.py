@@ -42,9 +42,9 @@ class InstructionLauncher(ModelLauncher):
         digest = workload.folder_digest(job.workload.path, tuple(job.workload.exclude))
         count = self.counts.get(job.label, 300_000_000 if job.variant == "base" else 150_000_000)
         self.out_file.write_text(f"events: Ir\ntotals: {count}\n")
-        return FakeRun(result={"items": C.subset(job.items, job.instructions_items), "errors": 0,
-                               "harness_source_sha256": files.harness_source_digest(), "workload_sha256": digest,
-                               "python": records.to_json(records.Interpreter.current())}, wall_s=4.0)
+        return FakeRun(result=records.to_json(records.CountResult(
+            C.subset(job.items, job.instructions_items), 0, files.harness_source_digest(), digest,
+            records.Interpreter.current())), wall_s=4.0)
 
 
 def no_valgrind_probe(monkeypatch) -> None:

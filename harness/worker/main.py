@@ -32,8 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.records import (Imports, Interpreter, Job, JobInput, Machine, StageTotals, WorkerItem, WorkerResult,
-                             to_json)
+from harness.records import (CheckResult, CountResult, Imports, Interpreter, Job, JobInput, Machine, StageTotals,
+                             WorkerItem, WorkerResult, to_json)
 
 # The clocks the worker times with, bound before any code under test is imported: a module that
 # replaces time.perf_counter afterwards changes what it calls, not what the worker calls.
@@ -402,9 +402,8 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
         repeats = repeat_walls(workload, item_id)
         if hasattr(workload, "close"):
             workload.close()
-        atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": items_all,
-                                        "stage_calls": calls, "stage_homes": homes or {}, "repeats": repeats,
-                                        "python": to_json(Interpreter.current())})
+        atomic_write_json(result_path, to_json(CheckResult(item_id, fields, raised, items_all, calls, homes or {},
+                                                           repeats, Interpreter.current())))
         return 0
     raise SystemExit(f"{'suite' if suite else 'workload.entry'}: run() raised on every item ({len(raised)}); the first: "
                      f"{raised[0]}")
@@ -587,9 +586,8 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
         raise SystemExit(f"every item raised ({len(items)} of {len(items)}) in the instruction run")
     if hasattr(workload, "close"):
         workload.close()
-    atomic_write_json(result_path, {"items": items, "errors": len(raised),
-                                    "harness_source_sha256": harness_source_digest(),
-                                    "workload_sha256": workload_digest, "python": to_json(Interpreter.current())})
+    atomic_write_json(result_path, to_json(CountResult(items, len(raised), harness_source_digest(), workload_digest,
+                                                       Interpreter.current())))
     return 0
 
 
