@@ -592,7 +592,7 @@ class MachineClass:
     vector_isa: Optional[str]
     blas: Optional[str]
     torch_threads: Optional[int]
-    cores: Optional[int]
+    cores: Optional[int] = None  # optional in the contract (a golden file leaves it out)
 
     CLASS_KEYS = ("cpu_model", "vector_isa", "blas")
 
@@ -911,9 +911,9 @@ class InputsReceipt(FromJson):
         return {name: pin.sha256 for name, pin in self.inputs.items()}
 
 
-def inputs_receipt(receipts: dict) -> InputsReceipt:
-    """receipts: name -> {path, kind, sha256, build}, as the runner prepared each input."""
-    return InputsReceipt(C.SCHEMAS["inputs"], {name: InputPin(**row) for name, row in receipts.items()})
+def inputs_receipt(pins: dict[str, InputPin]) -> InputsReceipt:
+    """pins: name -> its InputPin, as the runner prepared each input."""
+    return InputsReceipt(C.SCHEMAS["inputs"], pins)
 
 
 @dataclass(frozen=True)
@@ -954,13 +954,26 @@ def golden(run: RunRecord, *, campaign: str, machine: MachineClass, bundle_diges
                       for it in run.items}}
 
 
+@dataclass(frozen=True)
+class NoiseFloor(FromJson):
+    """A noise-floor file of `harness calibrate` (contract.FIELDS["noise_floor"]; a campaign pins it,
+    its bundle keeps it as data/noise_floor.json): the campaign run base against base, on a machine
+    of this class, and the largest ratio its 95% interval allowed for no change,
+    max(1 - lo, hi - 1), which the verdict's band may not be narrower than."""
+    schema: str
+    campaign: str
+    bundle_digest: str
+    machine: MachineClass
+    started_at: float
+    rounds: int
+    ratio: float
+    ci95: list[float]
+    floor: float
+
+
 def noise_floor(*, campaign: str, bundle_digest: str, machine: MachineClass, started_at: float, rounds: int,
-                ratio: float, ci95: list, floor: float) -> dict:
-    """A noise-floor file from `harness calibrate`: the campaign run base against base, and the
-    largest ratio its 95% interval allowed for no change, max(1 - lo, hi - 1)."""
-    return {"schema": C.SCHEMAS["noise_floor"], "campaign": campaign, "bundle_digest": bundle_digest,
-            "machine": to_json(machine), "started_at": started_at, "rounds": rounds, "ratio": ratio, "ci95": ci95,
-            "floor": floor}
+                ratio: float, ci95: list, floor: float) -> NoiseFloor:
+    return NoiseFloor(C.SCHEMAS["noise_floor"], campaign, bundle_digest, machine, started_at, rounds, ratio, ci95, floor)
 
 
 @dataclass(frozen=True)

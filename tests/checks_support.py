@@ -90,9 +90,9 @@ def full_bundle(where: Path, floor_value: float = 0.01, **fields) -> Path:
     golden.write_text(json.dumps(records.golden(b.runs[0], campaign="model", machine=b.machine,
                                                 bundle_digest=b.digest), indent=2))
     floor = where / "floor.json"
-    floor.write_text(json.dumps(records.noise_floor(campaign="model", bundle_digest=b.digest, machine=b.machine,
-                                                    started_at=b.runner.started_at, rounds=5, ratio=1.0,
-                                                    ci95=[0.99, 1.01], floor=floor_value), indent=2))
+    floor.write_text(json.dumps(records.to_json(records.noise_floor(
+        campaign="model", bundle_digest=b.digest, machine=b.machine, started_at=b.runner.started_at, rounds=5,
+        ratio=1.0, ci95=[0.99, 1.01], floor=floor_value)), indent=2))
     corpus = where / "corpus.txt"
     corpus.write_text("an input the workload reads\n")
     body = dict(stages={"core": "lib.core:VERSION", "counted": {"path": "lib.core:VERSION", "calls": "per_variant"},

@@ -177,8 +177,9 @@ def stage_code(scratch: Path) -> Path:
     return dest
 
 
-def prepare_inputs(campaign: Campaign, log) -> dict[str, dict]:
-    """Build missing inputs with their recorded command, then check every pinned hash."""
+def prepare_inputs(campaign: Campaign, log) -> dict[str, records.InputPin]:
+    """Build missing inputs with their recorded command, then check every pinned hash: each as
+    inputs.json records it."""
     receipts = {}
     for inp in campaign.inputs:
         if not inp.path.exists() and inp.build:
@@ -191,7 +192,7 @@ def prepare_inputs(campaign: Campaign, log) -> dict[str, dict]:
             # In full, so that a deliberate change can be pasted into the YAML.
             raise SpecError(f"{campaign.source}: inputs.{inp.name}.sha256: '{inp.path}' has sha256 "
                             f"{digest}, pinned {inp.sha256}")
-        receipts[inp.name] = {"path": str(inp.path), "kind": kind, "sha256": digest, "build": inp.build}
+        receipts[inp.name] = records.InputPin(path=str(inp.path), kind=kind, sha256=digest, build=inp.build)
     return receipts
 
 
@@ -234,8 +235,9 @@ def load_golden(campaign: Campaign) -> tuple[dict, bytes] | None:
     return golden, raw
 
 
-def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
-    """The pinned noise-floor file, parsed, and its bytes (copied into the bundle as they are)."""
+def load_noise_floor(campaign: Campaign) -> tuple[records.NoiseFloor, bytes] | None:
+    """The pinned noise-floor file, read through its type, and its bytes (copied into the bundle as
+    they are); refused in one line when it is not one `harness calibrate` wrote for this campaign."""
     if campaign.noise_floor is None:
         return None
     where = f"{campaign.source}: noise_floor"
@@ -248,17 +250,20 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
         assert campaign.noise_floor_sha256 is not None  # the spec reads the path and its sha256 together
         raise SpecError(f"{where}.sha256: '{campaign.noise_floor}' has sha256 {sha256_bytes(raw)[:16]}..., "
                         f"pinned {campaign.noise_floor_sha256[:16]}...")
-    floor = doc.get("floor") if isinstance(doc, dict) else None
-    if doc.get("schema") != C.SCHEMAS["noise_floor"] or not isinstance(floor, (int, float)) \
-            or isinstance(floor, bool) or not 0 <= floor <= 0.5:
+    try:
+        pinned = records.NoiseFloor.from_json(doc)
+    except (KeyError, TypeError):
+        pinned = None
+    if pinned is None or pinned.schema != C.SCHEMAS["noise_floor"] or not isinstance(pinned.floor, (int, float)) \
+            or isinstance(pinned.floor, bool) or not 0 <= pinned.floor <= 0.5:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}' is not a noise-floor file of `harness calibrate`")
-    if doc.get("campaign") != campaign.name:
-        raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {doc.get('campaign')!r}, "
+    if pinned.campaign != campaign.name:
+        raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {pinned.campaign!r}, "
                         f"not {campaign.name!r}")
     refused = R.noise_floor_problem(doc)  # the contract's decision rule, as both checkers apply it
     if refused:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}': {refused}")
-    return doc, raw
+    return pinned, raw
 
 
 def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | None) -> records.CampaignRecord:
@@ -537,17 +542,17 @@ class Runner:
             return False
         plan = {"first": first, "cap": cap}
         family = items if C.is_suite_entry(self.campaign.workload.entry) else None
-        stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
-                                 question=self.campaign.question, margin=self.campaign.margin, family=family)
-        if stats["family"] is not None:
-            decided = {row["id"]: row["decided_at"] for row in stats["family"]["items"] if row["decided_at"] is not None}
+        stats = analysis.stats_of(runs, self.campaign.threshold, floor[0].floor if floor else None, plan,
+                                  question=self.campaign.question, margin=self.campaign.margin, family=family)
+        if stats.family is not None:
+            decided = {m.id: m.decided_at for m in stats.family.items if m.decided_at is not None}
             now = [i for i in decided if i not in self.decided_at]
             self.decided_at = decided
             if now and len(decided) < len(items):
                 self.progress.note(f"rounds: auto: the look after round {k} decided {len(now)} benchmark(s), "
                                    f"{len(items) - len(decided)} still undecided: the decided ones leave the later rounds")
-        looks = (stats["sequential"] or {}).get("looks") or [{"verdict": "inconclusive"}]
-        return looks[-1]["verdict"] != "inconclusive"
+        looks = stats.sequential.looks if stats.sequential is not None else []
+        return bool(looks) and looks[-1].verdict != "inconclusive"
 
     def _stop_rounds(self, campaign, runs, plan, step):
         """The look after this round decided: the campaign ends here (the runs done are the plan)."""
@@ -589,7 +594,7 @@ class Runner:
                 path=str(self.workload_copy) if self.workload_copy else None, exclude=[],
                 sys_path=list(campaign.workload.sys_path), items=campaign.workload.items,
                 prepare=campaign.workload.prepare),
-            inputs={name: records.JobInput(path=r["path"], sha256=r["sha256"]) for name, r in inputs.items()},
+            inputs={name: records.JobInput(path=pin.path, sha256=pin.sha256) for name, pin in inputs.items()},
             # Instruction runs count on one slot: threads under valgrind interleave differently
             # from run to run, and with them the count (span finding's 4 slots: 0.03% apart).
             slots=1 if mode == "instructions" else campaign.slots, stages=campaign.stages if staged else {},
@@ -620,7 +625,7 @@ class Runner:
                 raise SpecError(f"{self.campaign.source}: {exc}") from None
             workload = str(self.workload_copy) if self.workload_copy else None
             # the harness's code copy too: a suite's adapter is the workload entry
-            self.readable[variant] = sandbox.readable(roots, [r["path"] for r in inputs.values()], workload,
+            self.readable[variant] = sandbox.readable(roots, [pin.path for pin in inputs.values()], workload,
                                                       [*setting["read"], str(code)], self.campaign.env,
                                                       interpreters[variant].executable)
         if self.out is not None and setting["mode"] != "off":
