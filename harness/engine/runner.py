@@ -617,7 +617,7 @@ class Runner:
         """What this machine gives (probed once) and what each variant's runs may read."""
         setting = self.campaign.sandbox
         self.code, self.trees_of = code, {v: str(m.tree) for v, m in materialized.items()}
-        self.found = self.launcher.sandbox_probe(code) if setting["mode"] != "off" else None
+        self.found = self.launcher.sandbox_probe(code) if setting.mode != "off" else None
         for variant in materialized:
             try:
                 roots = sandbox.interpreter_roots(interpreters[variant].executable)
@@ -626,9 +626,9 @@ class Runner:
             workload = str(self.workload_copy) if self.workload_copy else None
             # the harness's code copy too: a suite's adapter is the workload entry
             self.readable[variant] = sandbox.readable(roots, [pin.path for pin in inputs.values()], workload,
-                                                      [*setting["read"], str(code)], self.campaign.env,
+                                                      [*setting.read, str(code)], self.campaign.env,
                                                       interpreters[variant].executable)
-        if self.out is not None and setting["mode"] != "off":
+        if self.out is not None and setting.mode != "off":
             staging = self.out.absolute().parent
             for what, folders in (("readable", sorted({p for v in self.readable.values() for p in v})),
                                   ("writable (the campaign's env names it)", sandbox.declared_write(self.campaign.env))):

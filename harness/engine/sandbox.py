@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from harness.records import CampaignSandbox
+
 
 DISABLE_ENV = "ABBA_SANDBOX_DISABLE"  # "landlock", "userns" or both: act as a machine without them (tests)
 PROBE_TIMEOUT_S = 30
@@ -125,9 +127,9 @@ def declared_write(env: dict) -> list[str]:
     return sorted({v for v in env.values() if isinstance(v, str) and v.startswith("/") and os.path.isdir(v)})
 
 
-def level(found: Probe, setting: dict) -> tuple[str, Optional[str]]:
+def level(found: Probe, setting: CampaignSandbox) -> tuple[str, Optional[str]]:
     """(level, why it is not full) of a campaign's runs on this machine."""
-    if setting.get("mode") == "off":
+    if setting.mode == "off":
         return "off", "the campaign opted out (sandbox: off)"
     if found.landlock is None:
         return "none", "; ".join(found.why) or "no Landlock"
@@ -137,28 +139,27 @@ def level(found: Probe, setting: dict) -> tuple[str, Optional[str]]:
     return "full", None
 
 
-def record(found: Probe, setting: dict, read: list, write: list) -> dict:
+def record(found: Probe, setting: CampaignSandbox, read: list, write: list) -> dict:
     """environment.json's `sandbox`: what every worker of the campaign ran under (read: what its runs
     could read besides their trees and the harness's code copy: the interpreters, the inputs, the
     workload folder and what the campaign declared, which bound where their code can have come
     from; write: the shared folders its env names)."""
     lvl, why = level(found, setting)
     on = lvl in ("full", "partial")
-    network = bool(setting.get("network"))
     return {"level": lvl, "reason": why, "landlock": found.landlock if on else None,
             "namespaces": on and found.userns,
-            "network": "declared" if network else ("cut" if on and found.userns else "tcp" if on else "open"),
-            "scheduling": on, "read": sorted(set(read) | set(setting.get("read") or [])), "write": sorted(write)}
+            "network": "declared" if setting.network else ("cut" if on and found.userns else "tcp" if on else "open"),
+            "scheduling": on, "read": sorted(set(read) | set(setting.read)), "write": sorted(write)}
 
 
-def confinement(found: Probe, setting: dict, code: Path, tree: str, read: list, run_dir: Path,
+def confinement(found: Probe, setting: CampaignSandbox, code: Path, tree: str, read: list, run_dir: Path,
                 write: list) -> Optional[Confinement]:
     """The rules of one worker (None: the campaign opted out, or nothing can be applied here): its
     tree, the harness's code copy and `read` readable, its run folder and `write` writable."""
     lvl, _ = level(found, setting)
     if lvl not in ("full", "partial"):
         return None
-    rules = {"landlock": found.landlock, "userns": found.userns, "network": bool(setting.get("network")),
+    rules = {"landlock": found.landlock, "userns": found.userns, "network": setting.network,
              "scheduling": True, "read": sorted(set(read) | {tree, str(code)}),
              "write": [str(run_dir)] + sorted(set(write) - {str(run_dir)})}
     return Confinement((sys.executable, "-I", "-S", str(wrapper_script(code))), rules)
