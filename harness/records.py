@@ -196,6 +196,43 @@ class Job:
             return cls.from_json(json.load(fh))
 
 
+# --- a zygote's protocol (harness/worker/zygote.py): one JSON line each way ------------------------
+@dataclass(frozen=True)
+class ZygoteRequest(FromJson):
+    """The launcher's request for one run (its mark channel's descriptor attached): the run's job
+    file, its folder (the child's cwd), its log, its environment exactly, and the rules its child
+    confines itself by (engine/sandbox.Confinement.child; None: no sandbox)."""
+    job: str
+    cwd: str
+    log: str
+    env: dict[str, str]
+    sandbox: Optional[dict]
+
+
+@dataclass(frozen=True)
+class ZygoteReady(FromJson):
+    """A zygote's first line once its imports are done: its pid, its threads and what it preloaded."""
+    ready: int
+    threads: Optional[int]
+    preloaded: list[str]
+
+
+@dataclass(frozen=True)
+class ZygoteForked(FromJson):
+    """The child of a request is forked (its own session, like a fresh worker)."""
+    pid: int
+
+
+@dataclass(frozen=True)
+class ZygoteReaped(FromJson):
+    """The child ended and was reaped by its zygote: its exit code (negative: the signal) and rusage,
+    CPU user + system with its reaped children's; the zygote's word (None where it did not say)."""
+    pid: int
+    exit: int
+    maxrss_bytes: Optional[int] = None
+    cpu_s: Optional[float] = None
+
+
 # --- what a worker measured ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Interpreter:
