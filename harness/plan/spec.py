@@ -11,7 +11,7 @@ import yaml
 
 from harness import contract as C
 from harness import rules as R
-from harness.records import CampaignSandbox
+from harness.records import CampaignSandbox, to_json
 from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIMEOUT_S, DEFAULT_INSTRUCTION_RUNS,
                               DEFAULT_FIRST_LOOK, DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
                               DEFAULT_THRESHOLD, ENTRY_RE, ENV_KEY_RE, HEX64_RE, MAX_INSTRUCTION_RUNS, MAX_ITEMS,
@@ -430,7 +430,7 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     runs it: the harness's entry for the kind, handed kind, path, select and number as its params
     (so campaign.json records them where it records any workload's). `number` is asv's: how many
     calls of each benchmark one timed item makes, for a benchmark too short to time in one call."""
-    from harness.plan.suite import SelectError, matcher
+    from harness.plan.suite import SelectError, SuiteParams, matcher
 
     s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items", "number", "ini"}, {"kind", "path"})
     kind = s["kind"]
@@ -452,11 +452,9 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     items = s.get("items")
     if items is not None:
         items = int(r.number(items, "suite.items", 1, MAX_ITEMS, integer=True))
-    params: dict[str, Any] = {"kind": kind, "path": path, "select": select}
-    if "number" in s:  # only when given: campaign.json of a suite without it stays as it was
-        params["number"] = int(r.number(s["number"], "suite.number", 1, MAX_SUITE_NUMBER, integer=True))
-    if "ini" in s:  # pytest's -o NAME=VALUE, over the suite's own configuration file
-        params["ini"] = _ini(r, s["ini"], kind)
+    number = int(r.number(s["number"], "suite.number", 1, MAX_SUITE_NUMBER, integer=True)) if "number" in s else None
+    ini = _ini(r, s["ini"], kind) if "ini" in s else None  # pytest's -o NAME=VALUE, over the suite's own file
+    params = to_json(SuiteParams(kind, path, select, number, ini))
     return Suite(kind, path, select), Workload(C.SUITE_ENTRIES[kind], None, params, sys_path, items)
 
 
