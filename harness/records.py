@@ -977,6 +977,23 @@ def workload_receipt(*, path: Optional[str], files: list, digest: Optional[str],
     return WorkloadReceipt(C.SCHEMAS["workload"], path, [WorkloadFile(**row) for row in files], digest, left_out)
 
 
+@dataclass(frozen=True)
+class SandboxRecord(FromJson):
+    """environment.json's sandbox (harness/engine/sandbox.record): what every worker of the campaign
+    ran under, its level (contract.SANDBOX_LEVELS) and why it is not full, Landlock's ABI, whether
+    it had namespaces of its own, the network (declared, cut, tcp or open), whether only its own
+    scheduling was open to it, and the folders its runs could read besides their trees and the
+    harness's code copy, and write besides their own."""
+    level: str
+    reason: Optional[str]
+    landlock: Optional[int]
+    namespaces: bool
+    network: str
+    scheduling: bool
+    read: list[str]
+    write: list[str]
+
+
 def environment(fields: dict) -> dict:
     return {"schema": C.SCHEMAS["environment"], **fields}
 

@@ -419,9 +419,9 @@ class Runner:
         sandboxed = self._sandbox_record()
         staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
             {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
-            "isolation": isolation(campaign), "sandbox": sandboxed}))
-        if sandboxed["level"] != "full":
-            self.progress.note(f"sandbox {sandboxed['level']}: {sandboxed['reason']}")
+            "isolation": isolation(campaign), "sandbox": records.to_json(sandboxed)}))
+        if sandboxed.level != "full":
+            self.progress.note(f"sandbox {sandboxed.level}: {sandboxed.reason}")
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(C.INPUTS, records.to_json(records.inputs_receipt(inputs)))
         listed = workload_files.rows(self.workload)
@@ -488,7 +488,7 @@ class Runner:
         self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
-                                   workload=workload.digest, sandbox=sandboxed)
+                                   workload=workload.digest, sandbox=records.to_json(sandboxed))
         staging.write_json(C.COMPARISON, records.to_json(result))
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result.status,
@@ -644,7 +644,7 @@ class Runner:
         return sandbox.confinement(self.found, self.campaign.sandbox, self.code, self.trees_of[variant],
                                    self.readable[variant], run_dir, sandbox.declared_write(self.campaign.env))
 
-    def _sandbox_record(self) -> dict:
+    def _sandbox_record(self) -> records.SandboxRecord:
         found = self.found or sandbox.Probe(None, False, ("no sandbox probe",))
         read = sorted({p for paths in self.readable.values() for p in paths})
         return sandbox.record(found, self.campaign.sandbox, read, sandbox.declared_write(self.campaign.env))
