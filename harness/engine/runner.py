@@ -744,9 +744,13 @@ class Runner:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): outputs: "
                                     f"{exc}")
                     seen.pop(variant, None)
-                except (OSError, ValueError, KeyError, TypeError, C.JSONRefused) as exc:
+                except (OSError, ValueError, C.JSONRefused) as exc:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): the "
                                     f"pre-flight worker's result: {exc}")
+                    seen.pop(variant, None)
+                except (KeyError, TypeError) as exc:  # not of CheckResult's shape
+                    problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): the "
+                                    f"pre-flight worker's result cannot be read ({exc.__class__.__name__}: {exc})")
                     seen.pop(variant, None)
                 lied = variant in seen and interpreter_mismatch(interpreters[variant], seen[variant].python,
                                                                 f"the {variant} pre-flight worker")
