@@ -192,7 +192,8 @@ def prepare_inputs(campaign: Campaign, log) -> dict[str, records.InputPin]:
             # In full, so that a deliberate change can be pasted into the YAML.
             raise SpecError(f"{campaign.source}: inputs.{inp.name}.sha256: '{inp.path}' has sha256 "
                             f"{digest}, pinned {inp.sha256}")
-        receipts[inp.name] = records.InputPin(path=str(inp.path), kind=kind, sha256=digest, build=inp.build)
+        receipts[inp.name] = records.InputPin(path=str(inp.path), kind=kind, sha256=digest,
+                                              build=list(inp.build) if inp.build is not None else None)
     return receipts
 
 

@@ -11,7 +11,7 @@ import yaml
 
 from harness import contract as C
 from harness import rules as R
-from harness.records import CampaignSandbox, to_json
+from harness.records import CampaignSandbox, build, to_json
 from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIMEOUT_S, DEFAULT_INSTRUCTION_RUNS,
                               DEFAULT_FIRST_LOOK, DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
                               DEFAULT_THRESHOLD, ENTRY_RE, ENV_KEY_RE, HEX64_RE, MAX_INSTRUCTION_RUNS, MAX_ITEMS,
@@ -131,7 +131,7 @@ class Campaign:
     margin: float | None = None  # a one-sided question's margin; None for a claim
     # `sandbox:` how each worker is confined (harness/engine/sandbox.py): its mode (on|off), whether the
     # network is declared, the absolute folders its runs may also read; campaign.json records it as it is
-    sandbox: CampaignSandbox = field(default_factory=lambda: CampaignSandbox(**C.DEFAULT_SANDBOX))
+    sandbox: CampaignSandbox = field(default_factory=lambda: build(CampaignSandbox, C.DEFAULT_SANDBOX))
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -703,9 +703,9 @@ def _sandbox(r: _Reader, top: dict) -> CampaignSandbox:
     a campaign declares what else its runs need (recorded), or opts out (recorded, and shown)."""
     value = top.get("sandbox")
     if value is None:
-        return CampaignSandbox(**C.DEFAULT_SANDBOX)
+        return build(CampaignSandbox, C.DEFAULT_SANDBOX)
     if value == "off" or value is False:
-        return CampaignSandbox(**{**C.DEFAULT_SANDBOX, "mode": "off"})
+        return replace(build(CampaignSandbox, C.DEFAULT_SANDBOX), mode="off")
     block = r.mapping(value, "sandbox", {"network", "read"})
     network = block.get("network", False)
     if not isinstance(network, bool):

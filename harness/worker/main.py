@@ -423,7 +423,7 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
         repeats = repeat_walls(workload, item_id)
         if hasattr(workload, "close"):
             workload.close()
-        atomic_write_json(result_path, to_json(CheckResult(item_id, fields, raised, items_all, calls, homes or {},
+        atomic_write_json(result_path, to_json(CheckResult(item_id, fields, raised, items_all or [], calls, homes or {},
                                                            repeats, Interpreter.current())))
         return 0
     raise SystemExit(f"{'suite' if suite else 'workload.entry'}: run() raised on every item ({len(raised)}); the first: "
