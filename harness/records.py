@@ -249,7 +249,8 @@ class Interpreter:
 
     def differs(self, other: "Interpreter") -> list[str]:
         """The parts of the identity (executable, version, implementation) other does not share."""
-        return [name for name in ("executable", "version", "implementation") if getattr(self, name) != getattr(other, name)]
+        return [name for name in ("executable", "version", "implementation")
+                if getattr(self, name) != getattr(other, name)]
 
 
 @dataclass(frozen=True)
@@ -1026,7 +1027,8 @@ class NoiseFloor(FromJson):
 
 def noise_floor(*, campaign: str, bundle_digest: str, machine: MachineClass, started_at: float, rounds: int,
                 ratio: float, ci95: list, floor: float) -> NoiseFloor:
-    return NoiseFloor(C.SCHEMAS["noise_floor"], campaign, bundle_digest, machine, started_at, rounds, ratio, ci95, floor)
+    return NoiseFloor(C.SCHEMAS["noise_floor"], campaign, bundle_digest, machine, started_at, rounds, ratio, ci95,
+                      floor)
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,8 @@ class PreflightError(SpecError):
         self.problems = problems
 
 
-def timing_notes(seen: dict[str, records.CheckResult], band: float, counts_instructions: bool, suite: bool = False) -> list[str]:
+def timing_notes(seen: dict[str, records.CheckResult], band: float, counts_instructions: bool,
+                 suite: bool = False) -> list[str]:
     """Notes from each revision's pre-flight item repeated in one process (the first repeat
     left out: a fresh process warms up): a base item too short to time; and, for items long
     enough to time, repeats that moved by more than the verdict's band, where instruction
@@ -759,8 +760,8 @@ class Runner:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): python: "
                                     f"{lied}")
                 unsealable = variant in seen and sealable.preflight(
-                    seen[variant].item, outputs[variant], len(C.subset(seen[variant].items, self.campaign.workload.items)),
-                    len(self.campaign.order))
+                    seen[variant].item, outputs[variant],
+                    len(C.subset(seen[variant].items, self.campaign.workload.items)), len(self.campaign.order))
                 if unsealable:  # the contract's rules on outputs: refused before the first timed run
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): outputs: "
                                     f"{unsealable}")
@@ -883,8 +884,8 @@ class Runner:
                 except instructions.InstructionsError as exc:
                     status, reason = "failed", str(exc)
                 except (OSError, ValueError, KeyError, TypeError, C.JSONRefused) as exc:
-                    status, reason, count = "failed", f"the worker's result cannot be read ({exc.__class__.__name__}: " \
-                        f"{exc})", None
+                    status, count = "failed", None
+                    reason = f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
             lied = status == "ok" and counted is not None and self._interpreter_lied(variant, counted.python, label)
             if lied:
                 status, reason, counted, count = "failed", lied, None, None

@@ -201,11 +201,12 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> CampaignRe
     for n, record in enumerate(docs["runs"]):  # each parsed record freed as its typed one is made: one copy
         runs.append(RunRecord.from_json(record))
         docs["runs"][n] = None
-    floor = docs["noise_floor"]
+    pinned = docs["noise_floor"]
+    floor = NoiseFloor.from_json(pinned) if pinned is not None else None
     try:
         derived = comparison.derive(campaign, runs, RunnerReceipt.from_json(docs["runner"]),
                                     CleanupReceipt.from_json(docs["cleanup"]), docs["golden"],
-                                    root / "data" / "arrays", NoiseFloor.from_json(floor) if floor is not None else None,
+                                    root / "data" / "arrays", floor,
                                     [InstructionRecord.from_json(r) for r in docs["instructions"]],
                                     WorkloadReceipt.from_json(docs["workload"]).digest, docs["environment"].get("sandbox"))
     except (OSError, ValueError, EOFError) as exc:

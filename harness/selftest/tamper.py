@@ -421,8 +421,8 @@ def rederive(root: Path, original: Path | None = None) -> None:
     receipt derived again from the two bundles (harness.judge.reproduce.receipt, the measured
     divergence kept)."""
     from harness.comparison import derive as comparison
-    from harness.records import (CampaignRecord, CleanupReceipt, InstructionRecord, NoiseFloor, RunnerReceipt, RunRecord,
-                                 to_json)
+    from harness.records import (CampaignRecord, CleanupReceipt, InstructionRecord, NoiseFloor, RunnerReceipt,
+                                 RunRecord, to_json)
 
     try:
         campaign, runner = _load(root, C.CAMPAIGN_JSON), _load(root, C.RUNNER)
