@@ -369,7 +369,7 @@ def stats_of(runs: list[RunRecord], threshold: float, floor: float | None = None
 def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None, sequential: dict | None = None, *,
             question: str = C.DEFAULT_QUESTION, margin: float | None = None, family: list[str] | None = None) -> dict:
     """stats_of as the JSON comparison.json holds (before with_interference and with_outside): what
-    the runner reads of a look between rounds, and what the tests hold to rehash.py's derivation."""
+    the tests hold to rehash.py's derivation (the runner reads a look between rounds as stats_of's Stats)."""
     return to_json(stats_of(runs, threshold, floor, sequential, question=question, margin=margin, family=family))
 
 
