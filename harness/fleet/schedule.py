@@ -298,11 +298,15 @@ def _timings(job: Job, result: jobs.NodeResult, got_s: float) -> dict:
 
 
 def _cause(tail: list[str]) -> str:
-    """The line of a node's output that says why it ended."""
+    """The line of a node's output that says why it ended: the first problem of a bundle its own
+    node's checks refused (`harness run` prints each as a FAIL line), else its error or verdict."""
     def cut(line: str) -> str:
         line = line.strip()
         return line if len(line) <= 300 else line[:297] + "..."
 
+    for line in tail:
+        if line.startswith("FAIL "):
+            return cut(line)
     for marker in (": error: ", "verdict: campaign failed", "status: failed", "verdict: "):
         for line in reversed(tail):
             if marker in line:

@@ -188,3 +188,19 @@ def test_a_node_reporting_exit_0_for_a_parity_mismatch_is_refused(faulty, tmp_pa
     (job,) = campaign_group(repo / "faulty.yaml", repo, tmp_path / "out2", 1).jobs
     assert settle(job, forged(faulty["one"], outcomes.OK), tmp_path / "out2", repo) == [(True, None)]
     assert schedule.exit_code([job]) == outcomes.OK
+
+
+def test_a_bundle_its_own_node_refused_is_named_by_its_first_problem(demo_bundle, tmp_path):
+    """A node whose `harness run` sealed a bundle that does not verify there (exit 1): nothing
+    lands, and the cause is the node's first FAIL line, not only its exit line."""
+    out = tmp_path / "out"
+    (job,) = campaign_group(CAMPAIGNS / "demo.yaml", ROOT, out, 1).jobs
+    tail = ["bundle: /tmp/x", "FAIL data/runs/A1.json: its process lived 99 s, past the run timeout of 60 s",
+            "FAIL data/runner.json: a second problem",
+            "verify: the sealed bundle does not verify (2 problem(s): `harness verify /tmp/x` lists them)",
+            "exit: 1 (the sealed bundle does not verify)"]
+    result = dataclasses.replace(forged(demo_bundle, outcomes.PROBLEMS), tail=tail)
+    ((ok, cause),) = settle(job, result, out, ROOT)
+    assert not ok and cause == ("harness run exited 1 (the sealed bundle does not verify): FAIL data/runs/A1.json: "
+                                "its process lived 99 s, past the run timeout of 60 s; nothing landed")
+    assert landed(out) == []
