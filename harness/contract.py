@@ -31,9 +31,9 @@ SCHEMAS = {
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "bisect": "abba-harness/bisect/v2",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
     "claim": "abba-harness/claim/v2",  # harness summary --format json: the claim for dashboards, not part of a bundle
-    "run": "abba-harness/run/v8",
+    "run": "abba-harness/run/v9",  # v9: launch.core (launch: duet)
     "instructions": "abba-harness/instructions/v4",
-    "campaign": "abba-harness/campaign/v10",  # v10: verdict.question and margin; bisect's overrides
+    "campaign": "abba-harness/campaign/v11",  # v10: verdict.question and margin; bisect's overrides; v11: cores
     "comparison": "abba-harness/comparison/v8",  # v8: the looks' design, one-sided questions, a suite's family, contradicted counts
     "environment": "abba-harness/environment/v4",
     "revisions": "abba-harness/revisions/v3",
@@ -423,10 +423,21 @@ DEFAULT_INSTRUCTION_RUNS = 2
 # variant, a process that has imported the worker's own modules (never the code under test) forks
 # one child per run, and is re-made after ZYGOTE_RUNS of its variant's runs, so that what is fixed
 # at exec (the memory layout ASLR draws, a random hash seed) is drawn again every that many runs.
-LAUNCH_MODES = ("fresh", "zygote")
+LAUNCH_MODES = ("fresh", "zygote", "duet")  # duet: issue 48 item 3 (DUET below)
 DEFAULT_LAUNCH = "fresh"
 ZYGOTE_RUNS = 4
 MAX_PRELOAD = 32  # `launch: {mode: zygote, preload: [...]}`: the libraries a zygote imports, at most
+# `launch: duet` (Bulej et al., ICPE 2020, "Duet Benchmarking"): each round's two runs at once, fresh
+# processes each pinned to a core of its own (sched_setaffinity before exec), their loops started
+# together (each worker waits at its start mark until both are there, and the runner answers both
+# marks in one pass) and their ends held the same way (neither's writing of outputs runs beside the
+# other's loop), so that what else the machine does lands on both runs of the round and the round's
+# ratio cancels it. A round is two consecutive runs of the order (runs 2k and 2k + 1): the first
+# runs on cores[0], the second on cores[1] (rules.duet_core), so the shuffled order also shuffles
+# which variant has which core. The runs of a round overlap; a round starts after the one before it ended.
+DUET = "duet"
+DUET_CORES = 2  # the cores a duet's two runs are pinned to, one each
+MAX_CPU = 8191  # the highest CPU number a campaign may name (the kernel's NR_CPUS at the most)
 METRICS = ("wall", "instructions")
 CALL_MODES = ("equal", "per_variant")
 # budget_s and threshold: what `harness bisect` sets on each step (its per-step budget, the probes' band)
@@ -854,6 +865,8 @@ FIELDS = {
                                    "its worker; null when fresh", lo=1, hi=2**31),
         "launch.generation": F("int?", "plan: its place among its variant's runs, by ZYGOTE_RUNS; null when fresh",
                                lo=1, hi=MAX_RUNS),
+        "launch.core": F("int?", "plan: a duet run's core, campaign.json's cores by its place in its round "
+                                 "(rules.duet_core); null unless duet", lo=0, hi=MAX_CPU),
         **PROCESS,
         **LOG,
     },
@@ -955,6 +968,9 @@ FIELDS = {
         "preload": F("list", "campaign: campaign.yaml (launch.preload: what each zygote imported before it forked; "
                              "empty under fresh launches)", size=MAX_PRELOAD),
         "preload[]": F("str", "campaign: campaign.yaml", size=128),
+        "cores": F("list?", "campaign: campaign.yaml's launch.cores, else the runner's first two CPUs; plan: every "
+                            "duet run's launch.core; null exactly unless launch is duet", size=DUET_CORES),
+        "cores[]": F("int", "campaign: campaign.yaml; plan: two distinct cores", lo=0, hi=MAX_CPU),
         "stages": F("dict", "identity: the stages of every ok stage run; campaign: campaign.yaml", size=MAX_STAGES),
         "stages.*": F("str", "campaign: campaign.yaml", size=512, key=re.compile(r"^.{1,128}\Z", re.S)),
         "optional_stages": F("list", "identity: the stages that may be uninstalled; campaign: campaign.yaml",

@@ -355,11 +355,13 @@ class Outside:
 
 @dataclass(frozen=True)
 class Launched:
-    """How a run's process was made: fresh (its own interpreter) or forked by its variant's
-    zygote of that generation (contract.LAUNCH_MODES, rules.generations)."""
+    """How a run's process was made: fresh (its own interpreter), forked by its variant's zygote of
+    that generation, or fresh beside its round's other run on a core of its own (a duet)
+    (contract.LAUNCH_MODES, rules.generations, rules.duet_core)."""
     mode: str = C.DEFAULT_LAUNCH
     zygote: Optional[int] = None  # the zygote's pid
     generation: Optional[int] = None
+    core: Optional[int] = None  # `launch: duet`: the core its process was pinned to (rules.duet_core)
 
 
 @dataclass(frozen=True)
@@ -608,6 +610,7 @@ class CampaignRecord(FromJson):
     python: dict  # variant -> its interpreter (None: the harness's own)
     launch: str
     preload: list
+    cores: Optional[list]  # `launch: duet`: its two cores (rules.duet_core); null under any other launch
     sandbox: CampaignSandbox
     stages: dict
     optional_stages: list
@@ -665,6 +668,7 @@ def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
         python={v: campaign.revision(v).python for v in ("base", "candidate")},
         launch=campaign.launch,
         preload=list(campaign.preload),
+        cores=list(campaign.cores) if campaign.launch == C.DUET else None,
         sandbox=CampaignSandbox(campaign.sandbox["mode"], bool(campaign.sandbox.get("network")),
                                 list(campaign.sandbox.get("read") or [])),
         stages=campaign.stages,

@@ -15,18 +15,18 @@ import functools
 import hashlib
 import math
 from collections import namedtuple
-from typing import List, Optional, Tuple  # Python 3.9: the worker's room
+from typing import List, Optional, Sequence, Tuple  # Python 3.9: the worker's room
 
 if __package__:  # harness.rules, imported as part of the harness
     from harness.contract import (
-        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, FAMILY_NAMED, HEADLINE,
+        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, DUET, FAMILY_NAMED, HEADLINE,
         INSTRUCTION_BAND, ITEMS_SHARE, ITEMS_SLACK_S, MARK_SLACK_S, MARK_SLACK_SHARE, MAX_BAND, MAX_PROBE_BAND,
         MAX_ROUNDS, MAX_ULP, METRIC, MIN_ROUNDS, MOVED_LEVEL, MOVED_SHARE, QUESTION_ALPHA, SEQ_ALPHA,
         SEQ_SIGN_SHARE, SEQ_T_SPEND, SEQ_T_SPEND_FAMILY, SIG_DIGITS, STAMP_TOL_S, TRIM, VARIANTS, VERDICTS,
         WALK_REACH, WALK_STEP, ZYGOTE_RUNS, is_suite_entry)
 else:  # loaded from its file by rehash.py, run alone: the contract it loaded from beside itself
     from abba_contract import (  # type: ignore[import-not-found, no-redef]  # rehash.py's name for contract.py
-        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, FAMILY_NAMED, HEADLINE,
+        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, DUET, FAMILY_NAMED, HEADLINE,
         INSTRUCTION_BAND, ITEMS_SHARE, ITEMS_SLACK_S, MARK_SLACK_S, MARK_SLACK_SHARE, MAX_BAND, MAX_PROBE_BAND,
         MAX_ROUNDS, MAX_ULP, METRIC, MIN_ROUNDS, MOVED_LEVEL, MOVED_SHARE, QUESTION_ALPHA, SEQ_ALPHA,
         SEQ_SIGN_SHARE, SEQ_T_SPEND, SEQ_T_SPEND_FAMILY, SIG_DIGITS, STAMP_TOL_S, TRIM, VARIANTS, VERDICTS,
@@ -772,7 +772,8 @@ def sequential_plan(campaign, first_runs):
         return None
     walls = {label: wall for label, status, wall in first_runs if status == "ok"}
     if set(walls) == {"A1", "B1"}:
-        cap = auto_rounds(campaign["budget_s"], walls["A1"] + walls["B1"], campaign["min_rounds"])
+        pace = round_pace(campaign.get("launch"), walls["A1"], walls["B1"])
+        cap = auto_rounds(campaign["budget_s"], pace, campaign["min_rounds"])
     else:
         cap = campaign["min_rounds"]
     return {"first": campaign["min_rounds"], "cap": cap}
@@ -870,6 +871,44 @@ def generations(labels):
         counts[label[0]] = counts.get(label[0], 0) + 1
         out[label] = (counts[label[0]] - 1) // ZYGOTE_RUNS + 1
     return out
+
+
+# --- less noise per round (issue 48 item 3): a duet's rounds (contract.DUET) ---------------------
+def duet_problem(order: str) -> Optional[str]:
+    """Why an order cannot run as duets (`launch: duet`), or None: its runs pair up by position (runs
+    2k and 2k + 1: one A and one B, or one a and one b), each pair the two runs of one round."""
+    for k in range(0, len(order), 2):
+        pair = order[k:k + 2]
+        if "".join(sorted(pair)) not in ("AB", "ab"):
+            return (f"runs {k + 1}-{k + 2} ({pair}) are not one round (AB, BA, ab or ba): a duet runs each two "
+                    "consecutive runs of the order at once, so they must be one base and one candidate run of "
+                    "one kind")
+    return None
+
+
+def duet_core(cores: Sequence[int], index: int) -> int:
+    """The core the index-th run of a duet order is pinned to: the first of its round cores[0]."""
+    return cores[index % 2]
+
+
+def loop_span(started_at: float, before_s: float, wall_s: float) -> Tuple[float, float]:
+    """A run's timed loop on the runner's wall clock: its process's start (process.started_at) plus
+    its life before the loop (outside.before_s), for its timed wall (wall_s)."""
+    return started_at + before_s, started_at + before_s + wall_s
+
+
+def overlap(first: Tuple[float, float], second: Tuple[float, float]) -> float:
+    """How much of the shorter of two loops (spans) ran beside the other: 1.0 when it lay wholly
+    inside the other's, 0.0 when one ended before the other began (a duet's rounds, in the summary)."""
+    shorter = min(first[1] - first[0], second[1] - second[0])
+    both = min(first[1], second[1]) - max(first[0], second[0])
+    return min(1.0, max(0.0, both) / shorter) if shorter > 0 else 0.0
+
+
+def round_pace(launch: Optional[str], first: float, second: float) -> float:
+    """What one round takes, from its two runs' process walls: one after the other, or at once in
+    a duet (the longer of the two)."""
+    return max(first, second) if launch == DUET else first + second
 
 
 def listing_digest(rows: List[dict]) -> str:

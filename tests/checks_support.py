@@ -147,6 +147,15 @@ def gate_bundle(where: Path) -> Path:
     return outcome.out
 
 
+def duet_bundle(where: Path) -> Path:
+    """A campaign of duets (`launch: duet`: each round's two runs at once, each on a core of its
+    own), with stage rounds, that claims its 0.5x."""
+    outcome, _ = run_fake(where, Model(items=4, item_s=0.1), rounds=5, launch={"mode": "duet", "cores": [0, 1]},
+                          stages=STAGES, stage_rounds=2, seed=1)  # seed 1: round 1 is AB
+    assert outcome.comparison.stats.verdict == "improved", outcome.comparison.stats.verdict_reason
+    return outcome.out
+
+
 def instruction_bundle(where: Path, monkeypatch, counts: dict | None = None, **fields) -> Path:
     no_valgrind_probe(monkeypatch)
     body = dict(metrics=["wall", "instructions"], instructions={"items": 2, "runs": 2})
