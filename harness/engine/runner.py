@@ -563,17 +563,17 @@ class Runner:
             return False
         plan = {"first": first, "cap": cap}
         family = items if C.is_suite_entry(self.campaign.workload.entry) else None
-        stats = analysis.analyze(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
-                                 question=self.campaign.question, margin=self.campaign.margin, family=family)
-        if stats["family"] is not None:
-            decided = {row["id"]: row["decided_at"] for row in stats["family"]["items"] if row["decided_at"] is not None}
+        stats = analysis.stats_of(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
+                                  question=self.campaign.question, margin=self.campaign.margin, family=family)
+        if stats.family is not None:
+            decided = {row.id: row.decided_at for row in stats.family.items if row.decided_at is not None}
             now = [i for i in decided if i not in self.decided_at]
             self.decided_at = decided
             if now and len(decided) < len(items):
                 self.progress.note(f"rounds: auto: the look after round {k} decided {len(now)} benchmark(s), "
                                    f"{len(items) - len(decided)} still undecided: the decided ones leave the later rounds")
-        looks = (stats["sequential"] or {}).get("looks") or [{"verdict": "inconclusive"}]
-        return looks[-1]["verdict"] != "inconclusive"
+        looks = stats.sequential.looks if stats.sequential is not None else []
+        return bool(looks) and looks[-1].verdict != "inconclusive"
 
     def _stop_rounds(self, campaign, runs, plan, step):
         """The look after this round decided: the campaign ends here (the runs done are the plan)."""
