@@ -60,8 +60,8 @@ def _from(cls, data: dict):
     for name, has_default, shape, kind in _SHAPES.get(cls) or _shape(cls):
         if name not in data and has_default:
             continue  # a key an earlier schema lacks (contract.PREVIOUS_SCHEMAS): its default
-        if name not in data and name in getattr(cls, "ABSENT", ()):
-            kwargs[name] = None  # an optional key the document leaves out
+        if name not in data and name in getattr(cls, "ABSENT", ()) + getattr(cls, "EARLIER", ()):
+            kwargs[name] = None  # an optional key the document leaves out, or one an earlier generation lacks
             continue
         value = data[name]
         if value is not None and shape == "one":
@@ -598,6 +598,7 @@ class CampaignRecord(FromJson):
     rounds: Optional[int]  # null for an explicit order
     budget_s: Optional[float]  # `rounds: auto` only: the count follows it (rules.auto_rounds)
     min_rounds: Optional[int]
+    precision: Optional[float]  # `precision:` a look ends it only once its interval is this precise (rules.precise)
     stage_rounds: Optional[int]
     seed: Optional[int]
     labels: list
@@ -629,6 +630,9 @@ class CampaignRecord(FromJson):
     instructions: Optional[InstructionPlan]
 
     ABSENT = ("interference",)
+    # keys the previous generation's campaign.json lacks (campaign/v10: harness/legacy), read as null so that
+    # `harness report` can show a bundle its frozen checker passed; the checkers hold today's to every key
+    EARLIER = ("precision", "cores")
     NESTED = {"timeouts": ("one", Timeouts), "workload": ("one", CampaignWorkload), "revisions": ("map", Pin),
               "sandbox": ("one", CampaignSandbox), "parity": ("one", ParityBound),
               "instructions": ("one", InstructionPlan), "interference": ("one", InterferenceBounds)}
@@ -654,6 +658,7 @@ def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
         rounds=campaign.rounds,
         budget_s=campaign.budget_s,
         min_rounds=campaign.min_rounds,
+        precision=campaign.precision,
         stage_rounds=campaign.stage_rounds,
         seed=campaign.seed,
         labels=[label for label, _ in R.labels(campaign.order)],

@@ -1260,17 +1260,19 @@ def check_family_items(check, campaign, runner, held, stats):
 
 
 def check_stop(check, campaign, stats):
-    """A sequential campaign stops at its first look that decides, or at its cap: a bundle
-    cannot claim a stop it did not make (stats: the re-derived comparison stats; a family's look
-    decides once every benchmark has)."""
+    """A sequential campaign stops at its first look that decides (with a precision, that
+    decides with an interval that precise), or at its cap: a bundle cannot claim a stop it did
+    not make (stats: the re-derived comparison stats; a family's look decides once every
+    benchmark has)."""
     seq = stats.get("sequential")
     if campaign["budget_s"] is None or seq is None:
         return
     rounds, ran = campaign["rounds"], stats["rounds"]["n"]
-    early = [row["round"] for row in seq["looks"] if row["verdict"] != "inconclusive" and row["round"] < ran]
+    early = [row["round"] for row in seq["looks"] if R.ends(row["verdict"], row["precise"]) and row["round"] < ran]
     if early:
-        check.fail(C.CAMPAIGN_JSON, f"the look after round {early[0]} decided, but the campaign went on to round "
-                                    f"{ran}", "plan")
+        precise = " with an interval within its precision" if seq["precision"] is not None else ""
+        check.fail(C.CAMPAIGN_JSON, f"the look after round {early[0]} decided{precise}, but the campaign went on to "
+                                    f"round {ran}", "plan")
     elif rounds < seq["cap"] and not (ran == rounds and seq["stopped"] == "decided"):
         check.fail(C.CAMPAIGN_JSON, f"rounds {rounds}, below the cap of {seq['cap']}, but no look decided at round "
                                     f"{rounds}", "plan")
@@ -1315,6 +1317,11 @@ def check_plan(check, campaign, runner):
         check.fail(C.CAMPAIGN_JSON, f"budget_s {short(budget_s)} and min_rounds {short(min_rounds)}: both null (a "
                                     f"fixed count or an order), or a budget and a minimum of at most the rounds "
                                     f"{short(rounds)}", "plan")
+        return None
+    unaskable = R.precision_problem(campaign["precision"], budget_s is not None,
+                                    C.is_suite_entry(campaign["workload"]["entry"]))
+    if unaskable:
+        check.fail(C.CAMPAIGN_JSON, f"precision {short(campaign['precision'])}: {unaskable}", "plan")
         return None
     counting = campaign["instructions"] is not None
     if campaign["metrics"] != (["wall", "instructions"] if counting else ["wall"]) or \
@@ -2141,33 +2148,39 @@ def undisturbed_look(pairs, threshold, band, plan, question, margin):
 
 def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan, question, margin):
     """The looks of a sequential campaign and its verdict: at each round from the first look the
-    design's interval (rules.design) against the band or margin; the first look that decides
-    is the verdict; without one, at the cap, no claim and the rounds the rule expects to need. A
-    look over disturbed rounds decides only when the undisturbed rounds' look gives the same word."""
+    design's interval (rules.design) against the band or margin, and with a precision whether it
+    is that precise (rules.precise); the first look that decides (and is precise) is the verdict;
+    without one, at the cap, no claim, or the first decided look's word when none was precise
+    ("imprecise"), and the rounds the rule expects to need. A look over disturbed rounds decides
+    only when the undisturbed rounds' look gives the same word."""
     design = R.design(*design_looks(plan), question)
-    looks, last = [], None
+    precision = plan.get("precision")
+    looks, last, decided = [], None, None
     for k in range(plan["first"], len(pairs) + 1):
         last = seq_look(pairs[:k], d[:k], interval_name(items, k), overloaded, threshold, band, design, question,
                         margin)
         if last[1] != "inconclusive" and undisturbed_look(pairs[:k], threshold, band, plan, question,
                                                             margin) not in (None, last[1]):
             last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
-        looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
-    why = R.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
-    out["sequential"] = sequential_section(design, plan, looks, why)
+        if decided is None and last[1] != "inconclusive":
+            decided = (k, last[1], last[2])
+        looks.append({"round": k, "ci95": last[0], "verdict": last[1], "precise": R.precise(last[0], d[:k], precision)})
+    why = R.stopped([(row["round"], row["verdict"], row["precise"]) for row in looks], len(pairs), plan["cap"])
+    out["sequential"] = sequential_section(design, plan, looks, why, precision)
     out["method"] = f"{C.METHOD}; {C.SEQ_METHOD}"
     out["paired"]["ci95"] = last[0] if last else None
-    out["verdict"], out["verdict_reason"] = R.sequential_ending(why, last, len(pairs), plan["cap"])
-    if why == "cap":
-        out["sequential"]["expected_rounds"] = R.expected_rounds(d, design, band, margin, question, len(d))
+    out["verdict"], out["verdict_reason"] = R.sequential_ending(why, last, len(pairs), plan["cap"], decided, precision)
+    if why in ("cap", "imprecise"):
+        out["sequential"]["expected_rounds"] = R.expected_rounds(d, design, band, margin, question, len(d),
+                                                                 precision if why == "imprecise" else None)
     return out
 
 
-def sequential_section(design, plan, looks, why):
+def sequential_section(design, plan, looks, why, precision=None):
     t_level, sign_level = R.levels(design)
     return {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "alpha": sig10(design.alpha),
             "sides": design.sides, "levels": [sig10(t_level), sig10(sign_level)], "looks": looks,
-            "stopped": why or "ended", "expected_rounds": None}
+            "stopped": why or "ended", "expected_rounds": None, "precision": precision}
 
 
 def timed_item(items, item):

@@ -40,7 +40,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def build(kind: Any, value: Any) -> Any:
     """value (parsed JSON) as kind: a dataclass of this module from its object (a key the
-    contract marks optional may be absent: its default), list[X] and dict[str, X] element by
+    contract marks optional may be absent: its default; a key the class's EARLIER names, which the
+    previous generation's comparison lacks, is read as null), list[X] and dict[str, X] element by
     element, X | None as X unless null; any other annotation takes the value as it is."""
     origin = typing.get_origin(kind)
     if origin in (typing.Union, types.UnionType):
@@ -51,10 +52,14 @@ def build(kind: Any, value: Any) -> Any:
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         if not isinstance(value, dict):
             raise TypeError(f"{kind.__name__}: expected an object, got {type(value).__name__}")
-        hints, kwargs, left_out = _hints(kind), {}, []
+        hints, left_out = _hints(kind), []
+        kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(kind):
             if f.name not in value and f.default is not dataclasses.MISSING:
                 left_out.append(f.name)
+                continue
+            if f.name not in value and f.name in getattr(kind, "EARLIER", ()):
+                kwargs[f.name] = None
                 continue
             if f.name not in value:
                 raise KeyError(f"{kind.__name__}.{f.name}")
@@ -191,6 +196,9 @@ class Look:
     round: int
     ci95: Optional[list[float]]
     verdict: str
+    precise: Optional[bool]  # with a precision: the interval within it (rules.precise); null without one
+
+    EARLIER = ("precise",)  # comparison/v8 (harness/legacy v9-run8) has none: read as null (harness report)
 
 
 @dataclass(frozen=True)
@@ -202,8 +210,11 @@ class Sequential:
     sides: int
     levels: list[float]  # the t's and the signs' one-tail nominal level at every look
     looks: list[Look]
-    stopped: str
-    expected_rounds: Optional[int]  # at the cap, undecided: the rounds the rule expects to need in all
+    stopped: str  # contract.STOPS
+    expected_rounds: Optional[int]  # at the cap, undecided or imprecise: the rounds the rule expects to need in all
+    precision: Optional[float]  # `precision:` asked for (null: none)
+
+    EARLIER = ("precision",)  # comparison/v8 (harness/legacy v9-run8) has none: read as null (harness report)
 
     def more_rounds(self, n: int) -> Optional[str]:
         """"about 6 more rounds" (or "more than one campaign may run"): what the rule expects to need

@@ -561,7 +561,8 @@ class Runner:
         assert first is not None and cap is not None  # `rounds: auto` (budget_s) sets both
         if not first <= k < cap or partner not in {r.label for r in runs}:
             return False
-        plan = {"first": first, "cap": cap}
+        precision = self.campaign.precision
+        plan = {"first": first, "cap": cap, "precision": precision}
         family = items if C.is_suite_entry(self.campaign.workload.entry) else None
         stats = analysis.stats_of(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
                                   question=self.campaign.question, margin=self.campaign.margin, family=family)
@@ -573,7 +574,16 @@ class Runner:
                 self.progress.note(f"rounds: auto: the look after round {k} decided {len(now)} benchmark(s), "
                                    f"{len(items) - len(decided)} still undecided: the decided ones leave the later rounds")
         looks = stats.sequential.looks if stats.sequential is not None else []
-        return bool(looks) and looks[-1].verdict != "inconclusive"
+        if not looks:
+            return False
+        last_look = looks[-1]
+        if last_look.verdict != "inconclusive" and last_look.precise is False and precision is not None \
+                and last_look.ci95 is not None:
+            lo, hi = last_look.ci95
+            self.progress.note(f"rounds: auto: the look after round {k} decided {last_look.verdict}, but its "
+                               f"interval {lo:.4g}-{hi:.4g} is wider than the +-{100 * precision:g}% precision asked "
+                               "for: going on")
+        return R.ends(last_look.verdict, last_look.precise)
 
     def _stop_rounds(self, campaign, runs, plan, step):
         """The look after this round decided: the campaign ends here (the runs done are the plan)."""
@@ -583,7 +593,8 @@ class Runner:
         assert shorter == plan[:step], "a stop moved a run"
         self.campaign = campaign
         self.progress.replan([label for label, *_ in shorter], step)
-        self.progress.note(f"rounds: auto: the look after round {rounds} decided; stopping")
+        within = f" within the +-{100 * campaign.precision:g}% precision asked for" if campaign.precision else ""
+        self.progress.note(f"rounds: auto: the look after round {rounds} decided{within}; stopping")
         return campaign, shorter
 
     def _instruction_order(self) -> str:

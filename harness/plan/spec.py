@@ -114,6 +114,7 @@ class Campaign:
     rounds: int | None = None  # None: the explicit `order` string; with budget_s, min_rounds until decided
     budget_s: float | None = None  # `rounds: auto`: the cap on the count follows this budget (rules.auto_rounds)
     min_rounds: int | None = None  # `rounds: auto`: the first look, after this many rounds
+    precision: float | None = None  # `rounds: auto`: a decided look ends it once its interval is this precise
     stage_rounds: int | None = None  # rounds of stage runs (a, b) among the rounds; None with an order
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
     noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
@@ -354,8 +355,9 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
                 data.pop("seed", None)
                 data.pop("stage_rounds", None)
             if key == "order" or overrides[key] != "auto":
-                data.pop("budget_s", None)  # a fixed count or an order has no budget
+                data.pop("budget_s", None)  # a fixed count or an order has no budget, no looks
                 data.pop("min_rounds", None)
+                data.pop("precision", None)
     if "budget_s" in overrides:  # the cap of `rounds: auto` (parse refuses it beside a fixed count)
         data["budget_s"] = overrides["budget_s"]
     if "threshold" in overrides:
@@ -392,7 +394,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     top = r.mapping(
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
-                 "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
+                 "rounds", "budget_s", "min_rounds", "precision", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
                  "verdict", "build", "metrics", "instructions", "python", "parity", "interference", "suite",
                  "launch", "sandbox"},
         required={"name", "target", "base", "candidate"},
@@ -555,7 +557,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         if unpaired:  # the contract's decision rule: every round interleaves A and B
             raise r.fail("order", f"an order whose every round interleaves A and B, but in {order[:40]}"
                                   f"{'...' if len(order) > 40 else ''} {unpaired}", show_got=False)
-        for key in ("seed", "stage_rounds", "budget_s", "min_rounds"):
+        for key in ("seed", "stage_rounds", "budget_s", "min_rounds", "precision"):
             if key in top:
                 raise r.fail(key, f"no {key} with an explicit order (it belongs to rounds)", show_got=False)
     elif top.get("rounds", "auto") == "auto":
@@ -565,13 +567,14 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                                   integer=True))
         rounds = min_rounds
     else:
-        for key in ("budget_s", "min_rounds"):
+        for key in ("budget_s", "min_rounds", "precision"):
             if key in top:
                 raise r.fail(key, f"only with `rounds: auto` (a fixed count of rounds has no {key})",
                              show_got=False)
         if isinstance(top["rounds"], str):
             raise r.fail("rounds", f"an integer from 1 to {MAX_ROUNDS}, or auto", top["rounds"])
         rounds = int(r.number(top["rounds"], "rounds", 1, MAX_ROUNDS, integer=True))
+    precision = _precision(r, top, budget is not None, "suite" in top)
     if rounds is not None and top.get("seed") is not None:
         seed = int(r.number(top["seed"], "seed", 0, MAX_SEED, integer=True))
     slots = int(r.number(top.get("slots", DEFAULT_SLOTS), "slots", 1, MAX_SLOTS, integer=True))
@@ -702,10 +705,26 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
-                    budget_s=budget, min_rounds=min_rounds,
+                    budget_s=budget, min_rounds=min_rounds, precision=precision,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
                     max_ulp=max_ulp, interference=interference, suite=suite, launch=launch,
                     preload=preload, question=question, margin=margin, sandbox=sandbox, cores=cores)
+
+
+def _precision(r: _Reader, top: dict, auto: bool, suite: bool) -> float | None:
+    """`precision: p` (0 < p < 1): a `rounds: auto` campaign of a workload ends at a look that
+    decides only once that look's interval lies within a factor 1 + p of its ratio (rules.precise);
+    None when not given."""
+    value = top.get("precision")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise r.fail("precision", "a number above 0 and below 1 (0.10: the interval within +-10% of the ratio)",
+                     value)
+    problem = R.precision_problem(float(value), auto, suite)
+    if problem:
+        raise r.fail("precision", problem, value)
+    return float(value)
 
 
 def _duet(r: _Reader, order: str, slots: int, instructions) -> None:

@@ -216,9 +216,12 @@ def _rounds(stats: Stats, campaign: CampaignRecord) -> str:
     seq = stats.sequential
     if seq is not None:
         if seq.stopped == "decided":
-            return f"decided after {n} rounds (sequential looks from round {seq.first}, cap {seq.cap})"
+            within = f", precision +-{100 * seq.precision:g}%" if seq.precision else ""
+            return f"decided after {n} rounds (sequential looks from round {seq.first}, cap {seq.cap}{within})"
         if seq.stopped == "cap":
             return f"no look decided by the cap of {seq.cap} rounds"
+        if seq.stopped == "imprecise" and seq.precision:
+            return f"decided {stats.verdict}, but {R.imprecision(stats.paired.ci95, seq.precision, seq.cap)}"
         return f"ended after {n} of at most {seq.cap} rounds before a look decided"
     if campaign.rounds:
         return f"{n} rounds (a fixed count)"

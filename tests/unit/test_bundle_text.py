@@ -328,7 +328,8 @@ def _campaign_record(workload: CampaignWorkload, labels: list):
 
     return records.CampaignRecord(
         schema=C.SCHEMAS["campaign"], name="suite", description="", notes="", campaign_path=None, order="AB",
-        rounds=None, budget_s=None, min_rounds=None, stage_rounds=None, seed=None, labels=labels, slots=1,
+        rounds=None, budget_s=None, min_rounds=None, precision=None, stage_rounds=None, seed=None, labels=labels,
+        slots=1,
         timeouts=records.Timeouts(60.0, 600.0), workload=workload, build=[], overrides={},
         revisions={v: records.Pin("HEAD", "0" * 40) for v in ("base", "candidate")},
         python={"base": None, "candidate": None}, launch="fresh", preload=[], cores=None,
