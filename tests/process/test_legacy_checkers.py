@@ -205,6 +205,32 @@ def test_other_commands_refuse_an_earlier_bundle_with_the_command(command, code,
     assert not (tmp_path / "again").exists()
 
 
+def test_the_report_shows_a_bundle_of_the_last_generation_as_verified_under_its_rules(tmp_path):
+    """REPORT.md is made from evidence/, which a schema bump leaves of the generation before: the
+    report reads a bundle its frozen checker passes (today's reader takes what that generation
+    lacks as null), says whose rules verified it, the command and their holes, and never shows it
+    as today's; the summary, a claim to post, still refuses it; a bundle those rules refuse does
+    not verify."""
+    gen = GENERATIONS[-1]
+    name = fixture(gen.id).name
+    evidence = tmp_path / "evidence"
+    shutil.copytree(fixture(gen.id), evidence / name)
+    result = harness("report", "--root", tmp_path, "-o", "-")
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith(f"| `evidence/{name}`"))
+    assert "| earlier rules |" in row and "| yes |" not in row
+    assert f"Verified under {gen.rules}, its generation's frozen checker (`harness verify --legacy evidence/{name}`)" \
+        in result.stdout and "holds a campaign's interval to a precision" in result.stdout
+    assert "harness verify --legacy B" in result.stdout
+    posted = harness("summary", evidence / name)
+    assert posted.returncode == 1 and "a bundle of an earlier generation" in posted.stderr
+    broken = evidence / name / C.run_path("A1")
+    broken.write_text(broken.read_text().replace('"status": "ok"', '"status": "ok" ', 1))
+    result = harness("report", "--root", tmp_path, "-o", "-")
+    assert result.returncode == 1 and f"under {gen.rules}:" in result.stderr, result.stderr
+    assert "**does not verify**" in result.stdout and "earlier rules" not in result.stdout
+
+
 def test_a_frozen_checker_is_held_to_its_limits(tmp_path, monkeypatch):
     """A frozen checker past its wall clock is stopped and reads as unusable; what it prints past
     the bound is read and dropped."""
