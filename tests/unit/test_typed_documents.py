@@ -66,8 +66,10 @@ def test_an_absent_optional_key_stays_absent():
 # before the comparison's stats and parity, the reproduction, revisions, builds and bisect receipts,
 # the interference bounds, the fleet's jobs and the signed claim were built as typed records. The
 # ceiling is the figure reached: lower it when a module becomes typed; a change that raises it
-# reads a document by key where its type would do.
-DOCUMENT_KEY_READS = 424
+# reads a document by key where its type would do. 419: the runner's look between rounds reads the
+# typed stats (-9; the duet's merge had added 3), the precision is read from the YAML, campaign.json
+# and a plan dict (+3).
+DOCUMENT_KEY_READS = 419
 
 
 def test_the_documents_are_read_by_key_no_more_than_the_ceiling():
