@@ -1269,13 +1269,13 @@ def check_stop(check, campaign, stats):
         return
     rounds, ran = campaign["rounds"], stats["rounds"]["n"]
     early = [row["round"] for row in seq["looks"] if R.ends(row["verdict"], row["precise"]) and row["round"] < ran]
+    precise = " with an interval within its precision" if seq["precision"] is not None else ""
     if early:
-        precise = " with an interval within its precision" if seq["precision"] is not None else ""
         check.fail(C.CAMPAIGN_JSON, f"the look after round {early[0]} decided{precise}, but the campaign went on to "
                                     f"round {ran}", "plan")
     elif rounds < seq["cap"] and not (ran == rounds and seq["stopped"] == "decided"):
-        check.fail(C.CAMPAIGN_JSON, f"rounds {rounds}, below the cap of {seq['cap']}, but no look decided at round "
-                                    f"{rounds}", "plan")
+        check.fail(C.CAMPAIGN_JSON, f"rounds {rounds}, below the cap of {seq['cap']}, but no look decided{precise} at "
+                                    f"round {rounds}", "plan")
 
 
 def check_plan(check, campaign, runner):

@@ -202,4 +202,5 @@ def test_both_checkers_refuse_a_campaign_cut_short_at_its_first_decided_look(pre
     assert doc["stats"]["sequential"]["looks"] == [{"round": 4, "ci95": doc["stats"]["paired"]["ci95"],
                                                     "verdict": "improved", "precise": False}]
     for lines in problems(short):
-        assert refused(lines, "rounds 4, below the cap", "no look decided"), lines
+        assert refused(lines, "rounds 4, below the cap", "no look decided with an interval within its precision at "
+                              "round 4"), lines
