@@ -204,3 +204,19 @@ def test_both_checkers_refuse_a_campaign_cut_short_at_its_first_decided_look(pre
     for lines in problems(short):
         assert refused(lines, "rounds 4, below the cap", "no look decided with an interval within its precision at "
                               "round 4"), lines
+
+
+def test_the_runner_says_why_it_goes_on_past_a_decided_look_and_why_it_stops(tmp_path):
+    from fakes import ModelLauncher, write_fake_campaign
+    from harness.engine.runner import Runner
+    from test_newcomer_words import Notes
+
+    notes = Notes()
+    Runner(spec.load(write_fake_campaign(tmp_path, rounds="auto", budget_s=20, min_rounds=4, seed=7, precision=0.05)),
+           (tmp_path / "bundle").absolute(), progress=notes,
+           launcher=ModelLauncher(Model(items=4, item_s=0.1, noise=0.05, seed=3))).run()
+    going = [line for line in notes.lines if "going on" in line]
+    assert len(going) == 6 and going[0].startswith("rounds: auto: the look after round 4 decided improved, but its "
+                                                   "interval ")
+    assert going[0].endswith("is wider than the +-5% precision asked for: going on")
+    assert "rounds: auto: the look after round 10 decided within the +-5% precision asked for; stopping" in notes.lines
