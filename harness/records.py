@@ -19,6 +19,8 @@ import json
 import os
 import platform
 import sys
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, TypeVar, Union
 
@@ -41,48 +43,97 @@ def to_json(value: Any) -> Any:
     return value
 
 
-_SHAPES: dict = {}  # record class -> its fields as _from reads them, worked out once per class
+_BUILDERS: dict = {}  # annotation -> the function that builds its value from JSON, made once per annotation
+_UNIONS = (Union, getattr(types, "UnionType", Union))  # Optional[X], and X | None where Python has it (3.10+)
+_FIELDS: dict = {}  # record class -> (name, required, left out as null, builder) per field, made at its first build
 
 
-def _shape(cls) -> tuple:
-    """(name, has a default, shape, type) for each field of cls, shape and type from its NESTED map."""
-    shape = _SHAPES.get(cls)
-    if shape is None:
-        nested = getattr(cls, "NESTED", {})
-        shape = _SHAPES[cls] = tuple((f.name, f.default is not dataclasses.MISSING, *nested.get(f.name, (None, None)))
-                                     for f in dataclasses.fields(cls))
-    return shape
+def build(kind: Any, value: Any) -> Any:
+    """value (parsed JSON) as kind, by its annotation: a record (a dataclass) from its object, a key
+    with a default (one an earlier schema lacks, or the contract marks optional) absent as its
+    default and left out again by to_json, one of ABSENT as None, one of EARLIER (a key the previous
+    generation's document lacks: harness/legacy) as None; list[X] and dict[str, X] element by
+    element; Optional[X] as X unless null; any other annotation (str, float, a free-form dict or
+    list, Any) takes the value as it is. Containers are checked (TypeError for a list where an
+    object is, KeyError naming a missing key), leaves are not: the checkers bind those, and a
+    worker's word is held to the runner's own figures before it enters a record."""
+    return (_BUILDERS.get(kind) or _builder(kind))(value)
 
 
-def _from(cls, data: dict):
-    """cls from its JSON object: nested records by the class's NESTED map (key -> (shape, type))."""
-    kwargs: dict = {}
-    for name, has_default, shape, kind in _SHAPES.get(cls) or _shape(cls):
-        if name not in data and has_default:
-            continue  # a key an earlier schema lacks (contract.PREVIOUS_SCHEMAS): its default
-        if name not in data and name in getattr(cls, "ABSENT", ()) + getattr(cls, "EARLIER", ()):
-            kwargs[name] = None  # an optional key the document leaves out, or one an earlier generation lacks
-            continue
-        value = data[name]
-        if value is not None and shape == "one":
-            value = _from(kind, value)
-        elif shape == "list":
-            value = [_from(kind, v) for v in value]
-        elif shape == "map":
-            value = {k: _from(kind, v) for k, v in value.items()}
-        kwargs[name] = value
-    return cls(**kwargs)
+def _builder(kind: Any):
+    made = _BUILDERS.get(kind)
+    if made is not None:
+        return made
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in _UNIONS:
+        (inner,) = [a for a in args if a is not type(None)]
+        one = _builder(inner)
+        made = lambda value: None if value is None else one(value)  # noqa: E731
+    elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        made = lambda value: _record(kind, value)  # noqa: E731
+    elif origin is list:
+        made = _container(list, lambda value, one=_builder(args[0]): [one(v) for v in value], args[0])
+    elif origin is dict:
+        made = _container(dict, lambda value, one=_builder(args[1]): {k: one(v) for k, v in value.items()}, args[1])
+    else:
+        made = _same
+    _BUILDERS[kind] = made
+    return made
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _container(kind: type, each, inner: Any):
+    """A list's or an object's builder: its type checked, its elements built (kept as they are
+    when they are leaves)."""
+    leaves = _builder(inner) is _same
+
+    def made(value):
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {'a list' if kind is list else 'an object'}, got {type(value).__name__}")
+        return value if leaves else each(value)
+    return made
+
+
+def _record(cls: type, value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise TypeError(f"{cls.__name__}: expected an object, got {type(value).__name__}")
+    kwargs, left_out = {}, []
+    for name, required, absent, one in _FIELDS.get(cls) or _fields(cls):
+        if name in value:
+            kwargs[name] = one(value[name])
+        elif absent:
+            kwargs[name] = None  # an optional key the document leaves out (ABSENT, left out again), or EARLIER's
+        elif not required:
+            left_out.append(name)  # its default, and left out when written again (to_json)
+        else:
+            raise KeyError(f"{cls.__name__}.{name}")
+    made = cls(**kwargs)
+    if left_out:
+        object.__setattr__(made, "_absent_keys", frozenset(left_out))
+    return made
+
+
+def _fields(cls: type) -> tuple:
+    hints, absent = typing.get_type_hints(cls), getattr(cls, "ABSENT", ()) + getattr(cls, "EARLIER", ())
+    made = _FIELDS[cls] = tuple(
+        (f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+         f.name in absent and f.default is dataclasses.MISSING, _builder(hints[f.name]))
+        for f in dataclasses.fields(cls))
+    return made
 
 
 _R = TypeVar("_R", bound="FromJson")
 
 
 class FromJson:
-    """A record read from its JSON object by its fields' shapes (_from): `X.from_json(data)`."""
+    """A record read from its JSON object by its fields' annotations (build): `X.from_json(data)`."""
 
     @classmethod
     def from_json(cls: "type[_R]", data: dict) -> "_R":
-        return _from(cls, data)
+        return build(cls, data)
 
 
 def keys(cls) -> list[str]:
@@ -132,20 +183,55 @@ class Job:
     items_all: list[str]  # every item setup() gave in the pre-flight: each run's setup() must give the same
     schema: str = C.SCHEMAS["job"]
 
-    NESTED = {"workload": ("one", JobWorkload), "inputs": ("map", JobInput)}
-
     @classmethod
     def from_json(cls, data: Any) -> "Job":
         """A job as the runner wrote it; ValueError, one line, for any other schema."""
         said = data.get("schema") if isinstance(data, dict) else None
         if said != C.SCHEMAS["job"]:
             raise ValueError(f"schema {said!r}, expected {C.SCHEMAS['job']}")
-        return _from(cls, data)
+        return build(cls, data)
 
     @classmethod
     def read(cls, path: Union[str, os.PathLike]) -> "Job":
         with open(path, encoding="utf-8") as fh:
             return cls.from_json(json.load(fh))
+
+
+# --- a zygote's protocol (harness/worker/zygote.py): one JSON line each way ------------------------
+@dataclass(frozen=True)
+class ZygoteRequest(FromJson):
+    """The launcher's request for one run (its mark channel's descriptor attached): the run's job
+    file, its folder (the child's cwd), its log, its environment exactly, and the rules its child
+    confines itself by (engine/sandbox.Confinement.child; None: no sandbox)."""
+    job: str
+    cwd: str
+    log: str
+    env: dict[str, str]
+    sandbox: Optional[dict]
+
+
+@dataclass(frozen=True)
+class ZygoteReady(FromJson):
+    """A zygote's first line once its imports are done: its pid, its threads and what it preloaded."""
+    ready: int
+    threads: Optional[int]
+    preloaded: list[str]
+
+
+@dataclass(frozen=True)
+class ZygoteForked(FromJson):
+    """The child of a request is forked (its own session, like a fresh worker)."""
+    pid: int
+
+
+@dataclass(frozen=True)
+class ZygoteReaped(FromJson):
+    """The child ended and was reaped by its zygote: its exit code (negative: the signal) and rusage,
+    CPU user + system with its reaped children's; the zygote's word (None where it did not say)."""
+    pid: int
+    exit: int
+    maxrss_bytes: Optional[int] = None
+    cpu_s: Optional[float] = None
 
 
 # --- what a worker measured ---------------------------------------------------------------------
@@ -162,6 +248,19 @@ class Interpreter:
     def text(self) -> str:
         return f"{self.implementation} {self.version} ({self.executable})"
 
+    def differs(self, other: "Interpreter") -> list[str]:
+        """The parts of the identity (executable, version, implementation) other does not share."""
+        return [name for name in ("executable", "version", "implementation")
+                if getattr(self, name) != getattr(other, name)]
+
+
+@dataclass(frozen=True)
+class ProbedInterpreter(Interpreter):
+    """A variant's interpreter as the runner's probe found it (harness/engine/environment.py) and
+    environment.json's interpreters record it: the identity every worker of the variant must report
+    running, and its installed distributions (name -> version)."""
+    packages: dict[str, str]
+
 
 @dataclass(frozen=True)
 class Output:
@@ -176,10 +275,8 @@ class Item:
     id: str
     wall_s: float
     cpu_s: float
-    fields: dict  # name -> Output
+    fields: dict[str, Output]
     error: Optional[dict]  # {type, message}, never beside fields
-
-    NESTED = {"fields": ("map", Output)}
 
     @classmethod
     def measured(cls, item_id: str, wall_s: float, cpu_s: float, fields: dict, error: Optional[dict]) -> "Item":
@@ -275,8 +372,8 @@ class WorkerResult:
     """What a worker measured and hands the runner (result.json): its word, which the runner holds
     to what it measured itself (Outside) before any of it enters a run record."""
     wall_s: float
-    items: list  # WorkerItem
-    stages: dict  # name -> StageTotals
+    items: list[WorkerItem]
+    stages: dict[str, StageTotals]
     stages_installed: dict
     imported_from: Imports
     metrics: dict
@@ -290,14 +387,42 @@ class WorkerResult:
     interference: Optional[dict] = None  # Interference.MEASURED over the timed loop (None: not read)
     tripwire: list = field(default_factory=list)  # what the worker found replaced after its loop (its clocks, its functions)
 
-    NESTED = {"items": ("list", WorkerItem), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
-              "machine": ("one", Machine), "python": ("one", Interpreter)}
-
     @classmethod
     def from_json(cls, data: dict) -> "WorkerResult":
         if not isinstance(data, dict) or data.get("schema") != C.SCHEMAS["result"]:
             raise ValueError(f"not a worker result of schema {C.SCHEMAS['result']}")
-        return _from(cls, data)
+        return build(cls, data)
+
+
+@dataclass(frozen=True)
+class CheckResult(FromJson):
+    """What a pre-flight worker saw (result.json of a job in mode "check"): the item it ran untimed,
+    that item's output files in its output folder (name -> file, as WorkerItem.files: the runner
+    reads and hashes each itself), the items that raised before it, every item setup() gave, each
+    stage's calls and where a stage's function is defined when its path names a re-export (the
+    runner flags stages neither revision called), the item's walls run again (the runner's timing
+    notes) and its interpreter (held to its probe). All of it the worker's word."""
+    item: str
+    fields: dict
+    raised: list[str]
+    items: list[str]
+    stage_calls: dict[str, int]
+    stage_homes: dict[str, str] = field(default_factory=dict)
+    repeats: list[float] = field(default_factory=list)
+    python: Optional[Interpreter] = None
+
+
+@dataclass(frozen=True)
+class CountResult(FromJson):
+    """What an instruction run's worker hands the runner (result.json of a job in mode
+    "instructions"): the items it ran in the counted region, how many raised, the digests of the
+    harness and the workload it ran, and its interpreter. The count is callgrind's, which the
+    runner reads itself."""
+    items: list[str]
+    errors: int
+    harness_source_sha256: Optional[str]
+    workload_sha256: Optional[str]
+    python: Optional[Interpreter]
 
 
 # --- the bundle's records -----------------------------------------------------------------------
@@ -377,8 +502,8 @@ class RunRecord(FromJson):
     exit_code: Optional[int]
     wall_s: Optional[float]
     slots: int
-    items: list  # Item
-    stages: dict  # name -> StageTotals
+    items: list[Item]
+    stages: dict[str, StageTotals]
     stages_installed: dict
     imported_from: Imports
     metrics: dict
@@ -396,11 +521,6 @@ class RunRecord(FromJson):
     interference: Optional[Interference] = None
     memory: Memory = field(default_factory=Memory)  # all None in a failed run
     outside: Optional[Outside] = None  # null in a failed run
-
-    NESTED = {"items": ("list", Item), "stages": ("map", StageTotals), "imported_from": ("one", Imports),
-              "machine": ("one", Machine), "python": ("one", Interpreter), "launch": ("one", Launched),
-              "process": ("one", Process), "log": ("one", Log), "interference": ("one", Interference),
-              "memory": ("one", Memory), "outside": ("one", Outside)}
 
     @classmethod
     def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
@@ -477,27 +597,25 @@ class InstructionRecord(FromJson):
     process: Process
     log: Log
 
-    NESTED = {"python": ("one", Interpreter), "process": ("one", Process), "log": ("one", Log)}
-
     @classmethod
     def of(cls, job: Job, *, status: str, reason: Optional[str], exit_code: Optional[int], pid: int,
-           process: Process, log: Log, counted: Optional[dict], count: Optional[int], after: Optional[str],
-           valgrind: dict) -> "InstructionRecord":
-        """counted: the worker's result of an instruction run ({items, errors, harness_source_sha256,
-        workload_sha256, python}); count: callgrind's total inside the measured region."""
+           process: Process, log: Log, counted: Optional[CountResult], count: Optional[int],
+           after: Optional[str], version: str, command: list, env: dict) -> "InstructionRecord":
+        """counted: the worker's result of an instruction run; count: callgrind's total inside the
+        measured region; version, command and env: the valgrind that counted and how it ran."""
         if status not in C.RUN_STATUSES:
             raise ValueError(f"run status {status!r}")
         if status == "ok" and (counted is None or count is None or exit_code != 0 or reason is not None):
             raise ValueError("an ok instruction run needs its count, the worker's result, exit code 0 and no reason")
-        m = counted if status == "ok" and counted is not None else {}  # ok has a count: checked above
-        python = m.get("python")
+        m = counted if status == "ok" else None  # ok has a count: checked above
         return cls(
             schema=C.SCHEMAS["instructions"], label=job.label, variant=job.variant, index=job.index,
             after=after, sha=job.sha, status=status, reason=reason, exit_code=exit_code,
-            instructions=count if status == "ok" else None, items=m.get("items", []), errors=m.get("errors", 0),
-            tool="callgrind", valgrind=valgrind["version"], command=valgrind["command"], env=valgrind["env"],
-            harness_source_sha256=m.get("harness_source_sha256"), workload_sha256=m.get("workload_sha256"),
-            python=_from(Interpreter, python) if python else None, pid=pid, process=process, log=log)
+            instructions=count if status == "ok" else None, items=m.items if m else [], errors=m.errors if m else 0,
+            tool="callgrind", valgrind=version, command=command, env=env,
+            harness_source_sha256=m.harness_source_sha256 if m else None,
+            workload_sha256=m.workload_sha256 if m else None, python=m.python if m else None, pid=pid,
+            process=process, log=log)
 
 
     @property
@@ -515,7 +633,7 @@ class MachineClass:
     vector_isa: Optional[str]
     blas: Optional[str]
     torch_threads: Optional[int]
-    cores: Optional[int]
+    cores: Optional[int] = None  # optional in the contract (a golden file leaves it out)
 
     CLASS_KEYS = ("cpu_model", "vector_isa", "blas")
 
@@ -607,7 +725,7 @@ class CampaignRecord(FromJson):
     workload: CampaignWorkload
     build: list
     overrides: dict
-    revisions: dict  # variant -> Pin
+    revisions: dict[str, Pin]
     python: dict  # variant -> its interpreter (None: the harness's own)
     launch: str
     preload: list
@@ -624,7 +742,7 @@ class CampaignRecord(FromJson):
     threshold: float
     question: str
     margin: Optional[float]
-    interference: Optional["InterferenceBounds"]  # absent only beside run records of an earlier schema
+    interference: Optional[InterferenceBounds]  # absent only beside run records of an earlier schema
     parity: ParityBound
     metrics: list
     instructions: Optional[InstructionPlan]
@@ -633,9 +751,6 @@ class CampaignRecord(FromJson):
     # keys the previous generation's campaign.json lacks (campaign/v10: harness/legacy), read as null so that
     # `harness report` can show a bundle its frozen checker passed; the checkers hold today's to every key
     EARLIER = ("precision", "cores")
-    NESTED = {"timeouts": ("one", Timeouts), "workload": ("one", CampaignWorkload), "revisions": ("map", Pin),
-              "sandbox": ("one", CampaignSandbox), "parity": ("one", ParityBound),
-              "instructions": ("one", InstructionPlan), "interference": ("one", InterferenceBounds)}
 
 
     def sha(self, variant: str) -> str:
@@ -674,8 +789,7 @@ def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
         launch=campaign.launch,
         preload=list(campaign.preload),
         cores=list(campaign.cores) if campaign.launch == C.DUET else None,
-        sandbox=CampaignSandbox(campaign.sandbox["mode"], bool(campaign.sandbox.get("network")),
-                                list(campaign.sandbox.get("read") or [])),
+        sandbox=CampaignSandbox(campaign.sandbox.mode, campaign.sandbox.network, list(campaign.sandbox.read)),
         stages=campaign.stages,
         optional_stages=sorted(campaign.optional_stages),
         stage_calls=campaign.stage_calls,
@@ -721,9 +835,7 @@ class Build(FromJson):
     key: str
     tree_sha256: str
     cached: bool
-    steps: list  # BuildStep
-
-    NESTED = {"steps": ("list", BuildStep)}
+    steps: list[BuildStep]
 
 
 
@@ -733,8 +845,6 @@ class BuildsReceipt:
     schema: str
     base: Build
     candidate: Build
-
-    NESTED = {"base": ("one", Build), "candidate": ("one", Build)}
 
 
 def builds_receipt(builds: dict) -> dict:
@@ -781,11 +891,9 @@ class CleanupReceipt(FromJson):
     """data/receipts/cleanup.json: every process the campaign launched, and whether each is gone."""
     schema: str
     method: str
-    processes: list  # Reaped
+    processes: list[Reaped]
     count: int
     all_absent: bool
-
-    NESTED = {"processes": ("list", Reaped)}
 
 
 
@@ -808,10 +916,8 @@ class RevisionReceipt:
     rev: str
     sha: str
     tree_sha256: str
-    fence: dict  # path -> Fenced
+    fence: dict[str, Fenced]
     note: Optional[str]
-
-    NESTED = {"fence": ("map", Fenced)}
 
 
 @dataclass(frozen=True)
@@ -820,8 +926,6 @@ class RevisionsReceipt(FromJson):
     schema: str
     base: RevisionReceipt
     candidate: RevisionReceipt
-
-    NESTED = {"base": ("one", RevisionReceipt), "candidate": ("one", RevisionReceipt)}
 
 
     def variant(self, name: str) -> RevisionReceipt:
@@ -846,9 +950,7 @@ class InputPin:
 class InputsReceipt(FromJson):
     """data/receipts/inputs.json."""
     schema: str
-    inputs: dict  # name -> InputPin
-
-    NESTED = {"inputs": ("map", InputPin)}
+    inputs: dict[str, InputPin]
 
 
     def pins(self) -> dict:
@@ -856,9 +958,9 @@ class InputsReceipt(FromJson):
         return {name: pin.sha256 for name, pin in self.inputs.items()}
 
 
-def inputs_receipt(receipts: dict) -> InputsReceipt:
-    """receipts: name -> {path, kind, sha256, build}, as the runner prepared each input."""
-    return InputsReceipt(C.SCHEMAS["inputs"], {name: InputPin(**row) for name, row in receipts.items()})
+def inputs_receipt(pins: dict[str, InputPin]) -> InputsReceipt:
+    """pins: name -> its InputPin, as the runner prepared each input."""
+    return InputsReceipt(C.SCHEMAS["inputs"], pins)
 
 
 @dataclass(frozen=True)
@@ -875,17 +977,32 @@ class WorkloadReceipt(FromJson):
     every ok run's workload_sha256 must equal) and what the snapshot left out by its rules."""
     schema: str
     path: Optional[str]
-    files: list  # WorkloadFile
+    files: list[WorkloadFile]
     digest: Optional[str]
     left_out: list
-
-    NESTED = {"files": ("list", WorkloadFile)}
 
 
 
 def workload_receipt(*, path: Optional[str], files: list, digest: Optional[str], left_out: list) -> WorkloadReceipt:
     """files: plan/workload.rows' {path, size, sha256}, one per stored file."""
     return WorkloadReceipt(C.SCHEMAS["workload"], path, [WorkloadFile(**row) for row in files], digest, left_out)
+
+
+@dataclass(frozen=True)
+class SandboxRecord(FromJson):
+    """environment.json's sandbox (harness/engine/sandbox.record): what every worker of the campaign
+    ran under, its level (contract.SANDBOX_LEVELS) and why it is not full, Landlock's ABI, whether
+    it had namespaces of its own, the network (declared, cut, tcp or open), whether only its own
+    scheduling was open to it, and the folders its runs could read besides their trees and the
+    harness's code copy, and write besides their own."""
+    level: str
+    reason: Optional[str]
+    landlock: Optional[int]
+    namespaces: bool
+    network: str
+    scheduling: bool
+    read: list[str]
+    write: list[str]
 
 
 def environment(fields: dict) -> dict:
@@ -901,13 +1018,27 @@ def golden(run: RunRecord, *, campaign: str, machine: MachineClass, bundle_diges
                       for it in run.items}}
 
 
+@dataclass(frozen=True)
+class NoiseFloor(FromJson):
+    """A noise-floor file of `harness calibrate` (contract.FIELDS["noise_floor"]; a campaign pins it,
+    its bundle keeps it as data/noise_floor.json): the campaign run base against base, on a machine
+    of this class, and the largest ratio its 95% interval allowed for no change,
+    max(1 - lo, hi - 1), which the verdict's band may not be narrower than."""
+    schema: str
+    campaign: str
+    bundle_digest: str
+    machine: MachineClass
+    started_at: float
+    rounds: int
+    ratio: float
+    ci95: list[float]
+    floor: float
+
+
 def noise_floor(*, campaign: str, bundle_digest: str, machine: MachineClass, started_at: float, rounds: int,
-                ratio: float, ci95: list, floor: float) -> dict:
-    """A noise-floor file from `harness calibrate`: the campaign run base against base, and the
-    largest ratio its 95% interval allowed for no change, max(1 - lo, hi - 1)."""
-    return {"schema": C.SCHEMAS["noise_floor"], "campaign": campaign, "bundle_digest": bundle_digest,
-            "machine": to_json(machine), "started_at": started_at, "rounds": rounds, "ratio": ratio, "ci95": ci95,
-            "floor": floor}
+                ratio: float, ci95: list, floor: float) -> NoiseFloor:
+    return NoiseFloor(C.SCHEMAS["noise_floor"], campaign, bundle_digest, machine, started_at, rounds, ratio, ci95,
+                      floor)
 
 
 @dataclass(frozen=True)
@@ -941,12 +1072,10 @@ class BisectReceipt(FromJson):
     band: Optional[float]
     budget_s: float
     commits: list
-    steps: list  # BisectStep
+    steps: list[BisectStep]
     ending: str
     culprit: Optional[str]
     reason: str
-
-    NESTED = {"steps": ("list", BisectStep)}
 
 
 
@@ -968,8 +1097,6 @@ class Original:
     machine: MachineClass
     claim: Claim
 
-    NESTED = {"machine": ("one", MachineClass), "claim": ("one", Claim)}
-
 
 @dataclass(frozen=True)
 class Rerun:
@@ -977,8 +1104,6 @@ class Rerun:
     started_at: float
     machine: MachineClass
     measured: Claim
-
-    NESTED = {"machine": ("one", MachineClass), "measured": ("one", Claim)}
 
 
 @dataclass(frozen=True)
@@ -1025,8 +1150,6 @@ class Outputs:
     mismatches: list  # dict rows
     divergence: list = field(default_factory=list)  # dict rows
 
-    NESTED = {"items": ("one", OutputItems)}
-
 
 @dataclass(frozen=True)
 class Judgment:
@@ -1040,8 +1163,6 @@ class Judgment:
     word: str
     reason: str
 
-    NESTED = {"held_to": ("one", Claim), "measured": ("one", Claim)}
-
 
 @dataclass(frozen=True)
 class Timing(Judgment):
@@ -1049,8 +1170,6 @@ class Timing(Judgment):
     during which other work competed for the cores."""
     claimed: Claim
     overloaded: list
-
-    NESTED = {"held_to": ("one", Claim), "measured": ("one", Claim), "claimed": ("one", Claim)}
 
 
 @dataclass(frozen=True)
@@ -1070,9 +1189,6 @@ class ReproductionReceipt(FromJson):
     tolerance: float
     verdict: str
     reason: str
-
-    NESTED = {"original": ("one", Original), "reproduction": ("one", Rerun), "machines": ("one", Machines),
-              "scope": ("one", Scope), "outputs": ("one", Outputs), "timing": ("one", Timing)}
 
 
 

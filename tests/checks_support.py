@@ -42,9 +42,9 @@ class InstructionLauncher(ModelLauncher):
         digest = workload.folder_digest(job.workload.path, tuple(job.workload.exclude))
         count = self.counts.get(job.label, 300_000_000 if job.variant == "base" else 150_000_000)
         self.out_file.write_text(f"events: Ir\ntotals: {count}\n")
-        return FakeRun(result={"items": C.subset(job.items, job.instructions_items), "errors": 0,
-                               "harness_source_sha256": files.harness_source_digest(), "workload_sha256": digest,
-                               "python": records.to_json(records.Interpreter.current())}, wall_s=4.0)
+        return FakeRun(result=records.to_json(records.CountResult(
+            C.subset(job.items, job.instructions_items), 0, files.harness_source_digest(), digest,
+            records.Interpreter.current())), wall_s=4.0)
 
 
 def no_valgrind_probe(monkeypatch) -> None:
@@ -90,9 +90,9 @@ def full_bundle(where: Path, floor_value: float = 0.01, **fields) -> Path:
     golden.write_text(json.dumps(records.golden(b.runs[0], campaign="model", machine=b.machine,
                                                 bundle_digest=b.digest), indent=2))
     floor = where / "floor.json"
-    floor.write_text(json.dumps(records.noise_floor(campaign="model", bundle_digest=b.digest, machine=b.machine,
-                                                    started_at=b.runner.started_at, rounds=5, ratio=1.0,
-                                                    ci95=[0.99, 1.01], floor=floor_value), indent=2))
+    floor.write_text(json.dumps(records.to_json(records.noise_floor(
+        campaign="model", bundle_digest=b.digest, machine=b.machine, started_at=b.runner.started_at, rounds=5,
+        ratio=1.0, ci95=[0.99, 1.01], floor=floor_value)), indent=2))
     corpus = where / "corpus.txt"
     corpus.write_text("an input the workload reads\n")
     body = dict(stages={"core": "lib.core:VERSION", "counted": {"path": "lib.core:VERSION", "calls": "per_variant"},

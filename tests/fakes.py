@@ -79,9 +79,9 @@ class Model:
             first = self.ids()[0]
             fields = {name: arrays.write_raw(value, arrays_dir, f"0-{j}")
                       for j, (name, value) in enumerate(self._outputs(first, label, variant).items())}
-            return FakeRun(result={"item": first, "fields": fields, "raised": [], "items": self.ids(),
-                                   "stage_calls": {name: 1 for name in job.stages},
-                                   "python": records.to_json(records.Interpreter.current())}, wall_s=0.5)
+            return FakeRun(result=records.to_json(records.CheckResult(
+                first, fields, [], self.ids(), {name: 1 for name in job.stages}, python=records.Interpreter.current())),
+                wall_s=0.5)
         factor = math.exp(self.rng.gauss(0.0, self.noise))
         steal, slowed = self.disturb.get(label, (0, 1.0))
         factor *= slowed

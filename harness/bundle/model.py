@@ -5,8 +5,8 @@ renderers, the judges, the commands, the attestation's claim, the fleet's table)
 frozen dataclasses instead of spelling string keys. Each one mirrors one level of
 contract.FIELDS["comparison"], field for field and in its order (tests/unit/test_model.py holds
 the two together: a key the contract adds or drops fails it until the model follows), and
-`Comparison.of` builds the whole tree from the parsed JSON by one generic constructor that
-reads each field's annotation.
+`Comparison.of` builds the whole tree from the parsed JSON by the one generic constructor every
+typed record is read by (records.build), which reads each field's annotation.
 
 Only a document the contract accepts is built: a verified bundle's (harness/bundle/read.py), or
 one `rehash.conform` passed (`harness compare --no-verify`), or the one the runner itself
@@ -20,65 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import types
-import typing
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from harness import contract as C
-
-
-# --- the generic constructor --------------------------------------------------------------------
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
-
-
-def build(kind: Any, value: Any) -> Any:
-    """value (parsed JSON) as kind: a dataclass of this module from its object (a key the
-    contract marks optional may be absent: its default; a key the class's EARLIER names, which the
-    previous generation's comparison lacks, is read as null), list[X] and dict[str, X] element by
-    element, X | None as X unless null; any other annotation takes the value as it is."""
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        (inner,) = [a for a in typing.get_args(kind) if a is not type(None)]
-        return build(inner, value)
-    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        if not isinstance(value, dict):
-            raise TypeError(f"{kind.__name__}: expected an object, got {type(value).__name__}")
-        hints, left_out = _hints(kind), []
-        kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(kind):
-            if f.name not in value and f.default is not dataclasses.MISSING:
-                left_out.append(f.name)
-                continue
-            if f.name not in value and f.name in getattr(kind, "EARLIER", ()):
-                kwargs[f.name] = None
-                continue
-            if f.name not in value:
-                raise KeyError(f"{kind.__name__}.{f.name}")
-            kwargs[f.name] = build(hints[f.name], value[f.name])
-        made = kind(**kwargs)
-        if left_out:  # an optional key the document left out stays out when it is written again (records.to_json)
-            object.__setattr__(made, "_absent_keys", frozenset(left_out))
-        return made
-    if origin is list:
-        if not isinstance(value, list):
-            raise TypeError(f"expected a list, got {type(value).__name__}")
-        (inner,) = typing.get_args(kind)
-        return [build(inner, v) for v in value]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
-        _, inner = typing.get_args(kind)
-        return {k: build(inner, v) for k, v in value.items()}
-    return value
+from harness.records import build
 
 
 # --- the document, level by level (contract.FIELDS["comparison"]) ---------------------------------

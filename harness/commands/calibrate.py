@@ -73,11 +73,10 @@ def main(args) -> int:
         return error("calibrate", f"no noise floor: {result.reason or result.stats.verdict_reason}",
                      code=verdict.FAILED)
     environment = read_json(outcome.out / C.ENVIRONMENT)
-    doc = records.noise_floor(campaign=campaign.name, bundle_digest=outcome.digest,
-                              machine=records.MachineClass.of(environment),
-                              started_at=read_json(outcome.out / C.RUNNER)["started_at"],
-                              rounds=result.stats.rounds.n, ratio=paired.geomean_ratio,
-                              ci95=paired.ci95, floor=floor)
+    doc = records.to_json(records.noise_floor(
+        campaign=campaign.name, bundle_digest=outcome.digest, machine=records.MachineClass.of(environment),
+        started_at=records.RunnerReceipt.from_json(read_json(outcome.out / C.RUNNER)).started_at,
+        rounds=result.stats.rounds.n, ratio=paired.geomean_ratio, ci95=paired.ci95, floor=floor))
     refused = R.noise_floor_problem(doc)  # what a campaign could not pin: the contract's decision rule
     if refused:
         return error("calibrate", f"no noise floor written: {refused}", code=verdict.FAILED)

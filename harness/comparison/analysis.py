@@ -36,7 +36,7 @@ from harness.comparison.stats import mean, t_interval, trimmed_mean
 from harness import contract as C
 from harness import rules as R
 from harness.bundle import model as M
-from harness.records import to_json
+from harness.records import build, to_json
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
                               SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S)
 from harness.rules import decide, sequence_ratio, sig10, stopped, timed
@@ -133,10 +133,11 @@ class Plan:
 
     @classmethod
     def of(cls, plan: Plan | dict | None) -> Plan | None:
-        """A plan as rules.sequential_plan (or the runner, between rounds) gives it."""
+        """A plan as rules.sequential_plan gives it (a dict both checkers read too), read through
+        this type; the runner's between rounds is one already."""
         if plan is None or isinstance(plan, Plan):
             return plan
-        return cls(plan["first"], plan["cap"], precision=plan.get("precision"))
+        return build(cls, plan)
 
     def looks(self) -> tuple[int, int]:
         """(first, cap) of the design whose looks the analysis reads."""
@@ -370,7 +371,7 @@ def stats_of(runs: list[RunRecord], threshold: float, floor: float | None = None
 def analyze(runs: list[RunRecord], threshold: float, floor: float | None = None, sequential: dict | None = None, *,
             question: str = C.DEFAULT_QUESTION, margin: float | None = None, family: list[str] | None = None) -> dict:
     """stats_of as the JSON comparison.json holds (before with_interference and with_outside): what
-    the runner reads of a look between rounds, and what the tests hold to rehash.py's derivation."""
+    the tests hold to rehash.py's derivation (the runner reads a look between rounds as stats_of's Stats)."""
     return to_json(stats_of(runs, threshold, floor, sequential, question=question, margin=margin, family=family))
 
 

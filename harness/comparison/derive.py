@@ -6,14 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from harness import contract as C
 from harness import rules as R
 from harness.bundle import model as M
 from harness.comparison import analysis, metrics, parity
 from harness.rules import sig10
-from harness.records import CampaignRecord, CleanupReceipt, RunnerReceipt, to_json
+from harness.records import CampaignRecord, CleanupReceipt, NoiseFloor, RunnerReceipt, to_json
 
 if TYPE_CHECKING:
     from harness.records import InstructionRecord
@@ -24,7 +24,7 @@ def mean(values: list[float]) -> float | None:
 
 
 def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup: CleanupReceipt, golden: dict | None,
-           arrays_dir: Path, floor: dict | None = None, instr: Sequence[InstructionRecord] = (),
+           arrays_dir: Path, floor: NoiseFloor | None = None, instr: Sequence[InstructionRecord] = (),
            workload: str | None = None, sandbox: dict | None = None) -> M.Comparison:
     """comparison.json, typed (harness/bundle/model.py; records.to_json writes it). campaign: data/campaign.json; runs: RunRecords in execution order; runner and cleanup:
     their receipts; golden: the pinned golden file; floor: the pinned noise-floor file; instr:
@@ -58,7 +58,7 @@ def derive(campaign: CampaignRecord, runs: list, runner: RunnerReceipt, cleanup:
     staged = [r for r in ok if R.instrumented(r.label, campaign.order)]
     doc = to_json(campaign)  # the contract's shared rules read campaign.json as the checkers parse it
     plan = R.sequential_plan(doc, [(r.label, r.status, r.process.wall_s) for r in runs[:2]])
-    floor_value = cast("float | None", floor and floor["floor"])  # a pinned floor file holds its floor
+    floor_value = floor.floor if floor is not None else None
     question, margin, threshold = campaign.question, campaign.margin, campaign.threshold
     stats = analysis.stats_of(runs, threshold, floor_value, plan, question=question, margin=margin,
                               family=R.family_members(doc, runner.items))

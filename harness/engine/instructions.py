@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.contract import INSTRUCTION_ENV as ENV, REGION_FLAGS  # noqa: F401 (the contract's: the checkers hold
@@ -29,6 +30,14 @@ PROBE_TIMEOUT_S = 120.0
 
 class InstructionsError(Exception):
     """One line: what is wrong with an instruction run or its tools, and the fix."""
+
+
+@dataclass(frozen=True)
+class Valgrind:
+    """The valgrind a campaign's instruction runs use: where it is and what it says of its version
+    (the instruction records keep that line)."""
+    path: str
+    version: str
 
 
 def valgrind() -> str | None:

@@ -39,7 +39,7 @@ from typing import Callable, Optional, Protocol
 from harness.engine import outside
 from harness.engine.outside import Marks
 from harness.engine.sandbox import Confinement, Probe
-from harness.records import CleanupReceipt, Job, Launched, Process
+from harness.records import CleanupReceipt, Job, Launched, ProbedInterpreter, Process, to_json
 
 POLL_S = 0.05  # how soon a zygote's reply is looked for when nothing else wakes the launcher
 TICK_S = 0.25  # how often the progress line is redrawn while a worker runs (its marks and exit wake us at once)
@@ -78,9 +78,9 @@ class Launcher(Protocol):
     """What the runner needs of a launcher (LocalLauncher, ZygoteLauncher, FakeLauncher)."""
     clock: "Clock | FakeClock"
 
-    def environment(self, worker_env: dict, interpreters: dict) -> dict: ...
+    def environment(self, worker_env: dict, interpreters: dict[str, ProbedInterpreter]) -> dict: ...
 
-    def interpreter(self, python: Optional[str], cwd: Path) -> dict: ...
+    def interpreter(self, python: Optional[str], cwd: Path) -> ProbedInterpreter: ...
 
     def sandbox_probe(self, code: Path) -> Probe:
         """What sandbox this machine gives the workers (engine/sandbox.py)."""
@@ -208,12 +208,12 @@ class LocalLauncher:
         self.running: dict = {}  # label -> the Popen of each worker now running
         cleanup.become_subreaper()
 
-    def environment(self, worker_env: dict, interpreters: dict) -> dict:
+    def environment(self, worker_env: dict, interpreters: dict[str, ProbedInterpreter]) -> dict:
         from harness.engine import environment
 
         return environment.capture(worker_env, interpreters)
 
-    def interpreter(self, python: Optional[str], cwd: Path) -> dict:
+    def interpreter(self, python: Optional[str], cwd: Path) -> ProbedInterpreter:
         from harness.engine import environment
 
         return environment.interpreter(python, cwd)
@@ -460,7 +460,7 @@ class FakeLauncher:
         self.env = environment
         self.next_pid = 1000
 
-    def environment(self, worker_env: dict, interpreters: dict) -> dict:
+    def environment(self, worker_env: dict, interpreters: dict[str, ProbedInterpreter]) -> dict:
         from harness.engine import environment
 
         base = {"cpu_model": "Fake CPU", "vector_isa": {"summary": "avx2", "flags": ["avx2"]}, "blas": None,
@@ -468,16 +468,16 @@ class FakeLauncher:
                 "physical_cores": 2, "memory_gib": 8.0, "loadavg": [0.0, 0.0, 0.0], "kernel": "fake",
                 "os": "fake", "python": "3.11.0", "python_implementation": "CPython", "packages": {},
                 **environment.harness_identity(), "worker_env": dict(worker_env),
-                "interpreters": interpreters, "fleet": None}
+                "interpreters": to_json(interpreters), "fleet": None}
         return {**base, **(self.env or {})}
 
-    def interpreter(self, python: Optional[str], cwd: Path) -> dict:
+    def interpreter(self, python: Optional[str], cwd: Path) -> ProbedInterpreter:
         """This interpreter (the fake worker runs in it)."""
         from harness.records import Interpreter
 
         me = Interpreter.current()
-        return {"executable": me.executable, "version": me.version, "implementation": me.implementation,
-                "packages": {"numpy": __import__("numpy").__version__}}
+        return ProbedInterpreter(me.executable, me.version, me.implementation,
+                                 {"numpy": __import__("numpy").__version__})
 
     def run(self, launch: Launch) -> Exit:
         job, outcome = self._played(launch)

@@ -157,7 +157,7 @@ class Channel:
     what is there and answers each mark after taking its readings. Never blocks on the worker."""
 
     def __init__(self, sock: socket.socket, marks: Marks, pid: int, baseline: Optional[dict] = None,
-                 who: str = "worker", together: Optional["Together"] = None):
+                 who: str = "worker", together: Optional[Together] = None):
         self.sock, self.marks, self.pid, self.buffer = sock, marks, pid, b""
         self.baseline, self.who = baseline, who  # the scheduling the worker started with (its launcher's)
         self.together = together  # a duet's pair: its marks are answered with its partner's

@@ -88,8 +88,9 @@ def seal_kept(root: Path, out: Path) -> Sealed:
         raise Unsealable(f"{root}: {len(kept.runs)} run record(s) for runner.json's {kept.runner.runs_started}"
                          "; run the campaign again")
     try:
+        pinned = records.NoiseFloor.from_json(floor) if floor is not None else None
         result = comparison.derive(kept.campaign, kept.runs, kept.runner, kept.cleanup, kept.golden, kept.arrays,
-                                   floor, kept.instructions, kept.workload.digest,
+                                   pinned, kept.instructions, kept.workload.digest,
                                    kept.environment.get("sandbox"))
     except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
         raise Unsealable(f"{root}: comparison.json cannot be re-derived from the kept records "

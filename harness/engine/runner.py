@@ -25,7 +25,7 @@ from harness.engine import instructions, outside, sandbox, sealable
 from harness.engine.environment import InterpreterError, mismatch as interpreter_mismatch
 from harness.engine.launch import Exit, Launch, Launcher, LocalLauncher
 from harness.engine.progress import Silent
-from harness.files import WriteFailed, path_digest, read_json, sha256_bytes, tree_listing, write_failed
+from harness.files import WriteFailed, path_digest, sha256_bytes, tree_listing, write_failed
 from harness.plan import revisions, workload as workload_files
 from harness.plan.spec import Campaign, SpecError
 
@@ -96,7 +96,8 @@ class PreflightError(SpecError):
         self.problems = problems
 
 
-def timing_notes(seen: dict, band: float, counts_instructions: bool, suite: bool = False) -> list[str]:
+def timing_notes(seen: dict[str, records.CheckResult], band: float, counts_instructions: bool,
+                 suite: bool = False) -> list[str]:
     """Notes from each revision's pre-flight item repeated in one process (the first repeat
     left out: a fresh process warms up): a base item too short to time; and, for items long
     enough to time, repeats that moved by more than the verdict's band, where instruction
@@ -108,7 +109,7 @@ def timing_notes(seen: dict, band: float, counts_instructions: bool, suite: bool
 
     notes, spreads, medians = [], [], {}
     for variant, result in seen.items():
-        repeats = result.get("repeats") or []
+        repeats = result.repeats
         if repeats:  # a long item repeats once or not at all in the budget: its wall still says how far apart
             medians[variant] = statistics.median(repeats)
         walls = sorted(repeats[1:])
@@ -121,7 +122,7 @@ def timing_notes(seen: dict, band: float, counts_instructions: bool, suite: bool
                 fix = (f"give `suite: {{number: {times}}}` (or more) so that a timed item calls it {times} times"
                        if suite else f"have run() repeat its work about {times} times")
                 notes.append(
-                    f"pre-flight: item {result['item']} takes {1e3 * median:.3g} ms in the base: too short to "
+                    f"pre-flight: item {result.item} takes {1e3 * median:.3g} ms in the base: too short to "
                     f"time against a process's own jitter; {fix}, so that an item takes "
                     f"{1e3 * TIMED_ITEM_S:.0f} ms or more")
             continue
@@ -190,8 +191,9 @@ def stage_code(scratch: Path) -> Path:
     return dest
 
 
-def prepare_inputs(campaign: Campaign, log) -> dict[str, dict]:
-    """Build missing inputs with their recorded command, then check every pinned hash."""
+def prepare_inputs(campaign: Campaign, log) -> dict[str, records.InputPin]:
+    """Build missing inputs with their recorded command, then check every pinned hash: each as
+    inputs.json records it."""
     receipts = {}
     for inp in campaign.inputs:
         if not inp.path.exists() and inp.build:
@@ -204,7 +206,8 @@ def prepare_inputs(campaign: Campaign, log) -> dict[str, dict]:
             # In full, so that a deliberate change can be pasted into the YAML.
             raise SpecError(f"{campaign.source}: inputs.{inp.name}.sha256: '{inp.path}' has sha256 "
                             f"{digest}, pinned {inp.sha256}")
-        receipts[inp.name] = {"path": str(inp.path), "kind": kind, "sha256": digest, "build": inp.build}
+        receipts[inp.name] = records.InputPin(path=str(inp.path), kind=kind, sha256=digest,
+                                              build=list(inp.build) if inp.build is not None else None)
     return receipts
 
 
@@ -247,8 +250,9 @@ def load_golden(campaign: Campaign) -> tuple[dict, bytes] | None:
     return golden, raw
 
 
-def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
-    """The pinned noise-floor file, parsed, and its bytes (copied into the bundle as they are)."""
+def load_noise_floor(campaign: Campaign) -> tuple[records.NoiseFloor, bytes] | None:
+    """The pinned noise-floor file, read through its type, and its bytes (copied into the bundle as
+    they are); refused in one line when it is not one `harness calibrate` wrote for this campaign."""
     if campaign.noise_floor is None:
         return None
     where = f"{campaign.source}: noise_floor"
@@ -261,17 +265,20 @@ def load_noise_floor(campaign: Campaign) -> tuple[dict, bytes] | None:
         assert campaign.noise_floor_sha256 is not None  # the spec reads the path and its sha256 together
         raise SpecError(f"{where}.sha256: '{campaign.noise_floor}' has sha256 {sha256_bytes(raw)[:16]}..., "
                         f"pinned {campaign.noise_floor_sha256[:16]}...")
-    floor = doc.get("floor") if isinstance(doc, dict) else None
-    if doc.get("schema") != C.SCHEMAS["noise_floor"] or not isinstance(floor, (int, float)) \
-            or isinstance(floor, bool) or not 0 <= floor <= 0.5:
+    try:
+        pinned = records.NoiseFloor.from_json(doc)
+    except (KeyError, TypeError):
+        pinned = None
+    if pinned is None or pinned.schema != C.SCHEMAS["noise_floor"] or not isinstance(pinned.floor, (int, float)) \
+            or isinstance(pinned.floor, bool) or not 0 <= pinned.floor <= 0.5:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}' is not a noise-floor file of `harness calibrate`")
-    if doc.get("campaign") != campaign.name:
-        raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {doc.get('campaign')!r}, "
+    if pinned.campaign != campaign.name:
+        raise SpecError(f"{where}.path: '{campaign.noise_floor}' calibrates campaign {pinned.campaign!r}, "
                         f"not {campaign.name!r}")
     refused = R.noise_floor_problem(doc)  # the contract's decision rule, as both checkers apply it
     if refused:
         raise SpecError(f"{where}.path: '{campaign.noise_floor}': {refused}")
-    return doc, raw
+    return pinned, raw
 
 
 def resolved_campaign(campaign: Campaign, materialized: dict, repo_root: Path | None) -> records.CampaignRecord:
@@ -369,7 +376,7 @@ class Runner:
                 self._materialized = materialized
                 self._confine(code, materialized, inputs, interpreters)
                 if materialized["base"].sha == materialized["candidate"].sha and not self.calibration and \
-                        interpreters["base"]["executable"] == interpreters["candidate"]["executable"]:
+                        interpreters["base"].executable == interpreters["candidate"].executable:
                     raise SpecError(_same_revision(campaign, repo, materialized["base"].sha))
                 problems = self.preflight(scratch, materialized, inputs, interpreters, code)
                 problems = [p + revisions.untracked_hint(campaign, repo, p) for p in problems]
@@ -434,9 +441,9 @@ class Runner:
         sandboxed = self._sandbox_record()
         staging.write_json(C.ENVIRONMENT, records.environment({**self.launcher.environment(
             {k: v for k, v in env.items() if k != "PYTHONPATH" or k in campaign.env}, interpreters),
-            "isolation": isolation(campaign), "sandbox": sandboxed}))
-        if sandboxed["level"] != "full":
-            self.progress.note(f"sandbox {sandboxed['level']}: {sandboxed['reason']}")
+            "isolation": isolation(campaign), "sandbox": records.to_json(sandboxed)}))
+        if sandboxed.level != "full":
+            self.progress.note(f"sandbox {sandboxed.level}: {sandboxed.reason}")
         staging.write_json(C.REVISIONS, records.revisions_receipt({v: m.receipt() for v, m in materialized.items()}))
         staging.write_json(C.INPUTS, records.to_json(records.inputs_receipt(inputs)))
         listed = workload_files.rows(self.workload)
@@ -477,7 +484,7 @@ class Runner:
             else:
                 held = R.run_items(items, self.decided_at, label) if mode == "run" else items
                 made = [self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
-                                      deadline, interpreters[variant]["executable"], held, mode, after, valgrind)]
+                                      deadline, interpreters[variant].executable, held, mode, after, valgrind)]
             for at, record in enumerate(made):
                 shutil.rmtree(scratch / "runs" / record.variant / record.label, ignore_errors=True)  # never the next run's
                 if mode == "instructions":
@@ -509,7 +516,7 @@ class Runner:
         self.receipts_written = True  # from here on `harness seal` can finish what a failed write stops
         result = comparison.derive(resolved, runs, runner_receipt, cleanup_receipt, golden and golden[0],
                                    staging.arrays_dir, floor=floor and floor[0], instr=instr_runs,
-                                   workload=workload.digest, sandbox=sandboxed)
+                                   workload=workload.digest, sandbox=records.to_json(sandboxed))
         staging.write_json(C.COMPARISON, records.to_json(result))
         digest = staging.seal({"External-Identifier": campaign.name,
                                "Abba-Status": result.status,
@@ -562,12 +569,12 @@ class Runner:
         if not first <= k < cap or partner not in {r.label for r in runs}:
             return False
         precision = self.campaign.precision
-        plan = {"first": first, "cap": cap, "precision": precision}
+        plan = analysis.Plan(first, cap, precision=precision)
         family = items if C.is_suite_entry(self.campaign.workload.entry) else None
-        stats = analysis.stats_of(runs, self.campaign.threshold, floor and floor[0]["floor"], plan,
+        stats = analysis.stats_of(runs, self.campaign.threshold, floor[0].floor if floor else None, plan,
                                   question=self.campaign.question, margin=self.campaign.margin, family=family)
         if stats.family is not None:
-            decided = {row.id: row.decided_at for row in stats.family.items if row.decided_at is not None}
+            decided = {m.id: m.decided_at for m in stats.family.items if m.decided_at is not None}
             now = [i for i in decided if i not in self.decided_at]
             self.decided_at = decided
             if now and len(decided) < len(items):
@@ -601,14 +608,14 @@ class Runner:
         spec_ = self.campaign.instructions
         return R.instruction_order(spec_.runs) if spec_ is not None else ""
 
-    def _valgrind(self) -> dict:
+    def _valgrind(self) -> instructions.Valgrind:
         """The valgrind every instruction run of this campaign uses (the pre-flight probed it)."""
         path = instructions.valgrind()
         if path is None:
             raise SpecError(f"{self.campaign.source}: metrics: instructions needs valgrind: install it with "
                             f"`{instructions.INSTALL}`")
         try:
-            return {"path": path, "version": instructions.version(path)}
+            return instructions.Valgrind(path, instructions.version(path))
         except instructions.InstructionsError as exc:
             raise SpecError(f"{self.campaign.source}: metrics: instructions: {exc}") from None
 
@@ -626,7 +633,7 @@ class Runner:
                 path=str(self.workload_copy) if self.workload_copy else None, exclude=[],
                 sys_path=list(campaign.workload.sys_path), items=campaign.workload.items,
                 prepare=campaign.workload.prepare),
-            inputs={name: records.JobInput(path=r["path"], sha256=r["sha256"]) for name, r in inputs.items()},
+            inputs={name: records.JobInput(path=pin.path, sha256=pin.sha256) for name, pin in inputs.items()},
             # Instruction runs count on one slot: threads under valgrind interleave differently
             # from run to run, and with them the count (span finding's 4 slots: 0.03% apart).
             slots=1 if mode == "instructions" else campaign.slots, stages=campaign.stages if staged else {},
@@ -655,18 +662,18 @@ class Runner:
         """What this machine gives (probed once) and what each variant's runs may read."""
         setting = self.campaign.sandbox
         self.code, self.trees_of = code, {v: str(m.tree) for v, m in materialized.items()}
-        self.found = self.launcher.sandbox_probe(code) if setting["mode"] != "off" else None
+        self.found = self.launcher.sandbox_probe(code) if setting.mode != "off" else None
         for variant in materialized:
             try:
-                roots = sandbox.interpreter_roots(interpreters[variant]["executable"])
+                roots = sandbox.interpreter_roots(interpreters[variant].executable)
             except sandbox.SandboxError as exc:
                 raise SpecError(f"{self.campaign.source}: {exc}") from None
             workload = str(self.workload_copy) if self.workload_copy else None
             # the harness's code copy too: a suite's adapter is the workload entry
-            self.readable[variant] = sandbox.readable(roots, [r["path"] for r in inputs.values()], workload,
-                                                      [*setting["read"], str(code)], self.campaign.env,
-                                                      interpreters[variant]["executable"])
-        if self.out is not None and setting["mode"] != "off":
+            self.readable[variant] = sandbox.readable(roots, [pin.path for pin in inputs.values()], workload,
+                                                      [*setting.read, str(code)], self.campaign.env,
+                                                      interpreters[variant].executable)
+        if self.out is not None and setting.mode != "off":
             staging = self.out.absolute().parent
             for what, folders in (("readable", sorted({p for v in self.readable.values() for p in v})),
                                   ("writable (the campaign's env names it)", sandbox.declared_write(self.campaign.env))):
@@ -682,7 +689,7 @@ class Runner:
         return sandbox.confinement(self.found, self.campaign.sandbox, self.code, self.trees_of[variant],
                                    self.readable[variant], run_dir, sandbox.declared_write(self.campaign.env))
 
-    def _sandbox_record(self) -> dict:
+    def _sandbox_record(self) -> records.SandboxRecord:
         found = self.found or sandbox.Probe(None, False, ("no sandbox probe",))
         read = sorted({p for paths in self.readable.values() for p in paths})
         return sandbox.record(found, self.campaign.sandbox, read, sandbox.declared_write(self.campaign.env))
@@ -752,7 +759,9 @@ class Runner:
         build, env, interpreter, inputs), importing the entry point and every stage, calling
         setup() and one item untimed, checking the output protocol; it finds the items. One line
         per problem; notes (outputs that already differ) go to self.warnings."""
-        problems, env, seen = [], worker_env(self.campaign, code), {}
+        problems, env = [], worker_env(self.campaign, code)
+        seen: dict[str, records.CheckResult] = {}  # variant -> what its pre-flight worker said
+        outputs: dict[str, dict] = {}  # variant -> its item's outputs as the runner read them ({name: Output})
         problems += self._preload_problems(materialized)
         for variant in ("base", "candidate"):
             label = f"check:{variant}"
@@ -762,7 +771,7 @@ class Runner:
                             "check")
             self.progress.note(f"pre-flight: {variant} ({materialized[variant].sha[:12]}): setup() and one item")
             _argv, exit_ = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s, env,
-                                        interpreters[variant]["executable"])
+                                        interpreters[variant].executable)
             status, reason = self._status(exit_, run_dir, self.campaign.run_timeout_s)
             if status == "ok" and exit_.marks is not None and exit_.marks.scheduling:
                 status, reason = "failed", ("its worker changed the scheduling of another process of the campaign: "
@@ -773,11 +782,9 @@ class Runner:
                 problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): {reason}")
             else:
                 try:
-                    seen[variant] = self._result(run_dir)
-                    said = seen[variant].get("fields")
-                    seen[variant]["fields"] = {name: records.to_json(f) for name, f in self._outputs(
-                        run_dir / "out", said if isinstance(said, dict) else {}, None,
-                        f"item {str(seen[variant].get('item'))[:60]!r}").items()}
+                    seen[variant] = records.CheckResult.from_json(self._result(run_dir))
+                    outputs[variant] = self._outputs(run_dir / "out", seen[variant].fields, None,
+                                                     f"item {str(seen[variant].item)[:60]!r}")
                 except OutputRefused as exc:  # the contract's rules on outputs: refused before the first timed run
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): outputs: "
                                     f"{exc}")
@@ -786,14 +793,18 @@ class Runner:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): the "
                                     f"pre-flight worker's result: {exc}")
                     seen.pop(variant, None)
-                lied = variant in seen and interpreter_mismatch(interpreters[variant], seen[variant].get("python"),
+                except (KeyError, TypeError) as exc:  # not of CheckResult's shape
+                    problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): the "
+                                    f"pre-flight worker's result cannot be read ({exc.__class__.__name__}: {exc})")
+                    seen.pop(variant, None)
+                lied = variant in seen and interpreter_mismatch(interpreters[variant], seen[variant].python,
                                                                 f"the {variant} pre-flight worker")
                 if lied:
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): python: "
                                     f"{lied}")
                 unsealable = variant in seen and sealable.preflight(
-                    seen[variant]["item"], seen[variant]["fields"],
-                    len(C.subset(seen[variant]["items"] or [], self.campaign.workload.items)), len(self.campaign.order))
+                    seen[variant].item, outputs[variant],
+                    len(C.subset(seen[variant].items, self.campaign.workload.items)), len(self.campaign.order))
                 if unsealable:  # the contract's rules on outputs: refused before the first timed run
                     problems.append(f"{self.campaign.source}: {variant} ({materialized[variant].sha[:12]}): outputs: "
                                     f"{unsealable}")
@@ -804,24 +815,24 @@ class Runner:
             problems += [f"{self.campaign.source}: {p}" for p in instructions.problems(sys.executable)]
         if len(seen) == 2:
             base, cand = seen["base"], seen["candidate"]
-            if base["items"] != cand["items"]:
+            if base.items != cand.items:
                 problems.append(f"{self.campaign.source}: workload.entry: base and candidate give different items "
-                                f"({len(base['items'])} vs {len(cand['items'])}; first difference "
-                                f"{_first_difference(base['items'], cand['items'])}): both revisions must run the same "
+                                f"({len(base.items)} vs {len(cand.items)}; first difference "
+                                f"{_first_difference(base.items, cand.items)}): both revisions must run the same "
                                 "items")
-            self.items_all = list(base["items"])
+            self.items_all = list(base.items)
             self.warnings += timing_notes(seen, self.campaign.threshold, self.campaign.instructions is not None,
                                           self.campaign.suite is not None)
-            if base["item"] == cand["item"] and base["fields"] != cand["fields"]:
-                differ = sorted(n for n in set(base["fields"]) | set(cand["fields"])
-                                if base["fields"].get(n) != cand["fields"].get(n))
+            ours, theirs = outputs["base"], outputs["candidate"]
+            if base.item == cand.item and ours != theirs:
+                differ = sorted(n for n in set(ours) | set(theirs) if ours.get(n) != theirs.get(n))
                 self.warnings.append(
-                    f"pre-flight: base and candidate outputs already differ on item {base['item']} (field(s) "
+                    f"pre-flight: base and candidate outputs already differ on item {base.item} (field(s) "
                     f"{', '.join(differ[:3])}): parity will fail"
                     + ("" if self.campaign.max_ulp is not None else
                        "; if the change moves floats in their last bits by design, declare `parity: {max_ulp: N}`"))
-        problems += self._uncalled_stages({v: s.get("stage_calls") or {} for v, s in seen.items()},
-                                          {k: v for s in seen.values() for k, v in s.get("stage_homes", {}).items()})
+        problems += self._uncalled_stages({v: s.stage_calls for v, s in seen.items()},
+                                          {k: v for s in seen.values() for k, v in s.stage_homes.items()})
         return [self._shown(p) for p in problems]
 
     def _shown(self, text: str) -> str:
@@ -855,7 +866,7 @@ class Runner:
         folder.mkdir(parents=True, exist_ok=True)
         job = self._job(mat, inputs, 0, f"{variant[0].upper()}1", variant, folder, folder, [], "run")
         (folder / "job.json").write_text(json.dumps(records.to_json(job)))
-        python = interpreters[variant]["executable"]
+        python = interpreters[variant].executable
         launch = Launch([python, "-m", C.WORKER_MODULE, str(folder / "job.json")],
                         {**env, **own_folders(folder, self.campaign.env)}, folder, folder / "worker.log",
                         job.label, "worker", self.campaign.run_timeout_s, self._confinement(variant, folder))
@@ -896,7 +907,7 @@ class Runner:
     def _duet(self, staging, scratch, materialized, inputs, env, rows, deadline, interpreters, items) -> list:
         """`launch: duet`: a round's two runs (`rows`, two rows of the plan) at once; their records."""
         ready = [self._ready_run(scratch, materialized[variant], inputs, env, index, label, variant, deadline,
-                                 interpreters[variant]["executable"], R.run_items(items, self.decided_at, label), "run")
+                                 interpreters[variant].executable, R.run_items(items, self.decided_at, label), "run")
                  for label, variant, index, _after in rows]
         first, second = (dataclasses.replace(r.launch, core=R.duet_core(self.campaign.cores, index))
                          for r, (_label, _variant, index, _after) in zip(ready, rows))
@@ -915,7 +926,7 @@ class Runner:
         out_file = run_dir / "callgrind.out"
         argv, launch = self._launch_of(job, run_dir, label, "worker", timeout,
                                        {**env, **instructions.ENV} if counting else env, python,
-                                       tuple(instructions.command(valgrind["path"], out_file)) if counting else ())
+                                       tuple(instructions.command(valgrind.path, out_file)) if counting else ())
         return Ready(job, run_dir, out_dir, out_file, timeout, argv, launch)
 
     def _run_record(self, staging, ready: "Ready", exit_: Exit, after=None, valgrind=None):
@@ -934,16 +945,20 @@ class Runner:
             count = counted = None
             if status == "ok":
                 try:
-                    count, counted = instructions.read_count(out_file), read_json(run_dir / "result.json")
+                    count = instructions.read_count(out_file)
+                    counted = records.CountResult.from_json(self._result(run_dir))
                 except instructions.InstructionsError as exc:
                     status, reason = "failed", str(exc)
-            lied = status == "ok" and self._interpreter_lied(variant, (counted or {}).get("python"), label)
+                except (OSError, ValueError, KeyError, TypeError, C.JSONRefused) as exc:
+                    status, count = "failed", None
+                    reason = f"the worker's result cannot be read ({exc.__class__.__name__}: {exc})"
+            lied = status == "ok" and counted is not None and self._interpreter_lied(variant, counted.python, label)
             if lied:
                 status, reason, counted, count = "failed", lied, None, None
             return records.InstructionRecord.of(
                 job, status=status, reason=reason, exit_code=exit_.exit_code, pid=exit_.pid, process=exit_.process,
-                log=log, counted=counted, count=count, after=after,
-                valgrind={"version": valgrind["version"], "command": argv, "env": dict(instructions.ENV)})
+                log=log, counted=counted, count=count, after=after, version=valgrind.version, command=argv,
+                env=dict(instructions.ENV))
         measured = None
         if status == "ok":
             try:

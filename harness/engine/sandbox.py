@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from harness.records import CampaignSandbox, FromJson, SandboxRecord
+
 
 DISABLE_ENV = "ABBA_SANDBOX_DISABLE"  # "landlock", "userns" or both: act as a machine without them (tests)
 PROBE_TIMEOUT_S = 30
@@ -98,12 +100,22 @@ def probe(code: str, disabled: str) -> Probe:
         return Probe(None, False, (f"the sandbox probe failed: {exc.__class__.__name__}: {str(exc)[:200]}",))
 
 
+@dataclass(frozen=True)
+class Roots(FromJson):
+    """An interpreter's folders as it says itself (ROOTS_PROBE): its prefixes, the entries of its
+    sys.path inside them and outside them, and its real executable."""
+    prefixes: list[str]
+    inside: list[str]
+    outside: list[str]
+    executable: str
+
+
 @functools.lru_cache(maxsize=8)
-def interpreter_roots(python: str) -> dict:
-    """{prefixes, inside, outside, executable} of an interpreter, as it says itself (isolated: no
-    PYTHONPATH, no user site): what a run may read of it. Entries of its sys.path outside its
-    prefixes (an editable install's source folder: possibly the code under test's own repository)
-    are not readable; the campaign names any it needs in `sandbox: {read: [...]}`."""
+def interpreter_roots(python: str) -> Roots:
+    """An interpreter's folders, as it says itself (isolated: no PYTHONPATH, no user site): what a
+    run may read of it. Entries of its sys.path outside its prefixes (an editable install's source
+    folder: possibly the code under test's own repository) are not readable; the campaign names any
+    it needs in `sandbox: {read: [...]}`."""
     try:
         proc = subprocess.run([python, "-I", "-c", ROOTS_PROBE], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", "")})
@@ -112,12 +124,16 @@ def interpreter_roots(python: str) -> dict:
         raise SandboxError(f"python: {python}: cannot list what its runs may read ({exc})") from None
     # the interpreter is the campaign's: its answer is held to its shape before a path of it is used
     paths = lambda v: isinstance(v, list) and len(v) <= 1000 and all(isinstance(p, str) and p.startswith("/") for p in v)
-    if not (isinstance(roots, dict) and all(paths(roots.get(k)) for k in ("prefixes", "inside", "outside"))
-            and isinstance(roots.get("executable"), str) and roots["executable"].startswith("/")):
+    try:
+        said = Roots.from_json(roots)
+    except (KeyError, TypeError):
+        said = None
+    if said is None or not all(paths(v) for v in (said.prefixes, said.inside, said.outside)) \
+            or not isinstance(said.executable, str) or not said.executable.startswith("/"):
         raise SandboxError(f"python: {python}: its answer to the sandbox's roots probe is not "
                            "{prefixes, inside, outside: [absolute paths], executable}: a wrapper script must run "
                            "the real python with every argument")
-    return roots
+    return said
 
 
 def declared_write(env: dict) -> list[str]:
@@ -125,9 +141,9 @@ def declared_write(env: dict) -> list[str]:
     return sorted({v for v in env.values() if isinstance(v, str) and v.startswith("/") and os.path.isdir(v)})
 
 
-def level(found: Probe, setting: dict) -> tuple[str, Optional[str]]:
+def level(found: Probe, setting: CampaignSandbox) -> tuple[str, Optional[str]]:
     """(level, why it is not full) of a campaign's runs on this machine."""
-    if setting.get("mode") == "off":
+    if setting.mode == "off":
         return "off", "the campaign opted out (sandbox: off)"
     if found.landlock is None:
         return "none", "; ".join(found.why) or "no Landlock"
@@ -137,40 +153,38 @@ def level(found: Probe, setting: dict) -> tuple[str, Optional[str]]:
     return "full", None
 
 
-def record(found: Probe, setting: dict, read: list, write: list) -> dict:
+def record(found: Probe, setting: CampaignSandbox, read: list, write: list) -> SandboxRecord:
     """environment.json's `sandbox`: what every worker of the campaign ran under (read: what its runs
     could read besides their trees and the harness's code copy: the interpreters, the inputs, the
     workload folder and what the campaign declared, which bound where their code can have come
     from; write: the shared folders its env names)."""
     lvl, why = level(found, setting)
     on = lvl in ("full", "partial")
-    network = bool(setting.get("network"))
-    return {"level": lvl, "reason": why, "landlock": found.landlock if on else None,
-            "namespaces": on and found.userns,
-            "network": "declared" if network else ("cut" if on and found.userns else "tcp" if on else "open"),
-            "scheduling": on, "read": sorted(set(read) | set(setting.get("read") or [])), "write": sorted(write)}
+    return SandboxRecord(lvl, why, found.landlock if on else None, on and found.userns,
+                         "declared" if setting.network else ("cut" if on and found.userns else "tcp" if on else "open"),
+                         on, sorted(set(read) | set(setting.read)), sorted(write))
 
 
-def confinement(found: Probe, setting: dict, code: Path, tree: str, read: list, run_dir: Path,
+def confinement(found: Probe, setting: CampaignSandbox, code: Path, tree: str, read: list, run_dir: Path,
                 write: list) -> Optional[Confinement]:
     """The rules of one worker (None: the campaign opted out, or nothing can be applied here): its
     tree, the harness's code copy and `read` readable, its run folder and `write` writable."""
     lvl, _ = level(found, setting)
     if lvl not in ("full", "partial"):
         return None
-    rules = {"landlock": found.landlock, "userns": found.userns, "network": bool(setting.get("network")),
+    rules = {"landlock": found.landlock, "userns": found.userns, "network": setting.network,
              "scheduling": True, "read": sorted(set(read) | {tree, str(code)}),
              "write": [str(run_dir)] + sorted(set(write) - {str(run_dir)})}
     return Confinement((sys.executable, "-I", "-S", str(wrapper_script(code))), rules)
 
 
-def readable(roots: dict, inputs: list, workload: Optional[str], declared: list, env: Optional[dict] = None,
+def readable(roots: Roots, inputs: list, workload: Optional[str], declared: list, env: Optional[dict] = None,
              launched: Optional[str] = None) -> list[str]:
     """What a run may read besides the system folders, its own tree and the harness's code copy:
     its interpreter, the inputs, the workload folder, the campaign's declared folders and the
     folders its env puts on PYTHONPATH (declared in the campaign file too). `launched`: the path the
     runs start, where it is not the interpreter itself (a wrapper script: its folder, to run it)."""
-    out = [*roots["prefixes"], *roots["inside"], os.path.dirname(roots["executable"])]
+    out = [*roots.prefixes, *roots.inside, os.path.dirname(roots.executable)]
     if launched:
         out.append(os.path.dirname(os.path.abspath(launched)))
     out += [p for p in ((env or {}).get("PYTHONPATH") or "").split(os.pathsep) if p.startswith("/")]

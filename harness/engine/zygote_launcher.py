@@ -41,7 +41,7 @@ from harness import rules as R
 from harness.engine import outside
 from harness.engine.launch import (TICK_S, WATCH_S, Exit, Launch, LocalLauncher, channel_pair,
                                    scheduling_moved, watched)
-from harness.records import Job, Launched, Process
+from harness.records import Job, Launched, Process, ZygoteForked, ZygoteReady, ZygoteReaped, ZygoteRequest, to_json
 
 ZYGOTE = "harness.worker.zygote"
 # What may differ between the runs one zygote forks: the run's own folders (the child sets its
@@ -214,7 +214,8 @@ class ZygoteLauncher(LocalLauncher):
             ready = zygote.reply(time.monotonic() + launch.timeout_s, self.tick)
         finally:
             self.current = None
-        if not ready or ready.get("ready") != proc.pid:
+        said = _said(ZygoteReady, ready)
+        if said is None or said.ready != proc.pid:
             self._stop(letter)
             raise ZygoteError(f"the zygote {label} (pid {proc.pid}) did not start: {_last_line(log)}", proc.pid)
         return zygote
@@ -255,24 +256,23 @@ class ZygoteLauncher(LocalLauncher):
         marks = outside.Marks(launched=t0)
         deadline = t0 + launch.timeout_s
         ours, theirs = channel_pair()
-        request = {"job": str(launch.cwd / "job.json"), "cwd": str(launch.cwd), "log": str(launch.log),
-                   "env": dict(launch.env),
-                   "sandbox": launch.sandbox.child(launch.cwd) if launch.sandbox is not None else None}
+        request = ZygoteRequest(str(launch.cwd / "job.json"), str(launch.cwd), str(launch.log), dict(launch.env),
+                                launch.sandbox.child(launch.cwd) if launch.sandbox is not None else None)
         try:
-            zygote.send(request, theirs.fileno())
+            zygote.send(to_json(request), theirs.fileno())
         except OSError:
             pass  # it died: no reply follows
         finally:
             theirs.close()
-        forked = zygote.reply(deadline, self.tick)
-        if not forked or "pid" not in forked:
+        forked = _said(ZygoteForked, zygote.reply(deadline, self.tick))
+        if forked is None or not _count(forked.pid):
             ours.close()
             wall_s = time.monotonic() - t0
             with open(launch.log, "ab") as log:
                 log.write(f"the zygote (pid {zygote.pid}) forked no worker: {_last_line(zygote.log)}\n".encode())
             return Exit(zygote.pid, -signal.SIGKILL, time.monotonic() >= deadline, [],
                         Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s), launched)
-        pid = forked["pid"]
+        pid = forked.pid
         self.child = (pid, launch.label)
         try:
             self.ledger.add(psutil.Process(pid), launch.label, "worker", None, parent=zygote.pid)
@@ -305,11 +305,10 @@ class ZygoteLauncher(LocalLauncher):
         timed_out, next_watch, killed_at = False, 0.0, None
         try:
             while True:
-                ended = zygote.line()
-                if ended is not None and ended.get("pid") == pid and "exit" in ended:
-                    rss, cpu = ended.get("maxrss_bytes"), ended.get("cpu_s")
-                    return (timed_out, ended["exit"],
-                            rss if isinstance(rss, int) and not isinstance(rss, bool) and rss > 0 else None,
+                ended = _said(ZygoteReaped, zygote.line())
+                if ended is not None and ended.pid == pid:
+                    rss, cpu = ended.maxrss_bytes, ended.cpu_s
+                    return (timed_out, ended.exit, rss if _count(rss) and rss > 0 else None,
                             float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else None)
                 if zygote.closed or zygote.proc.poll() is not None:  # it died: its child dies with it (PDEATHSIG)
                     self._kill_run(pid, launch.label)
@@ -351,6 +350,19 @@ class ZygoteLauncher(LocalLauncher):
                 pass
             zygote.sock.close()
         super().kill_all()
+
+
+def _said(kind, message: Optional[dict]):
+    """A zygote's line as the record it should be, or None when it is not one (a zygote runs the
+    campaign's preloaded libraries: its word is read as untrusted input)."""
+    try:
+        return kind.from_json(message) if message is not None else None
+    except (KeyError, TypeError):
+        return None
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _last_line(path: Path) -> str:

@@ -21,8 +21,8 @@ from harness import contract as C, legacy, records, rehash
 from harness.comparison import derive as comparison
 from harness.judge.anchors import (UNANCHORED, AnchorError, anchor, anchorable, campaign_file, read_anchor,
                                    repository)
-from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, RevisionsReceipt,
-                             RunnerReceipt, RunRecord, WorkloadReceipt)
+from harness.records import (CampaignRecord, CleanupReceipt, InputsReceipt, InstructionRecord, NoiseFloor,
+                             RevisionsReceipt, RunnerReceipt, RunRecord, WorkloadReceipt)
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -201,10 +201,12 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> CampaignRe
     for n, record in enumerate(docs["runs"]):  # each parsed record freed as its typed one is made: one copy
         runs.append(RunRecord.from_json(record))
         docs["runs"][n] = None
+    pinned = docs["noise_floor"]
+    floor = NoiseFloor.from_json(pinned) if pinned is not None else None
     try:
         derived = comparison.derive(campaign, runs, RunnerReceipt.from_json(docs["runner"]),
                                     CleanupReceipt.from_json(docs["cleanup"]), docs["golden"],
-                                    root / "data" / "arrays", docs["noise_floor"],
+                                    root / "data" / "arrays", floor,
                                     [InstructionRecord.from_json(r) for r in docs["instructions"]],
                                     WorkloadReceipt.from_json(docs["workload"]).digest, docs["environment"].get("sandbox"))
     except (OSError, ValueError, EOFError) as exc:

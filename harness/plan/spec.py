@@ -11,6 +11,7 @@ import yaml
 
 from harness import contract as C
 from harness import rules as R
+from harness.records import CampaignSandbox, build, to_json
 from harness.contract import (CALL_MODES, DEFAULT_BUDGET_S, DEFAULT_CAMPAIGN_TIMEOUT_S, DEFAULT_INSTRUCTION_RUNS,
                               DEFAULT_FIRST_LOOK, DEFAULT_ROUNDS, DEFAULT_RUN_TIMEOUT_S, DEFAULT_SLOTS, DEFAULT_STAGE_ROUNDS,
                               DEFAULT_THRESHOLD, ENTRY_RE, ENV_KEY_RE, HEX64_RE, MAX_INSTRUCTION_RUNS, MAX_ITEMS,
@@ -130,9 +131,9 @@ class Campaign:
     suite: Suite | None = None  # `suite:` in place of `workload:` (the workload is then the suite's entry)
     question: str = C.DEFAULT_QUESTION  # `verdict: {question: ...}`: a claim, or a one-sided question (QUESTIONS)
     margin: float | None = None  # a one-sided question's margin; None for a claim
-    # `sandbox:` how each worker is confined (harness/engine/sandbox.py): {mode: on|off, network: bool,
-    # read: [absolute folders]}; campaign.json records it
-    sandbox: dict = field(default_factory=lambda: dict(C.DEFAULT_SANDBOX))
+    # `sandbox:` how each worker is confined (harness/engine/sandbox.py): its mode (on|off), whether the
+    # network is declared, the absolute folders its runs may also read; campaign.json records it as it is
+    sandbox: CampaignSandbox = field(default_factory=lambda: build(CampaignSandbox, C.DEFAULT_SANDBOX))
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -439,7 +440,7 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     runs it: the harness's entry for the kind, handed kind, path, select and number as its params
     (so campaign.json records them where it records any workload's). `number` is asv's: how many
     calls of each benchmark one timed item makes, for a benchmark too short to time in one call."""
-    from harness.plan.suite import SelectError, matcher
+    from harness.plan.suite import SelectError, SuiteParams, matcher
 
     s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items", "number", "ini"}, {"kind", "path"})
     kind = s["kind"]
@@ -461,11 +462,9 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     items = s.get("items")
     if items is not None:
         items = int(r.number(items, "suite.items", 1, MAX_ITEMS, integer=True))
-    params: dict[str, Any] = {"kind": kind, "path": path, "select": select}
-    if "number" in s:  # only when given: campaign.json of a suite without it stays as it was
-        params["number"] = int(r.number(s["number"], "suite.number", 1, MAX_SUITE_NUMBER, integer=True))
-    if "ini" in s:  # pytest's -o NAME=VALUE, over the suite's own configuration file
-        params["ini"] = _ini(r, s["ini"], kind)
+    number = int(r.number(s["number"], "suite.number", 1, MAX_SUITE_NUMBER, integer=True)) if "number" in s else None
+    ini = _ini(r, s["ini"], kind) if "ini" in s else None  # pytest's -o NAME=VALUE, over the suite's own file
+    params = to_json(SuiteParams(kind, path, select, number, ini))
     return Suite(kind, path, select), Workload(C.SUITE_ENTRIES[kind], None, params, sys_path, items)
 
 
@@ -740,15 +739,15 @@ def _duet(r: _Reader, order: str, slots: int, instructions) -> None:
                                 "in a campaign of fresh launches)", show_got=False)
 
 
-def _sandbox(r: _Reader, top: dict) -> dict:
+def _sandbox(r: _Reader, top: dict) -> CampaignSandbox:
     """`sandbox:` off | {network: true, read: [folder, ...]}: by default every worker sees only its
     tree, its interpreter, the inputs, the workload folder and its own folder, with no network;
     a campaign declares what else its runs need (recorded), or opts out (recorded, and shown)."""
     value = top.get("sandbox")
     if value is None:
-        return dict(C.DEFAULT_SANDBOX)
+        return build(CampaignSandbox, C.DEFAULT_SANDBOX)
     if value == "off" or value is False:
-        return {**C.DEFAULT_SANDBOX, "mode": "off"}
+        return replace(build(CampaignSandbox, C.DEFAULT_SANDBOX), mode="off")
     block = r.mapping(value, "sandbox", {"network", "read"})
     network = block.get("network", False)
     if not isinstance(network, bool):
@@ -757,7 +756,7 @@ def _sandbox(r: _Reader, top: dict) -> dict:
     if not isinstance(read, list) or len(read) > C.MAX_SANDBOX_READ:
         raise r.fail("sandbox.read", f"a list of at most {C.MAX_SANDBOX_READ} folders the runs may read", read)
     folders = sorted({str(r.path(p, "sandbox.read")) for p in read})
-    return {"mode": "on", "network": network, "read": folders}
+    return CampaignSandbox("on", network, folders)
 
 
 def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...], tuple[int, ...]]:

@@ -1,7 +1,8 @@
 """Which benchmarks of an existing suite a `suite:` campaign runs (`suite.select`), read the way
 the suite's own tool reads it: for asv a regular expression searched in the benchmark's name, as
 `asv run --bench` does; for pytest-benchmark and pytest-codspeed a `-k` expression (words joined
-by and, or, not and parentheses, each a case-insensitive substring of the test's names).
+by and, or, not and parentheses, each a case-insensitive substring of the test's names); and the
+params the spec hands a suite's adapter (SuiteParams).
 
 Standard library only and Python 3.9's syntax: the spec validates `select` with it, and the
 worker (harness/worker/suites/), running in the user's interpreter, applies it.
@@ -9,9 +10,33 @@ worker (harness/worker/suites/), running in the user's interpreter, applies it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Optional
+
+from harness.records import FromJson
 
 PYTEST_KINDS = ("pytest-benchmark", "pytest-codspeed")
 MAX_SELECT = 1000  # characters
+
+
+@dataclass(frozen=True)
+class SuiteParams(FromJson):
+    """A `suite:` campaign's workload params (campaign.json's workload.params, a free-form mapping
+    for any other workload): built by the spec, read by the suite's adapter. The suite's kind, its
+    path in the revision's tree, the select expression (None: every benchmark), and only where the
+    campaign gives them the calls one timed item makes (`number`) and pytest's `-o` values (`ini`)."""
+    kind: str
+    path: str
+    select: Optional[str] = None
+    number: Optional[int] = None
+    ini: Optional[dict] = None
+
+    ABSENT = ("number", "ini")  # left out of campaign.json while not given, as before they were typed
+
+    @property
+    def calls(self) -> int:
+        """The calls of each benchmark one timed item makes."""
+        return self.number if self.number is not None else 1
 
 
 class SelectError(ValueError):

@@ -422,7 +422,8 @@ def rederive(root: Path, original: Path | None = None) -> None:
     divergence kept)."""
     from harness import rehash
     from harness.comparison import derive as comparison
-    from harness.records import CampaignRecord, CleanupReceipt, InstructionRecord, RunnerReceipt, RunRecord, to_json
+    from harness.records import (CampaignRecord, CleanupReceipt, InstructionRecord, NoiseFloor, RunnerReceipt,
+                                 RunRecord, to_json)
 
     try:
         campaign, runner = _load(root, C.CAMPAIGN_JSON), _load(root, C.RUNNER)
@@ -431,7 +432,7 @@ def rederive(root: Path, original: Path | None = None) -> None:
         runs = [RunRecord.from_json(_load(root, C.run_path(label)))
                 for label in campaign["labels"][:runner["runs_started"]] if (root / C.run_path(label)).is_file()]
         golden = _load(root, C.GOLDEN) if (root / C.GOLDEN).is_file() else None
-        floor = _load(root, C.NOISE_FLOOR) if (root / C.NOISE_FLOOR).is_file() else None
+        floor = NoiseFloor.from_json(_load(root, C.NOISE_FLOOR)) if (root / C.NOISE_FLOOR).is_file() else None
         workload = _load(root, C.WORKLOAD) if (root / C.WORKLOAD).is_file() else {}
         instr = [InstructionRecord.from_json(_load(root, C.instructions_path(label))) for label, *_ in
                  R.schedule(campaign["order"], (campaign.get("instructions") or {}).get("order", ""),

@@ -29,11 +29,13 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Optional
 
-from harness.records import (Imports, Interpreter, Job, JobInput, Machine, StageTotals, WorkerItem, WorkerResult,
-                             to_json)
+from harness.records import (CheckResult, CountResult, Imports, Interpreter, Job, JobInput, Machine, StageTotals,
+                             WorkerItem, WorkerResult, to_json)
 
 # The clocks the worker times with, bound before any code under test is imported: a module that
 # replaces time.perf_counter afterwards changes what it calls, not what the worker calls.
@@ -59,12 +61,19 @@ def cpu_freq_mhz() -> float | None:
     return None
 
 
-def machine_snapshot() -> dict:
+@dataclass(frozen=True)
+class Snapshot:
+    """The machine as the run begins or ends: its load averages and the first CPU's frequency."""
+    loadavg: Optional[list]
+    cpu_freq_mhz: Optional[float]
+
+
+def machine_snapshot() -> Snapshot:
     try:
         load = [round(x, 6) for x in os.getloadavg()]
     except OSError:
         load = None
-    return {"loadavg": load, "cpu_freq_mhz": cpu_freq_mhz()}
+    return Snapshot(load, cpu_freq_mhz())
 
 
 def cpu_stall_us() -> int | None:
@@ -143,24 +152,36 @@ def user_hz() -> int | None:
         return None
 
 
-def interference_reading() -> dict:
-    """Read at each end of the timed loop, outside it: steal, the CPU this thread is on, its frequency."""
+@dataclass(frozen=True)
+class Reading:
+    """Read at one end of the timed loop, outside it: steal per /proc/stat CPU line (parse_steal),
+    the CPU this thread is on and that CPU's frequency."""
+    steal: dict
+    cpu: Optional[int]
+    freq: Optional[float]
+
+
+def interference_reading() -> Reading:
     cpu = current_cpu()
-    return {"steal": read_steal(), "cpu": cpu, "freq": cpu_freq_of(cpu)}
+    return Reading(read_steal(), cpu, cpu_freq_of(cpu))
 
 
-def interference_over(before: dict, after: dict) -> dict:
+def steal_over(before: dict, after: dict, line: str) -> Optional[int]:
+    """A /proc/stat line's steal ticks over the loop; None when the kernel did not show it at both
+    ends, or it ran backwards."""
+    first, last = before.get(line), after.get(line)
+    return last - first if first is not None and last is not None and last >= first else None
+
+
+def interference_over(before: Reading, after: Reading) -> dict:
     """records.Interference.MEASURED over the loop from the readings at its two ends: a count the
     kernel does not show at both ends is None, and so is the CPU when the worker moved."""
-    s0, s1 = before["steal"], after["steal"]
-    steal = s1["cpu"] - s0["cpu"] if "cpu" in s0 and "cpu" in s1 and s1["cpu"] >= s0["cpu"] else None
-    cpu = before["cpu"] if before["cpu"] is not None and before["cpu"] == after["cpu"] else None
-    name = f"cpu{cpu}"
-    own = s1[name] - s0[name] if cpu is not None and steal is not None and name in s0 and name in s1 \
-        and s1[name] >= s0[name] else None
+    steal = steal_over(before.steal, after.steal, "cpu")  # the line of all CPUs
+    cpu = before.cpu if before.cpu is not None and before.cpu == after.cpu else None
+    own = steal_over(before.steal, after.steal, f"cpu{cpu}") if cpu is not None and steal is not None else None
     return {"user_hz": user_hz() if steal is not None else None, "steal_ticks": steal, "cpu": cpu,
-            "cpu_steal_ticks": own, "freq_mhz_before": before["freq"] if cpu is not None else None,
-            "freq_mhz_after": after["freq"] if cpu is not None else None}
+            "cpu_steal_ticks": own, "freq_mhz_before": before.freq if cpu is not None else None,
+            "freq_mhz_after": after.freq if cpu is not None else None}
 
 
 def now_iso() -> str:
@@ -402,9 +423,8 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
         repeats = repeat_walls(workload, item_id)
         if hasattr(workload, "close"):
             workload.close()
-        atomic_write_json(result_path, {"item": item_id, "fields": fields, "raised": raised, "items": items_all,
-                                        "stage_calls": calls, "stage_homes": homes or {}, "repeats": repeats,
-                                        "python": to_json(Interpreter.current())})
+        atomic_write_json(result_path, to_json(CheckResult(item_id, fields, raised, items_all or [], calls, homes or {},
+                                                           repeats, Interpreter.current())))
         return 0
     raise SystemExit(f"{'suite' if suite else 'workload.entry'}: run() raised on every item ({len(raised)}); the first: "
                      f"{raised[0]}")
@@ -500,7 +520,17 @@ def bind_functions() -> dict:
     return out
 
 
-def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, list[dict], dict]:
+@dataclass(frozen=True)
+class Region:
+    """The timed loop as the worker read it: every thread's CPU (slots, and any the workload's
+    libraries start), the time runnable work waited for a core (None without PSI), and
+    records.Interference.MEASURED over it."""
+    process_cpu_s: float
+    cpu_stall_s: Optional[float]
+    interference: dict
+
+
+def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, list[tuple], Region]:
     sync = getattr(workload, "sync", None) or (lambda: None)
     clock, cpu_clock, process_clock = _perf_counter, _thread_time, _process_time
     marks = MARKS or Marks()
@@ -552,12 +582,8 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
     finally:
         if pool is not None:
             pool.shutdown()
-    # Over the timed loop: every thread's CPU (slots, and any the workload's libraries start),
-    # and the time runnable work waited for a core (None without PSI).
-    region = {"process_cpu_s": cpu,
-              "cpu_stall_s": (stall1 - stall0) / 1e6 if stall0 is not None and stall1 is not None else None,
-              "interference": interference_over(near, far)}
-    return wall, results, region
+    stall = (stall1 - stall0) / 1e6 if stall0 is not None and stall1 is not None else None
+    return wall, results, Region(cpu, stall, interference_over(near, far))
 
 
 def measured(loop) -> None:
@@ -590,9 +616,8 @@ def count_items(workload, items: list[str], result_path: str, workload_digest: s
         raise SystemExit(f"every item raised ({len(items)} of {len(items)}) in the instruction run")
     if hasattr(workload, "close"):
         workload.close()
-    atomic_write_json(result_path, {"items": items, "errors": len(raised),
-                                    "harness_source_sha256": harness_source_digest(),
-                                    "workload_sha256": workload_digest, "python": to_json(Interpreter.current())})
+    atomic_write_json(result_path, to_json(CountResult(items, len(raised), harness_source_digest(), workload_digest,
+                                                       Interpreter.current())))
     return 0
 
 
@@ -730,13 +755,12 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
         stages_installed=installed,
         imported_from=Imports(origin(job.workload.entry.partition(":")[0], tree), stage_modules),
         metrics=metrics or {},
-        machine=Machine(cores=os.cpu_count(), process_cpu_s=region["process_cpu_s"],
-                        cpu_stall_s=region["cpu_stall_s"], stage_wrapper_s=wrapper_s,
-                        cpu_freq_mhz=before["cpu_freq_mhz"], warmup_s=WARMUP_S, loadavg_before=before["loadavg"],
-                        loadavg_after=after["loadavg"]),
+        machine=Machine(cores=os.cpu_count(), process_cpu_s=region.process_cpu_s, cpu_stall_s=region.cpu_stall_s,
+                        stage_wrapper_s=wrapper_s, cpu_freq_mhz=before.cpu_freq_mhz, warmup_s=WARMUP_S,
+                        loadavg_before=before.loadavg, loadavg_after=after.loadavg),
         harness_source_sha256=harness_source_digest(), workload_sha256=workload_digest,
         python=Interpreter.current(), started_at=started_at, ended_at=now_iso(),
-        interference=region["interference"], tripwire=(changed + [n for n in tripwire(bound) if n not in changed])[:32])
+        interference=region.interference, tripwire=(changed + [n for n in tripwire(bound) if n not in changed])[:32])
     atomic_write_json(job.result_path, to_json(result))
     return 0
 

@@ -15,13 +15,15 @@ each run imports the code under test itself), and more than one thread once the 
 campaign's env: OPENBLAS_NUM_THREADS=1, or be left out): a process that forks must have one
 thread, or the child inherits locks no thread will release.
 
-Protocol (one JSON line each way, on the unix socket the launcher gave as stdin and stdout):
+Protocol (one JSON line each way, on the unix socket the launcher gave as stdin and stdout, each a
+typed record of harness/records.py):
   -> {"job": JOB.json, "cwd": run folder, "log": worker.log, "env": {...}, "sandbox": RULES|null}
-     with one descriptor attached (SCM_RIGHTS): the child's end of its mark channel
-  <- {"pid": PID}                  the child is forked (its own session, like a fresh worker)
+     (ZygoteRequest) with one descriptor attached (SCM_RIGHTS): the child's end of its mark channel
+  <- {"pid": PID}                  the child is forked (its own session, like a fresh worker): ZygoteForked
   <- {"pid": PID, "exit": CODE, "maxrss_bytes": N, "cpu_s": S}   it ended (CODE negative: the signal),
-                                   reaped here: its rusage (CPU user + system, its reaped children's too)
-A closed socket ends the zygote (exit 0). First of all it says {"ready": PID}.
+                                   reaped here: its rusage (CPU user + system, its reaped children's
+                                   too): ZygoteReaped
+A closed socket ends the zygote (exit 0). First of all it says {"ready": PID, ...} (ZygoteReady).
 
 The child, before the worker's main: its own session (setsid), stdin from /dev/null and stdout
 and stderr into the run's log, the run's folder as cwd and first entry of sys.path (what `-m`
@@ -51,6 +53,7 @@ import harness.worker.main as worker
 import harness.worker.prctl as prctl
 import harness.worker.sandbox as sandbox
 import harness.worker.stagetimer  # noqa: F401
+from harness.records import ZygoteForked, ZygoteReady, ZygoteReaped, ZygoteRequest, to_json
 
 # The harness's own modules those imports brought in, as this process holds them (reported to the
 # launcher): read from sys.modules, so the list cannot drift from the imports above.
@@ -139,27 +142,28 @@ def prepared_for(job_path: str, packages: frozenset = frozenset()) -> tuple[obje
     return made, None
 
 
-def child(request: dict, control: socket.socket, channel: int | None, zygote_pid: int, prepared: tuple) -> int:
+def child(request: ZygoteRequest, control: socket.socket, channel: int | None, zygote_pid: int,
+          prepared: tuple) -> int:
     """In the forked child: become what a fresh worker is, in a sandbox of its own, then run the
     worker's main with what the zygote prepared (or end with why it could not)."""
     control.close()
     os.setsid()
     null = os.open(os.devnull, os.O_RDONLY)
-    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    log = os.open(request.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(null, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
     for fd in (null, log):
         if fd > 2:
             os.close(fd)
-    os.chdir(request["cwd"])
+    os.chdir(request.cwd)
     os.environ.clear()
-    os.environ.update(request["env"])
+    os.environ.update(request.env)
     if channel is not None:
         os.environ[CHANNEL_ENV] = str(channel)
-    if request.get("sandbox"):
+    if request.sandbox:
         try:
-            sandbox.restrict(request["sandbox"])
+            sandbox.restrict(request.sandbox)
         except sandbox.SandboxError as exc:
             print(f"sandbox: {exc}: the run cannot be confined as its campaign asks", file=sys.stderr)
             return sandbox.SANDBOX_EXIT
@@ -167,14 +171,15 @@ def child(request: dict, control: socket.socket, channel: int | None, zygote_pid
 
     tempfile.tempdir = None  # found again from this run's TMPDIR
     sys.path[0] = os.getcwd()  # `python -m` puts the cwd first; worker.main takes it out again
-    sys.argv = [ENTRY, request["job"]]
+    sys.argv = [ENTRY, request.job]
     made, refused = prepared
     if refused:
         raise SystemExit(refused)
-    return worker.main(request["job"], parent_pid=zygote_pid, prepared=made)
+    return worker.main(request.job, parent_pid=zygote_pid, prepared=made)
 
 
-def end_child(request: dict, control: socket.socket, channel: int | None, zygote_pid: int, prepared: tuple) -> None:
+def end_child(request: ZygoteRequest, control: socket.socket, channel: int | None, zygote_pid: int,
+              prepared: tuple) -> None:
     """Run the child and end it without the interpreter's teardown, with the exit code and
     message the interpreter would give its SystemExit (or traceback)."""
     code: int | str | None  # SystemExit's code may be any of these; os._exit gets an int
@@ -207,7 +212,7 @@ class Requests:
         self.control, self.buffer = control, b""
         self.fds: list = []
 
-    def next(self) -> tuple[dict | None, int | None]:
+    def next(self) -> tuple[ZygoteRequest | None, int | None]:
         """(request, its channel fd) or (None, None) when the launcher closed the socket."""
         while b"\n" not in self.buffer:
             data, fds, _flags, _addr = socket.recv_fds(self.control, 1 << 16, 4)
@@ -216,11 +221,11 @@ class Requests:
                 return None, None
             self.buffer += data
         line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line), (self.fds.pop(0) if self.fds else None)
+        return ZygoteRequest.from_json(json.loads(line)), (self.fds.pop(0) if self.fds else None)
 
 
-def say(control: socket.socket, message: dict) -> None:
-    control.sendall((json.dumps(message) + "\n").encode())
+def say(control: socket.socket, message) -> None:
+    control.sendall((json.dumps(to_json(message)) + "\n").encode())
 
 
 def main() -> int:
@@ -239,14 +244,14 @@ def main() -> int:
     os.dup2(2, 1)
     os.close(null)
     requests = Requests(control)
-    say(control, {"ready": me, "threads": threads(), "preloaded": list(PRELOADED) + sys.argv[2:]})
+    say(control, ZygoteReady(me, threads(), list(PRELOADED) + sys.argv[2:]))
     prepared = None
     while True:
         request, channel = requests.next()
         if request is None:
             return 0
         if prepared is None:  # once, before its first fork: every run of a zygote has the same job but its label
-            prepared = prepared_for(request["job"], packages)
+            prepared = prepared_for(request.job, packages)
         if threads() not in (None, 1):
             sys.exit(f"zygote: {threads()} threads; a process that forks must have one")
         sys.stdout.flush()
@@ -256,10 +261,10 @@ def main() -> int:
             end_child(request, control, channel, me, prepared)
         if channel is not None:
             os.close(channel)
-        say(control, {"pid": pid})
+        say(control, ZygoteForked(pid))
         _, status, usage = os.wait4(pid, 0)  # its rusage: the kernel's high-water mark of its resident set
-        say(control, {"pid": pid, "exit": os.waitstatus_to_exitcode(status), "maxrss_bytes": usage.ru_maxrss * 1024,
-                      "cpu_s": usage.ru_utime + usage.ru_stime})
+        say(control, ZygoteReaped(pid, os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024,
+                                  usage.ru_utime + usage.ru_stime))
 
 
 if __name__ == "__main__":

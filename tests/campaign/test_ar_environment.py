@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import records
 from harness.engine import environment
 
 WORKER_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
@@ -43,7 +44,8 @@ def test_torch_runtime_without_torch(monkeypatch, tmp_path):
     env = environment.capture(WORKER_ENV, interpreters)
     assert env["torch_runtime"] == {"version": None, "reason": "torch is not installed"}
     assert env["blas"] is None and env["torch_threads"] is None
-    assert env["interpreters"] == interpreters and env["interpreters"]["base"]["executable"] == sys.executable
+    assert env["interpreters"] == records.to_json(interpreters)
+    assert env["interpreters"]["base"]["executable"] == sys.executable
 
 
 @pytest.mark.parametrize("probe,timeout,reason", [
@@ -62,6 +64,7 @@ def test_torch_runtime_probe_failures_are_recorded_not_cached(monkeypatch, tmp_p
 CAPTURE = """
 import json, sys
 from pathlib import Path
+from harness import records
 from harness.engine import environment
 own = environment.interpreter(None, Path.cwd())
 env = environment.capture(json.loads(sys.argv[1]), {"base": own, "candidate": own})

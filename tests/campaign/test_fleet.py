@@ -273,8 +273,9 @@ def test_fleet_report_reads_the_run(two_replicas):
 def test_environment_records_the_fleet_origin(monkeypatch):
     """environment.json's `fleet`: null outside the fleet, the node and cluster inside."""
     from harness.engine import environment
+    from harness.records import ProbedInterpreter
 
-    me = {"base": {"executable": sys.executable}}
+    me = {"base": ProbedInterpreter(sys.executable, "3.11.0", "CPython", {})}
 
     for name in (environment.FLEET_NODE_ID, environment.FLEET_CLUSTER, environment.FLEET_CLUSTER_ID):
         monkeypatch.delenv(name, raising=False)

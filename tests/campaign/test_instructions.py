@@ -103,7 +103,7 @@ def test_the_runner_counts_with_the_flags_and_environment_the_contract_declares(
         records.InstructionRecord.of(fakes.job("IA1", mode="instructions"), status="ok",
                                      reason=None, exit_code=0, pid=1, process=records.Process(0.0, 1.0, 1.0),
                                      log=records.Log("data/logs/IA1.log", 0, "0" * 64, 0, False), counted=None,
-                                     count=None, after=None, valgrind=VALGRIND)
+                                     count=None, after=None, **VALGRIND)
 
 
 VALGRIND = {"version": "valgrind-3.19.0", "command": ["setarch", "-R", "valgrind"], "env": dict(C.INSTRUCTION_ENV)}
@@ -113,12 +113,11 @@ def _instr(label: str, count: int, status: str = "ok") -> records.InstructionRec
     """An instruction record as the runner writes it, counting items a and b."""
     ok = status == "ok"
     job = fakes.job(label, mode="instructions")
-    counted = {"items": ["a", "b"], "errors": 0, "harness_source_sha256": "f" * 64, "workload_sha256": "e" * 64,
-               "python": records.to_json(records.Interpreter.current())} if ok else None
+    counted = records.CountResult(["a", "b"], 0, "f" * 64, "e" * 64, records.Interpreter.current()) if ok else None
     return records.InstructionRecord.of(job, status=status, reason=None if ok else "exit 1", exit_code=0 if ok else 1,
                                         pid=1, process=records.Process(0.0, 1.0, 1.0),
                                         log=records.Log(C.log_path(label), 0, "0" * 64, 0, False), counted=counted,
-                                        count=count if ok else None, after=None, valgrind=VALGRIND)
+                                        count=count if ok else None, after=None, **VALGRIND)
 
 
 def _wall(verdict: str, ci95: list[float] | None = None):

@@ -173,6 +173,7 @@ def test_a_candidate_cannot_copy_the_bases_outputs_from_the_staging_folder(tmp_p
 # --- 2. clocks faked from inside -------------------------------------------------------------------------
 FAKER = WORK + '''
 
+    import dataclasses
     import sys
     import time
 
@@ -191,8 +192,8 @@ FAKER = WORK + '''
         def run_items(*args, **kwargs):  # every figure the worker reports, scaled by 0.25
             wall, results, region = loop(*args, **kwargs)
             results = [(o, e, w * 0.25, c * 0.25) for o, e, w, c in results]
-            region = {**region, "process_cpu_s": region["process_cpu_s"] * 0.25,
-                      "cpu_stall_s": None if region.get("cpu_stall_s") is None else region["cpu_stall_s"] * 0.25}
+            region = dataclasses.replace(region, process_cpu_s=region.process_cpu_s * 0.25,
+                                         cpu_stall_s=None if region.cpu_stall_s is None else region.cpu_stall_s * 0.25)
             return wall * 0.25, results, region
 
         worker.run_items = run_items

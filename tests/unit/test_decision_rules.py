@@ -98,6 +98,20 @@ def test_the_runner_refuses_a_floor_edited_to_half_before_any_run(tmp_path):
     assert "\n" not in str(info.value) and not launcher.processes
 
 
+@pytest.mark.parametrize("doc", [[floor_doc()], {k: v for k, v in floor_doc().items() if k != "ci95"},
+                                 floor_doc(machine="x")])
+def test_a_pinned_file_that_is_no_noise_floor_is_refused_in_one_line_before_any_run(tmp_path, doc):
+    """The pinned file is read through its type (records.NoiseFloor): a list, a missing key or a
+    machine that is no object is named, not a traceback."""
+    floor = tmp_path / "floor.json"
+    floor.write_text(json.dumps(doc))
+    path = write_fake_campaign(tmp_path, noise_floor={"path": str(floor), "sha256": sha256(floor)})
+    launcher = ModelLauncher(Model())
+    with pytest.raises(spec.SpecError, match="is not a noise-floor file of `harness calibrate`") as info:
+        Runner(spec.load(path), (tmp_path / "b").absolute(), launcher=launcher).run()
+    assert "\n" not in str(info.value) and not launcher.processes
+
+
 # --- bundles a harness without these rules would have sealed: both checkers refuse them -------------
 def test_both_checkers_refuse_an_order_that_does_not_interleave(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "order_problem", lambda order: None)  # a harness that never asked

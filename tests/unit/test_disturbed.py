@@ -49,8 +49,8 @@ def test_psi_total_of_the_some_line():
     assert worker.parse_psi("some avg10=0.00 total=x\n") is None
 
 
-def reading(stat: str, cpu, freq=None) -> dict:
-    return {"steal": worker.parse_steal(stat), "cpu": cpu, "freq": freq}
+def reading(stat: str, cpu, freq=None) -> worker.Reading:
+    return worker.Reading(worker.parse_steal(stat), cpu, freq)
 
 
 def test_readings_over_the_loop_say_absent_never_a_guess():

@@ -10,7 +10,7 @@ from checks_support import problems
 from fakes import Model, ModelLauncher, run_fake, write_fake_campaign
 from harness import cli, outcomes
 from harness.engine import environment, runner as runner_module
-from harness.records import Interpreter, Job
+from harness.records import Interpreter, Job, ProbedInterpreter, to_json
 
 
 class SwitchingModel(Model):
@@ -33,8 +33,8 @@ def test_a_run_whose_worker_reports_another_interpreter_fails_and_names_both(tmp
 
 
 def test_the_mismatch_words():
-    probed = {"executable": "/p/python", "version": "3.13.0", "implementation": "CPython"}
-    assert environment.mismatch(probed, dict(probed), "A1's worker") is None
+    probed = ProbedInterpreter("/p/python", "3.13.0", "CPython", {"numpy": "2.0.0"})
+    assert environment.mismatch(probed, Interpreter("/p/python", "3.13.0", "CPython"), "A1's worker") is None
     assert environment.mismatch(probed, None, "A1's worker") is None
     said = environment.mismatch(probed, Interpreter("/usr/bin/python3.11", "3.11.2", "CPython"), "A1's worker")
     assert said == ("A1's worker ran CPython 3.11.2 (/usr/bin/python3.11), but the interpreter's probe said CPython "
@@ -48,7 +48,7 @@ class LyingEnvironment(ModelLauncher):
 
     def environment(self, worker_env: dict, interpreters: dict) -> dict:
         env = super().environment(worker_env, interpreters)
-        env["interpreters"] = {v: {**i, "version": "3.13.0"} for v, i in interpreters.items()}
+        env["interpreters"] = {v: {**to_json(i), "version": "3.13.0"} for v, i in interpreters.items()}
         return env
 
 

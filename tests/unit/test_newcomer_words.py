@@ -278,7 +278,9 @@ def test_one_slow_repeat_does_not_make_the_pre_flight_call_the_machine_noisy():
     from harness.engine.runner import timing_notes
 
     def seen(base, candidate):
-        return {"base": {"item": "one", "repeats": base}, "candidate": {"item": "one", "repeats": candidate}}
+        return {variant: records.CheckResult(item="one", fields={}, raised=[], items=["one"], stage_calls={},
+                                             repeats=repeats) for variant, repeats in (("base", base),
+                                                                                       ("candidate", candidate))}
 
     interrupted = seen([0.131, 0.132, 0.138, 0.191, 0.123, 0.118], [0.102, 0.085, 0.084, 0.086, 0.084, 0.086])
     assert timing_notes(interrupted, 0.02, False) == []

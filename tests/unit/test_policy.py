@@ -100,9 +100,9 @@ def test_a_noise_floor_the_reviewer_does_not_accept(tmp_path, capsys):
     first, _ = run_fake(tmp_path / "first", Model(), rounds=5)
     b = read.load(first.out)
     floor = tmp_path / "floor.json"
-    floor.write_text(json.dumps(records.noise_floor(campaign="model", bundle_digest=b.digest, machine=b.machine,
-                                                    started_at=b.runner.started_at, rounds=8, ratio=1.0,
-                                                    ci95=[0.85, 1.15], floor=0.15)))
+    floor.write_text(json.dumps(records.to_json(records.noise_floor(
+        campaign="model", bundle_digest=b.digest, machine=b.machine, started_at=b.runner.started_at, rounds=8,
+        ratio=1.0, ci95=[0.85, 1.15], floor=0.15))))
     outcome, _ = run_fake(tmp_path / "floored", Model(ratio=1.1, noise=0.005), rounds=6,
                           noise_floor={"path": str(floor), "sha256": sha256(floor)})
     assert outcome.comparison.stats.verdict == "equal" and outcome.comparison.stats.band == 0.15

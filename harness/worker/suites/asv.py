@@ -49,6 +49,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.contract import MAX_ITEMS
+from harness.plan.suite import SuiteParams
 from harness.worker.suites.common import SuiteError, SuiteWorkload, finite_or_text, origin, raiser
 
 # asv's benchmark kinds and the names that make them (asv_runner/benchmarks/*.py, name_regex)
@@ -324,21 +325,21 @@ def measure(kind: str, func, args, sources) -> dict:
 
 
 def setup(ctx):
-    params = ctx.params
+    params = SuiteParams.from_json(ctx.params)
     tree = Path(ctx.tree)
-    folder = tree / params["path"]
+    folder = tree / params.path
     from harness.plan.suite import matcher
 
     notes: dict = {}
-    found = discover(folder, matcher("asv", params.get("select")), notes)
+    found = discover(folder, matcher("asv", params.select), notes)
     timed = [f for f in found if f[5] == "time"]
     if not timed:
         why = "; modules not imported: " + "; ".join(f"{k}: {v}" for k, v in list(notes["not_imported"].items())[:2]) \
             if notes["not_imported"] else ""
         other = f" (it selects {len(found)} of other kinds, which are measured beside timed ones, not timed)" \
             if found else ""
-        raise SuiteError(f"no asv time benchmark (time_*) under {params['path']} matches select "
-                         f"{params.get('select')!r}{other}{why}")
+        raise SuiteError(f"no asv time benchmark (time_*) under {params.path} matches select "
+                         f"{params.select!r}{other}{why}")
     raw = next((f for f in found if f[5] == "timeraw"), None)
     if raw is not None:
         raise SuiteError(f"asv benchmark {raw[0]} is a timeraw benchmark: asv times the code it returns in a fresh "
@@ -376,8 +377,8 @@ def setup(ctx):
     if not calls:
         raise SuiteError(f"every selected asv time benchmark was skipped by its setup ({len(skipped)}): "
                          f"{next(iter(skipped.items()))[0]}")
-    info = {"kind": "asv", "path": params["path"], "select": params.get("select"), "benchmarks": len(calls),
+    info = {"kind": "asv", "path": params.path, "select": params.select, "benchmarks": len(calls),
             "skipped": skipped, "not_imported": notes["not_imported"], "modules": modules,
             "matched_by_name_only": notes.get("unmatched", [])[:200],
             "measured": dict(list(measured.items())[:200])}
-    return SuiteWorkload("asv", calls, info, teardowns, params.get("number", 1))
+    return SuiteWorkload("asv", calls, info, teardowns, params.calls)

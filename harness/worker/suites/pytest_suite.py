@@ -62,6 +62,7 @@ import tempfile
 import types
 from pathlib import Path
 
+from harness.plan.suite import SuiteParams
 from harness.worker.suites.common import SuiteError, SuiteWorkload, origin, raiser
 
 FIXTURES = ("benchmark", "codspeed_benchmark")  # pytest-benchmark's name; pytest-codspeed's both
@@ -470,7 +471,7 @@ def import_pytest(kind: str):
     return pytest
 
 
-def arguments(tree: Path, target: Path, params: dict, folder: Path) -> tuple[list, Path | None]:
+def arguments(tree: Path, target: Path, params: SuiteParams, folder: Path) -> tuple[list, Path | None]:
     """pytest's command line for the suite: the path, its own configuration file (or none, with the
     tree's root as rootdir), `-k SELECT`, `suite.ini` as `-o name=value`, and the harness's."""
     config = config_file(tree, target)
@@ -481,9 +482,9 @@ def arguments(tree: Path, target: Path, params: dict, folder: Path) -> tuple[lis
         empty = folder / "pytest.ini"
         empty.write_text("[pytest]\n")
         args += ["-c", str(empty), "--rootdir", str(tree), "--confcutdir", str(tree)]
-    if params.get("select"):
-        args += ["-k", params["select"]]
-    for name, value in (params.get("ini") or {}).items():
+    if params.select:
+        args += ["-k", params.select]
+    for name, value in (params.ini or {}).items():
         args += ["-o", f"{name}={value}"]
     return args, config
 
@@ -550,14 +551,14 @@ def refusal(code: int, output: str, run: Run, config: Path | None, tree: Path) -
 
 
 def setup(ctx):
-    params = ctx.params
-    kind = params["kind"]
+    params = SuiteParams.from_json(ctx.params)
+    kind = params.kind
     tree = Path(ctx.tree).resolve()
-    target = tree / params["path"]
+    target = tree / params.path
     if not target.exists():
-        raise SuiteError(f"suite.path: {params['path']} is neither a test file nor a folder in the revision's tree")
+        raise SuiteError(f"suite.path: {params.path} is neither a test file nor a folder in the revision's tree")
     pytest = import_pytest(kind)
-    number = params.get("number", 1)
+    number = params.calls
     folder = Path(tempfile.mkdtemp(prefix="harness-pytest-"))
     cleanup = functools.partial(shutil.rmtree, folder, True)
     run = Run(kind, tree)
@@ -580,11 +581,11 @@ def setup(ctx):
     if not calls:
         what = "one taking the benchmark fixture" + (", or marked @pytest.mark.benchmark"
                                                      if kind == "pytest-codspeed" else "")
-        raise SuiteError(f"no {kind} test ({what}) under {params['path']} matches select {params.get('select')!r}"
+        raise SuiteError(f"no {kind} test ({what}) under {params.path} matches select {params.select!r}"
                          f" ({run.tests} test(s) collected" + (f", {len(skipped)} skipped" if skipped else "") + ")")
     teardowns += [finalizer for finalizer in reversed(run.held)] + [cleanup]
     version = getattr(pytest, "__version__", "?")
-    info = {"kind": kind, "path": params["path"], "select": params.get("select"), "benchmarks": len(calls),
+    info = {"kind": kind, "path": params.path, "select": params.select, "benchmarks": len(calls),
             "tests": run.tests, "skipped": skipped, "modules": run.modules,
             "pytest": (f"pytest {version} of the target interpreter collected and set up the tests: rootdir "
                        f"{_relative(Path(str(run.rootdir)), tree) if run.rootdir else '?'}, configuration "
@@ -595,8 +596,8 @@ def setup(ctx):
             "fixture_replaced": dict(list(run.replaced.items())[:50]),
             "options_ignored": run.ignored, "environment_ignored": sorted(set_aside),
             "pedantic": {k: {kk: repr(vv)[:40] for kk, vv in v.items()} for k, v in list(pedantic.items())[:200]}}
-    if params.get("ini"):
-        info["ini"] = dict(params["ini"])
+    if params.ini:
+        info["ini"] = dict(params.ini)
     return SuiteWorkload(kind, calls, info, teardowns, number)
 
 
