@@ -22,7 +22,7 @@ import unicodedata
 from collections import namedtuple
 from typing import Any, Dict, Optional, Sequence, Tuple  # Python 3.9: the worker's room
 
-FORMAT = "abba-harness/bundle/v9"  # the bundle format this contract describes (bag-info Abba-Format)
+FORMAT = "abba-harness/bundle/v10"  # the bundle format this contract describes (bag-info Abba-Format); v10: duets, precision
 
 # --- schema ids: one current set; a file of any other id is refused ------------------------
 SCHEMAS = {
@@ -31,10 +31,10 @@ SCHEMAS = {
     "fleet_run": "abba-harness/fleet-run/v1",  # harness fleet run: OUT/fleet.json, not part of a bundle
     "bisect": "abba-harness/bisect/v2",  # harness bisect: OUT/bisect.json beside its step bundles, not part of one
     "claim": "abba-harness/claim/v2",  # harness summary --format json: the claim for dashboards, not part of a bundle
-    "run": "abba-harness/run/v8",
+    "run": "abba-harness/run/v9",  # v9: launch.core (launch: duet)
     "instructions": "abba-harness/instructions/v4",
-    "campaign": "abba-harness/campaign/v10",  # v10: verdict.question and margin; bisect's overrides
-    "comparison": "abba-harness/comparison/v8",  # v8: the looks' design, one-sided questions, a suite's family, contradicted counts
+    "campaign": "abba-harness/campaign/v11",  # v10: verdict.question and margin; bisect's overrides; v11: cores, precision
+    "comparison": "abba-harness/comparison/v9",  # v8: the looks' design, one-sided questions, a suite's family, contradicted counts; v9: precision (looks' precise, stopped imprecise)
     "environment": "abba-harness/environment/v4",
     "revisions": "abba-harness/revisions/v3",
     "inputs": "abba-harness/inputs/v3",
@@ -406,6 +406,13 @@ def ulp_bound(kind: str, itemsize: int) -> Optional[int]:
 DEFAULT_ROUNDS = 20  # what `harness init` writes for a fixed count
 DEFAULT_FIRST_LOOK = 4  # `rounds: auto`: the first round after which the sequential interval may stop
 DEFAULT_BUDGET_S = 60.0
+# `precision: p` (`rounds: auto` of a workload's one claim; issue 48): a look that decides ends the
+# campaign only once its interval [lo, hi] also lies within a factor 1 + p of its centre c, the
+# ratio exp(mean per-round log ratio): hi <= c (1 + p) and lo >= c / (1 + p) (rules.precise). At
+# the cap, a campaign that decided keeps its word and says its interval is wider than asked
+# (stopped "imprecise"). Every look's interval is valid whichever look stops, so stopping later
+# for precision keeps the level. Within PRECISION_LIMITS: 0.1% to 99.9%.
+PRECISION_LIMITS = (0.001, 0.999)
 DEFAULT_STAGE_ROUNDS = 2
 DEFAULT_SLOTS = 1
 DEFAULT_RUN_TIMEOUT_S = 600.0
@@ -423,10 +430,21 @@ DEFAULT_INSTRUCTION_RUNS = 2
 # variant, a process that has imported the worker's own modules (never the code under test) forks
 # one child per run, and is re-made after ZYGOTE_RUNS of its variant's runs, so that what is fixed
 # at exec (the memory layout ASLR draws, a random hash seed) is drawn again every that many runs.
-LAUNCH_MODES = ("fresh", "zygote")
+LAUNCH_MODES = ("fresh", "zygote", "duet")  # duet: issue 48 item 3 (DUET below)
 DEFAULT_LAUNCH = "fresh"
 ZYGOTE_RUNS = 4
 MAX_PRELOAD = 32  # `launch: {mode: zygote, preload: [...]}`: the libraries a zygote imports, at most
+# `launch: duet` (Bulej et al., ICPE 2020, "Duet Benchmarking"): each round's two runs at once, fresh
+# processes each pinned to a core of its own (sched_setaffinity before exec), their loops started
+# together (each worker waits at its start mark until both are there, and the runner answers both
+# marks in one pass) and their ends held the same way (neither's writing of outputs runs beside the
+# other's loop), so that what else the machine does lands on both runs of the round and the round's
+# ratio cancels it. A round is two consecutive runs of the order (runs 2k and 2k + 1): the first
+# runs on cores[0], the second on cores[1] (rules.duet_core), so the shuffled order also shuffles
+# which variant has which core. The runs of a round overlap; a round starts after the one before it ended.
+DUET = "duet"
+DUET_CORES = 2  # the cores a duet's two runs are pinned to, one each
+MAX_CPU = 8191  # the highest CPU number a campaign may name (the kernel's NR_CPUS at the most)
 METRICS = ("wall", "instructions")
 CALL_MODES = ("equal", "per_variant")
 # budget_s and threshold: what `harness bisect` sets on each step (its per-step budget, the probes' band)
@@ -552,6 +570,10 @@ VERDICTS = ("improved", "regressed", "equal", "not slower", "not faster", "incon
 ANSWERS = {"claim": ("improved", "regressed", "equal"), "not_slower": ("not slower", "regressed"),
            "not_faster": ("not faster", "improved")}
 CHANGED = ("improved", "regressed")  # the words that say a benchmark of a family changed
+# How a sequential campaign ended (rules.stopped): at the first look that decided (and, with a
+# precision, was that precise); at the cap without a decided look; at the cap with one, none of them
+# precise enough (the word kept); before either (a campaign cut short).
+STOPS = ("decided", "cap", "imprecise", "ended")
 FAMILY_NAMED = 5  # changed benchmarks a verdict line names (the summary and the report show every one)
 FAMILY_METHOD = ("a suite is a family of claims: every benchmark its own interval at alpha / benchmarks "
                  "(Bonferroni, over benchmarks and looks); a benchmark that has decided leaves the later rounds")
@@ -854,6 +876,8 @@ FIELDS = {
                                    "its worker; null when fresh", lo=1, hi=2**31),
         "launch.generation": F("int?", "plan: its place among its variant's runs, by ZYGOTE_RUNS; null when fresh",
                                lo=1, hi=MAX_RUNS),
+        "launch.core": F("int?", "plan: a duet run's core, campaign.json's cores by its place in its round "
+                                 "(rules.duet_core); null unless duet", lo=0, hi=MAX_CPU),
         **PROCESS,
         **LOG,
     },
@@ -901,6 +925,9 @@ FIELDS = {
                               "rounds; campaign: campaign.yaml", lo=1.0, hi=MAX_TIMEOUT_S),
         "min_rounds": F("int?", "plan: the first look, at most the rounds; campaign: campaign.yaml", lo=3,
                         hi=MAX_ROUNDS),
+        "precision": F("num?", "plan: null, or with budget_s (a workload's rounds: auto) the interval's width that "
+                               "ends it (rules.stopped); derived: the looks' precise and the stop; campaign: "
+                               "campaign.yaml", lo=PRECISION_LIMITS[0], hi=PRECISION_LIMITS[1]),
         "stage_rounds": F("int?", "plan: with rounds and seed, gives the order; at least 1 exactly with stages",
                           lo=0, hi=MAX_ROUNDS),
         "seed": F("int?", "plan: with rounds, gives the order", lo=0, hi=MAX_SEED),
@@ -955,6 +982,9 @@ FIELDS = {
         "preload": F("list", "campaign: campaign.yaml (launch.preload: what each zygote imported before it forked; "
                              "empty under fresh launches)", size=MAX_PRELOAD),
         "preload[]": F("str", "campaign: campaign.yaml", size=128),
+        "cores": F("list?", "campaign: campaign.yaml's launch.cores, else the runner's first two CPUs; plan: every "
+                            "duet run's launch.core; null exactly unless launch is duet", size=DUET_CORES),
+        "cores[]": F("int", "campaign: campaign.yaml; plan: two distinct cores", lo=0, hi=MAX_CPU),
         "stages": F("dict", "identity: the stages of every ok stage run; campaign: campaign.yaml", size=MAX_STAGES),
         "stages.*": F("str", "campaign: campaign.yaml", size=512, key=re.compile(r"^.{1,128}\Z", re.S)),
         "optional_stages": F("list", "identity: the stages that may be uninstalled; campaign: campaign.yaml",
@@ -1320,10 +1350,14 @@ FIELDS["comparison"] = {
     "stats.sequential.looks[].ci95": F("list?", _D, size=2),
     "stats.sequential.looks[].ci95[]": F("num", _D, **RATIO),
     "stats.sequential.looks[].verdict": F("enum", _D, values=VERDICTS),
-    "stats.sequential.stopped": F("enum", _D, values=("decided", "cap", "ended")),
-    "stats.sequential.expected_rounds": F("int?", _D + " (at the cap, undecided: the rounds in all the rule expects "
-                                                       "to need; MAX_ROUNDS + 1: more than one campaign may run)",
-                                          lo=1, hi=MAX_ROUNDS + 1),
+    "stats.sequential.looks[].precise": F("bool?", _D + " (with a precision: the interval within it of the look's "
+                                                        "ratio, rules.precise; null without one)"),
+    "stats.sequential.stopped": F("enum", _D, values=STOPS),
+    "stats.sequential.expected_rounds": F("int?", _D + " (at the cap, undecided or imprecise: the rounds in all the "
+                                                       "rule expects to need; MAX_ROUNDS + 1: more than one campaign "
+                                                       "may run)", lo=1, hi=MAX_ROUNDS + 1),
+    "stats.sequential.precision": F("num?", _D + " (campaign.json's precision)", lo=PRECISION_LIMITS[0],
+                                    hi=PRECISION_LIMITS[1]),
     "stats.paired": F("dict", _D),
     "stats.paired.metric": F("enum", _D, values=("item wall_s", "run wall_s")),
     "stats.paired.items": F("int", _D, **COUNT),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness import contract as C
+from harness import rules as R
 
 if TYPE_CHECKING:
     from harness.bundle.model import Comparison, MetricEntry, Stats
@@ -214,9 +215,13 @@ def rounds_text(stats: Stats) -> str:
     if not seq:
         return f"{n} rounds, {kind.replace('interval', 'CI')}"
     if seq.stopped == "decided":
-        return f"{n} rounds, decided at the look after round {n}, {kind} valid at every look"
+        within = f" within the +-{100 * seq.precision:g}% precision asked for" if seq.precision else ""
+        return f"{n} rounds, decided at the look after round {n}{within}, {kind} valid at every look"
     if seq.stopped == "cap":
         return f"{n} rounds, no look decided by the cap of {seq.cap}, {kind} valid at every look"
+    if seq.stopped == "imprecise" and seq.precision:
+        return (f"{n} rounds, decided {stats.verdict}, but {R.imprecision(stats.paired.ci95, seq.precision, seq.cap)}, "
+                f"{kind} valid at every look")
     return f"{n} rounds, ended before a look decided"
 
 
@@ -250,9 +255,17 @@ def method_text(stats: Stats) -> str:
         return (f"fixed count: {stats.rounds.n} rounds, the 20%-trimmed mean of the per-round log ratios and its "
                 f"Tukey-McLaughlin interval, {what}{family}")
     t_level, sign_level = seq.levels
-    how = {"decided": f"it decided at the look after round {stats.rounds.n}",
+    precision = seq.precision
+    asked = f"+-{100 * precision:g}%" if precision else None
+    how = {"decided": f"it decided at the look after round {stats.rounds.n}"
+                      + (f", its interval within the {asked} precision asked for" if asked else ""),
            "cap": f"no look decided by the cap of {seq.cap} rounds",
+           "imprecise": f"a look decided, but none with an interval within the {asked} precision asked for by the "
+                        f"cap of {seq.cap} rounds",
            "ended": f"it ended after {stats.rounds.n} rounds before a look decided"}.get(seq.stopped, seq.stopped)
+    if precision:
+        how = (f"a look that decides ends the campaign only once its interval lies within {asked} of its ratio "
+               f"(a factor {1 + precision:g} either way); {how}")
     return (f"sequential: a look after each round from round {seq.first} to the cap of {seq.cap} (set by the budget "
             f"after the first round), each the intersection of a t interval of the mean per-round log ratio and a "
             f"sign interval of their median at one nominal level per look (t {100 * t_level:.3g}%, signs "
@@ -316,11 +329,15 @@ def family_text(stats: Stats) -> str | None:
 def budget_text(stats: Stats) -> str | None:
     """The last line's hint when the budget ran out before the rule decided: what it expects to need."""
     seq = stats.sequential
-    if seq is None or seq.stopped != "cap" or stats.verdict != "inconclusive":
+    precision = seq.precision if seq is not None and seq.stopped == "imprecise" else None
+    if seq is None or not (precision or (seq.stopped == "cap" and stats.verdict == "inconclusive")):
         return None
     more = seq.more_rounds(stats.rounds.n)
     if more is None:
         return None
+    if precision:
+        return (f"the budget ran out before the interval reached the +-{100 * precision:g}% precision asked for; at "
+                f"this spread the rule expects {more}")
     return f"the budget ran out before a look decided; at this spread the rule expects {more}"
 
 

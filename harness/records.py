@@ -51,8 +51,9 @@ _FIELDS: dict = {}  # record class -> (name, required, left out as null, builder
 def build(kind: Any, value: Any) -> Any:
     """value (parsed JSON) as kind, by its annotation: a record (a dataclass) from its object, a key
     with a default (one an earlier schema lacks, or the contract marks optional) absent as its
-    default and left out again by to_json, one of ABSENT as None; list[X] and dict[str, X] element
-    by element; Optional[X] as X unless null; any other annotation (str, float, a free-form dict or
+    default and left out again by to_json, one of ABSENT as None, one of EARLIER (a key the previous
+    generation's document lacks: harness/legacy) as None; list[X] and dict[str, X] element by
+    element; Optional[X] as X unless null; any other annotation (str, float, a free-form dict or
     list, Any) takes the value as it is. Containers are checked (TypeError for a list where an
     object is, KeyError naming a missing key), leaves are not: the checkers bind those, and a
     worker's word is held to the runner's own figures before it enters a record."""
@@ -104,7 +105,7 @@ def _record(cls: type, value: Any) -> Any:
         if name in value:
             kwargs[name] = one(value[name])
         elif absent:
-            kwargs[name] = None  # an optional key the document leaves out (ABSENT): None, left out again
+            kwargs[name] = None  # an optional key the document leaves out (ABSENT, left out again), or EARLIER's
         elif not required:
             left_out.append(name)  # its default, and left out when written again (to_json)
         else:
@@ -116,7 +117,7 @@ def _record(cls: type, value: Any) -> Any:
 
 
 def _fields(cls: type) -> tuple:
-    hints, absent = typing.get_type_hints(cls), getattr(cls, "ABSENT", ())
+    hints, absent = typing.get_type_hints(cls), getattr(cls, "ABSENT", ()) + getattr(cls, "EARLIER", ())
     made = _FIELDS[cls] = tuple(
         (f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
          f.name in absent and f.default is dataclasses.MISSING, _builder(hints[f.name]))
@@ -479,11 +480,13 @@ class Outside:
 
 @dataclass(frozen=True)
 class Launched:
-    """How a run's process was made: fresh (its own interpreter) or forked by its variant's
-    zygote of that generation (contract.LAUNCH_MODES, rules.generations)."""
+    """How a run's process was made: fresh (its own interpreter), forked by its variant's zygote of
+    that generation, or fresh beside its round's other run on a core of its own (a duet)
+    (contract.LAUNCH_MODES, rules.generations, rules.duet_core)."""
     mode: str = C.DEFAULT_LAUNCH
     zygote: Optional[int] = None  # the zygote's pid
     generation: Optional[int] = None
+    core: Optional[int] = None  # `launch: duet`: the core its process was pinned to (rules.duet_core)
 
 
 @dataclass(frozen=True)
@@ -713,6 +716,7 @@ class CampaignRecord(FromJson):
     rounds: Optional[int]  # null for an explicit order
     budget_s: Optional[float]  # `rounds: auto` only: the count follows it (rules.auto_rounds)
     min_rounds: Optional[int]
+    precision: Optional[float]  # `precision:` a look ends it only once its interval is this precise (rules.precise)
     stage_rounds: Optional[int]
     seed: Optional[int]
     labels: list
@@ -725,6 +729,7 @@ class CampaignRecord(FromJson):
     python: dict  # variant -> its interpreter (None: the harness's own)
     launch: str
     preload: list
+    cores: Optional[list]  # `launch: duet`: its two cores (rules.duet_core); null under any other launch
     sandbox: CampaignSandbox
     stages: dict
     optional_stages: list
@@ -743,6 +748,9 @@ class CampaignRecord(FromJson):
     instructions: Optional[InstructionPlan]
 
     ABSENT = ("interference",)
+    # keys the previous generation's campaign.json lacks (campaign/v10: harness/legacy), read as null so that
+    # `harness report` can show a bundle its frozen checker passed; the checkers hold today's to every key
+    EARLIER = ("precision", "cores")
 
 
     def sha(self, variant: str) -> str:
@@ -765,6 +773,7 @@ def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
         rounds=campaign.rounds,
         budget_s=campaign.budget_s,
         min_rounds=campaign.min_rounds,
+        precision=campaign.precision,
         stage_rounds=campaign.stage_rounds,
         seed=campaign.seed,
         labels=[label for label, _ in R.labels(campaign.order)],
@@ -779,6 +788,7 @@ def campaign(campaign, revisions: dict, rel) -> CampaignRecord:
         python={v: campaign.revision(v).python for v in ("base", "candidate")},
         launch=campaign.launch,
         preload=list(campaign.preload),
+        cores=list(campaign.cores) if campaign.launch == C.DUET else None,
         sandbox=CampaignSandbox(campaign.sandbox.mode, campaign.sandbox.network, list(campaign.sandbox.read)),
         stages=campaign.stages,
         optional_stages=sorted(campaign.optional_stages),

@@ -1260,20 +1260,22 @@ def check_family_items(check, campaign, runner, held, stats):
 
 
 def check_stop(check, campaign, stats):
-    """A sequential campaign stops at its first look that decides, or at its cap: a bundle
-    cannot claim a stop it did not make (stats: the re-derived comparison stats; a family's look
-    decides once every benchmark has)."""
+    """A sequential campaign stops at its first look that decides (with a precision, that
+    decides with an interval that precise), or at its cap: a bundle cannot claim a stop it did
+    not make (stats: the re-derived comparison stats; a family's look decides once every
+    benchmark has)."""
     seq = stats.get("sequential")
     if campaign["budget_s"] is None or seq is None:
         return
     rounds, ran = campaign["rounds"], stats["rounds"]["n"]
-    early = [row["round"] for row in seq["looks"] if row["verdict"] != "inconclusive" and row["round"] < ran]
+    early = [row["round"] for row in seq["looks"] if R.ends(row["verdict"], row["precise"]) and row["round"] < ran]
+    precise = " with an interval within its precision" if seq["precision"] is not None else ""
     if early:
-        check.fail(C.CAMPAIGN_JSON, f"the look after round {early[0]} decided, but the campaign went on to round "
-                                    f"{ran}", "plan")
+        check.fail(C.CAMPAIGN_JSON, f"the look after round {early[0]} decided{precise}, but the campaign went on to "
+                                    f"round {ran}", "plan")
     elif rounds < seq["cap"] and not (ran == rounds and seq["stopped"] == "decided"):
-        check.fail(C.CAMPAIGN_JSON, f"rounds {rounds}, below the cap of {seq['cap']}, but no look decided at round "
-                                    f"{rounds}", "plan")
+        check.fail(C.CAMPAIGN_JSON, f"rounds {rounds}, below the cap of {seq['cap']}, but no look decided{precise} at "
+                                    f"round {rounds}", "plan")
 
 
 def check_plan(check, campaign, runner):
@@ -1315,6 +1317,11 @@ def check_plan(check, campaign, runner):
         check.fail(C.CAMPAIGN_JSON, f"budget_s {short(budget_s)} and min_rounds {short(min_rounds)}: both null (a "
                                     f"fixed count or an order), or a budget and a minimum of at most the rounds "
                                     f"{short(rounds)}", "plan")
+        return None
+    unaskable = R.precision_problem(campaign["precision"], budget_s is not None,
+                                    C.is_suite_entry(campaign["workload"]["entry"]))
+    if unaskable:
+        check.fail(C.CAMPAIGN_JSON, f"precision {short(campaign['precision'])}: {unaskable}", "plan")
         return None
     counting = campaign["instructions"] is not None
     if campaign["metrics"] != (["wall", "instructions"] if counting else ["wall"]) or \
@@ -1504,6 +1511,42 @@ def check_ledger(check, cleanup, runner, records, launch=C.DEFAULT_LAUNCH):
     check_launch(check, procs, records, launch)
 
 
+def check_duet(check, campaign, runs):
+    """`launch: duet` (contract.DUET): the order's runs pair into rounds (duet_problem), one slot,
+    no instruction runs; campaign.json's two cores distinct; each run's core the one its place in
+    its round gives (duet_core); and the two loops of each round ran at once: each began before
+    the other ended (by the runner's clock: its process's start and its life before the loop)."""
+    cores, order = campaign["cores"], campaign["order"]
+    unpaired = R.duet_problem(order)
+    if unpaired or campaign["slots"] != 1 or campaign["instructions"] is not None:
+        check.fail(C.CAMPAIGN_JSON, f"launch duet with order {short(order)}, slots {campaign['slots']} and "
+                                    f"instructions {short(campaign['instructions'])}: a duet pairs the order's runs "
+                                    f"into rounds, one slot each, no instruction runs" + (f" ({unpaired})" if unpaired
+                                                                                          else ""), "plan")
+    if cores is None or len(set(cores)) != C.DUET_CORES:
+        check.fail(C.CAMPAIGN_JSON, f"cores {short(cores)}: a duet names two distinct cores", "plan")
+        return
+    if len(runs) % 2:
+        check.fail(C.RUNNER, f"runs_started {len(runs)}: a duet starts its rounds' runs two at a time", "plan")
+    loops = {}
+    for index, record in enumerate(runs):
+        want = R.duet_core(cores, index)
+        if record["launch"]["core"] is not None and record["launch"]["core"] != want:
+            check.fail(C.run_path(record["label"]), f"launch.core {record['launch']['core']}, its place in its round "
+                                                    f"gives core {want} (campaign.json cores {cores})", "plan")
+        if record["status"] == "ok":
+            # both starts are the runner's wall clock read a few ms apart (a process's own tolerance)
+            loops[index] = (*R.loop_span(record["process"]["started_at"], record["outside"]["before_s"], record["wall_s"]),
+                            clock_tol(record["process"]["wall_s"], C.PROCESS_TOL_S))
+    for index in range(0, len(runs) - 1, 2):
+        if index in loops and index + 1 in loops:
+            (s0, e0, t0), (s1, e1, t1) = loops[index], loops[index + 1]
+            if s0 > e1 + t0 + t1 or s1 > e0 + t0 + t1:
+                check.fail(C.run_path(runs[index + 1]["label"]), f"its loop and {runs[index]['label']}'s did not "
+                                                                 "run at once, though the campaign ran its rounds as "
+                                                                 "duets", "physics")
+
+
 def check_launch(check, procs, records, launch):
     """Every run record's launch: a fresh campaign's runs all fresh (no zygote, no generation);
     a zygote campaign's runs each forked by its variant's zygote of the generation its place gives
@@ -1521,9 +1564,11 @@ def check_launch(check, procs, records, launch):
         if how["mode"] != launch:
             check.fail(rel, f"launch.mode {short(how['mode'])}, campaign.json's launch is {short(launch)}", "identity")
             continue
-        if launch == "fresh":
+        if (how["core"] is None) == (launch == C.DUET):
+            check.fail(rel, f"launch.core {short(how['core'])}: a core exactly for a duet's run", "plan")
+        if launch in ("fresh", C.DUET):
             if how["zygote"] is not None or how["generation"] is not None:
-                check.fail(rel, "a fresh run names a zygote or a generation", "ledger")
+                check.fail(rel, f"a {launch} run names a zygote or a generation", "ledger")
             continue
         if how["generation"] != generation[record["label"]]:
             check.fail(rel, f"launch.generation {short(how['generation'])}, its place among its variant's runs gives "
@@ -1541,8 +1586,8 @@ def check_launch(check, procs, records, launch):
         worker = workers.get(record["label"])
         if worker is not None and worker["create_time"] < row["create_time"] - C.CLOCK_TOL_S:
             check.fail(C.CLEANUP, f"run {record['label']}'s worker was created before its zygote {name}", "ledger")
-    if launch == "fresh" and rows:
-        check.fail(C.CLEANUP, f"{len(rows)} zygote process(es) in a campaign of fresh launches", "ledger")
+    if launch != "zygote" and rows:
+        check.fail(C.CLEANUP, f"{len(rows)} zygote process(es) in a campaign of {launch} launches", "ledger")
 
 
 def check_workload(check, campaign, receipt, records):
@@ -1648,17 +1693,29 @@ def check_records(check, stored):
     if plan is None:
         return None
     started = runner["runs_started"]
-    runs, sound, previous_end = [], True, runner["started_at"] - C.CLOCK_TOL_S
+    runs: "list[dict]" = []
+    sound, previous_end = True, runner["started_at"] - C.CLOCK_TOL_S
+    duet = campaign["launch"] == C.DUET
     for index, (label, variant) in enumerate(plan[:started]):
         record = load_doc(check, "run", C.run_path(label))
         if record is None:
             return None
-        sound &= check_run(check, record, label, index, variant, campaign, runner, env, index == started - 1)
+        sound &= check_run(check, record, label, index, variant, campaign, runner, env, index >= started - (2 if duet else 1))
         if record["process"]["started_at"] < previous_end:
-            check.fail(C.run_path(label), "its process started before the previous run's ended", "physics")
-        previous_end = record["process"]["ended_at"] - clock_tol(record["process"]["wall_s"])
+            check.fail(C.run_path(label), "its process started before the previous " + (
+                "round's runs ended" if duet else "run's ended"), "physics")
+        ended = record["process"]["ended_at"] - clock_tol(record["process"]["wall_s"])
+        if not duet:
+            previous_end = ended
+        elif index % 2:  # a duet's round: its two runs overlap; the next round starts after both ended
+            previous_end = max(ended, runs[-1]["process"]["ended_at"] - clock_tol(runs[-1]["process"]["wall_s"]))
         check_log(check, record)
         runs.append(record)
+    if duet:
+        check_duet(check, campaign, runs)
+    elif campaign["cores"] is not None:
+        check.fail(C.CAMPAIGN_JSON, f"cores {short(campaign['cores'])} under launch {short(campaign['launch'])}: "
+                                    "only a duet names cores", "plan")
     check_generation(check, campaign, runs)
     if campaign["budget_s"] is not None:
         check_auto_rounds(check, campaign, runs)
@@ -2091,33 +2148,39 @@ def undisturbed_look(pairs, threshold, band, plan, question, margin):
 
 def sequential_stats(out, pairs, d, items, overloaded, threshold, band, plan, question, margin):
     """The looks of a sequential campaign and its verdict: at each round from the first look the
-    design's interval (rules.design) against the band or margin; the first look that decides
-    is the verdict; without one, at the cap, no claim and the rounds the rule expects to need. A
-    look over disturbed rounds decides only when the undisturbed rounds' look gives the same word."""
+    design's interval (rules.design) against the band or margin, and with a precision whether it
+    is that precise (rules.precise); the first look that decides (and is precise) is the verdict;
+    without one, at the cap, no claim, or the first decided look's word when none was precise
+    ("imprecise"), and the rounds the rule expects to need. A look over disturbed rounds decides
+    only when the undisturbed rounds' look gives the same word."""
     design = R.design(*design_looks(plan), question)
-    looks, last = [], None
+    precision = plan.get("precision")
+    looks, last, decided = [], None, None
     for k in range(plan["first"], len(pairs) + 1):
         last = seq_look(pairs[:k], d[:k], interval_name(items, k), overloaded, threshold, band, design, question,
                         margin)
         if last[1] != "inconclusive" and undisturbed_look(pairs[:k], threshold, band, plan, question,
                                                             margin) not in (None, last[1]):
             last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
-        looks.append({"round": k, "ci95": last[0], "verdict": last[1]})
-    why = R.stopped([(row["round"], row["verdict"]) for row in looks], len(pairs), plan["cap"])
-    out["sequential"] = sequential_section(design, plan, looks, why)
+        if decided is None and last[1] != "inconclusive":
+            decided = (k, last[1], last[2])
+        looks.append({"round": k, "ci95": last[0], "verdict": last[1], "precise": R.precise(last[0], d[:k], precision)})
+    why = R.stopped([(row["round"], row["verdict"], row["precise"]) for row in looks], len(pairs), plan["cap"])
+    out["sequential"] = sequential_section(design, plan, looks, why, precision)
     out["method"] = f"{C.METHOD}; {C.SEQ_METHOD}"
     out["paired"]["ci95"] = last[0] if last else None
-    out["verdict"], out["verdict_reason"] = R.sequential_ending(why, last, len(pairs), plan["cap"])
-    if why == "cap":
-        out["sequential"]["expected_rounds"] = R.expected_rounds(d, design, band, margin, question, len(d))
+    out["verdict"], out["verdict_reason"] = R.sequential_ending(why, last, len(pairs), plan["cap"], decided, precision)
+    if why in ("cap", "imprecise"):
+        out["sequential"]["expected_rounds"] = R.expected_rounds(d, design, band, margin, question, len(d),
+                                                                 precision if why == "imprecise" else None)
     return out
 
 
-def sequential_section(design, plan, looks, why):
+def sequential_section(design, plan, looks, why, precision=None):
     t_level, sign_level = R.levels(design)
     return {"method": C.SEQ_METHOD, "first": plan["first"], "cap": plan["cap"], "alpha": sig10(design.alpha),
             "sides": design.sides, "levels": [sig10(t_level), sig10(sign_level)], "looks": looks,
-            "stopped": why or "ended", "expected_rounds": None}
+            "stopped": why or "ended", "expected_rounds": None, "precision": precision}
 
 
 def timed_item(items, item):

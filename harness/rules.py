@@ -15,20 +15,20 @@ import functools
 import hashlib
 import math
 from collections import namedtuple
-from typing import List, Optional, Tuple  # Python 3.9: the worker's room
+from typing import List, Optional, Sequence, Tuple  # Python 3.9: the worker's room
 
 if __package__:  # harness.rules, imported as part of the harness
     from harness.contract import (
-        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, FAMILY_NAMED, HEADLINE,
+        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, DUET, FAMILY_NAMED, HEADLINE,
         INSTRUCTION_BAND, ITEMS_SHARE, ITEMS_SLACK_S, MARK_SLACK_S, MARK_SLACK_SHARE, MAX_BAND, MAX_PROBE_BAND,
-        MAX_ROUNDS, MAX_ULP, METRIC, MIN_ROUNDS, MOVED_LEVEL, MOVED_SHARE, QUESTION_ALPHA, SEQ_ALPHA,
+        MAX_ROUNDS, MAX_ULP, METRIC, MIN_ROUNDS, MOVED_LEVEL, MOVED_SHARE, PRECISION_LIMITS, QUESTION_ALPHA, SEQ_ALPHA,
         SEQ_SIGN_SHARE, SEQ_T_SPEND, SEQ_T_SPEND_FAMILY, SIG_DIGITS, STAMP_TOL_S, TRIM, VARIANTS, VERDICTS,
         WALK_REACH, WALK_STEP, ZYGOTE_RUNS, is_suite_entry)
 else:  # loaded from its file by rehash.py, run alone: the contract it loaded from beside itself
     from abba_contract import (  # type: ignore[import-not-found, no-redef]  # rehash.py's name for contract.py
-        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, FAMILY_NAMED, HEADLINE,
+        ANSWERS, CHANGED, CONTRADICTIONS, CPU_SLACK_S, DEFAULT_QUESTION, DEFAULT_THRESHOLD, DUET, FAMILY_NAMED, HEADLINE,
         INSTRUCTION_BAND, ITEMS_SHARE, ITEMS_SLACK_S, MARK_SLACK_S, MARK_SLACK_SHARE, MAX_BAND, MAX_PROBE_BAND,
-        MAX_ROUNDS, MAX_ULP, METRIC, MIN_ROUNDS, MOVED_LEVEL, MOVED_SHARE, QUESTION_ALPHA, SEQ_ALPHA,
+        MAX_ROUNDS, MAX_ULP, METRIC, MIN_ROUNDS, MOVED_LEVEL, MOVED_SHARE, PRECISION_LIMITS, QUESTION_ALPHA, SEQ_ALPHA,
         SEQ_SIGN_SHARE, SEQ_T_SPEND, SEQ_T_SPEND_FAMILY, SIG_DIGITS, STAMP_TOL_S, TRIM, VARIANTS, VERDICTS,
         WALK_REACH, WALK_STEP, ZYGOTE_RUNS, is_suite_entry)
 
@@ -292,7 +292,7 @@ def family_of(question, rows, first, rounds):
     for k in range(first, rounds + 1) if first is not None else ():
         done = [row["verdict"] for row in rows if row["decided_at"] is not None and row["decided_at"] <= k]
         looks.append({"round": k, "ci95": None, "verdict": family_verdict(question, done) if len(done) == m
-                      else "inconclusive"})
+                      else "inconclusive", "precise": None})
     expected = [row["expected_rounds"] for row in rows if row["expected_rounds"] is not None]
     section = {"members": m, "alpha": sig10((QUESTION_ALPHA if question != "claim" else SEQ_ALPHA) / m),
                "counts": {word: sum(1 for row in rows if row["verdict"] == word) for word in VERDICTS},
@@ -329,28 +329,62 @@ def family_ending(question, section, looks, why, rounds, cap):
     return "inconclusive", f"{summary}; the campaign ended after {rounds} of at most {cap} rounds"
 
 
-def sequential_ending(why: Optional[str], last, rounds: int, cap: int) -> Tuple[str, str]:
+def sequential_ending(why: Optional[str], last, rounds: int, cap: int, decided=None,
+                      precision: Optional[float] = None) -> Tuple[str, str]:
     """(verdict, reason) of a sequential campaign of one claim, wording included: the look that
     decided (last: the last look's (ci95, verdict, reason)), or at the cap no claim, or an end
-    before any look decided (why: stopped's)."""
+    before any look decided (why: stopped's). With a precision: the look that stopped was that
+    precise too; "imprecise" keeps the word of the first look that decided (decided: its (round,
+    verdict, reason)) and says the interval at the cap is wider than asked."""
     if why == "decided":
-        return last[1], f"{last[2]}, decided at round {rounds}"
+        within = f", its interval within the +-{100 * precision:g}% precision asked for" if precision else ""
+        return last[1], f"{last[2]}, decided at round {rounds}{within}"
+    if why == "imprecise" and decided is not None and precision is not None:
+        return decided[1], f"{decided[2]}, decided at round {decided[0]}, but {imprecision(last[0], precision, cap)}"
     if why == "cap":
         return "inconclusive", f"{last[2] if last else 'no look'}; no look decided by the budget's cap of {cap} rounds"
     return "inconclusive", f"the campaign ended after {rounds} of at most {cap} rounds before a look decided"
 
 
-def expected_rounds(values, plan, band, margin, question, rounds):
+def imprecision(ci, precision: float, cap: int) -> str:
+    """Why a decided campaign stopped at its cap: "the interval 0.031-0.048 is wider than the
+    +-10% precision asked for at the cap of 20 rounds"."""
+    shown = f"the interval {ci[0]:.4g}-{ci[1]:.4g} is wider than" if ci else "the interval is unbounded, not within"
+    return f"{shown} the +-{100 * precision:g}% precision asked for at the cap of {cap} rounds"
+
+
+def centre(values: Sequence[float]) -> float:
+    """The ratio a look's interval is held to by a precision: exp of the mean per-round log ratio
+    (the headline's geometric-mean ratio), at SIG_DIGITS."""
+    return sig10(math.exp(max(-20.0, min(20.0, math.fsum(values) / len(values)))))
+
+
+def precise(ci, values: Sequence[float], precision: Optional[float]) -> Optional[bool]:
+    """Whether a look's interval ci = [lo, hi] (a ratio interval, or None while unbounded) lies
+    within a factor 1 + precision of its centre c (of the per-round log ratios `values` so far):
+    hi <= c (1 + precision) and lo >= c / (1 + precision). None without a precision."""
+    if precision is None:
+        return None
+    if ci is None or not values:
+        return False
+    c = centre(values)
+    return ci[1] <= c * (1.0 + precision) and ci[0] >= c / (1.0 + precision)
+
+
+def expected_rounds(values, plan, band, margin, question, rounds, precision=None):
     """The rounds in all a campaign of this Design's level would need for the mean's interval to
     decide, if its per-round log ratios kept their mean and spread: the first count whose half
-    width is within the distance from the mean to the nearest answer (MAX_ROUNDS + 1: more than
-    one campaign may run; None: no spread, or the mean on an edge that no count clears)."""
+    width is within the distance from the mean to the nearest answer (with a precision, a
+    campaign that decided but was not that precise: within log(1 + precision)) (MAX_ROUNDS + 1:
+    more than one campaign may run; None: no spread, or the mean on an edge that no count clears)."""
     n = len(values)
     if n < 3:
         return None
     m = math.fsum(values) / n
     s = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
-    if question == "claim":
+    if precision is not None:
+        gap = math.log1p(precision)
+    elif question == "claim":
         low, high = math.log(1 - band), math.log1p(band)
         gap = max(low - m, m - high, min(m - low, high - m))
     else:
@@ -764,18 +798,20 @@ def sequence_ratio(values, plan):
 
 
 def sequential_plan(campaign, first_runs):
-    """{first, cap} of a `rounds: auto` campaign (campaign.json) or None for a fixed count: its
-    first look is min_rounds, its cap as many rounds as fit budget_s at the first round's pace.
+    """{first, cap, precision} of a `rounds: auto` campaign (campaign.json) or None for a fixed
+    count: its first look is min_rounds, its cap as many rounds as fit budget_s at the first
+    round's pace, its precision the campaign's (None: none asked, or an earlier schema's).
     first_runs: (label, status, process wall) of its first two runs; a campaign that ended
     before its first round did keeps the minimum."""
     if campaign.get("budget_s") is None:
         return None
     walls = {label: wall for label, status, wall in first_runs if status == "ok"}
     if set(walls) == {"A1", "B1"}:
-        cap = auto_rounds(campaign["budget_s"], walls["A1"] + walls["B1"], campaign["min_rounds"])
+        pace = round_pace(campaign.get("launch"), walls["A1"], walls["B1"])
+        cap = auto_rounds(campaign["budget_s"], pace, campaign["min_rounds"])
     else:
         cap = campaign["min_rounds"]
-    return {"first": campaign["min_rounds"], "cap": cap}
+    return {"first": campaign["min_rounds"], "cap": cap, "precision": campaign.get("precision")}
 
 
 def family_members(campaign, planned):
@@ -794,15 +830,42 @@ def run_items(planned, decided_at, label):
     return [i for i in planned if decided_at.get(i) is None or decided_at[i] >= k]
 
 
-def stopped(looks: List[Tuple[int, str]], rounds: int, cap: int) -> Optional[str]:
-    """Why a sequential campaign of `rounds` rounds ended, from its looks [(round, verdict)]:
-    "decided" at its first look whose verdict is not inconclusive, "cap" at the budget's cap
-    without one, else None (it should have gone on, or stopped earlier). A family's look decides
-    when every member has (family_verdict)."""
-    decided = [k for k, verdict in looks if verdict != "inconclusive"]
-    if decided:
-        return "decided" if decided[0] == rounds else None
-    return "cap" if rounds == cap else None
+def stopped(looks: List[Tuple], rounds: int, cap: int) -> Optional[str]:
+    """Why a sequential campaign of `rounds` rounds ended, from its looks [(round, verdict)], or
+    with a precision [(round, verdict, precise)]: "decided" at its first look that ends it (its
+    verdict not inconclusive and, with a precision, its interval that precise: `ends`), "cap" at
+    the budget's cap without a decided look, "imprecise" at the cap with one but none precise
+    enough, else None (it should have gone on, or stopped earlier). A family's look decides when
+    every member has (family_verdict)."""
+    stops = [row[0] for row in looks if ends(*row[1:])]
+    if stops:
+        return "decided" if stops[0] == rounds else None
+    if rounds != cap:
+        return None
+    return "imprecise" if any(row[1] != "inconclusive" for row in looks) else "cap"
+
+
+def precision_problem(precision: Optional[float], auto: bool, suite: bool) -> Optional[str]:
+    """Why a campaign cannot ask for this precision (the loader and both checkers), or None: it is
+    a `rounds: auto` campaign's (auto), of a workload's one claim (not a suite, whose benchmarks
+    each decide and leave the rounds on their own), within PRECISION_LIMITS."""
+    if precision is None:
+        return None
+    if not auto:
+        return "only with `rounds: auto` (a fixed count or an order has no looks to stop at)"
+    if suite:
+        return ("not with a suite (each benchmark decides and leaves the rounds on its own); a workload's one "
+                "claim only")
+    if not PRECISION_LIMITS[0] <= precision <= PRECISION_LIMITS[1]:
+        return (f"a number above 0 and below 1, from {PRECISION_LIMITS[0]:g} to {PRECISION_LIMITS[1]:g} (0.10: the "
+                "interval within +-10% of the ratio)")
+    return None
+
+
+def ends(verdict: str, precise: Optional[bool] = None) -> bool:
+    """Whether a look ends a sequential campaign: it decided, and its interval is as precise as the
+    campaign asked (precise: rules.precise, None without a precision)."""
+    return verdict != "inconclusive" and precise is not False
 
 
 def labels(order: str) -> List[Tuple[str, str]]:
@@ -870,6 +933,44 @@ def generations(labels):
         counts[label[0]] = counts.get(label[0], 0) + 1
         out[label] = (counts[label[0]] - 1) // ZYGOTE_RUNS + 1
     return out
+
+
+# --- less noise per round (issue 48 item 3): a duet's rounds (contract.DUET) ---------------------
+def duet_problem(order: str) -> Optional[str]:
+    """Why an order cannot run as duets (`launch: duet`), or None: its runs pair up by position (runs
+    2k and 2k + 1: one A and one B, or one a and one b), each pair the two runs of one round."""
+    for k in range(0, len(order), 2):
+        pair = order[k:k + 2]
+        if "".join(sorted(pair)) not in ("AB", "ab"):
+            return (f"runs {k + 1}-{k + 2} ({pair}) are not one round (AB, BA, ab or ba): a duet runs each two "
+                    "consecutive runs of the order at once, so they must be one base and one candidate run of "
+                    "one kind")
+    return None
+
+
+def duet_core(cores: Sequence[int], index: int) -> int:
+    """The core the index-th run of a duet order is pinned to: the first of its round cores[0]."""
+    return cores[index % 2]
+
+
+def loop_span(started_at: float, before_s: float, wall_s: float) -> Tuple[float, float]:
+    """A run's timed loop on the runner's wall clock: its process's start (process.started_at) plus
+    its life before the loop (outside.before_s), for its timed wall (wall_s)."""
+    return started_at + before_s, started_at + before_s + wall_s
+
+
+def overlap(first: Tuple[float, float], second: Tuple[float, float]) -> float:
+    """How much of the shorter of two loops (spans) ran beside the other: 1.0 when it lay wholly
+    inside the other's, 0.0 when one ended before the other began (a duet's rounds, in the summary)."""
+    shorter = min(first[1] - first[0], second[1] - second[0])
+    both = min(first[1], second[1]) - max(first[0], second[0])
+    return min(1.0, max(0.0, both) / shorter) if shorter > 0 else 0.0
+
+
+def round_pace(launch: Optional[str], first: float, second: float) -> float:
+    """What one round takes, from its two runs' process walls: one after the other, or at once in
+    a duet (the longer of the two)."""
+    return max(first, second) if launch == DUET else first + second
 
 
 def listing_digest(rows: List[dict]) -> str:

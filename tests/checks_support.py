@@ -147,6 +147,27 @@ def gate_bundle(where: Path) -> Path:
     return outcome.out
 
 
+def duet_bundle(where: Path) -> Path:
+    """A campaign of duets (`launch: duet`: each round's two runs at once, each on a core of its
+    own), with stage rounds, that claims its 0.5x."""
+    outcome, _ = run_fake(where, Model(items=4, item_s=0.1), rounds=5, launch={"mode": "duet", "cores": [0, 1]},
+                          stages=STAGES, stage_rounds=2, seed=1)  # seed 1: round 1 is AB
+    assert outcome.comparison.stats.verdict == "improved", outcome.comparison.stats.verdict_reason
+    return outcome.out
+
+
+def precise_bundle(where: Path) -> Path:
+    """A sequential campaign that asks for `precision: 0.05`: its looks decide improved from its
+    first (round 4) but end it only at round 10, the first whose interval lies within +-5% of its
+    ratio (seed 7 and the model's seed 3 pin the rounds)."""
+    outcome, _ = run_fake(where, Model(items=4, item_s=0.1, noise=0.05, seed=3), rounds="auto", budget_s=20,
+                          min_rounds=4, seed=7, precision=0.05)
+    seq = outcome.comparison.stats.sequential
+    assert seq is not None and seq.stopped == "decided" and seq.looks[0].verdict == "improved", seq
+    assert [look.precise for look in seq.looks] == [False] * (len(seq.looks) - 1) + [True], seq.looks
+    return outcome.out
+
+
 def instruction_bundle(where: Path, monkeypatch, counts: dict | None = None, **fields) -> Path:
     no_valgrind_probe(monkeypatch)
     body = dict(metrics=["wall", "instructions"], instructions={"items": 2, "runs": 2})

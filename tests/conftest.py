@@ -180,6 +180,15 @@ def full_fake(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def precise_fake(tmp_path_factory) -> Path:
+    """checks_support.precise_bundle: a sequential campaign that went on past its first decided
+    look for the precision it asked."""
+    from checks_support import precise_bundle
+
+    return precise_bundle(tmp_path_factory.mktemp("precise"))
+
+
+@pytest.fixture(scope="session")
 def counted_fake(tmp_path_factory) -> Path:
     """checks_support.instruction_bundle: a fake bundle with instruction runs (valgrind's probe
     stubbed while it is made)."""

@@ -35,11 +35,26 @@ def ids_of(gen: legacy.Generation) -> dict[str, str]:
     raise AssertionError(f"{gen.id}: no SCHEMAS in its frozen rehash.py")
 
 
-def relabel(src: Path, dst: Path, gen: legacy.Generation, strip_today: bool = False) -> Path:
+def strip_today(kind: str, doc: dict) -> None:
+    """What today's generation added over the newest frozen one (v9-run8: a duet's cores and a
+    run's core, the precision asked and each look's precise), dropped from a document of `kind`."""
+    if kind == "campaign":
+        doc.pop("cores", None)
+        doc.pop("precision", None)
+    elif kind == "run":
+        (doc.get("launch") or {}).pop("core", None)
+    elif kind == "comparison" and isinstance((doc.get("stats") or {}).get("sequential"), dict):
+        seq = doc["stats"]["sequential"]
+        seq.pop("precision", None)
+        for look in seq.get("looks") or []:
+            look.pop("precise", None)
+
+
+def relabel(src: Path, dst: Path, gen: legacy.Generation, strip: bool = False) -> Path:
     """A copy of today's bundle src at dst with every schema id and bag-info's Abba-Format set to
-    gen's (before v6: the line removed), re-sealed as a forger would. strip_today: also drop what
-    today's generation added over the newest frozen one (the harness commit), as a careful forger
-    would to make the bundle hold under that generation's closed contract."""
+    gen's (before v6: the line removed), re-sealed as a forger would. strip: also drop what
+    today's generation added over the newest frozen one (strip_today), as a careful forger would
+    to make the bundle hold under that generation's closed contract."""
     shutil.copytree(src, dst, symlinks=True)
     ids = ids_of(gen)
     for rel in tamper.bundle_files(dst):
@@ -49,15 +64,12 @@ def relabel(src: Path, dst: Path, gen: legacy.Generation, strip_today: bool = Fa
         doc = json.loads((dst / rel).read_text())
         if isinstance(doc, dict) and "schema" in doc:
             doc["schema"] = ids[kind]
-            if strip_today and kind == "environment":
-                doc.pop("harness_commit", None)
-                doc.pop("harness_origin", None)
+            if strip:
+                strip_today(kind, doc)
             (dst / rel).write_text(json.dumps(doc, indent=2) + "\n")
     info = dst / C.BAG_INFO
     text = re.sub(r"(?m)^Abba-Format: .*\n", "" if gen.format is None else f"Abba-Format: {gen.format}\n",
                   info.read_text())
-    if strip_today:
-        text = re.sub(r"(?m)^Abba-Harness-Commit: .*\n", "", text)
     info.write_text(text)
     tamper.reseal(dst)
     return dst

@@ -33,6 +33,7 @@ class Outcome:
     hi: np.ndarray
     held: np.ndarray
     held_upper: np.ndarray
+    imprecise: np.ndarray | None = None  # with a precision: a look decided, none that precise by the cap
 
     def rate(self, *words: str) -> float:
         return float(np.isin(self.verdict, [VERDICT_CODES[w] for w in words]).mean())
@@ -70,11 +71,13 @@ def _moments(d: np.ndarray):
 
 
 def run(d: np.ndarray, plan: R.Design, band: float = 0.02, question: str = "claim", margin: float | None = None,
-        truth: float | np.ndarray = 0.0, through: bool = False) -> Outcome:
+        truth: float | np.ndarray = 0.0, through: bool = False, precision: float | None = None) -> Outcome:
     """Every campaign (a row of d, its per-round log ratios up to the design's cap) looked at after
-    each round from plan.first, stopped at the first look that decides (rules.stopped); `truth`
-    (log, one per campaign or one for all) tells whether every look's interval held it (through:
-    every look to the cap, whether or not an earlier one decided)."""
+    each round from plan.first, stopped at the first look that decides (rules.stopped; with a
+    precision, the first that decides with its interval within log(1 + precision) of the mean on
+    each side, rules.precise; at the cap without one, the first decided look's word and the cap's
+    interval: imprecise); `truth` (log, one per campaign or one for all) tells whether every look's
+    interval held it (through: every look to the cap, whether or not an earlier one decided)."""
     rows, cap = d.shape
     t_level, sign_level = R.levels(plan)
     mean, sd = _moments(d)
@@ -84,6 +87,9 @@ def run(d: np.ndarray, plan: R.Design, band: float = 0.02, question: str = "clai
     held = np.ones(rows, dtype=bool)
     held_upper = np.ones(rows, dtype=bool)
     going = np.ones(rows, dtype=bool)
+    first_word = np.full(rows, UNDECIDED)  # the first look's word that decided (a precision's imprecise end)
+    imprecise = np.zeros(rows, dtype=bool)
+    width = math.log1p(precision) if precision is not None else math.inf
     truth = np.broadcast_to(np.asarray(truth, dtype=float), (rows,))
     for n in range(plan.first, cap + 1):
         m, s = mean[:, n - 1], sd[:, n - 1]
@@ -107,12 +113,19 @@ def run(d: np.ndarray, plan: R.Design, band: float = 0.02, question: str = "clai
         held &= ~(looking & ~np.isnan(lo) & ((lo > truth) | (hi < truth)))
         held_upper &= ~(looking & ~np.isnan(hi) & (hi < truth))
         said = _decide(lo, hi, band, question, margin)
-        now = going & ((said != UNDECIDED) | (n == cap))
-        stop[now], verdict[now], lo_at[now], hi_at[now] = n, said[now], lo[now], hi[now]
+        first_word = np.where((first_word == UNDECIDED) & going, said, first_word)
+        with np.errstate(invalid="ignore"):
+            precise = (hi - m <= width) & (m - lo <= width)  # nan (unbounded): never
+        ends = (said != UNDECIDED) & precise
+        now = going & (ends | (n == cap))
+        short = now & ~ends & (first_word != UNDECIDED)  # at the cap: decided once, never that precise
+        word = np.where(short, first_word, said)
+        stop[now], verdict[now], lo_at[now], hi_at[now] = n, word[now], lo[now], hi[now]
+        imprecise |= short
         going &= ~now
         if not going.any() and not through:
             break
-    return Outcome(stop, verdict, lo_at, hi_at, held, held_upper)
+    return Outcome(stop, verdict, lo_at, hi_at, held, held_upper, imprecise if precision is not None else None)
 
 
 # --- the rule it replaced: the t-mixture valid for ever (2%), the signs (0.5%), the cap's 97.5% trimmed t

@@ -142,6 +142,9 @@ class Look:
     round: int
     ci95: Optional[list[float]]
     verdict: str
+    precise: Optional[bool]  # with a precision: the interval within it (rules.precise); null without one
+
+    EARLIER = ("precise",)  # comparison/v8 (harness/legacy v9-run8) has none: read as null (harness report)
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,11 @@ class Sequential:
     sides: int
     levels: list[float]  # the t's and the signs' one-tail nominal level at every look
     looks: list[Look]
-    stopped: str
-    expected_rounds: Optional[int]  # at the cap, undecided: the rounds the rule expects to need in all
+    stopped: str  # contract.STOPS
+    expected_rounds: Optional[int]  # at the cap, undecided or imprecise: the rounds the rule expects to need in all
+    precision: Optional[float]  # `precision:` asked for (null: none)
+
+    EARLIER = ("precision",)  # comparison/v8 (harness/legacy v9-run8) has none: read as null (harness report)
 
     def more_rounds(self, n: int) -> Optional[str]:
         """"about 6 more rounds" (or "more than one campaign may run"): what the rule expects to need

@@ -39,6 +39,7 @@ candidate:
 #                               # seed: N pins the shuffle)
 # budget_s: {budget_s:g}                # rounds: auto: the most time the rounds may take
 # min_rounds: {first_look}               # rounds: auto: the first look, after this many rounds
+# precision: null               # rounds: auto: 0.10 ends it only at a decided look whose interval is within +-10%
 # slots: {slots}                      # worker threads inside each run; 1 for pure-Python code (it holds the GIL)
 # timeouts: {{run_s: {run_s:g}, campaign_s: {campaign_s:g}}}
 # stages: {{}}                  # name: module:function, timed as per-stage thread CPU

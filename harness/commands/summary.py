@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import outcomes
+from harness import contract as C, outcomes
 from harness.commands import add_policy, error, load_policy
 
 HELP = "print a verified bundle's claim for a pull request: Markdown, a job summary, a PR comment or JSON"
@@ -56,6 +56,11 @@ def main(args) -> int:
     entry = survey([bundle], Path(args.trust) if args.trust else None)[0]
     if entry.problems:
         return error("summary", f"{bundle} does not verify ({entry.problems[0]}); there is no claim to post",
+                     code=outcomes.PROBLEMS)
+    if entry.earlier is not None:  # a claim to post is judged by today's rules; REPORT.md shows it as earlier
+        from harness import legacy
+
+        return error("summary", f"{bundle}: {legacy.refusal(entry.earlier, str(bundle), C.FORMAT)}",
                      code=outcomes.PROBLEMS)
     if entry.attestation_code:  # with --trust: a signature that does not hold is no claim to post either
         return error("summary", f"{bundle}: {entry.attestation}", code=entry.attestation_code)

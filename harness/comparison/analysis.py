@@ -36,7 +36,7 @@ from harness.comparison.stats import mean, t_interval, trimmed_mean
 from harness import contract as C
 from harness import rules as R
 from harness.bundle import model as M
-from harness.records import to_json
+from harness.records import build, to_json
 from harness.contract import (DRIFT_RULE, DRIFT_SE, GIL_CPU_PER_WALL, METHOD, MIN_ROUNDS, PER_ITEM_SHOWN,
                               SEQ_METHOD, STALL_SHARE, STALL_TICK_S, THIN_STAGE_FACTOR, WRAPPER_S)
 from harness.rules import decide, sequence_ratio, sig10, stopped, timed
@@ -123,19 +123,21 @@ def interval(logs: list[float], level: float = 0.95) -> Interval:
 
 @dataclass(frozen=True)
 class Plan:
-    """The looks of a `rounds: auto` campaign (rules.sequential_plan's {first, cap}); design: the
+    """The looks of a `rounds: auto` campaign (rules.sequential_plan's {first, cap, precision}); design: the
     (first, cap) of the campaign whose design the looks read, when these rounds are some of its
     (with_interference)."""
     first: int
     cap: int
     design: tuple[int, int] | None = None
+    precision: float | None = None  # `precision:` the interval's width that ends it (rules.precise)
 
     @classmethod
     def of(cls, plan: Plan | dict | None) -> Plan | None:
-        """A plan as rules.sequential_plan (or the runner, between rounds) gives it."""
+        """A plan as rules.sequential_plan gives it (a dict both checkers read too), read through
+        this type; the runner's between rounds is one already."""
         if plan is None or isinstance(plan, Plan):
             return plan
-        return cls(plan["first"], plan["cap"])
+        return build(cls, plan)
 
     def looks(self) -> tuple[int, int]:
         """(first, cap) of the design whose looks the analysis reads."""
@@ -449,39 +451,45 @@ def undisturbed_verdict(pairs, overloaded_runs: list[str], threshold: float, ban
 
 def _sequential(stats: M.Stats, pairs, d: list[float], items: list[str], threshold: float, band: float,
                 sequential: Plan, question: str, margin: float | None) -> M.Stats:
-    """A sequential campaign's looks, and its verdict: the first look that decides, else at the
-    budget's cap no claim, and the rounds the rule expects a campaign to need (contract:
-    design, expected_rounds). A look over disturbed rounds decides only when the undisturbed
-    rounds' look gives the same word, so the campaign goes on rather than stop on a claim the
-    disturbed rounds alone carry."""
-    first, cap = sequential.first, sequential.cap
+    """A sequential campaign's looks, and its verdict: the first look that decides (with a
+    precision, the first that decides with an interval that precise: rules.precise), else at the
+    budget's cap no claim (or, when a look decided but none was precise enough, that look's
+    word, "imprecise"), and the rounds the rule expects a campaign to need (contract: design,
+    expected_rounds). A look over disturbed rounds decides only when the undisturbed rounds'
+    look gives the same word, so the campaign goes on rather than stop on a claim the disturbed
+    rounds alone carry."""
+    first, cap, precision = sequential.first, sequential.cap, sequential.precision
     plan = R.design(*sequential.looks(), question)
     overloaded_runs = stats.load.overloaded
     looks: list[M.Look] = []
     last: tuple[list[float] | None, str, str] | None = None
+    decided = None  # the first look that decided: (round, verdict, reason)
     for k in range(first, len(pairs) + 1):
         last = look(pairs[:k], d[:k], items, overloaded_runs, threshold, band, plan, question, margin)
         if last[1] != "inconclusive" and undisturbed_verdict(pairs[:k], overloaded_runs, threshold, band, plan,
                                                                question, margin) not in (None, last[1]):
             last = (last[0], "inconclusive", f"{last[2]}, but not without the disturbed rounds")
-        looks.append(M.Look(round=k, ci95=last[0], verdict=last[1]))
-    why = stopped([(row.round, row.verdict) for row in looks], len(pairs), cap)
-    verdict, reason = R.sequential_ending(why, last, len(pairs), cap)
-    expected = R.expected_rounds(d, plan, band, margin, question, len(d)) if why == "cap" else None
-    return replace(stats, sequential=sequential_section(plan, first, cap, looks, why, expected),
+        if decided is None and last[1] != "inconclusive":
+            decided = (k, last[1], last[2])
+        looks.append(M.Look(round=k, ci95=last[0], verdict=last[1], precise=R.precise(last[0], d[:k], precision)))
+    why = stopped([(row.round, row.verdict, row.precise) for row in looks], len(pairs), cap)
+    verdict, reason = R.sequential_ending(why, last, len(pairs), cap, decided, precision)
+    expected = R.expected_rounds(d, plan, band, margin, question, len(d), precision if why == "imprecise" else None) \
+        if why in ("cap", "imprecise") else None
+    return replace(stats, sequential=sequential_section(plan, first, cap, looks, why, expected, precision),
                    method=f"{METHOD}; {SEQ_METHOD}", paired=replace(stats.paired, ci95=last[0] if last else None),
                    verdict=verdict, verdict_reason=reason)
 
 
 def sequential_section(plan: R.Design, first: int, cap: int, looks: list[M.Look], why: str | None,
-                       expected_rounds: int | None = None) -> M.Sequential:
+                       expected_rounds: int | None = None, precision: float | None = None) -> M.Sequential:
     """comparison.json stats.sequential: the design's looks, its alpha and the nominal level of each
-    look (the t's and the signs'), every look, why it stopped, and (stopped at the cap) the rounds
-    the rule expects to need."""
+    look (the t's and the signs'), every look, why it stopped, (stopped at the cap) the rounds
+    the rule expects to need, and the precision the campaign asked for."""
     t_level, sign_level = R.levels(plan)
     return M.Sequential(method=SEQ_METHOD, first=first, cap=cap, alpha=sig10(plan.alpha), sides=plan.sides,
                         levels=[sig10(t_level), sig10(sign_level)], looks=looks, stopped=why or "ended",
-                        expected_rounds=expected_rounds)
+                        expected_rounds=expected_rounds, precision=precision)
 
 
 # --- a suite: a family of claims, one per benchmark ------------------------------------------------

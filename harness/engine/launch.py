@@ -25,6 +25,7 @@ channel (outside.CHANNEL_ENV) and returns its Exit; `runner._launcher` picks it.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import signal
@@ -57,6 +58,7 @@ class Launch:
     role: str  # "worker" | "preflight"
     timeout_s: float
     sandbox: Optional[Confinement] = None  # how the worker is confined (None: not at all)
+    core: Optional[int] = None  # `launch: duet`: the core the worker is pinned to before it execs
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,16 @@ class Launcher(Protocol):
         """What sandbox this machine gives the workers (engine/sandbox.py)."""
         ...
 
+    def cpus(self) -> set:
+        """The CPUs a worker may be pinned to (`launch: duet`): this process's own."""
+        ...
+
     def run(self, launch: Launch) -> Exit: ...
+
+    def run_pair(self, first: Launch, second: Launch) -> tuple[Exit, Exit]:
+        """`launch: duet`: a round's two workers at once, each on a core of its own, their loops
+        started together (engine/duet_launcher.py); other launchers refuse."""
+        ...
 
     def prepare(self, variant: str, launch: Launch, protected: frozenset = frozenset()) -> Optional[str]:
         """Before any timed run (the pre-flight): anything of this variant's launches that can be
@@ -161,6 +172,30 @@ class Clock:
         return time.monotonic()
 
 
+@dataclass
+class Live:
+    """One worker LocalLauncher started and waits for: its launch, process, marks and channel, its
+    pidfd, when it started (wall clock, monotonic), and what its end gave."""
+    launch: Launch
+    proc: subprocess.Popen
+    marks: Marks
+    channel: "outside.Channel"
+    exited: Optional[int]  # its pidfd (None: the kernel has none; polled)
+    started_at: float
+    t0: float
+    timed_out: bool = False
+    done: bool = False
+    listening: bool = True  # its channel is in the wait's selector
+    maxrss: Optional[int] = None
+
+
+def pinned(core: int) -> Callable[[], None]:
+    """What the child runs between fork and exec: pin itself to `core` (a duet's run)."""
+    def pin() -> None:
+        os.sched_setaffinity(0, (core,))
+    return pin
+
+
 class LocalLauncher:
     def __init__(self, tick: Callable[[], None] = lambda: None):
         from harness.engine import cleanup
@@ -168,8 +203,9 @@ class LocalLauncher:
         self.clock = Clock()
         self.ledger = cleanup.Ledger()
         self.tick = tick
-        self.current: Optional[subprocess.Popen] = None
+        self.current: Optional[subprocess.Popen] = None  # a process the launcher is starting (a zygote)
         self.current_label: Optional[str] = None
+        self.running: dict = {}  # label -> the Popen of each worker now running
         cleanup.become_subreaper()
 
     def environment(self, worker_env: dict, interpreters: dict[str, ProbedInterpreter]) -> dict:
@@ -190,15 +226,30 @@ class LocalLauncher:
 
         return sandbox.probe(str(code), os.environ.get(sandbox.DISABLE_ENV, ""))
 
+    def cpus(self) -> set:
+        try:
+            return set(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            return set(range(os.cpu_count() or 1))
+
     def run(self, launch: Launch) -> Exit:
         """Start the worker (in its sandbox, given its channel), wait for it (killing it at its
         timeout), then kill and record anything of its run still alive: a worker that leaves
         processes behind fails. Its marks are read as they come, the parent's clock first."""
+        before = watched(self, None)
+        live = self._start(launch, before)
+        self._wait([live])
+        return self._finish(live, before)
+
+    def run_pair(self, first: Launch, second: Launch) -> tuple[Exit, Exit]:
+        """A duet's round, both at once: only DuetLauncher (engine/duet_launcher.py) runs one."""
+        raise NotImplementedError("fresh and zygote launches run one worker at a time (launch: duet runs two)")
+
+    def _start(self, launch: Launch, before: dict, together: Optional[outside.Together] = None) -> Live:
+        """One worker started, given its channel (and, in a duet, pinned to its launch's core before
+        it execs, its marks held by `together`), in the ledger."""
         import psutil
 
-        from harness.engine import cleanup
-
-        before = watched(self, None)
         ours, theirs = channel_pair()
         env = {**launch.env, outside.CHANNEL_ENV: str(theirs.fileno())}
         argv = launch.sandbox.argv(launch.argv) if launch.sandbox is not None else launch.argv
@@ -207,70 +258,99 @@ class LocalLauncher:
         with open(launch.log, "wb") as log:
             try:
                 proc = subprocess.Popen(argv, cwd=launch.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(theirs.fileno(),))
+                                        stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(theirs.fileno(),),
+                                        preexec_fn=None if launch.core is None else pinned(launch.core))
             finally:
                 theirs.close()
-            self.current, self.current_label = proc, launch.label
-            try:
-                self.ledger.add(psutil.Process(proc.pid), launch.label, launch.role, launch.argv)
-            except psutil.NoSuchProcess:
-                pass
-            channel = outside.Channel(ours, marks, proc.pid, before["runner"])
-            exited = pidfd(proc.pid)
-            timed_out, maxrss, cpu = self._wait(proc, launch, t0, channel, exited)
-            marks.reaped, marks.life_cpu = time.monotonic(), cpu
-            channel.drain()
-            if exited is not None:
-                os.close(exited)
-            channel.close()
-            self.current = None
+        self.running[launch.label] = proc
+        try:
+            self.ledger.add(psutil.Process(proc.pid), launch.label, launch.role, launch.argv)
+        except psutil.NoSuchProcess:
+            pass
+        baseline = before["runner"]
+        if launch.core is not None and baseline is not None:  # its launcher's scheduling, on its own core
+            baseline = {**baseline, "affinity": str(launch.core)}
+        channel = outside.Channel(ours, marks, proc.pid, baseline, together=together)
+        return Live(launch, proc, marks, channel, pidfd(proc.pid), started_at, t0)
+
+    def _wait(self, lives: list) -> None:
+        """Until every worker ended or met its timeout: woken by their marks and their exits (pidfd),
+        not by a poll; each one's timeout, maxrss and CPU at reap go into its Live."""
+        selector = selectors.DefaultSelector()
+        for live in lives:
+            selector.register(live.channel, selectors.EVENT_READ, (live, "marks"))
+            if live.exited is not None:
+                selector.register(live.exited, selectors.EVENT_READ, (live, "exit"))
+        next_watch = 0.0
+        try:
+            while True:
+                for live in lives:
+                    if not live.done:
+                        reaped, maxrss, cpu = reap(live.proc, block=False)
+                        if reaped:
+                            self._ended(live, selector, maxrss, cpu)
+                now = time.monotonic()
+                pending = [live for live in lives if not live.done]
+                if pending and now >= next_watch:
+                    for live in pending:
+                        self.ledger.watch_descendants(live.proc.pid, live.launch.label)
+                    next_watch = now + WATCH_S
+                self.tick()
+                for live in pending:
+                    if now - live.t0 > live.launch.timeout_s:
+                        self._kill_run(live.proc.pid, live.launch.label)
+                        _, maxrss, cpu = reap(live.proc, block=True)
+                        live.timed_out = True
+                        self._ended(live, selector, maxrss, cpu)
+                pending = [live for live in pending if not live.done]
+                if not pending:
+                    return
+                wait = min(TICK_S, next_watch - now,
+                           min(live.t0 + live.launch.timeout_s for live in pending) - now + 0.001)
+                if any(live.exited is None for live in pending):
+                    wait = min(wait, POLL_S)
+                for key, _ in selector.select(max(0.0, wait)):
+                    live, what = key.data
+                    if what == "marks" and not live.done and not live.channel.feed():
+                        selector.unregister(live.channel)
+                        live.listening = False
+        finally:
+            selector.close()
+
+    def _ended(self, live: Live, selector, maxrss: Optional[int], cpu: Optional[float]) -> None:
+        """A worker reaped: its marks read to the end, its partner's held marks released."""
+        live.done, live.maxrss = True, maxrss
+        live.marks.reaped, live.marks.life_cpu = time.monotonic(), cpu
+        live.channel.drain()
+        live.channel.gone()
+        if live.listening:
+            selector.unregister(live.channel)
+            live.listening = False
+        if live.exited is not None:
+            selector.unregister(live.exited)
+            os.close(live.exited)
+            live.exited = None
+
+    def _finish(self, live: Live, before: dict) -> Exit:
+        """After the wait: whatever of its run is still alive recorded and killed, its Exit."""
+        from harness.engine import cleanup
+
+        live.channel.close()
+        self.running.pop(live.launch.label, None)
+        label, proc, marks = live.launch.label, live.proc, live.marks
         cleanup.reap_orphans()
-        self.ledger.watch_descendants(os.getpid(), launch.label)
-        leftovers = [f"pid {p.pid} ({' '.join(p.cmdline)[:60]})" for p in self.ledger.alive(launch.label)
-                     if p.pid != proc.pid]
-        self._kill_run(proc.pid, launch.label)
-        self.ledger.kill_all(launch.label)
+        self.ledger.watch_descendants(os.getpid(), label)
+        leftovers = [f"pid {p.pid} ({' '.join(p.cmdline)[:60]})" for p in self.ledger.alive(label) if p.pid != proc.pid]
+        self._kill_run(proc.pid, label)
+        self.ledger.kill_all(label)
         marks.scheduling += scheduling_moved(before, watched(self, None))
         # One wall-clock reading anchors the process; its length is the monotonic clock's. Reading
         # both clocks again at the end would put whatever preempts the runner between the two reads
         # (tens of ms on a loaded machine) into the record as a process that does not add up.
-        wall_s = time.monotonic() - t0
-        return Exit(proc.pid, proc.returncode, timed_out, leftovers,
-                    Process(started_at=started_at, ended_at=started_at + wall_s, wall_s=wall_s, maxrss_bytes=maxrss),
-                    marks=marks)
-
-    def _wait(self, proc: subprocess.Popen, launch: Launch, t0: float, channel: "outside.Channel",
-              exited: Optional[int]) -> tuple[bool, Optional[int], Optional[float]]:
-        """Until the worker ends or its timeout: woken by its marks and its exit (pidfd), not by a
-        poll; (timed out, maxrss, CPU at reap)."""
-        selector = selectors.DefaultSelector()
-        selector.register(channel, selectors.EVENT_READ, "marks")
-        if exited is not None:
-            selector.register(exited, selectors.EVENT_READ, "exit")
-        next_watch, open_channel = 0.0, True
-        try:
-            while True:
-                reaped, maxrss, cpu = reap(proc, block=False)
-                if reaped:
-                    return False, maxrss, cpu
-                now = time.monotonic()
-                if now >= next_watch:
-                    self.ledger.watch_descendants(proc.pid, launch.label)
-                    next_watch = now + WATCH_S
-                self.tick()
-                if now - t0 > launch.timeout_s:
-                    self._kill_run(proc.pid, launch.label)
-                    _, maxrss, cpu = reap(proc, block=True)
-                    return True, maxrss, cpu
-                wait = min(TICK_S, next_watch - now, t0 + launch.timeout_s - now + 0.001)
-                if exited is None:
-                    wait = min(wait, POLL_S)
-                for key, _ in selector.select(max(0.0, wait)):
-                    if key.data == "marks" and not channel.feed() and open_channel:
-                        selector.unregister(channel)
-                        open_channel = False
-        finally:
-            selector.close()
+        wall_s = time.monotonic() - live.t0
+        return Exit(proc.pid, proc.returncode, live.timed_out, leftovers,
+                    Process(started_at=live.started_at, ended_at=live.started_at + wall_s, wall_s=wall_s,
+                            maxrss_bytes=live.maxrss), marks=marks)
 
     def _kill_run(self, pgid: int, label: str) -> None:
         """Record every process of the run first, so the receipt lists what the kill ends."""
@@ -281,9 +361,11 @@ class LocalLauncher:
             pass
 
     def interrupt(self) -> None:
-        """From a signal handler: end the worker now running (its run then fails)."""
+        """From a signal handler: end the workers now running (their runs then fail)."""
         if self.current is not None:
             self._kill_run(self.current.pid, self.current_label or "")  # both are set together
+        for label, proc in list(self.running.items()):
+            self._kill_run(proc.pid, label)
 
     def kill_all(self) -> None:
         self.ledger.kill_all()
@@ -369,6 +451,7 @@ class FakeLauncher:
                  on_launch: Optional[Callable[[int, Launch], None]] = None, clock: Optional[FakeClock] = None,
                  sandbox: Optional[Probe] = None):
         self.clock = clock or FakeClock()
+        self.cores = int((environment or {}).get("cores") or 2)  # the fake machine's CPUs (cpus)
         self.sandbox = sandbox or Probe(7, True, ())  # what the fake machine "gives": recorded, never applied
         self.worker = worker
         self.on_launch = on_launch
@@ -397,20 +480,53 @@ class FakeLauncher:
                                  {"numpy": __import__("numpy").__version__})
 
     def run(self, launch: Launch) -> Exit:
+        job, outcome = self._played(launch)
+        started, launched = self.clock.time(), self.clock.monotonic()
+        marks = outcome.marks(launched, self._worker_wall(job, outcome))
+        wall = self._life(launch, outcome, marks, launched)
+        self.clock.advance(wall)
+        return self._exit(launch, job, outcome, marks, started, wall)
+
+    def run_pair(self, first: Launch, second: Launch) -> tuple[Exit, Exit]:
+        """A duet's round on the fake clock: both launched at once, both loops started when the later
+        of the two reaches its start mark (the runner answers both marks together)."""
+        played = [self._played(launch) for launch in (first, second)]
+        started, launched = self.clock.time(), self.clock.monotonic()
+        together = max(outcome.before_s for _, outcome in played)
+        marks = [dataclasses.replace(outcome, before_s=together).marks(launched, self._worker_wall(job, outcome))
+                 for job, outcome in played]
+        walls = [self._life(launch, outcome, m, launched) for launch, (_, outcome), m in zip((first, second), played, marks)]
+        exits = []
+        for launch, (job, outcome), m, wall in zip((first, second), played, marks, walls):
+            made = self._exit(launch, job, outcome, m, started, wall, started + wall)
+            exits.append(dataclasses.replace(made, launch=Launched("duet", None, None, launch.core)))
+        self.clock.advance(max(walls))
+        return exits[0], exits[1]
+
+    def _played(self, launch: Launch) -> tuple[Job, "FakeRun"]:
         n = len(self.launches)
         self.launches.append(launch)
         if self.on_launch is not None:
             self.on_launch(n, launch)
         job = Job.read(launch.cwd / "job.json")
-        outcome = self.worker(job)
+        return job, self.worker(job)
+
+    @staticmethod
+    def _worker_wall(job: Job, outcome: "FakeRun") -> Optional[float]:
+        wall = outcome.result.get("wall_s") if isinstance(outcome.result, dict) and job.mode == "run" else None
+        return wall if isinstance(wall, (int, float)) else None
+
+    @staticmethod
+    def _life(launch: Launch, outcome: "FakeRun", marks: Marks, launched: float) -> float:
+        return launch.timeout_s + 0.01 if outcome.hang else max(outcome.wall_s, (marks.reaped or launched) - launched)
+
+    def _exit(self, launch: Launch, job: Job, outcome: "FakeRun", marks: Marks, started: float, wall: float,
+              ended: Optional[float] = None) -> Exit:
+        """The Exit of a fake run that lived `wall` from `started` (ended: its end by the wall clock,
+        when the clock has not yet moved past it)."""
         pid = self.next_pid
         self.next_pid += 1
-        started, launched = self.clock.time(), self.clock.monotonic()
-        worker_wall = outcome.result.get("wall_s") if isinstance(outcome.result, dict) and job.mode == "run" else None
-        marks = outcome.marks(launched, worker_wall if isinstance(worker_wall, (int, float)) else None)
-        wall = launch.timeout_s + 0.01 if outcome.hang else max(outcome.wall_s, (marks.reaped or launched) - launched)
         timed_out = outcome.hang or wall > launch.timeout_s
-        self.clock.advance(wall)
         launch.log.write_bytes(outcome.output)
         if outcome.result is not None and not timed_out:
             from harness.files import atomic_write_json
@@ -419,7 +535,7 @@ class FakeLauncher:
         self.processes.append({"pid": pid, "create_time": started, "cmdline": list(launch.argv),
                                "run": launch.label, "role": launch.role})
         return Exit(pid, -9 if timed_out else outcome.exit_code, timed_out, list(outcome.leftovers),
-                    Process(started_at=started, ended_at=self.clock.time(), wall_s=wall,
+                    Process(started_at=started, ended_at=self.clock.time() if ended is None else ended, wall_s=wall,
                             maxrss_bytes=outcome.maxrss_bytes), marks=None if timed_out else marks)
 
     def prepare(self, variant: str, launch: Launch, protected: frozenset = frozenset()) -> Optional[str]:
@@ -427,6 +543,9 @@ class FakeLauncher:
 
     def sandbox_probe(self, code: Path) -> Probe:
         return self.sandbox
+
+    def cpus(self) -> set:
+        return set(range(self.cores))
 
     def interrupt(self) -> None:
         pass

@@ -157,9 +157,14 @@ class Channel:
     what is there and answers each mark after taking its readings. Never blocks on the worker."""
 
     def __init__(self, sock: socket.socket, marks: Marks, pid: int, baseline: Optional[dict] = None,
-                 who: str = "worker"):
+                 who: str = "worker", together: Optional[Together] = None):
         self.sock, self.marks, self.pid, self.buffer = sock, marks, pid, b""
         self.baseline, self.who = baseline, who  # the scheduling the worker started with (its launcher's)
+        self.together = together  # a duet's pair: its marks are answered with its partner's
+        self.held: Optional[str] = None  # "S" or "E": a mark waiting for its partner's
+        self.ended = False  # the worker is gone (reaped, or its channel closed)
+        if together is not None:
+            together.channels.append(self)
         self.sock.setblocking(False)
 
     def fileno(self) -> int:
@@ -177,6 +182,7 @@ class Channel:
         except OSError:
             return False
         if not data:
+            self.gone()
             return False
         now = time.monotonic()  # first: the end mark's time is when it was seen
         if len(self.marks.violations) >= 8:
@@ -190,6 +196,12 @@ class Channel:
             self._violation(f"a mark of more than {MAX_LINE} bytes")
             self.buffer = b""
         return True
+
+    def gone(self) -> None:
+        """The worker ended or closed its channel: a partner waiting on it goes on alone."""
+        self.ended = True
+        if self.together is not None:
+            self.together.poke()
 
     def drain(self) -> None:
         """What the worker wrote before it ended, read now (its exit may wake the launcher first)."""
@@ -227,14 +239,13 @@ class Channel:
     def _mark(self, line: bytes, seen: float) -> None:
         m = self.marks
         parts = line.split()
-        if parts == [b"S"] and m.start is None:
-            m.cpu_start = cpu_clock(self.pid)
-            mem = memory(self.pid)
-            m.rss_start, m.hwm_before = mem.get("VmRSS"), mem.get("VmHWM")
-            m.reset = reset_peak(self.pid)
-            self._own()
-            m.start = time.monotonic()  # released now: the loop begins after this
-            self._answer()
+        if parts == [b"S"] and m.start is None and self.held is None:
+            if self.together is None:
+                self._ready()
+                self._go()
+            else:
+                self.held = "S"
+                self.together.poke()
         elif len(parts) == 3 and parts[0] == b"E" and m.start is not None and m.end is None:
             m.end = seen
             m.cpu_end = cpu_clock(self.pid)
@@ -244,6 +255,51 @@ class Channel:
                 m.worker = (float(parts[1]), float(parts[2]))
             except ValueError:
                 self._violation("an end mark whose readings are not numbers")
-            self._answer()
+            if self.together is None:
+                self._answer()
+            else:
+                self.held = "E"
+                self.together.poke()
         else:
             self._violation(f"an unexpected mark {line[:40]!r}")
+
+    def _ready(self) -> None:
+        """The readings at the start mark, taken while the worker waits there."""
+        m = self.marks
+        m.cpu_start = cpu_clock(self.pid)
+        mem = memory(self.pid)
+        m.rss_start, m.hwm_before = mem.get("VmRSS"), mem.get("VmHWM")
+        m.reset = reset_peak(self.pid)
+        self._own()
+
+    def _go(self) -> None:
+        self.held = None
+        self.marks.start = time.monotonic()  # released now: the loop begins after this
+        self._answer()
+
+
+class Together:
+    """A duet's two channels (`launch: duet`, engine/duet_launcher.py). A start mark is held until
+    every worker of the pair still there waits at its own; then each one's readings are taken and
+    both are answered in one pass, so the loops begin together (the answers microseconds apart).
+    An end mark is held likewise until both loops ended (its time is when it came), so neither
+    worker's writing of its outputs runs beside the other's loop. A partner that is gone (ended, or
+    its channel closed) releases the one waiting."""
+
+    def __init__(self):
+        self.channels: list = []
+
+    def poke(self) -> None:
+        there = [c for c in self.channels if not c.ended]
+        for mark in ("S", "E"):
+            waiting = [c for c in there if c.held == mark]
+            if waiting and len(waiting) == len(there):
+                if mark == "S":
+                    for c in waiting:
+                        c._ready()
+                    for c in waiting:
+                        c._go()
+                else:
+                    for c in waiting:
+                        c.held = None
+                        c._answer()

@@ -4,6 +4,7 @@ comparison and the sealed bundle. This process never imports the code under test
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -52,6 +53,18 @@ FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYT
 # The pre-flight's timing notes: a base item under MIN_ITEM_S is mostly the process's own jitter
 # (a repeat of it moved by 300-1400% here under load); TIMED_ITEM_S is what to aim for.
 MIN_ITEM_S, TIMED_ITEM_S = 1e-3, 1e-2
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A run whose job and folders are written and whose launch is made, not yet started."""
+    job: records.Job
+    run_dir: Path
+    out_dir: Path
+    out_file: Path  # an instruction run's callgrind output
+    timeout: float
+    argv: list
+    launch: Launch
 
 
 @dataclass
@@ -313,6 +326,13 @@ class Runner:
 
     def run(self) -> Outcome | None:
         """The campaign, sealed into --out; with check_only, the pre-flight alone (None)."""
+        if self.campaign.launch == C.DUET:  # the cores its rounds' runs are pinned to, settled (and recorded) now
+            from harness.engine.duet_launcher import DuetError, cores_for
+
+            try:
+                self.campaign = self.campaign.with_cores(cores_for(self.campaign.cores, self.launcher.cpus()))
+            except DuetError as exc:
+                raise SpecError(f"{self.campaign.source}: {exc}") from None
         campaign = self.campaign
         claim = None if self.check_only else bundle.claim_output(self._out(), self.force)
         with contextlib.nullcontext() if self.check_only else bundle.OutputLock(self._out()):
@@ -455,22 +475,28 @@ class Runner:
             if self.clock.monotonic() >= deadline:
                 self.interrupted = f"campaign timeout ({campaign.campaign_timeout_s:g} s) reached before {label}"
                 break
-            self.progress.run_started(step, label, variant)
             mode = "instructions" if label.startswith("I") else "run"
-            held = R.run_items(items, self.decided_at, label) if mode == "run" else items
-            record = self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
-                                   deadline, interpreters[variant].executable, held, mode, after, valgrind)
-            shutil.rmtree(scratch / "runs" / variant / label, ignore_errors=True)  # its own folders: never the next run's
-            if mode == "instructions":
-                instr_runs.append(record)
-                staging.write_json(C.instructions_path(label), records.to_json(record))
+            together = plan[step:step + 2] if campaign.launch == C.DUET and mode == "run" else [plan[step]]
+            for at, (label_, variant_, *_rest) in enumerate(together):
+                self.progress.run_started(step + at, label_, variant_)
+            if len(together) == 2:  # a duet's round: both runs at once
+                made = self._duet(staging, scratch, materialized, inputs, env, together, deadline, interpreters, items)
             else:
-                runs.append(record)
-                staging.write_json(C.run_path(label), records.to_json(record))
-            self.progress.run_finished(step, label, record)
-            if record.status != "ok":
+                held = R.run_items(items, self.decided_at, label) if mode == "run" else items
+                made = [self._one_run(staging, scratch, materialized[variant], inputs, env, index, label, variant,
+                                      deadline, interpreters[variant].executable, held, mode, after, valgrind)]
+            for at, record in enumerate(made):
+                shutil.rmtree(scratch / "runs" / record.variant / record.label, ignore_errors=True)  # never the next run's
+                if mode == "instructions":
+                    instr_runs.append(record)
+                    staging.write_json(C.instructions_path(record.label), records.to_json(record))
+                else:
+                    runs.append(record)
+                    staging.write_json(C.run_path(record.label), records.to_json(record))
+                self.progress.run_finished(step + at, record.label, record)
+            if any(record.status != "ok" for record in made):
                 break  # a failed run ends the campaign: its evidence is already unusable
-            step += 1
+            step += len(made)
             if campaign.budget_s is not None and mode == "run" and (step == 2 or self._decides(runs, floor, items)):
                 campaign, plan = self._cap_rounds(campaign, runs, plan) if step == 2 else \
                     self._stop_rounds(campaign, runs, plan, step)
@@ -515,7 +541,7 @@ class Runner:
         """`rounds: auto`, after the first round: the cap, as many rounds as fit the budget at its
         pace (process walls, start-up included). Only time sets it; the looks decide the stop.
         The order of a longer campaign begins with a shorter one's, so the first round stands."""
-        pace = sum(r.process.wall_s for r in runs[:2])
+        pace = R.round_pace(campaign.launch, runs[0].process.wall_s, runs[1].process.wall_s)
         campaign = campaign.with_rounds(R.auto_rounds(campaign.budget_s, pace, campaign.min_rounds))
         longer = R.schedule(campaign.order, self._instruction_order(), self._spread())
         assert longer[:2] == plan[:2], "the first round moved"  # spec: no instruction run precedes it
@@ -542,7 +568,8 @@ class Runner:
         assert first is not None and cap is not None  # `rounds: auto` (budget_s) sets both
         if not first <= k < cap or partner not in {r.label for r in runs}:
             return False
-        plan = {"first": first, "cap": cap}
+        precision = self.campaign.precision
+        plan = analysis.Plan(first, cap, precision=precision)
         family = items if C.is_suite_entry(self.campaign.workload.entry) else None
         stats = analysis.stats_of(runs, self.campaign.threshold, floor[0].floor if floor else None, plan,
                                   question=self.campaign.question, margin=self.campaign.margin, family=family)
@@ -554,7 +581,16 @@ class Runner:
                 self.progress.note(f"rounds: auto: the look after round {k} decided {len(now)} benchmark(s), "
                                    f"{len(items) - len(decided)} still undecided: the decided ones leave the later rounds")
         looks = stats.sequential.looks if stats.sequential is not None else []
-        return bool(looks) and looks[-1].verdict != "inconclusive"
+        if not looks:
+            return False
+        last_look = looks[-1]
+        if last_look.verdict != "inconclusive" and last_look.precise is False and precision is not None \
+                and last_look.ci95 is not None:
+            lo, hi = last_look.ci95
+            self.progress.note(f"rounds: auto: the look after round {k} decided {last_look.verdict}, but its "
+                               f"interval {lo:.4g}-{hi:.4g} is wider than the +-{100 * precision:g}% precision asked "
+                               "for: going on")
+        return R.ends(last_look.verdict, last_look.precise)
 
     def _stop_rounds(self, campaign, runs, plan, step):
         """The look after this round decided: the campaign ends here (the runs done are the plan)."""
@@ -564,7 +600,8 @@ class Runner:
         assert shorter == plan[:step], "a stop moved a run"
         self.campaign = campaign
         self.progress.replan([label for label, *_ in shorter], step)
-        self.progress.note(f"rounds: auto: the look after round {rounds} decided; stopping")
+        within = f" within the +-{100 * campaign.precision:g}% precision asked for" if campaign.precision else ""
+        self.progress.note(f"rounds: auto: the look after round {rounds} decided{within}; stopping")
         return campaign, shorter
 
     def _instruction_order(self) -> str:
@@ -608,11 +645,17 @@ class Runner:
     def _launch(self, job: records.Job, run_dir: Path, label: str, role: str, timeout: float, env: dict,
                 python: str, prefix: tuple = ()) -> tuple[list, Exit]:
         """One worker through the launcher, in its sandbox; its job file beside its log."""
+        argv, launch = self._launch_of(job, run_dir, label, role, timeout, env, python, prefix)
+        return argv, self.launcher.run(launch)
+
+    def _launch_of(self, job: records.Job, run_dir: Path, label: str, role: str, timeout: float, env: dict,
+                   python: str, prefix: tuple = ()) -> tuple[list, Launch]:
+        """A worker's launch (its job file written beside its log), not started."""
         (run_dir / "job.json").write_text(json.dumps(records.to_json(job)))
         argv = [*prefix, python, "-m", C.WORKER_MODULE, str(run_dir / "job.json")]
         env = {**env, **own_folders(run_dir, self.campaign.env)}
-        return argv, self.launcher.run(Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout,
-                                              self._confinement(job.variant, run_dir)))
+        return argv, Launch(argv, env, run_dir, run_dir / "worker.log", label, role, timeout,
+                            self._confinement(job.variant, run_dir))
 
     # --- the sandbox -------------------------------------------------------------------------
     def _confine(self, code: Path, materialized: dict, inputs: dict, interpreters: dict) -> None:
@@ -858,6 +901,22 @@ class Runner:
         """One run (mode "run") or instruction run (mode "instructions", a fresh worker under
         valgrind counting its item loop only, in the fixed environment that makes the count
         repeat): its record, its log kept as the contract says, and the trees checked after."""
+        ready = self._ready_run(scratch, mat, inputs, env, index, label, variant, deadline, python, items, mode, valgrind)
+        return self._run_record(staging, ready, self.launcher.run(ready.launch), after, valgrind)
+
+    def _duet(self, staging, scratch, materialized, inputs, env, rows, deadline, interpreters, items) -> list:
+        """`launch: duet`: a round's two runs (`rows`, two rows of the plan) at once; their records."""
+        ready = [self._ready_run(scratch, materialized[variant], inputs, env, index, label, variant, deadline,
+                                 interpreters[variant].executable, R.run_items(items, self.decided_at, label), "run")
+                 for label, variant, index, _after in rows]
+        first, second = (dataclasses.replace(r.launch, core=R.duet_core(self.campaign.cores, index))
+                         for r, (_label, _variant, index, _after) in zip(ready, rows))
+        exits = self.launcher.run_pair(first, second)
+        return [self._run_record(staging, r, exit_) for r, exit_ in zip(ready, exits)]
+
+    def _ready_run(self, scratch, mat, inputs, env, index, label, variant, deadline, python, items, mode,
+                   valgrind=None) -> "Ready":
+        """A run's folders and job written, its launch made (not started)."""
         run_dir = scratch / "runs" / variant / label
         counting = mode == "instructions"
         out_dir = run_dir / ("arrays" if counting else "out")  # the worker's own: the runner ingests from it
@@ -865,9 +924,16 @@ class Runner:
         job = self._job(mat, inputs, index, label, variant, out_dir, run_dir, items, mode)
         timeout = min(self.campaign.run_timeout_s, max(0.0, deadline - self.clock.monotonic()))
         out_file = run_dir / "callgrind.out"
-        argv, exit_ = self._launch(job, run_dir, label, "worker", timeout,
-                                   {**env, **instructions.ENV} if counting else env, python,
-                                   tuple(instructions.command(valgrind.path, out_file)) if counting else ())
+        argv, launch = self._launch_of(job, run_dir, label, "worker", timeout,
+                                       {**env, **instructions.ENV} if counting else env, python,
+                                       tuple(instructions.command(valgrind.path, out_file)) if counting else ())
+        return Ready(job, run_dir, out_dir, out_file, timeout, argv, launch)
+
+    def _run_record(self, staging, ready: "Ready", exit_: Exit, after=None, valgrind=None):
+        """The record of a run that ended (`exit_`): see _one_run."""
+        job, run_dir, out_dir, out_file, timeout, argv = ready.job, ready.run_dir, ready.out_dir, ready.out_file, \
+            ready.timeout, ready.argv
+        label, variant, counting = job.label, job.variant, job.mode == "instructions"
         log = _keep_log(staging, label, run_dir / "worker.log")
         status, reason = self._status(exit_, run_dir, timeout)
         if status == "ok":
@@ -1007,6 +1073,10 @@ def _launcher(campaign: Campaign, tick):
         from harness.engine.zygote_launcher import ZygoteLauncher
 
         return ZygoteLauncher(tick=tick, preload=campaign.preload)
+    if campaign.launch == C.DUET:
+        from harness.engine.duet_launcher import DuetLauncher
+
+        return DuetLauncher(tick=tick)
     return LocalLauncher(tick=tick)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from harness import contract as C, outcomes
+from harness import contract as C, legacy, outcomes
 
 if TYPE_CHECKING:
     from harness.bundle.read import Bundle
@@ -45,6 +45,9 @@ class Entry:
     figure: Optional[str] = None
     attestation: Optional[str] = None
     attestation_code: int = 0
+    # a bundle of an earlier generation its own frozen checker passed (harness/legacy), read by today's
+    # reader where its documents lack only what that reader takes as null (records' EARLIER)
+    earlier: Optional[legacy.Generation] = None
 
 
 def find_bundles(root: os.PathLike | str) -> list[Path]:
@@ -65,14 +68,18 @@ def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
     entries = []
     for path in paths:
         path = Path(path)
-        report = verify(path)
+        report = verify(path, legacy=True)
         problems: list[str] = [*report.problems] or ([report.unusable] if report.unusable else [])
         entry = Entry(path, problems)
+        if report.frozen is not None and report.earlier is not None:
+            entry.problems = frozen_problems(report.earlier, report.frozen, path)
+            entry.earlier = report.earlier
         if not entry.problems:
             try:
                 entry.bundle = read.load(path)
             except read.BundleError as exc:
-                entry.problems = [str(exc)]
+                entry.problems = [str(exc) if entry.earlier is None else
+                                  f"{path}: {legacy.refusal(entry.earlier, str(path), C.FORMAT)}"]
         entries.append(entry)
     by_digest = {e.bundle.digest: e for e in entries if e.bundle is not None}
     for e in entries:
@@ -106,6 +113,15 @@ def survey(paths: list, trust: Optional[Path] = None) -> list[Entry]:
             e.attestation = str(exc)
             e.attestation_code = outcomes.UNUSABLE if exc.unusable else outcomes.PROBLEMS
     return entries
+
+
+def frozen_problems(gen: legacy.Generation, outcome: legacy.Outcome, path: Path) -> list[str]:
+    """What an earlier generation's frozen checker found in the bundle (its lines are bundle
+    text: the renderers escape them), or [] when it holds under that generation's rules."""
+    if outcome.code == 0:
+        return []
+    said = [line.strip()[5:] for line in outcome.out if line.strip().startswith("FAIL ")] or outcome.err
+    return [f"under {gen.rules}: {line}" for line in said] or [f"{path}: under {gen.rules}: exit {outcome.code}"]
 
 
 def signer(bundle: Path, trust: Path) -> Optional[str]:

@@ -235,6 +235,8 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
         check.fail(C.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return
     parsed = parsed.with_seed(campaign.seed)  # a seed the runner drew is recorded, not in the YAML
+    if isinstance(campaign.cores, list) and len(campaign.cores) == C.DUET_CORES:
+        parsed = parsed.with_cores(campaign.cores)  # a duet's cores the runner chose are recorded, not in the YAML
     if parsed.budget_s is not None and parsed.min_rounds is not None and isinstance(campaign.rounds, int) \
             and parsed.min_rounds <= campaign.rounds <= C.MAX_ROUNDS:
         parsed = parsed.with_rounds(campaign.rounds)  # chosen after the first round; rehash binds it

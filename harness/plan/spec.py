@@ -115,6 +115,7 @@ class Campaign:
     rounds: int | None = None  # None: the explicit `order` string; with budget_s, min_rounds until decided
     budget_s: float | None = None  # `rounds: auto`: the cap on the count follows this budget (rules.auto_rounds)
     min_rounds: int | None = None  # `rounds: auto`: the first look, after this many rounds
+    precision: float | None = None  # `rounds: auto`: a decided look ends it once its interval is this precise
     stage_rounds: int | None = None  # rounds of stage runs (a, b) among the rounds; None with an order
     seed: int | None = None  # the rounds' shuffle seed; None until `with_seed` draws one
     noise_floor: Path | None = None  # a `harness calibrate` file, pinned by noise_floor_sha256
@@ -123,6 +124,7 @@ class Campaign:
     max_ulp: int | None = None  # `parity: {max_ulp: N}`: floats may differ by N units in the last place
     launch: str = C.DEFAULT_LAUNCH  # `launch: zygote`: runs forked from a per-variant zygote (harness/worker/zygote.py)
     preload: tuple[str, ...] = ()  # `launch: {mode: zygote, preload: [...]}`: libraries each zygote imports first
+    cores: tuple[int, ...] = ()  # `launch: duet`: the two cores its rounds' runs are pinned to (() until resolved)
     # `interference: {max_steal: S, min_cpu_per_wall: X}`: the bounds that mark a run disturbed, as declared
     # (None: not declared, the contract's); campaign.json records them with the defaults filled in
     interference: dict | None = None
@@ -158,6 +160,13 @@ class Campaign:
             raise ValueError("with_rounds: only for a campaign of `rounds: auto`")
         order = R.round_order(rounds, self.seed, self.stage_rounds or 0, self.min_rounds)
         return replace(self, rounds=rounds, order=order)
+
+    def with_cores(self, cores) -> "Campaign":
+        """A duet campaign with its cores settled: the YAML's, else `cores` (the runner's first two CPUs,
+        recorded in campaign.json). Any other campaign is returned as is."""
+        if self.launch != C.DUET or self.cores:
+            return self
+        return replace(self, cores=tuple(cores))
 
     def revision(self, variant: str) -> Revision:
         return self.base if variant == "base" else self.candidate
@@ -347,8 +356,9 @@ def _apply_overrides(data: Any, overrides: dict, source: Path) -> Any:
                 data.pop("seed", None)
                 data.pop("stage_rounds", None)
             if key == "order" or overrides[key] != "auto":
-                data.pop("budget_s", None)  # a fixed count or an order has no budget
+                data.pop("budget_s", None)  # a fixed count or an order has no budget, no looks
                 data.pop("min_rounds", None)
+                data.pop("precision", None)
     if "budget_s" in overrides:  # the cap of `rounds: auto` (parse refuses it beside a fixed count)
         data["budget_s"] = overrides["budget_s"]
     if "threshold" in overrides:
@@ -385,7 +395,7 @@ def parse(data: Any, source: Path, raw: bytes = b"") -> Campaign:
     top = r.mapping(
         data, "",
         allowed={"name", "description", "notes", "target", "base", "candidate", "workload", "inputs", "order",
-                 "rounds", "budget_s", "min_rounds", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
+                 "rounds", "budget_s", "min_rounds", "precision", "stage_rounds", "seed", "noise_floor", "slots", "timeouts", "stages", "env", "golden",
                  "verdict", "build", "metrics", "instructions", "python", "parity", "interference", "suite",
                  "launch", "sandbox"},
         required={"name", "target", "base", "candidate"},
@@ -546,7 +556,7 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         if unpaired:  # the contract's decision rule: every round interleaves A and B
             raise r.fail("order", f"an order whose every round interleaves A and B, but in {order[:40]}"
                                   f"{'...' if len(order) > 40 else ''} {unpaired}", show_got=False)
-        for key in ("seed", "stage_rounds", "budget_s", "min_rounds"):
+        for key in ("seed", "stage_rounds", "budget_s", "min_rounds", "precision"):
             if key in top:
                 raise r.fail(key, f"no {key} with an explicit order (it belongs to rounds)", show_got=False)
     elif top.get("rounds", "auto") == "auto":
@@ -556,13 +566,14 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                                   integer=True))
         rounds = min_rounds
     else:
-        for key in ("budget_s", "min_rounds"):
+        for key in ("budget_s", "min_rounds", "precision"):
             if key in top:
                 raise r.fail(key, f"only with `rounds: auto` (a fixed count of rounds has no {key})",
                              show_got=False)
         if isinstance(top["rounds"], str):
             raise r.fail("rounds", f"an integer from 1 to {MAX_ROUNDS}, or auto", top["rounds"])
         rounds = int(r.number(top["rounds"], "rounds", 1, MAX_ROUNDS, integer=True))
+    precision = _precision(r, top, budget is not None, "suite" in top)
     if rounds is not None and top.get("seed") is not None:
         seed = int(r.number(top["seed"], "seed", 0, MAX_SEED, integer=True))
     slots = int(r.number(top.get("slots", DEFAULT_SLOTS), "slots", 1, MAX_SLOTS, integer=True))
@@ -679,7 +690,9 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
         raise r.fail("build", "a list of commands, each a list of strings, e.g. [[python, setup.py, build_ext, "
                               "--inplace]]", build)
 
-    launch, preload = _launch(r, top)
+    launch, preload, cores = _launch(r, top)
+    if launch == C.DUET:
+        _duet(r, order, slots, instructions)
     sandbox = _sandbox(r, top)
 
     if budget is not None and instructions is not None and rounds is not None and stage_rounds is not None \
@@ -691,10 +704,39 @@ def _rest(r: _Reader, top: dict, source: Path, raw: bytes, name, description, no
                     order, slots, run_timeout, campaign_timeout, stages, frozenset(optional), stage_calls,
                     dict(env), golden, golden_sha256, threshold, tuple(tuple(cmd) for cmd in build),
                     " ".join(notes.split()), rounds=rounds, stage_rounds=stage_rounds, seed=seed,
-                    budget_s=budget, min_rounds=min_rounds,
+                    budget_s=budget, min_rounds=min_rounds, precision=precision,
                     noise_floor=floor, noise_floor_sha256=floor_sha256, instructions=instructions,
                     max_ulp=max_ulp, interference=interference, suite=suite, launch=launch,
-                    preload=preload, question=question, margin=margin, sandbox=sandbox)
+                    preload=preload, question=question, margin=margin, sandbox=sandbox, cores=cores)
+
+
+def _precision(r: _Reader, top: dict, auto: bool, suite: bool) -> float | None:
+    """`precision: p` (0 < p < 1): a `rounds: auto` campaign of a workload ends at a look that
+    decides only once that look's interval lies within a factor 1 + p of its ratio (rules.precise);
+    None when not given."""
+    value = top.get("precision")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise r.fail("precision", "a number above 0 and below 1 (0.10: the interval within +-10% of the ratio)",
+                     value)
+    problem = R.precision_problem(float(value), auto, suite)
+    if problem:
+        raise r.fail("precision", problem, value)
+    return float(value)
+
+
+def _duet(r: _Reader, order: str, slots: int, instructions) -> None:
+    """What `launch: duet` cannot run: an order whose consecutive runs are not rounds, more than one
+    slot (each run has one core), instruction runs (counted alone, between the rounds)."""
+    unpaired = R.duet_problem(order)
+    if unpaired:
+        raise r.fail("order", f"an order of rounds for `launch: duet`, but {unpaired}", show_got=False)
+    if slots != 1:
+        raise r.fail("slots", "1 with `launch: duet` (each run of a round is pinned to one core of its own)", slots)
+    if instructions is not None:
+        raise r.fail("metrics", "[wall] with `launch: duet` (instruction runs count alone, one at a time; run them "
+                                "in a campaign of fresh launches)", show_got=False)
 
 
 def _sandbox(r: _Reader, top: dict) -> CampaignSandbox:
@@ -717,18 +759,27 @@ def _sandbox(r: _Reader, top: dict) -> CampaignSandbox:
     return CampaignSandbox("on", network, folders)
 
 
-def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:
+def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...], tuple[int, ...]]:
     """`launch:` fresh | zygote | {mode: zygote, preload: [module, ...]}: the libraries both variants
     import from outside their trees (transformers, torch), which each zygote imports once before it
-    forks, so that no run pays for them (harness/worker/zygote.py refuses one from the tree)."""
+    forks, so that no run pays for them (harness/worker/zygote.py refuses one from the tree);
+    duet | {mode: duet, cores: [C0, C1]}: each round's two runs at once, pinned to those cores (by
+    default the runner's first two, recorded)."""
     launch = top.get("launch", C.DEFAULT_LAUNCH)
     modes = ("fresh (a new interpreter per run, the default), zygote (runs forked from a per-variant process "
-             "that has imported the harness's worker) or {mode: zygote, preload: [transformers, ...]}")
+             "that has imported the harness's worker), {mode: zygote, preload: [transformers, ...]}, duet (each "
+             "round's two runs at once, each on a core of its own) or {mode: duet, cores: [0, 1]}")
+    if isinstance(launch, dict) and launch.get("mode") == C.DUET:
+        block = r.mapping(launch, "launch", {"mode", "cores"}, {"mode"})
+        cores = block.get("cores")
+        if not (isinstance(cores, list) and len(cores) == C.DUET_CORES and len(set(map(repr, cores))) == 2):
+            raise r.fail("launch.cores", "two distinct CPU numbers, one for each run of a round, e.g. [0, 1]", cores)
+        return C.DUET, (), tuple(int(r.number(c, "launch.cores", 0, C.MAX_CPU, integer=True)) for c in cores)
     if isinstance(launch, dict):
         block = r.mapping(launch, "launch", {"mode", "preload"}, {"mode"})
         if block["mode"] != "zygote":
             raise r.fail("launch.mode", "zygote (preload: is what a zygote imports; fresh launches import "
-                                        "everything in each run)", block["mode"])
+                                        "everything in each run) or duet (cores: the two it pins)", block["mode"])
         preload = block.get("preload") or []
         if not isinstance(preload, list) or len(preload) > C.MAX_PRELOAD or len(set(map(str, preload))) != len(preload):
             raise r.fail("launch.preload", f"a list of at most {C.MAX_PRELOAD} distinct module names, e.g. "
@@ -737,10 +788,10 @@ def _launch(r: _Reader, top: dict) -> tuple[str, tuple[str, ...]]:
                       for m in preload)
         if any(len(name) > 128 for name in names):
             raise r.fail("launch.preload", "module names of at most 128 characters", show_got=False)
-        return "zygote", names
+        return "zygote", names, ()
     if launch not in C.LAUNCH_MODES:
         raise r.fail("launch", modes, launch)
-    return launch, ()
+    return launch, (), ()
 
 
 def _interference(r: _Reader, top: dict) -> dict | None:

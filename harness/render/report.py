@@ -63,7 +63,8 @@ def summary(entries: list, root: Path) -> str:
                      if c.parity.agree else "DIFFERS",
                      "items": f"{c.items.planned} of {c.items.of}",
                      "disturbed runs": str(len(c.stats.load.overloaded)),
-                     "machine": cell(_made_on(b)), "verified": "yes", "signed": _signed_cell(e),
+                     "machine": cell(_made_on(b)), "verified": "yes" if e.earlier is None else "earlier rules",
+                     "signed": _signed_cell(e),
                      "digest": code(b.digest[:16])})
     return table(rows, right=("disturbed runs",))
 
@@ -86,17 +87,32 @@ def _signed_fact(e) -> str:
     return "not signed"
 
 
-def how_to_check() -> list[str]:
+def how_to_check(earlier: bool = False) -> list[str]:
+    """The commands that check each bundle; earlier: some bundle is of an earlier generation, which
+    today's checkers refuse and `--legacy` checks under its own frozen rules."""
+    legacy = ["harness verify --legacy B              # a bundle of an earlier generation (its section says so): its "
+              "own frozen rules, their known holes listed (python -S harness/rehash.py --legacy B the same)"] \
+        if earlier else []
     return ["## Checking any bundle below", "",
             "Each bundle is a BagIt bag whose digest (the SHA-256 of its `tagmanifest-sha256.txt`) is in its "
             "section. With `B` a bundle's folder:", "", "```sh",
             "harness verify B --repo .              # every file and field of the contract, the records' rules, "
             "the comparison re-derived, the anchors in this repository",
             "python -S harness/rehash.py B          # the same with the standard library alone",
+            *legacy,
             "(cd B && sha256sum -c manifest-sha256.txt tagmanifest-sha256.txt)",
             "harness reproduce B                    # re-run it (into out/NAME.reproduction) and judge the claim",
             "harness verify B --trust docs/keys/allowed_signers   # who signed it, where a B.intoto.json lies beside it",
             "```", ""]
+
+
+def earlier_note(gen, shown: str) -> str:
+    """A bundle of an earlier generation: whose rules verified it, the command, and their holes."""
+    from harness import legacy
+
+    holes = "; ".join(cell(hole, 2000) for hole in legacy.holes(gen))
+    return (f"Verified under {cell(gen.rules)}, its generation's frozen checker "
+            f"({code(f'harness verify --legacy {shell_word(shown)}')}), not today's rules; their known holes: {holes}.")
 
 
 def section(e, root: Path) -> str:
@@ -124,6 +140,8 @@ def section(e, root: Path) -> str:
     if b.reproduction is not None:
         facts.append(f"a reproduction of the bundle with digest {code(b.reproduction.original.digest[:16])}")
     lines += ["; ".join(facts) + ".", ""]
+    if e.earlier is not None:
+        lines += [earlier_note(e.earlier, shown), ""]
     if campaign.notes:
         lines += [f"What moves these figures: {cell(campaign.notes, 2000)}", ""]
     if e.figure:
@@ -273,7 +291,8 @@ def render(entries: list, root: Path, sources: str) -> str:
         return "\n".join(lines + ["No bundles.", ""])
     lines += [summary(entries, root), "", "`change [interval]` is each campaign's one figure: its candidate/base ratio "
               "as a factor, with its interval in the same form; the mean timed wall per run of each variant is in its "
-              "section's verdict line, in seconds, not as a second factor.", ""] + how_to_check()
+              "section's verdict line, in seconds, not as a second factor.", ""] + \
+        how_to_check(any(e.earlier is not None and e.bundle is not None and not e.problems for e in entries))
     for e in entries:
         lines.append(section(e, root))
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -216,9 +216,12 @@ def _rounds(stats: Stats, campaign: CampaignRecord) -> str:
     seq = stats.sequential
     if seq is not None:
         if seq.stopped == "decided":
-            return f"decided after {n} rounds (sequential looks from round {seq.first}, cap {seq.cap})"
+            within = f", precision +-{100 * seq.precision:g}%" if seq.precision else ""
+            return f"decided after {n} rounds (sequential looks from round {seq.first}, cap {seq.cap}{within})"
         if seq.stopped == "cap":
             return f"no look decided by the cap of {seq.cap} rounds"
+        if seq.stopped == "imprecise" and seq.precision:
+            return f"decided {stats.verdict}, but {R.imprecision(stats.paired.ci95, seq.precision, seq.cap)}"
         return f"ended after {n} of at most {seq.cap} rounds before a look decided"
     if campaign.rounds:
         return f"{n} rounds (a fixed count)"
@@ -252,10 +255,10 @@ def _verdict(c: Comparison, campaign: CampaignRecord) -> list[str]:
     if family is not None:
         lines += [f"{cell(family, 2000)}: each benchmark its own claim, with {_level(stats)} at its share of "
                   f"alpha; {edge}.", ""]
-        how = f"{_rounds(stats, campaign).capitalize()}, each round one base and one candidate run in fresh processes."
+        how = f"{_rounds(stats, campaign).capitalize()}, {_each_round(campaign)}."
     elif paired.ci95:
-        how = (f"{_rounds(stats, campaign).capitalize()}, each round one base and one candidate run in fresh "
-               f"processes. The figure is candidate time over base time ({paired.geomean_ratio:.4g}), the geometric "
+        how = (f"{_rounds(stats, campaign).capitalize()}, {_each_round(campaign)}. The figure is candidate time "
+               f"over base time ({paired.geomean_ratio:.4g}), the geometric "
                f"mean over the rounds of each run's timed loop ({paired.items} items) as the runner's own clock "
                f"measured it, shown as a factor with {_level(stats)}; {edge}.")
     else:
@@ -270,6 +273,30 @@ def _verdict(c: Comparison, campaign: CampaignRecord) -> list[str]:
     lines.append(f"{how} {revs}.")
     why = _not_a_change(stats) if paired.ci95 else None
     return lines + (["", why] if why else [])
+
+
+def _each_round(campaign: CampaignRecord) -> str:
+    """What each round ran: one run after the other, or both at once on cores of their own (a duet)."""
+    if campaign.launch == C.DUET:
+        return ("each round one base and one candidate run at once (a duet), fresh processes pinned to CPUs "
+                f"{' and '.join(str(int(c)) for c in campaign.cores or ())}")
+    return "each round one base and one candidate run in fresh processes"
+
+
+def _duet(bundle) -> str | None:
+    """A duet's rounds: how much of its time the shorter loop of each round ran beside the other."""
+    campaign = bundle.campaign
+    if campaign.launch != C.DUET:
+        return None
+    ok = {r.label: R.loop_span(r.process.started_at, r.outside.before_s, r.wall_s)
+          for r in bundle.runs if r.ok and r.outside is not None}
+    labels = [label for label, _ in R.labels(campaign.order)]
+    shares = sorted(R.overlap(ok[a], ok[b]) for a, b in zip(labels[::2], labels[1::2]) if a in ok and b in ok)
+    if not shares:
+        return None
+    return (f"Duet: the shorter timed loop of each round ran beside the other for {100 * shares[len(shares) // 2]:.0f}% "
+            f"of its time at the median round (least {100 * shares[0]:.0f}%, {len(shares)} rounds); what each loop "
+            "did to the other (shared caches, memory bandwidth) is in both runs of its round.")
 
 
 def _pressure(stats: Stats) -> str:
@@ -384,7 +411,7 @@ def _notes(bundle, long: bool) -> list[str]:
     instruction counts, warnings, the suite's own notes."""
     c, campaign = bundle.comparison, bundle.campaign
     stats = c.stats
-    notes = [_outputs(bundle), _setting(bundle)]
+    notes = [_outputs(bundle), _setting(bundle), *filter(None, [_duet(bundle)])]
     if stats.load.overloaded:
         timed = [r for r in c.ok_runs() if R.timed(r.label)]
         notes.append(f"Load: more runnable work than cores during {len(stats.load.overloaded)} of the {len(timed)} "

@@ -558,11 +558,13 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
         gc.collect()
         timer.armed = True
         sync()
+        # The parent reads its clock, the kernel's CPU and memory of this process (and resets its
+        # high-water mark) while this waits; the loop starts once it answers. The machine's
+        # readings (PSI, steal) are taken inside the parent's window, so that they cover the loop
+        # and not a wait at a mark (a duet's worker waits there for its partner).
+        marks.mark("S")
         near = interference_reading()
         stall0 = cpu_stall_us()
-        # The parent reads its clock, the kernel's CPU and memory of this process (and resets its
-        # high-water mark) while this waits; the loop starts once it answers.
-        marks.mark("S")
         cpu0 = process_clock()
         start = clock()
         if pool is None:
@@ -572,9 +574,10 @@ def run_items(workload, items: list[str], slots: int, timer) -> tuple[float, lis
         sync()
         end = clock()
         cpu = process_clock() - cpu0
-        marks.mark(f"E {start!r} {end!r}")
-        wall, stall1 = end - start, cpu_stall_us()
+        stall1 = cpu_stall_us()
         far = interference_reading()
+        marks.mark(f"E {start!r} {end!r}")
+        wall = end - start
         timer.armed = False
     finally:
         if pool is not None:

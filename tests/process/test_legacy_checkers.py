@@ -76,23 +76,30 @@ def test_todays_bundle_relabelled_as_an_earlier_generation_fails_under_its_rules
         assert result.stdout.endswith(f"{bundle}: does not hold even under the rules of {gen.label}; do not trust "
                                       "this bundle\n")
         assert "\nOK " not in result.stdout and "known holes" not in result.stdout
-    if gen.format is not None:  # the closed contracts (v6 on) name today's harness commit line
-        assert "Abba-Harness-Commit is not a key the contract declares" in result.stdout
+    if gen.format is not None:  # the closed contracts (v6 on) name what today's bundle holds that they never declared
+        assert ("data/campaign.json: [parsing] cores: not declared by the contract" if gen.id == "v9-run8"
+                else "Abba-Harness-Commit is not a key the contract declares") in result.stdout
 
 
-def test_a_careful_relabelling_still_fails_under_the_rules_it_names(demo_bundle, tmp_path):
-    """A forger who also strips the harness commit line today's generation added: today's bundle
-    still holds what the newest frozen rules never declared (the sandbox, the runner's clock, the
-    question it asks), so the downgrade cannot shed today's checks by wearing an older label; a
-    bundle that truly holds under those rules is shown as that generation's, with its holes (the
-    first test, on a real bundle of each generation). Without --legacy it is refused."""
+def test_a_careful_relabelling_holds_only_where_the_rules_it_names_hold(demo_bundle, precise_fake, tmp_path):
+    """A forger who also strips what today's generation added over the newest frozen one (the
+    precision asked, each look's precise, a duet's cores): a bundle whose content truly holds
+    under those rules is shown as that generation's, its holes listed, never in today's words
+    (the demo: a campaign that asked no precision); one that does not is refused by them: a
+    campaign that went on past a decided look for its precision is, without it, a campaign that
+    should have stopped, so the downgrade cannot shed today's stopping rule. Without --legacy
+    both are refused."""
     gen = GENERATIONS[-1]
-    bundle = relabel(demo_bundle, tmp_path / "careful", gen, strip_today=True)
-    refusal_line(harness("verify", bundle), bundle, gen, "harness verify")
-    for result in (harness("verify", "--legacy", bundle), rehash("--legacy", bundle)):
+    careful = relabel(demo_bundle, tmp_path / "careful", gen, strip=True)
+    refusal_line(harness("verify", careful), careful, gen, "harness verify")
+    for result in (harness("verify", "--legacy", careful), rehash("--legacy", careful)):
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.startswith(f"OK {careful}: verified under {gen.rules}, not today's ({C.FORMAT})")
+        assert "known holes" in result.stdout
+    went_on = relabel(precise_fake, tmp_path / "went_on", gen, strip=True)
+    for result in (harness("verify", "--legacy", went_on), rehash("--legacy", went_on)):
         assert result.returncode == 1, result.stdout + result.stderr
-        assert "Abba-Harness-Commit" not in result.stdout  # stripped: what is left is today's content
-        assert "data/environment.json: [parsing] sandbox: not declared by the contract" in result.stdout
+        assert "decided, but the campaign went on to round" in result.stdout
         assert "\nOK " not in result.stdout and "known holes" not in result.stdout
 
 
@@ -196,6 +203,32 @@ def test_other_commands_refuse_an_earlier_bundle_with_the_command(command, code,
     assert f"harness {command}: error:" in result.stderr and "a bundle of an earlier generation" in result.stderr
     assert f"harness verify --legacy {bundle}" in result.stderr
     assert not (tmp_path / "again").exists()
+
+
+def test_the_report_shows_a_bundle_of_the_last_generation_as_verified_under_its_rules(tmp_path):
+    """REPORT.md is made from evidence/, which a schema bump leaves of the generation before: the
+    report reads a bundle its frozen checker passes (today's reader takes what that generation
+    lacks as null), says whose rules verified it, the command and their holes, and never shows it
+    as today's; the summary, a claim to post, still refuses it; a bundle those rules refuse does
+    not verify."""
+    gen = GENERATIONS[-1]
+    name = fixture(gen.id).name
+    evidence = tmp_path / "evidence"
+    shutil.copytree(fixture(gen.id), evidence / name)
+    result = harness("report", "--root", tmp_path, "-o", "-")
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith(f"| `evidence/{name}`"))
+    assert "| earlier rules |" in row and "| yes |" not in row
+    assert f"Verified under {gen.rules}, its generation's frozen checker (`harness verify --legacy evidence/{name}`)" \
+        in result.stdout and "holds a campaign's interval to a precision" in result.stdout
+    assert "harness verify --legacy B" in result.stdout
+    posted = harness("summary", evidence / name)
+    assert posted.returncode == 1 and "a bundle of an earlier generation" in posted.stderr
+    broken = evidence / name / C.run_path("A1")
+    broken.write_text(broken.read_text().replace('"status": "ok"', '"status": "ok" ', 1))
+    result = harness("report", "--root", tmp_path, "-o", "-")
+    assert result.returncode == 1 and f"under {gen.rules}:" in result.stderr, result.stderr
+    assert "**does not verify**" in result.stdout and "earlier rules" not in result.stdout
 
 
 def test_a_frozen_checker_is_held_to_its_limits(tmp_path, monkeypatch):

@@ -328,10 +328,11 @@ def _campaign_record(workload: CampaignWorkload, labels: list):
 
     return records.CampaignRecord(
         schema=C.SCHEMAS["campaign"], name="suite", description="", notes="", campaign_path=None, order="AB",
-        rounds=None, budget_s=None, min_rounds=None, stage_rounds=None, seed=None, labels=labels, slots=1,
+        rounds=None, budget_s=None, min_rounds=None, precision=None, stage_rounds=None, seed=None, labels=labels,
+        slots=1,
         timeouts=records.Timeouts(60.0, 600.0), workload=workload, build=[], overrides={},
         revisions={v: records.Pin("HEAD", "0" * 40) for v in ("base", "candidate")},
-        python={"base": None, "candidate": None}, launch="fresh", preload=[],
+        python={"base": None, "candidate": None}, launch="fresh", preload=[], cores=None,
         sandbox=records.CampaignSandbox("on", False, []), stages={}, optional_stages=[], stage_calls={}, env={},
         golden=None, golden_sha256=None, noise_floor=None, noise_floor_sha256=None, threshold=0.02,
         question="claim", margin=None, interference=None, parity=records.ParityBound(None), metrics=["wall"],

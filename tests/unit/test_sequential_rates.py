@@ -50,6 +50,27 @@ def test_the_simulator_stops_where_the_rule_itself_stops(ratio, question):
     assert same >= 10
 
 
+@pytest.mark.parametrize("cap", [8, 30])
+def test_the_simulator_stops_for_a_precision_where_the_rule_itself_stops(cap):
+    """`precision: 0.10` on an AR-like change (25x, per-round spread about 0.12): the same stopping
+    round and word as analysis.analyze, each campaign cut where the runner would stop it (a cap of 8
+    ends some imprecise, keeping the first decided word; one of 30 lets most reach the precision)."""
+    rng = np.random.default_rng(43)
+    kinds = set()
+    for _ in range(12):
+        runs = campaign(rng, ratio=0.04, rounds=cap, run_sd=0.085)
+        s = analysis.analyze(runs, 0.02, None, {"first": 4, "cap": cap, "precision": 0.10})
+        looks = s["sequential"]["looks"]
+        ended = next((row for row in looks if R.ends(row["verdict"], row["precise"])), None)
+        stop = ended["round"] if ended else cap
+        got = S.run(np.array([s["rounds"]["log_ratios"]]), R.design(4, cap), precision=0.10)
+        ran = analysis.analyze(runs[:2 * stop], 0.02, None, {"first": 4, "cap": cap, "precision": 0.10})
+        assert got.stop[0] == stop and C.VERDICTS[got.verdict[0]] == ran["verdict"]
+        assert bool(got.imprecise[0]) == (ran["sequential"]["stopped"] == "imprecise")
+        kinds.add(ran["sequential"]["stopped"])
+    assert ("imprecise" if cap == 8 else "decided") in kinds
+
+
 def test_a_gate_answers_an_a_vs_a_within_ten_rounds_and_a_slow_down_rarely():
     """verdict: {question: not_slower, margin: 0.05}: an A-vs-A at per-round spread 0.05 answers
     "not slower than 5%" in a median of at most 10 rounds; a true 1.08x slow-down gets that answer

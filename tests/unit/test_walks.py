@@ -12,21 +12,23 @@ import shutil
 
 import pytest
 
-from checks_support import failed_bundle, family_bundle, full_bundle, gate_bundle, reproduction, ulp_bundle
+from checks_support import duet_bundle, failed_bundle, family_bundle, full_bundle, gate_bundle, reproduction, ulp_bundle
 from conftest import ROOT
 from harness import contract as C
 from harness.selftest import closedworld, fieldwalk
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory, full_fake, counted_fake):
+def bundles(tmp_path_factory, full_fake, counted_fake, precise_fake):
     """{name: (bundle, original)} for a bundle with every part, its reproduction, one with
-    instruction runs, one within max_ulp and one that failed (the walks work on copies)."""
+    instruction runs, one within max_ulp, one that failed, a family, a gate, a campaign of duets
+    and one that asked for a precision (the walks work on copies)."""
     where = tmp_path_factory.mktemp("walks")
     return {"full": (full_fake, None), "reproduction": (reproduction(full_fake, where / "again"), full_fake),
             "instructions": (counted_fake, None), "ulp": (ulp_bundle(where / "ulp"), None),
             "failed": (failed_bundle(where / "failed"), None), "family": (family_bundle(where / "family"), None),
-            "gate": (gate_bundle(where / "gate"), None)}
+            "gate": (gate_bundle(where / "gate"), None), "duet": (duet_bundle(where / "duet"), None),
+            "precise": (precise_fake, None)}
 
 
 def misses(results) -> list:
@@ -106,7 +108,8 @@ def test_the_field_walk_touches_every_declared_field_of_a_bundle_with_every_part
 
 @pytest.mark.parametrize("name, docs", [("instructions", ("instructions",)), ("reproduction", ("reproduction",)),
                                         ("ulp", ("comparison",)), ("failed", ("run", "comparison")),
-                                        ("family", ("comparison",)), ("gate", ("comparison", "campaign"))])
+                                        ("family", ("comparison",)), ("gate", ("comparison", "campaign")),
+                                        ("duet", ("run", "campaign")), ("precise", ("comparison", "campaign"))])
 def test_the_field_walk_on_what_each_other_bundle_adds(bundles, name, docs):
     bundle, original = bundles[name]
     results = fieldwalk.run(bundle, original=original, sample=None if name == "instructions" else 1,
@@ -117,6 +120,11 @@ def test_the_field_walk_on_what_each_other_bundle_adds(bundles, name, docs):
         assert {"both", "original"} <= expects  # its own side both checkers bind; the rest verify --original
     if name == "instructions":
         assert {m.kind for m in results if m.field == "instructions"} >= {"x7", "zero", "negative", "huge", "swap"}
+    if name == "duet":  # a duet's own fields, each mutated: its run's core, the campaign's cores
+        assert {("run", "launch.core"), ("campaign", "cores[]")} <= {(m.doc, m.field) for m in results}
+    if name == "precise":  # the precision asked, each look's precise and the section's precision, each mutated
+        assert {("campaign", "precision"), ("comparison", "stats.sequential.looks[].precise"),
+                ("comparison", "stats.sequential.precision")} <= {(m.doc, m.field) for m in results}
 
 
 def test_a_walk_without_the_original_leaves_the_receipts_other_side_out(bundles):
