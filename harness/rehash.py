@@ -167,6 +167,9 @@ class Problem(str):
         line.file, line.rule, line.text = file, rule, text
         return line
 
+    def __getnewargs__(self):  # copied or pickled, it is made again from its parts (a str's would be its line)
+        return self.file, self.text, self.rule
+
 
 def show(rel: str) -> str:
     """A path as printed: plain when every character shows as itself (contract.shown), escaped otherwise."""
@@ -2557,8 +2560,11 @@ def structure(root, max_array_bytes: "int | None" = None) -> "tuple[Check, dict 
     return check, check_records(check, stored)
 
 
-def rehash(root, max_array_bytes: "int | None" = None) -> Check:
-    check, docs = structure(root, max_array_bytes)
+def rehash(root, max_array_bytes: "int | None" = None, structured=None) -> Check:
+    """structured: what structure(root, max_array_bytes) returned, made once by a caller that runs
+    both checkers on the same bytes (harness selftest's walks); this check's own, as it goes on
+    to change it."""
+    check, docs = structure(root, max_array_bytes) if structured is None else structured
     if docs is not None:
         check_comparison(check, docs)
         check.notes.append("campaign.yaml not compared with campaign.json: needs a YAML parser; harness verify does it")

@@ -49,23 +49,26 @@ class Report:
 
 def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
            max_array_bytes: int | None = None, original: str | os.PathLike | None = None,
-           legacy: bool = False) -> Report:
+           legacy: bool = False, structured: tuple | None = None) -> Report:
     """legacy: the reviewer allows a bundle of an earlier generation to be judged by that
     generation's frozen checker (harness/legacy), its outcome in Report.frozen; without it such
-    a bundle is unusable here, with the commands that check it under its own rules."""
+    a bundle is unusable here, with the commands that check it under its own rules. structured:
+    what rehash.structure(root, max_array_bytes) returned, made once by a caller that runs both
+    checkers on the same bytes (harness selftest's walks); this check's own, as it goes on to
+    change it."""
     root = Path(root)
     try:
-        return _verify(root, repo, max_array_bytes, original, legacy)
+        return _verify(root, repo, max_array_bytes, original, legacy, structured)
     except MemoryError:
         return Report(unusable=f"{root}: checking the bundle needs more memory than this process may use; run it "
                                "where it may use more (ulimit -v)")
 
 
-def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False) -> Report:
+def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False, structured=None) -> Report:
     if rehash.is_bisect(str(root)):
         return _verify_bisect(root, repo, max_array_bytes, original)
     try:
-        check, docs = rehash.structure(str(root), max_array_bytes)
+        check, docs = rehash.structure(str(root), max_array_bytes) if structured is None else structured
     except rehash.Earlier as exc:
         if not allow_legacy:
             return Report(unusable=str(exc), earlier=exc.generation)
