@@ -19,14 +19,54 @@ from harness.selftest import closedworld, fieldwalk
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory, full_fake, counted_fake):
+def walked(tmp_path_factory):
+    return tmp_path_factory.mktemp("walks")
+
+
+@pytest.fixture(scope="module")
+def reproduction_walked(walked, full_fake):
+    return reproduction(full_fake, walked / "again")
+
+
+@pytest.fixture(scope="module")
+def ulp_walked(walked):
+    return ulp_bundle(walked / "ulp")
+
+
+@pytest.fixture(scope="module")
+def failed_walked(walked):
+    return failed_bundle(walked / "failed")
+
+
+@pytest.fixture(scope="module")
+def family_walked(walked):
+    return family_bundle(walked / "family")
+
+
+@pytest.fixture(scope="module")
+def gate_walked(walked):
+    return gate_bundle(walked / "gate")
+
+
+# name: (the fixture of its bundle, of the bundle it re-ran or None)
+WALKED = {"full": ("full_fake", None), "reproduction": ("reproduction_walked", "full_fake"),
+          "instructions": ("counted_fake", None), "ulp": ("ulp_walked", None), "failed": ("failed_walked", None),
+          "family": ("family_walked", None), "gate": ("gate_walked", None)}
+
+
+@pytest.fixture
+def bundles(request):
     """{name: (bundle, original)} for a bundle with every part, its reproduction, one with
-    instruction runs, one within max_ulp and one that failed (the walks work on copies)."""
-    where = tmp_path_factory.mktemp("walks")
-    return {"full": (full_fake, None), "reproduction": (reproduction(full_fake, where / "again"), full_fake),
-            "instructions": (counted_fake, None), "ulp": (ulp_bundle(where / "ulp"), None),
-            "failed": (failed_bundle(where / "failed"), None), "family": (family_bundle(where / "family"), None),
-            "gate": (gate_bundle(where / "gate"), None)}
+    instruction runs, one within max_ulp, one that failed, a family and a gate (the walks work on
+    copies). Each is made once, when a test first asks for it: a worker of `make test`'s parallel
+    pass makes only the ones its tests walk."""
+    class Made(dict):
+        def __missing__(self, name):
+            bundle, original = WALKED[name]
+            self[name] = (request.getfixturevalue(bundle), original and request.getfixturevalue(original))
+            return self[name]
+
+    return Made()
 
 
 def misses(results) -> list:
