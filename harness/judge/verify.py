@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -224,6 +225,24 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> CampaignRe
     return campaign
 
 
+_LOADED: dict = {}  # (campaign.yaml's bytes, its path, the overrides) -> the campaign spec.loads gives
+LOADED_KEPT = 64
+
+
+def _loaded(raw: bytes, source: Path, overrides: dict):
+    """spec.loads(raw, source, overrides), remembered by its arguments: it reads nothing else (the
+    same bytes give the same campaign, which nothing here changes). harness selftest's walks verify
+    one campaign.yaml hundreds of times, and its YAML parser was a tenth of their time."""
+    from harness.plan import spec
+
+    key = (raw, str(source), json.dumps(overrides, sort_keys=True))
+    if key not in _LOADED:
+        if len(_LOADED) >= LOADED_KEPT:
+            _LOADED.clear()
+        _LOADED[key] = spec.loads(raw, source, overrides)
+    return _LOADED[key]
+
+
 def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> None:
     """campaign.json must say what campaign.yaml says, field by field, except what the
     machine resolved (SHAs, paths)."""
@@ -231,7 +250,7 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
 
     try:
         raw = check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES)
-        parsed = spec.loads(raw, Path("/bundle") / (campaign.campaign_path or "campaign.yaml"), campaign.overrides)
+        parsed = _loaded(raw, Path("/bundle") / (campaign.campaign_path or "campaign.yaml"), campaign.overrides)
     except (OSError, spec.SpecError) as exc:
         check.fail(C.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return
