@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
+import functools
 import json
 import math
 import re
@@ -101,9 +102,16 @@ def declared(doc: str, concrete: list[str]) -> str | None:
     if doc in ("bag-info", "manifest"):
         key = concrete[0] if doc == "bag-info" else "*"
         return key if key in fields_of(doc) else None
+    return _declared(doc, tuple(concrete))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _declared(doc: str, concrete: tuple[str, ...]) -> str | None:
+    """declared() of a record's path, worked out once per path (a bundle's 1,000 items repeat each
+    path of an item; the contract is a constant, as _patterns holds it)."""
     best, score = None, None
     for path, pattern, s in _patterns(doc):
-        if _matches(pattern, concrete) and (score is None or s > score):
+        if _matches(pattern, list(concrete)) and (score is None or s > score):
             best, score = path, s
     return best
 
