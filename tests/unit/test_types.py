@@ -18,34 +18,3 @@ def test_mypy_reports_no_error(request):
     assert status == 0 and not errors, (
         f"mypy found {len(errors)} error(s) (exit {status}):\n" + "\n".join(errors or [stdout, stderr]))
 
-
-def test_what_the_gate_does_not_follow_is_never_imported_by_harness():
-    """pyproject.toml's follow_imports = "skip" modules (torch, the ray libraries beside its core
-    API) are Any to mypy: were harness/ to import one, the names it uses from it would go
-    unchecked. No module of harness/ (its frozen earlier checkers aside) imports any of them."""
-    import ast
-    import tomllib
-
-    from conftest import ROOT
-
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
-    skipped = [name for override in config["overrides"] if override.get("follow_imports") == "skip"
-               for name in override["module"]]
-    assert "torch" in skipped and "ray.data" in skipped
-
-    def is_skipped(module: str) -> bool:
-        return any(module == s or (s.endswith(".*") and module.startswith(s[:-1])) for s in skipped)
-
-    found = []
-    for path in sorted((ROOT / "harness").rglob("*.py")):
-        if path.is_relative_to(ROOT / "harness" / "legacy" / "vendor"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                continue
-            found += [(path.relative_to(ROOT).as_posix(), node.lineno, name) for name in names if is_skipped(name)]
-    assert not found, f"harness/ imports modules mypy does not follow (pyproject.toml [tool.mypy]): {found}"
