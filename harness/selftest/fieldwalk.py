@@ -351,7 +351,8 @@ def checkers(root: Path, expect: str, repo: Path | None = None,
     try:
         report = verify.verify(root, repo if expect == "repo" else None,
                                original=original if expect == "original" else None,
-                               structured=copy.deepcopy(shared) if shared is not None else None)
+                               structured=(copy.deepcopy(shared[0]), _copied(shared[1])) if shared is not None
+                               else None)
         v_ok = report.exit_code in (1, 2)
         v_lines = report.problems or [report.unusable or ""]
     except Exception as exc:  # noqa: BLE001 - a checker that crashes refused nothing
@@ -366,6 +367,17 @@ def checkers(root: Path, expect: str, repo: Path | None = None,
         except Exception as exc:  # noqa: BLE001
             r_ok, r_lines = False, [f"rehash.py crashed: {exc.__class__.__name__}: {exc}"]
     return v_ok, v_lines, r_ok, r_lines
+
+
+def _copied(value):
+    """A JSON value's own copy: its objects and lists new all the way down, its strings, numbers
+    and nulls shared (they cannot change). What copy.deepcopy gives of the documents
+    rehash.structure parsed (plain JSON, no object in two places), in a third of its time."""
+    if type(value) is dict:
+        return {key: _copied(sub) for key, sub in value.items()}
+    if type(value) is list:
+        return [_copied(sub) for sub in value]
+    return value
 
 
 def judge(root: Path, m: Mutation, repo: Path | None, original: Path | None = None) -> None:
