@@ -18,55 +18,37 @@ from harness import contract as C
 from harness.selftest import closedworld, fieldwalk
 
 
-@pytest.fixture(scope="module")
-def walked(tmp_path_factory):
-    return tmp_path_factory.mktemp("walks")
+MADE = {"ulp": ulp_bundle, "failed": failed_bundle, "family": family_bundle, "gate": gate_bundle}
 
 
 @pytest.fixture(scope="module")
-def reproduction_walked(walked, full_fake):
-    return reproduction(full_fake, walked / "again")
-
-
-@pytest.fixture(scope="module")
-def ulp_walked(walked):
-    return ulp_bundle(walked / "ulp")
-
-
-@pytest.fixture(scope="module")
-def failed_walked(walked):
-    return failed_bundle(walked / "failed")
-
-
-@pytest.fixture(scope="module")
-def family_walked(walked):
-    return family_bundle(walked / "family")
-
-
-@pytest.fixture(scope="module")
-def gate_walked(walked):
-    return gate_bundle(walked / "gate")
-
-
-# name: (the fixture of its bundle, of the bundle it re-ran or None)
-WALKED = {"full": ("full_fake", None), "reproduction": ("reproduction_walked", "full_fake"),
-          "instructions": ("counted_fake", None), "ulp": ("ulp_walked", None), "failed": ("failed_walked", None),
-          "family": ("family_walked", None), "gate": ("gate_walked", None)}
+def made() -> dict:
+    """name -> (bundle, original): the bundles this module's tests have walked so far."""
+    return {}
 
 
 @pytest.fixture
-def bundles(request):
+def bundles(request, made, tmp_path_factory):
     """{name: (bundle, original)} for a bundle with every part, its reproduction, one with
     instruction runs, one within max_ulp, one that failed, a family and a gate (the walks work on
     copies). Each is made once, when a test first asks for it: a worker of `make test`'s parallel
     pass makes only the ones its tests walk."""
-    class Made(dict):
-        def __missing__(self, name):
-            bundle, original = WALKED[name]
-            self[name] = (request.getfixturevalue(bundle), original and request.getfixturevalue(original))
-            return self[name]
+    def make(name: str) -> tuple:
+        if name in ("full", "instructions"):
+            return request.getfixturevalue("full_fake" if name == "full" else "counted_fake"), None
+        where = tmp_path_factory.mktemp(name)
+        if name == "reproduction":
+            full = request.getfixturevalue("full_fake")
+            return reproduction(full, where / "again"), full
+        return MADE[name](where / name), None
 
-    return Made()
+    class Bundles(dict):
+        def __missing__(self, name):
+            if name not in made:
+                made[name] = make(name)
+            return made[name]
+
+    return Bundles()
 
 
 def misses(results) -> list:
