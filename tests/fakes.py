@@ -48,6 +48,10 @@ class Model:
     # label -> FakeRun fields of what the runner sees from outside (before_s, after_s, loop_s, loop_cpu_s,
     # before_cpu_s, after_cpu_s, scheduling, violations, unmarked): a run whose outside figures differ
     outside: dict = field(default_factory=dict)
+    # each distinct output array written once a run, every item that returns it naming that file (the
+    # runner reads, hashes and stores whatever file each item names, so the bundle is the same): a
+    # campaign of thousands of items then writes a few files a run, not one per item
+    share_outputs: bool = False
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -85,12 +89,20 @@ class Model:
         factor = math.exp(self.rng.gauss(0.0, self.noise))
         steal, slowed = self.disturb.get(label, (0, 1.0))
         factor *= slowed
-        items = []
+        items, written = [], {}
         for index, item in enumerate(job.items):
             ratio = self.item_ratio.get(item, self.ratio) if variant == "candidate" else 1.0
             wall = self.item_s * factor * ratio * math.exp(self.rng.gauss(0.0, self.noise / 4))
-            outs = {name: arrays.write_raw(value, arrays_dir, f"{index}-{j}")
-                    for j, (name, value) in enumerate(self._outputs(item, label, variant).items())}
+            outs = {}
+            for j, (name, value) in enumerate(self._outputs(item, label, variant).items()):
+                if not self.share_outputs:
+                    outs[name] = arrays.write_raw(value, arrays_dir, f"{index}-{j}")
+                    continue
+                array = arrays.to_numpy(value)
+                same = (array.dtype.str, array.shape, array.tobytes())
+                if same not in written:
+                    written[same] = arrays.write_raw(array, arrays_dir, f"{index}-{j}")
+                outs[name] = written[same]
             items.append(records.WorkerItem(item, wall, wall * 0.9, outs, None))
         wall = sum(it.wall_s for it in items) * 1.001 + 1e-4
         stages = {name: records.StageTotals(len(items), 0.1 * wall, 0.2 * wall) for name in job.stages}

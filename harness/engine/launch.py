@@ -443,6 +443,19 @@ class FakeRun:
         return self.before_s + self.after_s
 
 
+_FAKE_IDENTITY: dict = {}
+
+
+def _fake_identity() -> dict:
+    """The harness that seals a fake campaign is this process's own: its identity (three git
+    commands and a hash of its source, a tenth of a fake campaign's time) is worked out once."""
+    if not _FAKE_IDENTITY:
+        from harness.engine import environment
+
+        _FAKE_IDENTITY.update(environment.harness_identity())
+    return _FAKE_IDENTITY
+
+
 class FakeLauncher:
     """Workers played by `worker(job) -> FakeRun` (job: records.Job), in this process, on a FakeClock.
     `on_launch(n, launch)` may act before the n-th launch (0-based), e.g. interrupt the runner."""
@@ -461,13 +474,11 @@ class FakeLauncher:
         self.next_pid = 1000
 
     def environment(self, worker_env: dict, interpreters: dict[str, ProbedInterpreter]) -> dict:
-        from harness.engine import environment
-
         base = {"cpu_model": "Fake CPU", "vector_isa": {"summary": "avx2", "flags": ["avx2"]}, "blas": None,
                 "torch_threads": None, "torch_runtime": {"version": None, "reason": "fake launcher"}, "cores": 2,
                 "physical_cores": 2, "memory_gib": 8.0, "loadavg": [0.0, 0.0, 0.0], "kernel": "fake",
                 "os": "fake", "python": "3.11.0", "python_implementation": "CPython", "packages": {},
-                **environment.harness_identity(), "worker_env": dict(worker_env),
+                **_fake_identity(), "worker_env": dict(worker_env),
                 "interpreters": to_json(interpreters), "fleet": None}
         return {**base, **(self.env or {})}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -49,23 +50,26 @@ class Report:
 
 def verify(root: str | os.PathLike, repo: str | os.PathLike | None = None,
            max_array_bytes: int | None = None, original: str | os.PathLike | None = None,
-           legacy: bool = False) -> Report:
+           legacy: bool = False, structured: tuple | None = None) -> Report:
     """legacy: the reviewer allows a bundle of an earlier generation to be judged by that
     generation's frozen checker (harness/legacy), its outcome in Report.frozen; without it such
-    a bundle is unusable here, with the commands that check it under its own rules."""
+    a bundle is unusable here, with the commands that check it under its own rules. structured:
+    what rehash.structure(root, max_array_bytes) returned, made once by a caller that runs both
+    checkers on the same bytes (harness selftest's walks); this check's own, as it goes on to
+    change it."""
     root = Path(root)
     try:
-        return _verify(root, repo, max_array_bytes, original, legacy)
+        return _verify(root, repo, max_array_bytes, original, legacy, structured)
     except MemoryError:
         return Report(unusable=f"{root}: checking the bundle needs more memory than this process may use; run it "
                                "where it may use more (ulimit -v)")
 
 
-def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False) -> Report:
+def _verify(root: Path, repo, max_array_bytes, original, allow_legacy=False, structured=None) -> Report:
     if rehash.is_bisect(str(root)):
         return _verify_bisect(root, repo, max_array_bytes, original)
     try:
-        check, docs = rehash.structure(str(root), max_array_bytes)
+        check, docs = rehash.structure(str(root), max_array_bytes) if structured is None else structured
     except rehash.Earlier as exc:
         if not allow_legacy:
             return Report(unusable=str(exc), earlier=exc.generation)
@@ -223,6 +227,24 @@ def _check_comparison(check: rehash.Check, docs: dict, root: Path) -> CampaignRe
     return campaign
 
 
+_LOADED: dict = {}  # (campaign.yaml's bytes, its path, the overrides) -> the campaign spec.loads gives
+LOADED_KEPT = 64
+
+
+def _loaded(raw: bytes, source: Path, overrides: dict):
+    """spec.loads(raw, source, overrides), remembered by its arguments: it reads nothing else (the
+    same bytes give the same campaign, which nothing here changes). harness selftest's walks verify
+    one campaign.yaml hundreds of times, and its YAML parser was a tenth of their time."""
+    from harness.plan import spec
+
+    key = (raw, str(source), json.dumps(overrides, sort_keys=True))
+    if key not in _LOADED:
+        if len(_LOADED) >= LOADED_KEPT:
+            _LOADED.clear()
+        _LOADED[key] = spec.loads(raw, source, overrides)
+    return _LOADED[key]
+
+
 def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> None:
     """campaign.json must say what campaign.yaml says, field by field, except what the
     machine resolved (SHAs, paths)."""
@@ -230,7 +252,7 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
 
     try:
         raw = check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES)
-        parsed = spec.loads(raw, Path("/bundle") / (campaign.campaign_path or "campaign.yaml"), campaign.overrides)
+        parsed = _loaded(raw, Path("/bundle") / (campaign.campaign_path or "campaign.yaml"), campaign.overrides)
     except (OSError, spec.SpecError) as exc:
         check.fail(C.CAMPAIGN_YAML, f"does not load as a campaign: {exc}", "campaign")
         return

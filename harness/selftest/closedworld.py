@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from harness import contract as C
 from harness import rules as R
@@ -303,30 +303,12 @@ def plan(root: Path, original: Path | None = None) -> list[Mutation]:
 
 # --- running --------------------------------------------------------------------------------------
 def judge(root: Path, m: Mutation, repo: Path | None = None, original: Path | None = None) -> None:
-    """Run the checkers whose verdict the expectation reads (fieldwalk.judge): none for a free
+    """Run the checkers whose verdict the expectation reads (fieldwalk.checkers): none for a free
     entry, harness verify alone for a verify-only rule, both where both must refuse."""
-    from harness.judge import verify
-
     if m.expect == "free":
         m.line = "free: the map's entries are the user's own"
         return
-    v_lines: Sequence[str]
-    try:
-        report = verify.verify(root, repo if m.expect == "repo" else None,
-                               original=original if m.expect == "original" else None)
-        m.verify = report.exit_code in (1, 2)
-        v_lines = report.problems or [report.unusable or ""]
-    except Exception as exc:  # noqa: BLE001 - a checker that crashes refused nothing
-        m.verify, v_lines = False, [f"harness verify crashed: {exc.__class__.__name__}: {exc}"]
-    r_lines: Sequence[str] = []
-    if m.expect == "both":
-        try:
-            check = rehash.rehash(str(root))
-            m.rehash, r_lines = bool(check.problems), check.problems
-        except rehash.Unusable as exc:
-            m.rehash, r_lines = True, [str(exc)]
-        except Exception as exc:  # noqa: BLE001
-            m.rehash, r_lines = False, [f"rehash.py crashed: {exc.__class__.__name__}: {exc}"]
+    m.verify, v_lines, m.rehash, r_lines = fieldwalk.checkers(root, m.expect, repo, original)
     if m.caught:
         m.line = (v_lines or r_lines or [""])[0]
     else:

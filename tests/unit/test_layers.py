@@ -4,6 +4,8 @@ report never reaches the runner and the reviewer's checker stays at the bottom."
 from __future__ import annotations
 
 import ast
+import functools
+import tomllib
 
 from conftest import ROOT
 
@@ -60,6 +62,12 @@ def _imported(tree):
             yield from (f"{node.module}.{a.name}" for a in node.names)
 
 
+@functools.cache
+def _imports_of(path) -> tuple[str, ...]:
+    """What a module imports (_imported), parsed once for the tests here."""
+    return tuple(_imported(ast.parse(path.read_text())))
+
+
 def test_every_module_has_a_layer():
     units = {_unit(p) for p in _modules()} - {"__init__"}
     assert sorted(units - set(LAYER)) == []
@@ -71,10 +79,27 @@ def test_imports_point_down_the_journey():
         me = _unit(path)
         if me == "__init__":
             continue
-        for name in _imported(ast.parse(path.read_text())):
+        for name in _imports_of(path):
             parts = name.split(".")
             if parts[0] != "harness" or len(parts) < 2 or parts[1] not in LAYER or parts[1] == me:
                 continue
             if LAYER[parts[1]] >= LAYER[me]:
                 upward.append(f"{path.relative_to(ROOT)} imports {name}")
     assert upward == []
+
+
+def test_what_the_type_gate_does_not_follow_is_never_imported():
+    """pyproject.toml's follow_imports = "skip" modules (torch, the ray libraries beside its core
+    API) are Any to mypy (tests/unit/test_types.py): were a module of harness to import one, the
+    names it uses from it would go unchecked. None does."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    skipped = [name for override in config["overrides"] if override.get("follow_imports") == "skip"
+               for name in override["module"]]
+    assert "torch" in skipped and "ray.data" in skipped
+
+    def is_skipped(module: str) -> bool:
+        return any(module == s or (s.endswith(".*") and module.startswith(s[:-1])) for s in skipped)
+
+    found = [f"{path.relative_to(ROOT)} imports {name}" for path in _modules() for name in _imports_of(path)
+             if is_skipped(name)]
+    assert found == [], "harness imports modules the type gate does not follow (pyproject.toml [tool.mypy])"

@@ -307,3 +307,8 @@ def test_a_refusal_is_a_value_naming_its_file_and_rule_and_reads_as_its_line(bun
     assert {(p.file, p.rule, p.text) for p in mine} <= {(p.file, p.rule, p.text) for p in theirs}
     odd = rehash.Problem("data/a\nb.json", "unreadable", None)
     assert str(odd) == "'data/a\\nb.json': unreadable" and odd.rule is None and odd.file == "data/a\nb.json"
+    import copy
+    import pickle
+
+    for again in (copy.copy(odd), copy.deepcopy(odd), pickle.loads(pickle.dumps(odd))):  # made again from its parts
+        assert (again, again.file, again.rule, again.text) == (odd, odd.file, odd.rule, odd.text)

@@ -19,11 +19,12 @@ LONG_ID = "case-{:05d}/" + "x" * 200  # ids near the contract's 256 characters
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    """A sequential campaign of 1,500 items with long ids and two stages, in a repository."""
+    """A sequential campaign of 1,500 items with long ids and two stages, in a repository (the
+    model writes each distinct output once a run: 1,500 files a run were half its making)."""
     where = tmp_path_factory.mktemp("big")
     (where / ".git").mkdir()
     ids = [LONG_ID.format(i) for i in range(1500)]
-    launcher = ModelLauncher(Model(ratio=0.8, noise=0.01, item_ids=ids, item_s=1e-4))
+    launcher = ModelLauncher(Model(ratio=0.8, noise=0.01, item_ids=ids, item_s=1e-4, share_outputs=True))
     outcome, _ = run_fake(where, launcher=launcher, rounds="auto", budget_s=60, min_rounds=5,
                           stages={"core": "lib.core:f", "other": "lib.core:g"}, description="line\n" * 40)
     return outcome.out

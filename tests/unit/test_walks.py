@@ -18,17 +18,38 @@ from harness import contract as C
 from harness.selftest import closedworld, fieldwalk
 
 
+MADE = {"ulp": ulp_bundle, "failed": failed_bundle, "family": family_bundle, "gate": gate_bundle, "duet": duet_bundle}
+
+
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory, full_fake, counted_fake, precise_fake):
+def made() -> dict:
+    """name -> (bundle, original): the bundles this module's tests have walked so far."""
+    return {}
+
+
+@pytest.fixture
+def bundles(request, made, tmp_path_factory):
     """{name: (bundle, original)} for a bundle with every part, its reproduction, one with
     instruction runs, one within max_ulp, one that failed, a family, a gate, a campaign of duets
-    and one that asked for a precision (the walks work on copies)."""
-    where = tmp_path_factory.mktemp("walks")
-    return {"full": (full_fake, None), "reproduction": (reproduction(full_fake, where / "again"), full_fake),
-            "instructions": (counted_fake, None), "ulp": (ulp_bundle(where / "ulp"), None),
-            "failed": (failed_bundle(where / "failed"), None), "family": (family_bundle(where / "family"), None),
-            "gate": (gate_bundle(where / "gate"), None), "duet": (duet_bundle(where / "duet"), None),
-            "precise": (precise_fake, None)}
+    and one that asked for a precision (the walks work on copies). Each is made once, when a test
+    first asks for it: a worker of `make test`'s parallel pass makes only the ones its tests walk."""
+    def make(name: str) -> tuple:
+        fixtures = {"full": "full_fake", "instructions": "counted_fake", "precise": "precise_fake"}
+        if name in fixtures:
+            return request.getfixturevalue(fixtures[name]), None
+        where = tmp_path_factory.mktemp(name)
+        if name == "reproduction":
+            full = request.getfixturevalue("full_fake")
+            return reproduction(full, where / "again"), full
+        return MADE[name](where / name), None
+
+    class Bundles(dict):
+        def __missing__(self, name):
+            if name not in made:
+                made[name] = make(name)
+            return made[name]
+
+    return Bundles()
 
 
 def misses(results) -> list:
