@@ -3,7 +3,7 @@ at once, each on a core of its own, their loops started together. The campaign f
 plan (which run has which core), the mark channel's hold (outside.Together, on real sockets in this
 process), a whole campaign both checkers verify, and the forgeries of what a duet's bundle says:
 the checkers' sequential rules (a run starts after the one before it ended) widened for a round's
-two runs exactly, no wider. Real processes (pinning, start-together): tests/process/test_duet.py."""
+two runs exactly, no wider. Real processes (pinning, start-together): tests/process/test_duet_processes.py."""
 from __future__ import annotations
 
 import copy
