@@ -180,10 +180,36 @@ def _statistics(c: Comparison) -> list[str]:
         r = drift.ratio
         out.append(f"- Drift of the ratio: {num(r.first, 4)} -> {num(r.last, 4)} ({pct(r.change_pct)}, noise "
                    f"allows +-{num(r.noise_pct, 2)}%), {'**flagged**' if drift.flagged else 'not flagged'}.")
+    warm = warm_up(c)
+    if warm:
+        out.append(f"- {warm}.")
     for warning in s.warnings:
         if not warning.startswith(LOAD_CAUTION):
             out.append(f"- Warning: {cell(warning, 1000)}.")
     return out + [""]
+
+
+def warm_up(c: Comparison) -> str | None:
+    """What the first runs show (issue 48): each variant's first timed run against the median of
+    its later ones, and round 1's ratio against the median of the later rounds'. Every round stays
+    in the interval (no rule removes a round); this line says how much the first one could move it.
+    None under three rounds."""
+    walls = {r.label: r.wall_s for r in c.ok_runs() if R.timed(r.label) and r.wall_s}
+    rounds = [k for k in range(1, len(walls) + 1) if f"A{k}" in walls and f"B{k}" in walls]
+    if len(rounds) < 3 or rounds[0] != 1:
+        return None
+
+    def first_against_rest(values: list[float]) -> float:
+        rest = sorted(values[1:])
+        middle = len(rest) // 2
+        return values[0] / (rest[middle] if len(rest) % 2 else (rest[middle - 1] + rest[middle]) / 2)
+
+    base = first_against_rest([walls[f"A{k}"] for k in rounds])
+    candidate = first_against_rest([walls[f"B{k}"] for k in rounds])
+    ratio = first_against_rest([walls[f"B{k}"] / walls[f"A{k}"] for k in rounds])
+    return (f"Warm-up: the first timed run against the median of the later ones, base {num(base, 3)}x, "
+            f"candidate {num(candidate, 3)}x; round 1's ratio against the later rounds' median "
+            f"{num(ratio, 3)}x (every round stays in the interval)")
 
 
 def _metrics(c: Comparison) -> list[str]:
