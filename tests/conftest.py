@@ -71,7 +71,7 @@ def pytest_collection_modifyitems(config, items):
 
 # Under pytest-xdist (`make test`'s first pass, `-n N`) the tests go out one at a time, as a worker
 # takes them, in the order collected, but each file in WHOLE goes to one worker whole: its costly
-# module fixture (the 1,500-item campaign, the bisect folder) is made once, not in every worker
+# module fixture (the summary forms' campaign, the bisect folder) is made once, not in every worker
 # (pytest_xdist_make_scheduler below; pytest-xdist's own `--dist loadgroup` does nothing under
 # pytest 9.2: it renames item._nodeid, which pytest no longer reads). The longest go out first, so
 # the short ones fill in around them, not after them (the unit tier's CPU on the shared 2-core AMD

@@ -273,6 +273,21 @@ def run_fake(where: Path, model: Model | None = None, out: Path | None = None, l
     return runner.run(), launcher
 
 
+LONG_ID = "case-{:05d}/" + "x" * 200  # ids near the contract's 256 characters
+
+
+def many_items(where: Path, items: int) -> Path:
+    """The bundle of a sequential campaign of `items` items with long ids and two stages, in a
+    repository, for the summary's forms (the model writes each distinct output once a run: one
+    file an item a run was half its making)."""
+    (where / ".git").mkdir()
+    ids = [LONG_ID.format(i) for i in range(items)]
+    launcher = ModelLauncher(Model(ratio=0.8, noise=0.01, item_ids=ids, item_s=1e-4, share_outputs=True))
+    outcome, _ = run_fake(where, launcher=launcher, rounds="auto", budget_s=60, min_rounds=5,
+                          stages={"core": "lib.core:f", "other": "lib.core:g"}, description="line\n" * 40)
+    return outcome.out
+
+
 sys.modules.setdefault("fakes", sys.modules[__name__])
 
 

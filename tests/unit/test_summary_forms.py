@@ -8,26 +8,19 @@ import json
 
 import pytest
 
-from fakes import Model, ModelLauncher, comparison, run_fake
+from fakes import comparison, many_items, run_fake
 from harness import contract as C, records
 from harness.bundle import read
 from harness.cli import main as cli
 from harness.render import summary
 
-LONG_ID = "case-{:05d}/" + "x" * 200  # ids near the contract's 256 characters
+ITEMS = 150  # tests/campaign/test_summary_scale.py holds the forms to their limits at 1,500
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    """A sequential campaign of 1,500 items with long ids and two stages, in a repository (the
-    model writes each distinct output once a run: 1,500 files a run were half its making)."""
-    where = tmp_path_factory.mktemp("big")
-    (where / ".git").mkdir()
-    ids = [LONG_ID.format(i) for i in range(1500)]
-    launcher = ModelLauncher(Model(ratio=0.8, noise=0.01, item_ids=ids, item_s=1e-4, share_outputs=True))
-    outcome, _ = run_fake(where, launcher=launcher, rounds="auto", budget_s=60, min_rounds=5,
-                          stages={"core": "lib.core:f", "other": "lib.core:g"}, description="line\n" * 40)
-    return outcome.out
+    """A campaign of ITEMS items, more than any form shows one row each for."""
+    return many_items(tmp_path_factory.mktemp("big"), ITEMS)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +42,7 @@ def test_the_default_summary_is_short_and_says_how_the_campaign_stopped(big, loa
     assert seq.stopped == "decided" and f"Decided after {stats.rounds.n} rounds" in text
     assert "interval valid at every look" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| case-")]
-    assert len(rows) == summary.ITEMS_SHOWN and "Per item (1500, worst first, 5 shown;" in text
+    assert len(rows) == summary.ITEMS_SHOWN and f"Per item ({ITEMS}, worst first, 5 shown;" in text
     assert "The runs in execution order" not in text and "Summed worker-thread CPU" not in text
     long = page(big, "--long", capsys=capsys)
     assert "The runs in execution order" in long and "Summed worker-thread CPU" in long and "Cleanup:" in long
@@ -101,7 +94,7 @@ def test_the_json_form_is_the_signed_claim_and_more(big, loaded, capsys):
     assert doc["schema"] == C.SCHEMAS["claim"] and doc["bundle"] == {"name": big.name, "digest": bundle.digest}
     assert doc["claim"] == records.to_json(predicate(bundle)) and doc["claim"]["verdict"] == "improved"
     assert doc["rounds"]["stopped"] == "decided" and doc["rounds"]["n"] == bundle.comparison.stats.rounds.n
-    assert len(doc["per_item"]["worst"]) == C.PER_ITEM_SHOWN and doc["per_item"]["items"] == 1500
+    assert len(doc["per_item"]["worst"]) == C.PER_ITEM_SHOWN and doc["per_item"]["items"] == ITEMS
 
 
 def test_the_benchmark_action_form_is_githubs_custom_format(big, loaded, capsys):
