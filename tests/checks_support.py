@@ -221,6 +221,11 @@ def problems(bundle: Path, **verify_kw) -> tuple[list, list]:
     return r, report.problems or ([f"unusable: {report.unusable}"] if report.unusable else [])
 
 
+def misses(results) -> list:
+    """The mutations of a walk (harness/selftest) that a checker its rule names let through."""
+    return [(m.name, m.expect, m.line) for m in results if not m.caught]
+
+
 def refused(lines: list, *needles: str) -> bool:
     return bool(lines) and any(all(n in line for n in needles) for line in lines)
 

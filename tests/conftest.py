@@ -235,6 +235,40 @@ def counted_fake(tmp_path_factory) -> Path:
         monkeypatch.undo()
 
 
+class WalkBundles(dict):
+    """name -> (bundle, original) for the walks (tests/unit/test_walks.py and
+    tests/campaign/test_walks_every_bundle.py): a bundle with every part ("full"), its reproduction,
+    one with instruction runs, one within max_ulp, one that failed, a family, a gate, a campaign of
+    duets and one that asked for a precision. Each is made once a session, when a test first asks
+    for it: a worker of `make test`'s parallel pass makes only the ones its tests walk."""
+
+    FIXTURES = {"full": "full_fake", "instructions": "counted_fake", "precise": "precise_fake"}
+
+    def __init__(self, request, tmp_path_factory):
+        super().__init__()
+        self.request, self.tmp = request, tmp_path_factory
+
+    def __missing__(self, name: str) -> tuple:
+        import checks_support as S
+
+        made = {"ulp": S.ulp_bundle, "failed": S.failed_bundle, "family": S.family_bundle, "gate": S.gate_bundle,
+                "duet": S.duet_bundle}
+        if name in self.FIXTURES:
+            pair = self.request.getfixturevalue(self.FIXTURES[name]), None
+        elif name == "reproduction":
+            full = self.request.getfixturevalue("full_fake")
+            pair = S.reproduction(full, self.tmp.mktemp(name) / "again"), full
+        else:
+            pair = made[name](self.tmp.mktemp(name) / name), None
+        self[name] = pair
+        return pair
+
+
+@pytest.fixture(scope="session")
+def walk_bundles(request, tmp_path_factory) -> WalkBundles:
+    return WalkBundles(request, tmp_path_factory)
+
+
 # --- helpers for tests that build their own tiny targets (test_runner, test_lock, ...) ---
 
 def make_target(where: Path, base: dict[str, str], candidate: dict[str, str]) -> tuple[Path, Path]:

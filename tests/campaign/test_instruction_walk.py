@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from checks_support import misses
 from conftest import CAMPAIGNS, ROOT, harness
 from harness import contract as C, rehash
 from harness import rules as R
@@ -26,10 +27,6 @@ def counted(tmp_path_factory):
     result = harness("run", CAMPAIGNS / "demo_instructions.yaml", "--rounds", "5", "--out", out, timeout=1800)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return out
-
-
-def misses(results) -> list:
-    return [(m.name, m.expect, m.line) for m in results if not m.caught]
 
 
 def test_every_field_and_level_of_real_instruction_records_is_bound(counted):

@@ -13,14 +13,11 @@ import shutil
 
 import pytest
 
+from checks_support import misses
 from conftest import ROOT, harness
 from harness import contract as C, rehash
 from harness.judge import verify
 from harness.selftest import closedworld, fieldwalk, tamper
-
-
-def misses(results) -> list:
-    return [(m.name, m.expect, m.line) for m in results if not m.caught]
 
 
 def test_every_bindable_field_of_a_demo_bundle_is_bound(demo_bundle):

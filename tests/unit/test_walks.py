@@ -4,7 +4,9 @@ reason, every unbound kind a declared field, the docs' tables generated from it)
 touches every declared field present in a bundle with every part (instruction records and a
 reproduction receipt included) and each mutation is refused by the checkers its rule names; the
 closed-world walk adds what the contract never declared at every level and in every folder, and
-both checkers refuse it. tests/process/test_fieldwalk.py runs the whole walks on real bundles."""
+both checkers refuse it. tests/campaign/test_walks_every_bundle.py walks what each other kind of
+bundle adds (beside the unit tier, untimed); tests/process/test_fieldwalk.py runs the whole walks
+on real bundles."""
 from __future__ import annotations
 
 import re
@@ -12,48 +14,10 @@ import shutil
 
 import pytest
 
-from checks_support import duet_bundle, failed_bundle, family_bundle, full_bundle, gate_bundle, reproduction, ulp_bundle
+from checks_support import full_bundle, misses
 from conftest import ROOT
 from harness import contract as C
 from harness.selftest import closedworld, fieldwalk
-
-
-MADE = {"ulp": ulp_bundle, "failed": failed_bundle, "family": family_bundle, "gate": gate_bundle, "duet": duet_bundle}
-
-
-@pytest.fixture(scope="module")
-def made() -> dict:
-    """name -> (bundle, original): the bundles this module's tests have walked so far."""
-    return {}
-
-
-@pytest.fixture
-def bundles(request, made, tmp_path_factory):
-    """{name: (bundle, original)} for a bundle with every part, its reproduction, one with
-    instruction runs, one within max_ulp, one that failed, a family, a gate, a campaign of duets
-    and one that asked for a precision (the walks work on copies). Each is made once, when a test
-    first asks for it: a worker of `make test`'s parallel pass makes only the ones its tests walk."""
-    def make(name: str) -> tuple:
-        fixtures = {"full": "full_fake", "instructions": "counted_fake", "precise": "precise_fake"}
-        if name in fixtures:
-            return request.getfixturevalue(fixtures[name]), None
-        where = tmp_path_factory.mktemp(name)
-        if name == "reproduction":
-            full = request.getfixturevalue("full_fake")
-            return reproduction(full, where / "again"), full
-        return MADE[name](where / name), None
-
-    class Bundles(dict):
-        def __missing__(self, name):
-            if name not in made:
-                made[name] = make(name)
-            return made[name]
-
-    return Bundles()
-
-
-def misses(results) -> list:
-    return [(m.name, m.expect, m.line) for m in results if not m.caught]
 
 
 # --- the contract is one consistent declaration -----------------------------------------------------
@@ -112,10 +76,10 @@ def test_update_docs_writes_the_blocks_into_a_page_and_keeps_the_rest(tmp_path):
 
 
 # --- the field walk ---------------------------------------------------------------------------------
-def test_the_field_walk_touches_every_declared_field_of_a_bundle_with_every_part(bundles):
+def test_the_field_walk_touches_every_declared_field_of_a_bundle_with_every_part(walk_bundles):
     """Each field present once (sample=1: a kind per field, rotating); every bindable mutation
     refused by the checkers its rule names."""
-    bundle, _ = bundles["full"]
+    bundle, _ = walk_bundles["full"]
     planned = {(m.doc, m.field) for m, _ in fieldwalk.plan(bundle) if m.expect != "repo"}  # no repository here
     results = fieldwalk.run(bundle, sample=1)
     assert not misses(results), misses(results)
@@ -127,36 +91,15 @@ def test_the_field_walk_touches_every_declared_field_of_a_bundle_with_every_part
     assert ("run", "items[].error.message") in planned and ("revisions", "base.fence.*.sha256") in planned
 
 
-@pytest.mark.parametrize("name, docs", [("instructions", ("instructions",)), ("reproduction", ("reproduction",)),
-                                        ("ulp", ("comparison",)), ("failed", ("run", "comparison")),
-                                        ("family", ("comparison",)), ("gate", ("comparison", "campaign")),
-                                        ("duet", ("run", "campaign")), ("precise", ("comparison", "campaign"))])
-def test_the_field_walk_on_what_each_other_bundle_adds(bundles, name, docs):
-    bundle, original = bundles[name]
-    results = fieldwalk.run(bundle, original=original, sample=None if name == "instructions" else 1,
-                            only=lambda m: m.doc in docs)
-    assert results and not misses(results), misses(results)
-    expects = {m.expect for m in results}
-    if name == "reproduction":
-        assert {"both", "original"} <= expects  # its own side both checkers bind; the rest verify --original
-    if name == "instructions":
-        assert {m.kind for m in results if m.field == "instructions"} >= {"x7", "zero", "negative", "huge", "swap"}
-    if name == "duet":  # a duet's own fields, each mutated: its run's core, the campaign's cores
-        assert {("run", "launch.core"), ("campaign", "cores[]")} <= {(m.doc, m.field) for m in results}
-    if name == "precise":  # the precision asked, each look's precise and the section's precision, each mutated
-        assert {("campaign", "precision"), ("comparison", "stats.sequential.looks[].precise"),
-                ("comparison", "stats.sequential.precision")} <= {(m.doc, m.field) for m in results}
-
-
-def test_a_walk_without_the_original_leaves_the_receipts_other_side_out(bundles):
-    bundle, _ = bundles["reproduction"]
+def test_a_walk_without_the_original_leaves_the_receipts_other_side_out(walk_bundles):
+    bundle, _ = walk_bundles["reproduction"]
     results = fieldwalk.run(bundle, sample=1, only=lambda m: m.doc == "reproduction")
     assert results and all(m.expect != "original" for m in results)
 
 
 # --- the closed-world walk ----------------------------------------------------------------------------
-def test_whatever_the_contract_does_not_declare_is_refused(bundles):
-    bundle, _ = bundles["full"]
+def test_whatever_the_contract_does_not_declare_is_refused(walk_bundles):
+    bundle, _ = walk_bundles["full"]
     results = closedworld.run(bundle)
     assert not misses(results), misses(results)
     kinds = {m.kind for m in results}
@@ -181,16 +124,8 @@ def test_whatever_the_contract_does_not_declare_is_refused(bundles):
     assert any("map env" in m.where for m in verify_only) and any("map stages" in m.where for m in verify_only)
 
 
-@pytest.mark.parametrize("name, doc", [("instructions", "instructions"), ("reproduction", "reproduction")])
-def test_the_closed_world_of_instruction_records_and_a_receipt(bundles, name, doc):
-    bundle, original = bundles[name]
-    results = closedworld.run(bundle, original=original, only=lambda m: m.doc == doc)
-    assert results and not misses(results), misses(results)
-    assert any(m.kind == "schema" for m in results)
-
-
-def test_a_walk_restores_its_copy_and_never_touches_the_bundle(bundles, tmp_path):
-    bundle, _ = bundles["failed"]
+def test_a_walk_restores_its_copy_and_never_touches_the_bundle(walk_bundles, tmp_path):
+    bundle, _ = walk_bundles["failed"]
     copy = shutil.copytree(bundle, tmp_path / "copy")
     before = {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     closedworld.run(copy, only=lambda m: m.kind in ("file", "manifest"))
