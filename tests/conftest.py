@@ -74,12 +74,12 @@ def pytest_collection_modifyitems(config, items):
 # module fixture (the summary forms' campaign, the bisect folder) is made once, not in every worker
 # (pytest_xdist_make_scheduler below; pytest-xdist's own `--dist loadgroup` does nothing under
 # pytest 9.2: it renames item._nodeid, which pytest no longer reads). The longest go out first, so
-# the short ones fill in around them, not after them (the unit tier's CPU on the shared 2-core AMD
-# EPYC: the walks 56 s, the summary forms 33 s, the bisect folder 11 s and its git; some 175 s in
-# all). The static gate's test first: the worker it lands on waits for mypy (a process of its own,
+# the short ones fill in around them, not after them (the unit tier's test time on the 2-core AMD
+# EPYC: the full walks 24 s, the bisect folder 14 s and its git, the summary forms 6 s; some 184 s
+# in all). The static gate's test first: the worker it lands on waits for mypy (a process of its own,
 # on the core that worker leaves) from the start. Single-process, the order is the files' (mypy
 # starts with the first unit test, and its test, near the end, finds it done).
-FIRST = ("test_types.py", "test_summary_forms.py", "test_bisect_rule.py", "test_walks.py")
+FIRST = ("test_types.py", "test_walks.py", "test_bisect_rule.py", "test_summary_forms.py")
 WHOLE = ("test_summary_forms.py", "test_bisect_rule.py")
 
 
