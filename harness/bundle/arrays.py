@@ -185,7 +185,10 @@ def _store_stream(fh, dtype, shape, size: int, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+        # filename="": GzipFile would take the temporary file's name (with the runner's pid) into
+        # its header, and equal arrays would be unequal bytes from one campaign to the next.
+        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=6,
+                                                   mtime=0) as gz:
             np.lib.format.write_array_header_1_0(gz, {"descr": dtype.str, "fortran_order": False,
                                                       "shape": tuple(shape)})
             for data in _chunks(fh, size):

@@ -168,3 +168,17 @@ def test_store_is_deterministic_gzip(tmp_path):
     tensors.store(np.arange(100), b)
     name = f"{info['digest']}.npy.gz"
     assert (a / name).read_bytes() == (b / name).read_bytes()
+
+
+def test_an_ingested_output_has_no_file_name_in_its_gzip_header(tmp_path):
+    """The worker's plain .npy taken into the store (arrays.ingest, streamed through a temporary
+    file named with the runner's pid) carries no file name in its gzip header: equal arrays are
+    equal bytes from one campaign to the next, as arrays.store's are."""
+    value = np.arange(1000, dtype=np.int64).reshape(10, 100)
+    raw = tmp_path / "worker"
+    raw.mkdir()
+    info = tensors.ingest(raw / tensors.write_raw(value, raw, "out"), tmp_path / "store")
+    assert info == tensors.describe(value)
+    stored = (tmp_path / "store" / f"{info['digest']}.npy.gz").read_bytes()
+    assert stored[3] == 0 and stored[4:8] == bytes(4)  # FLG: no name, comment or extra; MTIME 0
+    assert gzip.decompress(stored) == tensors.npy_bytes(value)
