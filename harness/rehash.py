@@ -2466,12 +2466,9 @@ def with_outside(stats, runs):
     timed = {r["label"]: r for r in usable if R.timed(r["label"])}
 
     def side(r):
-        o = r["outside"]
-        cpu = o["before_cpu_s"] + o["after_cpu_s"] if o["before_cpu_s"] is not None and o["after_cpu_s"] is not None \
-            else None
-        return r["wall_s"], o["before_s"] + o["after_s"], o["loop_cpu_s"], cpu
+        return r["wall_s"], r["outside"], r["process"], r["launch"]["mode"]
 
-    rounds = [(side(r), side(timed["B" + label[1:]])) for label, r in timed.items()
+    rounds = [R.outside_pair(side(r), side(timed["B" + label[1:]])) for label, r in timed.items()
               if r["variant"] == "base" and "B" + label[1:] in timed]
     moved = R.moved_outside(rounds, stats["band"])
     return R.outside_section(stats, contradicted, moved)

@@ -110,6 +110,32 @@ def contradictions(outside, wall_s, items, slots, process_cpu_s, stage_self_cpu_
     return [c for c in CONTRADICTIONS if c in found]
 
 
+def outside_pair(base, candidate):
+    """A paired round's two runs as moved_outside reads them: each (loop wall, time outside the loop
+    by the runner's clock, the kernel's CPU over the loop and outside it). base, candidate: each
+    (wall_s, its outside section, its process section, its launch mode), records as JSON. In a duet
+    (`launch: duet`) each end mark is held until both loops ended (engine/outside.Together), so the
+    run whose loop ended first waited there for the other's: time its process spent after its loop,
+    but not work moved out of it. That wait (duet_hold) is left out of its time outside; the worker
+    waits at its end mark without spinning, so it adds no CPU."""
+    sides = [base, candidate]
+    holds = duet_holds(base, candidate) if all(mode == DUET for *_, mode in sides) else (0.0, 0.0)
+    out = []
+    for (wall, o, _p, _m), hold in zip(sides, holds):
+        cpu = o["before_cpu_s"] + o["after_cpu_s"] if o["before_cpu_s"] is not None and o["after_cpu_s"] is not None \
+            else None
+        out.append((wall, o["before_s"] + max(0.0, o["after_s"] - hold), o["loop_cpu_s"], cpu))
+    return out[0], out[1]
+
+
+def duet_holds(base, candidate):
+    """(base's, candidate's) wait at the end mark of a duet's round: from its own loop's end to the
+    later of the two loops' ends (loop_span, by the runner's clock). base, candidate: as outside_pair."""
+    ends = [loop_span(p["started_at"], o["before_s"], wall)[1] for wall, o, p, _m in (base, candidate)]
+    last = max(ends)
+    return last - ends[0], last - ends[1]
+
+
 def moved_outside(rounds, band):
     """The time-outside-the-loop rule over paired timed rounds. rounds: per round (base, candidate),
     each (loop wall, time outside the loop by the parent's clock, the kernel's CPU over the loop and

@@ -601,12 +601,10 @@ def round_of(label: str) -> int:
 
 
 def outside_of(r: RunRecord) -> tuple:
-    """(loop wall, time outside the loop by the runner's clock, the kernel's CPU over the loop and
-    outside it, each None where not read)."""
-    o = r.outside
-    assert o is not None  # an ok run of the current schema has its section
-    cpu = o.before_cpu_s + o.after_cpu_s if o.before_cpu_s is not None and o.after_cpu_s is not None else None
-    return _wall(r), o.before_s + o.after_s, o.loop_cpu_s, cpu
+    """A run as rules.outside_pair reads it: (wall, its outside section, its process section, its
+    launch mode), the sections as JSON."""
+    assert r.outside is not None  # an ok run of the current schema has its section
+    return _wall(r), to_json(r.outside), to_json(r.process), r.launch.mode
 
 
 def with_outside(stats: M.Stats, runs: list) -> M.Stats:
@@ -617,7 +615,7 @@ def with_outside(stats: M.Stats, runs: list) -> M.Stats:
     usable = [r for r in usable_runs(runs) if r.outside is not None]
     contradicted = [(r.label, r.outside.contradictions) for r in usable if r.outside and r.outside.contradicted]
     pairs, _ = pairs_of([r for r in usable if timed(r.label)])
-    moved = moved_outside([(outside_of(a), outside_of(b)) for a, b in pairs], stats.band)
+    moved = moved_outside([R.outside_pair(outside_of(a), outside_of(b)) for a, b in pairs], stats.band)
     return M.Stats.of(R.outside_section(to_json(stats), contradicted, moved))
 
 

@@ -500,12 +500,17 @@ class FakeLauncher:
 
     def run_pair(self, first: Launch, second: Launch) -> tuple[Exit, Exit]:
         """A duet's round on the fake clock: both launched at once, both loops started when the later
-        of the two reaches its start mark (the runner answers both marks together)."""
+        of the two reaches its start mark, and each end mark answered when both loops ended (the
+        runner answers both marks together): the run whose loop ended first lives on by its wait."""
         played = [self._played(launch) for launch in (first, second)]
         started, launched = self.clock.time(), self.clock.monotonic()
         together = max(outcome.before_s for _, outcome in played)
         marks = [dataclasses.replace(outcome, before_s=together).marks(launched, self._worker_wall(job, outcome))
                  for job, outcome in played]
+        ends = [m.end for m in marks if m.end is not None]
+        for m in marks:
+            if m.end is not None and m.reaped is not None:
+                m.reaped += max(ends) - m.end
         walls = [self._life(launch, outcome, m, launched) for launch, (_, outcome), m in zip((first, second), played, marks)]
         exits = []
         for launch, (job, outcome), m, wall in zip((first, second), played, marks, walls):

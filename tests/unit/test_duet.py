@@ -178,6 +178,34 @@ def test_a_campaign_of_duets_runs_each_round_at_once_and_both_checkers_verify_it
     assert problems(duet) == ([], [])
 
 
+def test_the_wait_at_a_duets_end_mark_is_not_time_moved_out_of_the_loop(duet):
+    """Each end mark of a duet is held until both loops ended, so the run whose loop ended first
+    lives on by its wait: the rule on time moved out of the loop leaves that wait out (the real
+    demo's candidate, 470x faster, waited 1.78 s a round for the base's loop and read as work moved
+    out of its loop), and a run one after the other that grew as much after its loop is flagged."""
+    def side(r, mode):
+        return r["wall_s"], r["outside"], r["process"], mode
+
+    runs = runs_of(duet)
+    for k in (1, 2, 3):
+        a, b = runs[f"A{k}"], runs[f"B{k}"]
+        spans = [R.loop_span(r["process"]["started_at"], r["outside"]["before_s"], r["wall_s"]) for r in (a, b)]
+        wait = spans[0][1] - spans[1][1]  # the candidate's loop ended first, by this much
+        assert wait > 0.1 and b["outside"]["after_s"] > wait  # it waited at its end mark
+        held = R.outside_pair(side(a, "duet"), side(b, "duet"))
+        assert held[1][1] == pytest.approx(b["outside"]["before_s"] + b["outside"]["after_s"] - wait)
+        assert held[0][1] == a["outside"]["before_s"] + a["outside"]["after_s"]  # the base waited for nothing
+        assert R.duet_holds(side(a, "duet"), side(b, "duet")) == pytest.approx((0.0, wait))
+        fresh = R.outside_pair(side(a, "fresh"), side(b, "fresh"))
+        assert fresh[1][1] == b["outside"]["before_s"] + b["outside"]["after_s"]  # nothing is left out
+    stats = json.loads((duet / C.COMPARISON).read_text())["stats"]
+    assert stats["verdict"] == "improved" and not stats["outside"]["moved"]["flagged"], stats["outside"]
+    # the same runs, had they run one after the other: the candidate's wait is time after its loop
+    rounds = [R.outside_pair(side(runs[f"A{k}"], "fresh"), side(runs[f"B{k}"], "fresh"))
+              for k in range(1, stats["rounds"]["n"] + 1)]
+    assert R.moved_outside(rounds, stats["band"])["flagged"]
+
+
 def test_the_summary_says_the_rounds_ran_as_duets_and_how_much_their_loops_overlapped(duet, tmp_path):
     text = summary.render(read.load(duet), "duet")
     assert "each round one base and one candidate run at once (a duet), fresh processes pinned to CPUs 0 and 1" \
