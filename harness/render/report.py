@@ -10,6 +10,7 @@ into the page.
 from __future__ import annotations
 
 import os
+import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -200,9 +201,7 @@ def warm_up(c: Comparison) -> str | None:
         return None
 
     def first_against_rest(values: list[float]) -> float:
-        rest = sorted(values[1:])
-        middle = len(rest) // 2
-        return values[0] / (rest[middle] if len(rest) % 2 else (rest[middle - 1] + rest[middle]) / 2)
+        return values[0] / statistics.median(values[1:])
 
     base = first_against_rest([walls[f"A{k}"] for k in rounds])
     candidate = first_against_rest([walls[f"B{k}"] for k in rounds])
