@@ -13,7 +13,8 @@ is refused by the checkers its rule names (and each untouched bundle passes both
 otherwise; 2 unusable input.
 `harness selftest scale`: a demo campaign of ABBA x 8 runs, and a bundle of about 10,000
 stored arrays verified by both checkers, with their times.
-`harness selftest noise [--campaigns N] [--effect-campaigns N] [--rounds N] [--effect F] [--quiet-only | --load-only]`: A-vs-A and
+`harness selftest noise [--campaigns N] [--effect-campaigns N] [--rounds N] [--effect F] [--quiet-only | --load-only]
+[--launch fresh|zygote|duet]`: A-vs-A and
 known-effect campaigns, quiet and under a load generator it starts and stops itself, with
 false claims, coverage and detections (harness/selftest/noise.py)."""
 from __future__ import annotations
@@ -48,6 +49,8 @@ def add_parser(sub) -> None:
                    help="noise: the known effect, the candidate doing 1/(1+F) of the work (default 0.05)")
     p.add_argument("--work", type=int, default=600_000, metavar="N", help="noise: loop length per item")
     p.add_argument("--quiet-only", action="store_true", help="noise: skip the campaigns under load")
+    p.add_argument("--launch", choices=["fresh", "zygote", "duet"], default="fresh",
+                   help="noise: how each run's process is made (campaign.md 'Launch', 'Duet'; default fresh)")
     p.add_argument("--load-only", action="store_true",
                    help="noise: only the campaigns under load (claims are held to the work ratio)")
     p.set_defaults(func=main)
@@ -220,7 +223,7 @@ def main(args) -> int:
             print("harness selftest: --quiet-only and --load-only: give one of them", file=sys.stderr)
             return 2
         return noise_selftest.run(clone_file(DEMO, "selftest"), args.campaigns, args.rounds, args.effect, args.work,
-                                  not args.quiet_only, args.effect_campaigns, not args.load_only)
+                                  not args.quiet_only, args.effect_campaigns, not args.load_only, args.launch)
     return tamper_main(args)
 
 

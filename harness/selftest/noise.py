@@ -75,7 +75,8 @@ def _process(pid: int):
         return None
 
 
-def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: float, work: int) -> Comparison:
+def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: float, work: int,
+                 launch: str = "fresh") -> Comparison:
     import yaml
 
     from harness.plan import spec
@@ -87,6 +88,8 @@ def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: floa
     data.pop("order", None)
     data.pop("rounds", None)
     data.update(slots=1, name="noise", **({"rounds": rounds} if rounds is not None else {}))  # None: auto
+    if launch != "fresh":  # fresh is the default; duet needs slots 1 and a paired order, as here
+        data["launch"] = launch
     data["workload"] = {"entry": "noise_workload:setup", "path": data["workload"]["path"],
                         "params": {"items": 8, "work": work, "candidate_work": candidate_work}}
     campaign = spec.parse(data, demo, yaml.safe_dump(data, sort_keys=False).encode())
@@ -100,13 +103,14 @@ def one_campaign(demo: Path, out: Path, rounds: int | None, candidate_work: floa
 
 
 def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int, loaded: bool = True,
-        effect_campaigns: int | None = None, quiet: bool = True) -> int:
+        effect_campaigns: int | None = None, quiet: bool = True, launch: str = "fresh") -> int:
     """demo: the demo campaign's YAML (its target and workload folder serve every campaign here).
     rounds None: the default, `rounds: auto` with its budget. effect_campaigns: how many
     known-effect campaigns per condition (default: as many as A-vs-A ones). Without the
     quiet condition, claims under load are held to the work ratio 1 / (1 + effect)."""
     conditions = ([("quiet", False)] if quiet else []) + ([("under load", True)] if loaded else [])
     quiet_ratio = None if quiet else 1 / (1 + effect)
+    print(f"harness selftest noise: launch: {launch}", flush=True)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="abba-noise-") as tmp:
         # (kind, the candidate's work factor, campaigns of it), alternating while both last
@@ -115,6 +119,7 @@ def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int
                  (effect_kind, 1 / (1 + effect), campaigns if effect_campaigns is None else effect_campaigns))
         for name, load in conditions:
             rows: dict[str, list] = {kind: [] for kind, _, _ in kinds}
+            spreads: list[float] = []  # each campaign's per-round spread (sd of the rounds' log ratios)
             with Load() if load else contextlib.nullcontext():
                 for k in range(max(count for _, _, count in kinds)):
                     for kind, factor, count in kinds:
@@ -122,7 +127,7 @@ def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int
                             continue
                         t0 = time.monotonic()
                         c = one_campaign(demo, Path(tmp) / f"{name}-{kind}-{k}".replace(" ", "_").replace("%", ""),
-                                         rounds, factor, work)
+                                         rounds, factor, work, launch)
                         s = c.stats
                         if not c.complete or not s.paired.ci95:
                             failed += 1
@@ -132,9 +137,14 @@ def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int
                         rows[kind].append((s.verdict, s.paired.geomean_ratio, lo, hi))
                         wider = f", claims +-{100 * s.claim_band:.1f}%" if s.claim_band > s.band else ""
                         loaded_runs = len(s.load.overloaded)
+                        sd = s.rounds.sd_log
+                        if sd is not None:
+                            spreads.append(sd)
                         print(f"{name}, {kind} #{k + 1}: {s.verdict} {s.paired.geomean_ratio:.4f} "
                               f"[{lo:.4f}, {hi:.4f}], band +-{100 * s.band:.1f}%{wider}, "
-                              f"{loaded_runs} of {2 * s.rounds.n} runs overloaded"
+                              f"{loaded_runs} of {2 * s.rounds.n} runs overloaded, "
+                              f"per-round spread {'-' if sd is None else f'{100 * sd:.1f}%'}, "
+                              f"base {'-' if c.wall.base_mean_s is None else f'{1e3 * c.wall.base_mean_s:.0f} ms'} a run"
                               f"{', drift flagged' if s.drift and s.drift.flagged else ''} "
                               f"({time.monotonic() - t0:.0f} s)", flush=True)
             aa, fx = rows["A-vs-A"], rows[effect_kind]
@@ -150,5 +160,8 @@ def run(demo: Path, campaigns: int, rounds: int | None, effect: float, work: int
                 honest = sum(lo <= quiet_ratio <= hi or v not in ("improved", "regressed") for v, _, lo, hi in fx)
                 text += (f"; interval holds the {'quiet' if quiet else 'work'} ratio {quiet_ratio:.4f} or no claim "
                          f"in {honest} of {len(fx)}")
+            if spreads:
+                text += (f"; per-round spread (sd of the rounds' log ratios) median {100 * statistics.median(spreads):.1f}% "
+                         f"({100 * min(spreads):.1f}-{100 * max(spreads):.1f}%)")
             print(text, flush=True)
     return 1 if failed else 0

@@ -17,6 +17,18 @@ def test_selftest_noise_runs_and_reports_false_claims_coverage_and_detections():
                      r"called improved in \d of 1 \(median ratio ", result.stdout, re.M)
 
 
+def test_selftest_noise_runs_its_campaigns_as_duets_and_says_each_ones_spread():
+    """`--launch duet`: the same campaigns with each round's two runs at once, and the per-round
+    spread each campaign and the condition show, the figure a duet is there to lower."""
+    result = harness("selftest", "noise", "--campaigns", "1", "--effect-campaigns", "0", "--rounds", "2",
+                     "--work", "2000", "--quiet-only", "--launch", "duet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("harness selftest noise: launch: duet\n")
+    assert re.search(r"^quiet, A-vs-A #1: \w+ .*runs overloaded, per-round spread \d+\.\d%", result.stdout, re.M)
+    assert re.search(r"^quiet: A-vs-A \d false claim\(s\) in 1, .*; per-round spread \(sd of the rounds' log "
+                     r"ratios\) median \d+\.\d% ", result.stdout, re.M)
+
+
 def test_the_load_generator_is_not_ours_and_stops():
     import os
 
