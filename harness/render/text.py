@@ -322,9 +322,17 @@ def stage_summary(comparison: Comparison) -> list[str]:
 
 
 def _calls(number: Any) -> str:
-    """How many calls a timed item made, from a run's suite metrics (a bundle's text: only a whole
-    number is read, anything else reads as once)."""
-    if isinstance(number, int) and not isinstance(number, bool) and number > 1:
+    """How many calls a timed item made, from a run's suite metrics (a bundle's text: only whole
+    numbers are read, anything else reads as once): one count, or each benchmark's own as
+    `suite.number: auto` calibrated them ({item: calls})."""
+    def whole(n: Any) -> int:
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
+    if isinstance(number, dict) and number:
+        counts = [whole(n) for n in number.values()]
+        low, high = min(counts), max(counts)
+        return (f"{low if low == high else f'{low}-{high}'} time(s) per timed item (suite.number: auto: each "
+                "benchmark's own count, calibrated on the base's pre-flight)")
+    if whole(number) > 1:
         return f"{number} times per timed item"
     return "once"
 
