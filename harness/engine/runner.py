@@ -844,16 +844,15 @@ class Runner:
         problems += self._uncalled_stages({v: s.stage_calls for v, s in seen.items()},
                                           {k: v for s in seen.values() for k, v in s.stage_homes.items()})
         if self.campaign.auto_number and len(seen) == 2 and not problems:
-            problems += self._calibrate(seen["base"])
-        elif self.campaign.suite is not None and isinstance(self.campaign.workload.params.get("number"), dict) \
-                and len(seen) == 2:
+            problems += self._calibrate(base)  # the base's pre-flight (len(seen) == 2 above)
+        elif isinstance(self.campaign.suite_number, dict) and len(seen) == 2:
             problems += self._recorded_numbers()
         return [self._shown(p) for p in problems]
 
     def _recorded_numbers(self) -> list[str]:
         """A re-run of a `suite.number: auto` bundle (`harness reproduce`) makes the calls its bundle
         recorded, never calibrated again: each benchmark it runs must have its count there."""
-        numbers = self.campaign.workload.params["number"]
+        numbers = self.campaign.suite_number
         items = C.subset(self.items_all, self.campaign.workload.items)
         missing = [item for item in items if item not in numbers]
         if missing:
@@ -873,7 +872,7 @@ class Runner:
         from harness.plan.suite import calls_for
 
         items = C.subset(self.items_all, self.campaign.workload.items)
-        where = f"{self.campaign.source}: base ({self._materialized['base'].sha[:12]}): suite.number: auto"
+        where = f"{self.campaign.source}: base: suite.number: auto"
         numbers, raised = {}, 0
         for item in items:
             walls = base.calibration.get(item)

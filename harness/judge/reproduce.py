@@ -231,6 +231,7 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
     can only choose revisions, order, rounds, items and params (the spec refuses any other key),
     so nothing the bundle wrote becomes a command."""
     from harness.plan import spec
+    from harness.plan.suite import number_of
 
     recorded = original.campaign
     if not recorded.campaign_path:
@@ -253,7 +254,7 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
     campaign = spec.load(source, overrides)
     if campaign.auto_number:  # the calls the original calibrated, never calibrated again: the same work is re-timed
         try:
-            campaign = campaign.with_suite_number(recorded.workload.params.get("number"))
+            campaign = campaign.with_suite_number(number_of(recorded.workload.params))
         except ValueError as exc:
             raise Refused(f"the campaign file says suite.number: auto, and the bundle's campaign.json workload.params."
                           f"number does not hold the calls it calibrated ({exc})") from None
@@ -281,7 +282,7 @@ def plan_lines(campaign) -> list[str]:
     for name, target in campaign.stages.items():
         lines.append(f"stage {name}: {target}")
     chosen = ", ".join(f"{k} {v}" for k, v in sorted(campaign.overrides.items())) or "nothing"
-    numbers = campaign.workload.params.get("number") if campaign.suite is not None else None
+    numbers = campaign.suite_number
     if isinstance(numbers, dict):
         chosen += (f"; suite.number: auto's calls as it calibrated them ({len(numbers)} benchmarks, "
                    f"{min(numbers.values())}-{max(numbers.values())} calls each)")

@@ -169,11 +169,18 @@ class Campaign:
         return replace(self, cores=tuple(cores))
 
     @property
+    def suite_number(self) -> Any:
+        """A suite's `number`: an int, auto, the settled {item: calls}; None without one (or a suite)."""
+        from harness.plan.suite import number_of
+
+        return number_of(self.workload.params) if self.suite is not None else None
+
+    @property
     def auto_number(self) -> bool:
         """`suite.number: auto`, not yet calibrated (the runner calibrates it in the pre-flight)."""
         from harness.plan.suite import AUTO
 
-        return self.suite is not None and self.workload.params.get("number") == AUTO
+        return self.suite_number == AUTO
 
     def with_suite_number(self, numbers: Any) -> "Campaign":
         """A `suite.number: auto` campaign with each benchmark's calls settled ({item: calls}, as the
@@ -182,7 +189,7 @@ class Campaign:
         line, for a mapping of any other shape."""
         from harness.plan.suite import numbers_problem
 
-        if not self.auto_number and not (self.suite is not None and isinstance(self.workload.params.get("number"), dict)):
+        if not self.auto_number and not isinstance(self.suite_number, dict):
             raise ValueError("with_suite_number: only for a campaign of `suite.number: auto`")
         problem = numbers_problem(numbers)
         if problem:

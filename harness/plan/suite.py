@@ -55,6 +55,15 @@ class SuiteParams(FromJson):
         return dict(self.number) if isinstance(self.number, dict) else self.calls_of("")
 
 
+def number_of(params) -> Union[int, str, dict, None]:
+    """A suite's `number` as a campaign's workload params hold it (a spec's, or campaign.json's):
+    None when none is given, or the params are not a suite's."""
+    try:
+        return SuiteParams.from_json(params).number
+    except (KeyError, TypeError):
+        return None
+
+
 def calls_for(per_call_s: Optional[float], target_s: float) -> int:
     """`suite.number: auto`'s rule for one benchmark, from the median wall of one call in the base's
     pre-flight: the smallest power of two of calls that together take at least target_s (1 for a
