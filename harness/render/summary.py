@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from harness import contract as C, outcomes
 from harness import rules as R
 from harness.render.chart import rounds_chart
-from harness.render.text import (band, cell as text_cell, code, fence, md_lines, metrics_table, ms, no_paths, num,
-                                 shell_word, stage_order, suite_text, table)
+from harness.render.text import (band, calls_per_item, cell as text_cell, code, fence, md_lines, metrics_table, ms,
+                                 no_paths, num, shell_word, stage_order, suite_text, table)
 
 code_span = code  # `code` is also a local name below (an exit code)
 
@@ -404,14 +404,7 @@ def _calls(bundle):
     set of counts made)."""
     ok = [r for r in bundle.runs if r.ok]
     info = (ok[0].metrics.get("suite") if ok and isinstance(ok[0].metrics, dict) else None) or {}
-    number = info.get("number") if isinstance(info, dict) else None
-
-    def whole(n) -> int:
-        return n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
-    if isinstance(number, dict):
-        return (lambda item: whole(number.get(item))), {whole(n) for n in number.values()}
-    count = whole(number)
-    return (lambda item: count), {count}
+    return calls_per_item(info.get("number") if isinstance(info, dict) else None)
 
 
 def _each(counts: set, several: str, once: str) -> str:
