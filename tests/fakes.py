@@ -53,7 +53,7 @@ class Model:
     # campaign of thousands of items then writes a few files a run, not one per item
     share_outputs: bool = False
     # `suite.number: auto`: item id -> the wall of one call its base pre-flight calibration reads (else item_s;
-    # None: its first call raised)
+    # None: its warm call raised)
     per_call: dict = field(default_factory=dict)
 
     def __post_init__(self):

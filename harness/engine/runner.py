@@ -887,7 +887,7 @@ class Runner:
         self.progress.note(
             f"suite.number: auto: calibrated on the base's pre-flight: {len(numbers)} benchmark(s), {spread} (each "
             f"timed item >= {1e3 * TIMED_ITEM_S:.0f} ms at its median call, at most {C.MAX_AUTO_NUMBER} calls)"
-            + (f"; {raised} raised on their first call, 1 call each (their errors recorded in each run)"
+            + (f"; {raised} raised when calibrated, 1 call each (their errors recorded in each run)"
                if raised else ""))
         return []
 

@@ -392,7 +392,7 @@ def calibrate(workload, items: list, budget_s: float) -> dict:
     """`suite.number: auto`: each benchmark's wall of one call, for the runner to turn into its calls
     (plan.suite.calls_for): a warm call, then batches of calls as a timed item makes them
     (workload.batch: pedantic's arguments made before the clock). {item: [the wall of one call in
-    each kept batch]}; [] for a benchmark whose first call raised (its error is what every run
+    each kept batch]}; [] for a benchmark whose warm call raised (its error is what every run
     records). A benchmark that returned and then raised, or a calibration past budget_s, ends the
     pre-flight in one line (SystemExit) before any timed run."""
     from harness.contract import MAX_AUTO_NUMBER

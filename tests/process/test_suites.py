@@ -109,6 +109,19 @@ FILES = {
         def test_slow(benchmark):
             benchmark(time.sleep, 0.02)
         """,
+    "bench/test_limited.py": """\
+        CALLS = []
+
+
+        def limited():
+            CALLS.append(1)
+            if len(CALLS) > 20:
+                raise RuntimeError("its pool of 20 is used up")
+
+
+        def test_limited(benchmark):
+            benchmark(limited)
+        """,
 }
 
 
@@ -225,6 +238,20 @@ def test_number_auto_calibrates_each_benchmark_on_the_base_and_reproduce_makes_t
     assert not rehash.rehash(str(again)).problems
     report = verify(again)
     assert report.exit_code == 0, report.problems or report.unusable
+
+
+def test_a_benchmark_that_cannot_be_called_again_refuses_auto_in_one_line_before_any_run(target):
+    where, tree, patch = target
+    yaml_path = campaign(where, tree, patch, "suite-limited",
+                         {"kind": "pytest-benchmark", "path": "bench/test_limited.py", "number": "auto"})
+    out = where / "out-limited"
+    result = harness("run", yaml_path, "--out", out)
+    assert result.returncode == 2 and no_traceback(result), result.stdout + result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "suite.number: auto:" in line]
+    assert ("base (" in line and "): suite.number: auto: bench/test_limited.py::test_limited returned, then raised "
+            "when called again in calibration (RuntimeError: its pool of 20 is used up)") in line, line
+    assert "give `suite: {number: 1}`" in line and "campaign 'suite-limited'" not in result.stderr  # no run began
+    assert not out.exists()
 
 
 # The layout of a real library's pytest-benchmark file (markdown-it-py's benchmarking/, written

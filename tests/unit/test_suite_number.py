@@ -201,7 +201,7 @@ def test_auto_is_calibrated_on_the_base_recorded_before_the_runs_and_said_in_one
         assert json.loads(run.read_text())["metrics"]["suite"]["number"] == WANT
     assert notes.count(next(n for n in notes if n.startswith("suite.number: auto"))) == 1
     assert ("suite.number: auto: calibrated on the base's pre-flight: 4 benchmark(s), 1-8192 calls each (each timed "
-            "item >= 10 ms at its median call, at most 524288 calls); 1 raised on their first call, 1 call each (their "
+            "item >= 10 ms at its median call, at most 524288 calls); 1 raised when calibrated, 1 call each (their "
             "errors recorded in each run)") in notes
     # said before the first timed run: the pre-flight's lines, then the calibration
     assert notes.index(next(n for n in notes if n.startswith("suite.number"))) > \
