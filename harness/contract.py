@@ -183,6 +183,7 @@ MAX_SLOTS = 256
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_ITEMS = 10_000  # items per run: a record's size (and a checker's memory) follows from it
 MAX_SUITE_NUMBER = 1_000_000  # a suite item's calls per timed item (asv's `number`)
+MAX_AUTO_NUMBER = 1 << 19  # `suite.number: auto`'s most: the largest power of two within MAX_SUITE_NUMBER
 MAX_FIELDS = 256  # output fields per item
 MAX_SHAPE_DIMS = 32
 MAX_INSTRUCTION_RUNS = 10  # per variant

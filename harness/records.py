@@ -54,7 +54,7 @@ def build(kind: Any, value: Any) -> Any:
     default and left out again by to_json, one of ABSENT as None, one of EARLIER (a key the previous
     generation's document lacks: harness/legacy) as None; list[X] and dict[str, X] element by
     element; Optional[X] as X unless null; any other annotation (str, float, a free-form dict or
-    list, Any) takes the value as it is. Containers are checked (TypeError for a list where an
+    list, Any, a Union of several shapes) takes the value as it is. Containers are checked (TypeError for a list where an
     object is, KeyError naming a missing key), leaves are not: the checkers bind those, and a
     worker's word is held to the runner's own figures before it enters a record."""
     return (_BUILDERS.get(kind) or _builder(kind))(value)
@@ -65,7 +65,9 @@ def _builder(kind: Any):
     if made is not None:
         return made
     origin, args = typing.get_origin(kind), typing.get_args(kind)
-    if origin in _UNIONS:
+    if origin in _UNIONS and len([a for a in args if a is not type(None)]) > 1:
+        made = _same  # a value of one of several shapes (SuiteParams.number): a leaf, its reader checks it
+    elif origin in _UNIONS:
         (inner,) = [a for a in args if a is not type(None)]
         one = _builder(inner)
         made = lambda value: None if value is None else one(value)  # noqa: E731
@@ -181,6 +183,8 @@ class Job:
     items: Optional[list[str]]  # the planned items (None in the pre-flight, which finds them)
     instructions_items: Optional[int]  # an instruction run counts this many of them (None: all)
     items_all: list[str]  # every item setup() gave in the pre-flight: each run's setup() must give the same
+    # the base's pre-flight of a `suite.number: auto` campaign: the most seconds its calibration may take
+    calibrate_s: Optional[float] = None
     schema: str = C.SCHEMAS["job"]
 
     @classmethod
@@ -401,7 +405,9 @@ class CheckResult(FromJson):
     reads and hashes each itself), the items that raised before it, every item setup() gave, each
     stage's calls and where a stage's function is defined when its path names a re-export (the
     runner flags stages neither revision called), the item's walls run again (the runner's timing
-    notes) and its interpreter (held to its probe). All of it the worker's word."""
+    notes) and its interpreter (held to its probe); for `suite.number: auto` in the base, each
+    benchmark's calibration (the wall of one call in each batch it timed; [] where its first call
+    raised). All of it the worker's word."""
     item: str
     fields: dict
     raised: list[str]
@@ -410,6 +416,7 @@ class CheckResult(FromJson):
     stage_homes: dict[str, str] = field(default_factory=dict)
     repeats: list[float] = field(default_factory=list)
     python: Optional[Interpreter] = None
+    calibration: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1261,6 +1261,37 @@ def subsequence(got, planned):
     return bool(got) and all(any(i == p for p in it) for i in got)
 
 
+def check_suite_number(check, campaign, runner, runs):
+    """A suite's calls per timed item: campaign.json's workload.params.number is a whole number
+    (given), absent (1), or {item: calls} for exactly the benchmarks the campaign runs, each a power
+    of two (`suite.number: auto`, calibrated in the pre-flight; a sealed bundle never says auto);
+    and every ok run's metrics.suite.number records the calls it made: the campaign's."""
+    workload = campaign["workload"]
+    if not C.is_suite_entry(workload["entry"]):
+        return
+    number = workload["params"].get("number", 1)
+    where = "workload.params.number"
+    if isinstance(number, dict):
+        if sorted(number) != sorted(runner["items"]):
+            check.fail(C.CAMPAIGN_JSON, f"{where}: calibrated for {len(number)} benchmark(s), not exactly the "
+                                        f"{len(runner['items'])} it runs (runner.json items)", "plan")
+        odd = [k for k, v in number.items() if not is_int(v) or not 1 <= v <= C.MAX_AUTO_NUMBER or v & (v - 1)]
+        if odd:
+            check.fail(C.CAMPAIGN_JSON, f"{where}.{short(odd[0])}: {short(number[odd[0]])}, not a power of two "
+                                        f"from 1 to {C.MAX_AUTO_NUMBER} (suite.number: auto's calls)", "plan")
+    elif not is_int(number) or not 1 <= number <= C.MAX_SUITE_NUMBER:
+        check.fail(C.CAMPAIGN_JSON, f"{where}: {short(number)}, not calls from 1 to {C.MAX_SUITE_NUMBER} nor "
+                                    "{benchmark: calls} as suite.number: auto calibrated them", "plan")
+        return
+    for record in runs:
+        info = record["metrics"].get("suite") if record["status"] == "ok" else {}
+        made = info.get("number") if isinstance(info, dict) else None
+        if record["status"] == "ok" and made != number:
+            check.fail(C.run_path(record["label"]), f"metrics.suite.number {short(made)}: the calls its timed items "
+                                                     f"made are not the campaign's ({where} {short(number)})",
+                       "identity")
+
+
 def check_family_items(check, campaign, runner, held, stats):
     """A sequential suite's timed run of round k holds exactly the benchmarks still undecided at
     the look after round k - 1 (rules.run_items), with the decisions re-derived from the
@@ -1741,6 +1772,7 @@ def check_records(check, stored):
     check_generation(check, campaign, runs)
     if campaign["budget_s"] is not None:
         check_auto_rounds(check, campaign, runs)
+    check_suite_number(check, campaign, runner, runs)
     instr, sound_instr = check_instruction_runs(check, campaign, runner, env, runs, plan, started)
     sound &= sound_instr
     expected = {C.run_path(label) for label, _ in plan[:started]} | {C.instructions_path(r["label"]) for r in instr} \

@@ -72,7 +72,7 @@ suite:                          # the repository's own benchmarks, each an item 
   # select: null                # {select}
   # sys_path: []                # folders of the revision tree to import from first, e.g. [src]
   # items: null                 # run only N of the selected, evenly spread (default: all)
-  # number: 1                   # calls per timed item; more for a benchmark far shorter than 1 ms
+  # number: 1                   # calls per timed item; auto: each benchmark's, calibrated to 10 ms
 {extra}"""
 SUITE_PATHS = {"asv": ("in the revision tree: asv's benchmark folder, or one module of it",
                        "a regular expression searched in each benchmark's name, as asv run --bench"),

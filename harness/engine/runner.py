@@ -51,8 +51,12 @@ FIXED_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYT
              "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
              "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 # The pre-flight's timing notes: a base item under MIN_ITEM_S is mostly the process's own jitter
-# (a repeat of it moved by 300-1400% here under load); TIMED_ITEM_S is what to aim for.
+# (a repeat of it moved by 300-1400% here under load); TIMED_ITEM_S is what to aim for, and what
+# `suite.number: auto` calibrates each benchmark's timed item to.
 MIN_ITEM_S, TIMED_ITEM_S = 1e-3, 1e-2
+# `suite.number: auto`: the most seconds the base's pre-flight spends calibrating (and at most half
+# the run timeout, so that the pre-flight worker still ends within it); past it, one line refuses.
+CALIBRATE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -97,9 +101,10 @@ class PreflightError(SpecError):
 
 
 def timing_notes(seen: dict[str, records.CheckResult], band: float, counts_instructions: bool,
-                 suite: bool = False) -> list[str]:
+                 suite: bool = False, auto: bool = False) -> list[str]:
     """Notes from each revision's pre-flight item repeated in one process (the first repeat
-    left out: a fresh process warms up): a base item too short to time; and, for items long
+    left out: a fresh process warms up): a base item too short to time (none under `suite.number:
+    auto`, whose pre-flight times single calls of items it then calibrates); and, for items long
     enough to time, repeats that moved by more than the verdict's band, where instruction
     counts can decide what wall time here cannot. The spread leaves out the slowest repeat
     too (other work only ever adds time, and one interruption must not speak for the machine),
@@ -117,9 +122,10 @@ def timing_notes(seen: dict[str, records.CheckResult], band: float, counts_instr
             continue
         median = statistics.median(walls)
         if median < MIN_ITEM_S:
-            if variant == "base":
+            if variant == "base" and not auto:
                 times = math.ceil(TIMED_ITEM_S / max(median, 1e-9))
-                fix = (f"give `suite: {{number: {times}}}` (or more) so that a timed item calls it {times} times"
+                fix = ("give `suite: {number: auto}` (each benchmark's calls calibrated on the base's pre-flight), or "
+                       f"`suite: {{number: {times}}}` (or more) so that a timed item calls it {times} times"
                        if suite else f"have run() repeat its work about {times} times")
                 notes.append(
                     f"pre-flight: item {result.item} takes {1e3 * median:.3g} ms in the base: too short to "
@@ -620,7 +626,7 @@ class Runner:
             raise SpecError(f"{self.campaign.source}: metrics: instructions: {exc}") from None
 
     def _job(self, mat, inputs, index, label, variant, arrays_dir: Path, run_dir: Path, items,
-             mode: str) -> records.Job:
+             mode: str, calibrate_s: float | None = None) -> records.Job:
         campaign = self.campaign
         # Timed runs carry no stage wrappers when the order has stage runs: the headline wall
         # is then free of the wrappers' cost. The pre-flight checks every stage.
@@ -640,7 +646,7 @@ class Runner:
             optional_stages=sorted(campaign.optional_stages) if staged else [],
             arrays_dir=str(arrays_dir), result_path=str(run_dir / "result.json"), items=items,
             instructions_items=campaign.instructions.items if campaign.instructions is not None else None,
-            items_all=self.items_all)
+            items_all=self.items_all, calibrate_s=calibrate_s)
 
     def _launch(self, job: records.Job, run_dir: Path, label: str, role: str, timeout: float, env: dict,
                 python: str, prefix: tuple = ()) -> tuple[list, Exit]:
@@ -767,8 +773,12 @@ class Runner:
             label = f"check:{variant}"
             run_dir = scratch / "preflight" / variant
             (run_dir / "out").mkdir(parents=True)
+            # `suite.number: auto` is calibrated on the base alone: the candidate then makes the same calls
+            # of each benchmark, so each item's ratio compares equal work (a count of each side's own would
+            # time the candidate's faster benchmark over more calls, and per-item walls would not compare).
+            calibrate = variant == "base" and self.campaign.auto_number
             job = self._job(materialized[variant], inputs, -1, label, variant, run_dir / "out", run_dir, None,
-                            "check")
+                            "check", min(CALIBRATE_S, self.campaign.run_timeout_s / 2) if calibrate else None)
             self.progress.note(f"pre-flight: {variant} ({materialized[variant].sha[:12]}): setup() and one item")
             _argv, exit_ = self._launch(job, run_dir, label, "preflight", self.campaign.run_timeout_s, env,
                                         interpreters[variant].executable)
@@ -822,7 +832,7 @@ class Runner:
                                 "items")
             self.items_all = list(base.items)
             self.warnings += timing_notes(seen, self.campaign.threshold, self.campaign.instructions is not None,
-                                          self.campaign.suite is not None)
+                                          self.campaign.suite is not None, self.campaign.auto_number)
             ours, theirs = outputs["base"], outputs["candidate"]
             if base.item == cand.item and ours != theirs:
                 differ = sorted(n for n in set(ours) | set(theirs) if ours.get(n) != theirs.get(n))
@@ -833,7 +843,53 @@ class Runner:
                        "; if the change moves floats in their last bits by design, declare `parity: {max_ulp: N}`"))
         problems += self._uncalled_stages({v: s.stage_calls for v, s in seen.items()},
                                           {k: v for s in seen.values() for k, v in s.stage_homes.items()})
+        if self.campaign.auto_number and len(seen) == 2 and not problems:
+            problems += self._calibrate(base)  # the base's pre-flight (len(seen) == 2 above)
+        elif isinstance(self.campaign.suite_number, dict) and len(seen) == 2:
+            problems += self._recorded_numbers()
         return [self._shown(p) for p in problems]
+
+    def _recorded_numbers(self) -> list[str]:
+        """A re-run of a `suite.number: auto` bundle (`harness reproduce`) makes the calls its bundle
+        recorded, never calibrated again: each benchmark it runs must have its count there."""
+        numbers = self.campaign.suite_number
+        items = C.subset(self.items_all, self.campaign.workload.items)
+        missing = [item for item in items if item not in numbers]
+        if missing:
+            return [f"{self.campaign.source}: suite.number: the recorded calls name no count for {missing[0][:120]!r} "
+                    f"({len(missing)} of the {len(items)} benchmarks this campaign runs): a re-run of a `number: auto` "
+                    "bundle runs the benchmarks that bundle calibrated (leave --items as it was)"]
+        self.campaign = self.campaign.with_suite_number({item: numbers[item] for item in items})
+        return []
+
+    def _calibrate(self, base: records.CheckResult) -> list[str]:
+        """`suite.number: auto`: each benchmark's calls from the base pre-flight's calibration
+        (plan.suite.calls_for at the median wall of one call), settled into the campaign before the
+        first timed run, so campaign.json records them where a given number goes and every run,
+        base and candidate, makes them. One problem line if the worker's figures cannot be read."""
+        import statistics
+
+        from harness.plan.suite import calls_for
+
+        items = C.subset(self.items_all, self.campaign.workload.items)
+        where = f"{self.campaign.source}: base: suite.number: auto"
+        numbers, raised = {}, 0
+        for item in items:
+            walls = base.calibration.get(item)
+            if not isinstance(walls, list) or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
+                                                      and math.isfinite(w) and w > 0 for w in walls):
+                return [f"{where}: the pre-flight worker's calibration gives no readable walls for {item[:120]!r}"]
+            raised += not walls
+            numbers[item] = calls_for(statistics.median(walls) if walls else None, TIMED_ITEM_S)
+        self.campaign = self.campaign.with_suite_number(numbers)
+        low, high = min(numbers.values()), max(numbers.values())
+        spread = f"{low} call{'s' * (low > 1)} each" if low == high else f"{low}-{high} calls each"
+        self.progress.note(
+            f"suite.number: auto: calibrated on the base's pre-flight: {len(numbers)} benchmark(s), {spread} (each "
+            f"timed item >= {1e3 * TIMED_ITEM_S:.0f} ms at its median call, at most {C.MAX_AUTO_NUMBER} calls)"
+            + (f"; {raised} raised when calibrated, 1 call each (their errors recorded in each run)"
+               if raised else ""))
+        return []
 
     def _shown(self, text: str) -> str:
         """A line about the workers' copy of the workload folder, naming the folder itself."""

@@ -227,9 +227,11 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
     """The campaign as the bundle ran it, from the repository's campaign file (or the
     reviewer's --campaign FILE, never a bundle's), at the recorded SHAs, with the recorded
     overrides (and --order/--rounds/--items on top); a campaign of rounds gets a fresh
-    shuffle. Overrides can only choose revisions, order, rounds, items and params (the
-    spec refuses any other key), so nothing the bundle wrote becomes a command."""
+    shuffle; a suite's `number: auto` the calls the bundle calibrated (checked numbers). Overrides
+    can only choose revisions, order, rounds, items and params (the spec refuses any other key),
+    so nothing the bundle wrote becomes a command."""
     from harness.plan import spec
+    from harness.plan.suite import number_of
 
     recorded = original.campaign
     if not recorded.campaign_path:
@@ -250,6 +252,12 @@ def campaign_for(original: read.Bundle, repo: Path, order: str | None, items: in
     except anchors.AnchorError as exc:
         raise Refused(str(exc)) from None
     campaign = spec.load(source, overrides)
+    if campaign.auto_number:  # the calls the original calibrated, never calibrated again: the same work is re-timed
+        try:
+            campaign = campaign.with_suite_number(number_of(recorded.workload.params))
+        except ValueError as exc:
+            raise Refused(f"the campaign file says suite.number: auto, and the bundle's campaign.json workload.params."
+                          f"number does not hold the calls it calibrated ({exc})") from None
     pinned = {inp.name: inp.sha256 for inp in campaign.inputs}
     had = original.inputs.pins()
     if pinned != had:
@@ -274,6 +282,10 @@ def plan_lines(campaign) -> list[str]:
     for name, target in campaign.stages.items():
         lines.append(f"stage {name}: {target}")
     chosen = ", ".join(f"{k} {v}" for k, v in sorted(campaign.overrides.items())) or "nothing"
+    numbers = campaign.suite_number
+    if isinstance(numbers, dict):
+        chosen += (f"; suite.number: auto's calls as it calibrated them ({len(numbers)} benchmarks, "
+                   f"{min(numbers.values())}-{max(numbers.values())} calls each)")
     lines.append(f"the bundle chooses (revisions, order, rounds, items, params only): {chosen}")
     return lines
 

@@ -249,6 +249,7 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
     """campaign.json must say what campaign.yaml says, field by field, except what the
     machine resolved (SHAs, paths)."""
     from harness.plan import spec
+    from harness.plan.suite import number_of
 
     try:
         raw = check.read(C.CAMPAIGN_YAML, C.MAX_YAML_BYTES)
@@ -262,6 +263,12 @@ def _check_yaml(check: rehash.Check, docs: dict, campaign: CampaignRecord) -> No
     if parsed.budget_s is not None and parsed.min_rounds is not None and isinstance(campaign.rounds, int) \
             and parsed.min_rounds <= campaign.rounds <= C.MAX_ROUNDS:
         parsed = parsed.with_rounds(campaign.rounds)  # chosen after the first round; rehash binds it
+    recorded = number_of(campaign.workload.params)
+    if parsed.auto_number and isinstance(recorded, dict):  # calibrated in the pre-flight; rehash binds it to the runs
+        try:
+            parsed = parsed.with_suite_number(recorded)
+        except ValueError as exc:
+            check.fail(C.CAMPAIGN_JSON, f"workload.params.number, where campaign.yaml says auto: {exc}", "campaign")
     shas = {v: (parsed.revision(v).rev, campaign.sha(v)) for v in ("base", "candidate")}
     want = records.campaign(parsed, shas, rel=lambda p: None)
     if campaign.interference is None and parsed.interference is None:

@@ -168,6 +168,34 @@ class Campaign:
             return self
         return replace(self, cores=tuple(cores))
 
+    @property
+    def suite_number(self) -> Any:
+        """A suite's `number`: an int, auto, the settled {item: calls}; None without one (or a suite)."""
+        from harness.plan.suite import number_of
+
+        return number_of(self.workload.params) if self.suite is not None else None
+
+    @property
+    def auto_number(self) -> bool:
+        """`suite.number: auto`, not yet calibrated (the runner calibrates it in the pre-flight)."""
+        from harness.plan.suite import AUTO
+
+        return self.suite_number == AUTO
+
+    def with_suite_number(self, numbers: Any) -> "Campaign":
+        """A `suite.number: auto` campaign with each benchmark's calls settled ({item: calls}, as the
+        runner calibrated them or a bundle recorded them; settled again: the runner keeps a re-run's
+        to the benchmarks it runs): campaign.json records them in place of `auto`. ValueError, one
+        line, for a mapping of any other shape."""
+        from harness.plan.suite import numbers_problem
+
+        if not self.auto_number and not isinstance(self.suite_number, dict):
+            raise ValueError("with_suite_number: only for a campaign of `suite.number: auto`")
+        problem = numbers_problem(numbers)
+        if problem:
+            raise ValueError(f"suite.number: expected {problem}")
+        return replace(self, workload=replace(self.workload, params={**self.workload.params, "number": dict(numbers)}))
+
     def revision(self, variant: str) -> Revision:
         return self.base if variant == "base" else self.candidate
 
@@ -439,8 +467,9 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     """`suite: {kind, path, select, sys_path, items, number}` -> the suite and the workload that
     runs it: the harness's entry for the kind, handed kind, path, select and number as its params
     (so campaign.json records them where it records any workload's). `number` is asv's: how many
-    calls of each benchmark one timed item makes, for a benchmark too short to time in one call."""
-    from harness.plan.suite import SelectError, SuiteParams, matcher
+    calls of each benchmark one timed item makes, for a benchmark too short to time in one call;
+    `auto` is calibrated per benchmark by the runner (Campaign.with_suite_number)."""
+    from harness.plan.suite import AUTO, SelectError, SuiteParams, matcher
 
     s = r.mapping(value, "suite", {"kind", "path", "select", "sys_path", "items", "number", "ini"}, {"kind", "path"})
     kind = s["kind"]
@@ -462,7 +491,13 @@ def _suite(r: _Reader, value: Any) -> tuple[Suite, Workload]:
     items = s.get("items")
     if items is not None:
         items = int(r.number(items, "suite.items", 1, MAX_ITEMS, integer=True))
-    number = int(r.number(s["number"], "suite.number", 1, MAX_SUITE_NUMBER, integer=True)) if "number" in s else None
+    number = s.get("number")
+    if number is not None and number != AUTO:
+        ok = isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= MAX_SUITE_NUMBER
+        if not ok:
+            raise r.fail("suite.number", f"an integer from 1 to {MAX_SUITE_NUMBER:,} (calls of each benchmark per timed "
+                                         "item), or auto (each benchmark's calls calibrated on the base's pre-flight)",
+                         number)
     ini = _ini(r, s["ini"], kind) if "ini" in s else None  # pytest's -o NAME=VALUE, over the suite's own file
     params = to_json(SuiteParams(kind, path, select, number, ini))
     return Suite(kind, path, select), Workload(C.SUITE_ENTRIES[kind], None, params, sys_path, items)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from harness import contract as C, outcomes
 from harness import rules as R
 from harness.render.chart import rounds_chart
-from harness.render.text import (band, cell as text_cell, code, fence, md_lines, metrics_table, ms, no_paths, num,
-                                 shell_word, stage_order, suite_text, table)
+from harness.render.text import (band, calls_per_item, cell as text_cell, code, fence, md_lines, metrics_table, ms,
+                                 no_paths, num, shell_word, stage_order, suite_text, table)
 
 code_span = code  # `code` is also a local name below (an exit code)
 
@@ -378,10 +378,10 @@ def per_item(bundle, limit: int | None, esc=None) -> list[str]:
     rows = per.table[:limit]
     enough = stats.rounds.n >= C.MIN_ROUNDS or stats.sequential is not None
     times = item_times(bundle.runs)
-    number = _calls(bundle)
-    each = f"per call, each item timed over {number} calls" if number > 1 else "per timed item"
-    shown = [{"item": esc(r.id, 120), "base (ms)": ms(times[r.id][0] / number) if r.id in times else "n/a",
-              "candidate (ms)": ms(times[r.id][1] / number) if r.id in times else "n/a",
+    number, counts = _calls(bundle)
+    each = _each(counts, "per call, each item timed over {} calls", "per timed item")
+    shown = [{"item": esc(r.id, 120), "base (ms)": ms(times[r.id][0] / number(r.id)) if r.id in times else "n/a",
+              "candidate (ms)": ms(times[r.id][1] / number(r.id)) if r.id in times else "n/a",
               "change [interval]": outcomes.speed(r.ratio, r.ci95), "verdict": _item_verdict(r, stats, enough)}
              for r in rows]
     more = per.items - len(rows)
@@ -398,12 +398,21 @@ def per_item(bundle, limit: int | None, esc=None) -> list[str]:
             f"{judged}.", "", table(shown, right=("base (ms)", "candidate (ms)")), ""]
 
 
-def _calls(bundle) -> int:
-    """How many calls a suite's timed item made (its records' suite.number; 1 for anything else)."""
+def _calls(bundle):
+    """How many calls each suite item's timed item made (its records' suite.number: one count, or
+    each benchmark's as `number: auto` calibrated it; 1 for anything else): (item -> calls, the
+    set of counts made)."""
     ok = [r for r in bundle.runs if r.ok]
     info = (ok[0].metrics.get("suite") if ok and isinstance(ok[0].metrics, dict) else None) or {}
-    number = info.get("number") if isinstance(info, dict) else None
-    return number if isinstance(number, int) and not isinstance(number, bool) and number > 1 else 1
+    return calls_per_item(info.get("number") if isinstance(info, dict) else None)
+
+
+def _each(counts: set, several: str, once: str) -> str:
+    """The per-item table's unit: per call over N (or LOW-HIGH) calls, else per timed item."""
+    if counts <= {1}:
+        return once
+    low, high = min(counts), max(counts)
+    return several.format(low if low == high else f"{low}-{high}")
 
 
 def _notes(bundle, long: bool) -> list[str]:
@@ -444,7 +453,7 @@ def _members(bundle, long: bool) -> list[str]:
     ordered = fam.leading()
     changed = [m for m in ordered if m.changed]
     rows = ordered if long else ordered[:max(ITEMS_SHOWN, len(changed))]
-    times, number = item_times(bundle.runs), _calls(bundle)
+    times, (number, counts) = item_times(bundle.runs), _calls(bundle)
 
     def when(m) -> str:
         if m.decided_at is not None:
@@ -454,13 +463,13 @@ def _members(bundle, long: bool) -> list[str]:
                     else f"undecided: about {m.expected_rounds} rounds in all")
         return "undecided"
 
-    shown = [{"benchmark": cell(m.id, 120), "base (ms)": ms(times[m.id][0] / number) if m.id in times else "n/a",
-              "candidate (ms)": ms(times[m.id][1] / number) if m.id in times else "n/a",
+    shown = [{"benchmark": cell(m.id, 120), "base (ms)": ms(times[m.id][0] / number(m.id)) if m.id in times else "n/a",
+              "candidate (ms)": ms(times[m.id][1] / number(m.id)) if m.id in times else "n/a",
               "change [interval]": outcomes.speed(m.ratio, m.ci95) if m.ratio is not None else "n/a",
               "verdict": f"**{cell(m.verdict)}**" if m.changed else cell(m.verdict), "decided": when(m)}
              for m in rows]
     more = fam.members - len(rows)
-    each = f"; median time per call, each timed over {number} calls" if number > 1 else "; median time per timed item"
+    each = _each(counts, "; median time per call, each timed over {} calls", "; median time per timed item")
     head = (f"Per benchmark, changed first ({fam.members} claims, each at alpha {fam.alpha:.3g}: any false claim "
             f"among them at most {C.SEQ_ALPHA if stats.question == 'claim' else C.QUESTION_ALPHA:g}; a benchmark "
             f"that decided left the later rounds{each})")

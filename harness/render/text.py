@@ -321,12 +321,26 @@ def stage_summary(comparison: Comparison) -> list[str]:
     return [head + (f"; {left} smaller stage(s) left out (REPORT.md has all):" if left else ":"), text]
 
 
+def calls_per_item(number: Any) -> tuple:
+    """How many calls each item's timed item made, from a run's suite metrics (suite.number: one
+    count, or each benchmark's own as `suite.number: auto` calibrated them; a bundle's text, so
+    only whole numbers are read, anything else reads as 1): (item -> calls, the set of counts)."""
+    def whole(n: Any) -> int:
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
+    if isinstance(number, dict) and number:
+        return (lambda item: whole(number.get(item))), {whole(n) for n in number.values()}
+    count = whole(number)
+    return (lambda item: count), {count}
+
+
 def _calls(number: Any) -> str:
-    """How many calls a timed item made, from a run's suite metrics (a bundle's text: only a whole
-    number is read, anything else reads as once)."""
-    if isinstance(number, int) and not isinstance(number, bool) and number > 1:
-        return f"{number} times per timed item"
-    return "once"
+    """How many calls a timed item made (calls_per_item), in words."""
+    _, counts = calls_per_item(number)
+    low, high = min(counts), max(counts)
+    if isinstance(number, dict) and number:
+        return (f"{low if low == high else f'{low}-{high}'} time(s) per timed item (suite.number: auto: each "
+                "benchmark's own count, calibrated on the base's pre-flight)")
+    return f"{low} times per timed item" if low > 1 else "once"
 
 
 MEASURED_SHOWN = 8

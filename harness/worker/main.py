@@ -381,6 +381,60 @@ def repeat_walls(workload, item_id: str, budget_s: float = 2.0, most: int = 6) -
     return walls
 
 
+# `suite.number: auto`'s calibration (the base's pre-flight): a benchmark's calls are timed in batches,
+# doubled until one takes CALIBRATE_BATCH_S (perf_counter reads a batch that long to well under 1%),
+# CALIBRATE_BATCHES of them kept (their median per call decides), for at most about CALIBRATE_ITEM_S
+# of each benchmark's batches (at least one is kept: a benchmark of a second takes its warm call and one).
+CALIBRATE_BATCH_S, CALIBRATE_BATCHES, CALIBRATE_ITEM_S = 1e-3, 3, 0.2
+
+
+def calibrate(workload, items: list, budget_s: float) -> dict:
+    """`suite.number: auto`: each benchmark's wall of one call, for the runner to turn into its calls
+    (plan.suite.calls_for): a warm call, then batches of calls as a timed item makes them
+    (workload.batch: pedantic's arguments made before the clock). {item: [the wall of one call in
+    each kept batch]}; [] for a benchmark whose warm call raised (its error is what every run
+    records). A benchmark that returned and then raised, or a calibration past budget_s, ends the
+    pre-flight in one line (SystemExit) before any timed run."""
+    from harness.contract import MAX_AUTO_NUMBER
+
+    out: dict = {}
+    start = _perf_counter()
+    for done, item_id in enumerate(items):
+        if _perf_counter() - start > budget_s:
+            slowest = max((min(w) for w in out.values() if w), default=0.0)
+            raise SystemExit(f"suite.number: auto: calibrating the base's {len(items)} benchmarks ran past its "
+                             f"{budget_s:g} s budget before {item_id} ({done} calibrated, the slowest "
+                             f"{slowest:.3g} s a call): give `suite: {{number: N}}` by hand (1 for benchmarks "
+                             "of 10 ms or more), or select fewer benchmarks")
+        try:
+            workload.batch(item_id, 1)()  # warm: a first call's own costs (imports, caches) stay out
+        except Exception:  # noqa: BLE001 - its error is its record in every run, compared like an output
+            out[item_id] = []
+            continue
+        per_call: list = []
+        size, began = 1, _perf_counter()
+        while True:
+            calls = workload.batch(item_id, size)
+            t0 = _perf_counter()
+            try:
+                calls()
+            except Exception as exc:  # noqa: BLE001
+                raise SystemExit(f"suite.number: auto: {item_id} returned, then raised when called again in "
+                                 f"calibration ({describe(exc)}): a benchmark that cannot be called repeatedly "
+                                 "cannot be timed over several calls; make it repeatable, or give "
+                                 "`suite: {number: 1}`, or leave it out with select") from None
+            wall = _perf_counter() - t0
+            spent = _perf_counter() - began
+            if wall < CALIBRATE_BATCH_S and size < MAX_AUTO_NUMBER and spent < CALIBRATE_ITEM_S:
+                size *= 2
+                continue
+            per_call.append(wall / size)
+            if len(per_call) >= CALIBRATE_BATCHES or spent >= CALIBRATE_ITEM_S:
+                break
+        out[item_id] = per_call
+    return out
+
+
 def is_suite(job: Job) -> bool:
     """A `suite:` campaign: the workload is the harness's adapter for an existing benchmark suite."""
     from harness import contract
@@ -396,12 +450,13 @@ def outputs_of(workload, item_id: str, returned, suite: bool):
 
 def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, timer=None,
                    stages: dict | None = None, items_all: list | None = None, homes: dict | None = None,
-                   suite: bool = False) -> int:
+                   suite: bool = False, calibrate_s: float | None = None) -> int:
     """The pre-flight: run items untimed, in order, until one returns (items may raise:
     recorded errors are allowed when alike in both revisions), check its outputs, and write
     what was seen. Only a workload whose every item raises fails here, as its runs would.
     Stage timers are armed only to count calls (the runner flags stages neither revision
-    called); their times are not used."""
+    called); their times are not used. calibrate_s: `suite.number: auto` in the base, every
+    item calibrated (calibrate) within that many seconds."""
     from harness.files import atomic_write_json
 
     raised = []
@@ -421,10 +476,11 @@ def check_protocol(workload, items: list, arrays_dir: Path, result_path: str, ti
         fields = write_outputs(item_id, 0, outputs_of(workload, item_id, outputs, suite), arrays_dir, suite)
         calls = {name: t["calls"] for name, t in timer.totals(stages).items()} if timer is not None else {}
         repeats = repeat_walls(workload, item_id)
+        calibration = calibrate(workload, items, calibrate_s) if calibrate_s is not None and suite else {}
         if hasattr(workload, "close"):
             workload.close()
         atomic_write_json(result_path, to_json(CheckResult(item_id, fields, raised, items_all or [], calls, homes or {},
-                                                           repeats, Interpreter.current())))
+                                                           repeats, Interpreter.current(), calibration)))
         return 0
     raise SystemExit(f"{'suite' if suite else 'workload.entry'}: run() raised on every item ({len(raised)}); the first: "
                      f"{raised[0]}")
@@ -717,7 +773,7 @@ def main(job_path: str, parent_pid: int | None = None, prepared: object = NOT_PR
 
     if job.mode == "check":
         return check_protocol(workload, contract.subset(items, job.workload.items), arrays_dir, job.result_path,
-                              timer, job.stages, items, homes, suite)
+                              timer, job.stages, items, homes, suite, job.calibrate_s)
     if items != job.items_all:
         raise SystemExit(f"workload.entry: setup() gave {len(items)} items, not the {len(job.items_all)} the "
                          "pre-flight found (the item list must be the same in every run of a campaign)")

@@ -5,15 +5,17 @@ parity, and those that return none said to be "not given"; a suite that cannot r
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from checks_support import problems
-from conftest import harness, make_target, no_traceback
-from harness import rehash
+from conftest import ROOT, harness, make_target, no_traceback
+from harness import outcomes, rehash
 from harness.files import read_json
 from harness.judge.verify import verify
 
@@ -94,6 +96,32 @@ FILES = {
     "bench/test_missing.py": """\
         import not_installed_anywhere_xyz
         """,
+    "bench/test_calibrate.py": """\
+        import time
+
+        from pkg import core
+
+
+        def test_tiny(benchmark):
+            assert benchmark(core.work, 8) == 140
+
+
+        def test_slow(benchmark):
+            benchmark(time.sleep, 0.02)
+        """,
+    "bench/test_limited.py": """\
+        CALLS = []
+
+
+        def limited():
+            CALLS.append(1)
+            if len(CALLS) > 20:
+                raise RuntimeError("its pool of 20 is used up")
+
+
+        def test_limited(benchmark):
+            benchmark(limited)
+        """,
 }
 
 
@@ -166,6 +194,64 @@ def test_a_suite_runs_unchanged_to_a_verified_bundle_with_parity_hashed(target, 
     calls = f"calling each benchmark {suite['number']} times per timed item" if "number" in suite else \
         "calling each benchmark once"
     assert calls in result.stdout and calls in summary.stdout
+
+
+def test_number_auto_calibrates_each_benchmark_on_the_base_and_reproduce_makes_the_recorded_calls(target):
+    """`suite.number: auto` on a real pytest-benchmark file: a benchmark of about a microsecond gets
+    many calls per timed item, one of 20 ms one call; campaign.json records them before the runs,
+    every run makes them, both checkers verify the bundle, and `harness reproduce` makes the
+    recorded calls without calibrating again."""
+    where, tree, patch = target
+    tiny, slow = "bench/test_calibrate.py::test_tiny", "bench/test_calibrate.py::test_slow"
+    yaml_path = campaign(where, tree, patch, "suite-auto",
+                         {"kind": "pytest-benchmark", "path": "bench/test_calibrate.py", "number": "auto"})
+    out = where / "out-auto"
+    result = harness("run", yaml_path, "--out", out)
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = re.findall(r"suite\.number: auto: calibrated on the base's pre-flight: 2 benchmark\(s\), 1-(\d+) calls each "
+                      r"\(each timed item >= 10 ms at its median call, at most 524288 calls\)", result.stderr)
+    assert len(said) == 1, result.stderr
+    assert "too short to time" not in result.stdout + result.stderr
+    numbers = read_json(out / "data" / "campaign.json")["workload"]["params"]["number"]
+    assert numbers == {tiny: int(said[0]), slow: 1}, numbers
+    assert 64 <= numbers[tiny] <= 2 ** 19 and numbers[tiny] & (numbers[tiny] - 1) == 0  # a power of two, many calls
+    for label in ("A1", "B1", "B2", "A2"):
+        assert read_json(out / "data" / "runs" / f"{label}.json")["metrics"]["suite"]["number"] == numbers
+    report = verify(out)
+    assert report.exit_code == 0, report.problems or report.unusable
+    alone = subprocess.run([sys.executable, "-S", str(ROOT / "harness" / "rehash.py"), str(out)], capture_output=True,
+                           text=True)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    checked = harness("verify", out, "--repo", where)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"calling each benchmark 1-{numbers[tiny]} time(s) per timed item (suite.number: auto" in result.stdout
+
+    again = where / "out-auto.reproduction"
+    reproduced = harness("reproduce", out, "--repo", where, "--out", again, "--order", "AB")
+    assert reproduced.returncode in outcomes.REPRODUCTION_CODES.values(), reproduced.stdout + reproduced.stderr
+    assert "calibrated on the base's pre-flight:" not in reproduced.stdout + reproduced.stderr  # never again
+    assert f"suite.number: auto's calls as it calibrated them (2 benchmarks, 1-{numbers[tiny]} calls each)" in \
+        reproduced.stdout
+    assert read_json(again / "data" / "campaign.json")["workload"]["params"]["number"] == numbers
+    for label in ("A1", "B1"):
+        assert read_json(again / "data" / "runs" / f"{label}.json")["metrics"]["suite"]["number"] == numbers
+    assert not rehash.rehash(str(again)).problems
+    report = verify(again)
+    assert report.exit_code == 0, report.problems or report.unusable
+
+
+def test_a_benchmark_that_cannot_be_called_again_refuses_auto_in_one_line_before_any_run(target):
+    where, tree, patch = target
+    yaml_path = campaign(where, tree, patch, "suite-limited",
+                         {"kind": "pytest-benchmark", "path": "bench/test_limited.py", "number": "auto"})
+    out = where / "out-limited"
+    result = harness("run", yaml_path, "--out", out)
+    assert result.returncode == 2 and no_traceback(result), result.stdout + result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "suite.number: auto:" in line]
+    assert ("base (" in line and "): suite.number: auto: bench/test_limited.py::test_limited returned, then raised "
+            "when called again in calibration (RuntimeError: its pool of 20 is used up)") in line, line
+    assert "give `suite: {number: 1}`" in line and "campaign 'suite-limited'" not in result.stderr  # no run began
+    assert not out.exists()
 
 
 # The layout of a real library's pytest-benchmark file (markdown-it-py's benchmarking/, written

@@ -366,7 +366,10 @@ def test_a_suites_lines_on_the_terminal_carry_no_markdown_escapes(tmp_path):
     assert "\\_" not in shown and "&lt;" not in shown and "\\|" not in shown
     page = "\n".join(text.suite_text(workload, {}, [record]))
     assert "test\\_attrs\\_collections.py" in page and "&lt;locals&gt;" in page and "\x1b" not in page
-    for number, said in (("3\n```\n<b>@someone\x1b[2K", "once"), (True, "once"), (57, "57 times per timed item")):
+    auto = " per timed item (suite.number: auto: each benchmark's own count, calibrated on the base's pre-flight)"
+    for number, said in (("3\n```\n<b>@someone\x1b[2K", "once"), (True, "once"), (57, "57 times per timed item"),
+                         ({"<b>@someone\x1b[2K": 8, "t[a_b]": "<b>\x1b[2K", "x": [1]}, "1-8 time(s)" + auto),
+                         ({"t[a_b]": 4}, "4 time(s)" + auto)):
         record["metrics"]["suite"]["number"] = number  # a bundle's count: only a whole number is read
         (tmp_path / C.run_path("A1")).write_text(json.dumps(record))
         for shown in ("\n".join(suite_lines(tmp_path)), "\n".join(text.suite_text(workload, {}, [record]))):

@@ -187,7 +187,8 @@ def test_both_checkers_refuse_a_campaign_that_went_on_after_a_look_decided(tmp_p
 
 # --- the job: one typed record from the runner to its worker ---------------------------------------
 JOB_KEYS = {"schema", "mode", "label", "variant", "index", "sha", "tree", "parent_pid", "workload", "inputs", "slots",
-            "stages", "optional_stages", "arrays_dir", "result_path", "items", "instructions_items", "items_all"}
+            "stages", "optional_stages", "arrays_dir", "result_path", "items", "instructions_items", "items_all",
+            "calibrate_s"}
 
 
 def test_a_job_reads_back_as_written_and_another_schema_is_refused_in_one_line(tmp_path):

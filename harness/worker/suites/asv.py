@@ -28,8 +28,8 @@ asv's discovery does.
   each called with the item's parameters, all before the clock, in item order; a setup that raises
   NotImplementedError skips the item (asv: "skipped"); any other error is the item's recorded error
   in every run. `teardown`s run after the timed loop.
-- Calls per timed item: the campaign's `suite.number` (default 1); the item's wall is all its
-  calls. The benchmark's own `number`, `repeat`, `rounds`, `warmup_time`, `sample_time` and
+- Calls per timed item: the campaign's `suite.number` (default 1; `auto`: each benchmark's own,
+  calibrated on the base's pre-flight); the item's wall is all its calls. The benchmark's own `number`, `repeat`, `rounds`, `warmup_time`, `sample_time` and
   `timeout` are asv's own sampling and are not used: the campaign's rounds of fresh processes are
   the samples, and a count read from each side's benchmark file could differ between the sides.
 - `select`: a regular expression searched in the benchmark's name, with or without its
@@ -381,4 +381,4 @@ def setup(ctx):
             "skipped": skipped, "not_imported": notes["not_imported"], "modules": modules,
             "matched_by_name_only": notes.get("unmatched", [])[:200],
             "measured": dict(list(measured.items())[:200])}
-    return SuiteWorkload("asv", calls, info, teardowns, params.calls)
+    return SuiteWorkload("asv", calls, info, teardowns, params.per_item)

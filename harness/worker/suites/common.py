@@ -2,7 +2,8 @@
 benchmark's return value becomes as outputs.
 
 The worker calls `run(item)` inside its timer: it is `number` calls of the benchmarked callable
-(the campaign's suite.number, 1 unless it says more) and nothing
+(the campaign's suite.number, 1 unless it says more; with `number: auto`, the item's own count the
+runner calibrated from `batch`'s calls in the base's pre-flight) and nothing
 else (its setup ran in `setup()`, before the clock). What the last call returned goes through
 `suite_outputs(item, returned)` after the timer stops: data (numpy arrays, bytes, str, numbers,
 and lists, tuples, dicts and sets of those) becomes the output field `return` and is hashed for
@@ -16,6 +17,7 @@ from __future__ import annotations
 import enum
 import math
 from pathlib import Path
+from typing import Union
 
 import numpy as np
 
@@ -149,13 +151,22 @@ def outputs_of(value) -> tuple[dict, str]:
     return {"return": np.frombuffer(data, dtype=np.uint8)}, f"hashed: {type_name(value)} (canonical encoding)"
 
 
+class Armed:
+    """A benchmark whose calls' arguments are made before the clock (pytest-benchmark's pedantic
+    with a setup): arm(n) makes those of the next n calls."""
+
+    def arm(self, n: int) -> None:
+        raise NotImplementedError
+
+
 class SuiteWorkload:
     """The worker's workload for a suite: items are the selected benchmarks, each timed item
     `number` calls of one (the campaign's suite.number, asv's word: a benchmark far shorter than a
-    process's own jitter is timed over many calls, as asv and pyperf do), the last call's return
-    value its outputs."""
+    process's own jitter is timed over many calls, as asv and pyperf do; an int for every item, or
+    {item: calls} as `number: auto` calibrated them), the last call's return value its outputs."""
 
-    def __init__(self, kind: str, calls: dict, info: dict, teardowns: list | None = None, number: int = 1):
+    def __init__(self, kind: str, calls: dict, info: dict, teardowns: list | None = None,
+                 number: Union[int, dict] = 1):
         self.kind = kind
         self.items = list(calls)
         self._calls = calls  # item -> a callable of no arguments: the benchmark, set up
@@ -164,11 +175,28 @@ class SuiteWorkload:
         self._notes: dict = {}
         self._teardowns = teardowns or []
 
+    def calls_of(self, item: str) -> int:
+        number = self._number
+        return number.get(item, 1) if isinstance(number, dict) else number
+
     def run(self, item: str):
         call = self._calls[item]
-        for _ in range(self._number - 1):
+        for _ in range(self.calls_of(item) - 1):
             call()
         return call()
+
+    def batch(self, item: str, n: int):
+        """n calls of item as run() makes them, ready to time (`number: auto`'s calibration in the
+        pre-flight): pedantic's arguments for them are made now, before the caller's clock."""
+        call = self._calls[item]
+        if isinstance(call, Armed):
+            call.arm(n)
+
+        def calls():
+            for _ in range(n - 1):
+                call()
+            return call()
+        return calls
 
     def suite_outputs(self, item: str, returned) -> dict:
         outputs, note = outputs_of(returned)

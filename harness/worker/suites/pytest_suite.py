@@ -19,8 +19,8 @@ How pytest's phases map onto the workload protocol (harness/worker/suites/common
   test its own function-scoped values, each module its own module-scoped ones, and so on, and
   every value a recorded call holds stays set up through the timed loop. They run in close(),
   after the clock, the last set up first.
-- run(item), inside the worker's timer, is `suite.number` calls of the recorded callable and
-  nothing else; pedantic's `setup` made those calls' arguments before the clock, its `teardown`
+- run(item), inside the worker's timer, is `suite.number` calls of the recorded callable (with
+  `auto`, the item's own calibrated count) and nothing else; pedantic's `setup` made those calls' arguments before the clock, its `teardown`
   runs in close().
 
 What the harness changes in pytest's run, and why:
@@ -63,7 +63,7 @@ import types
 from pathlib import Path
 
 from harness.plan.suite import SuiteParams
-from harness.worker.suites.common import SuiteError, SuiteWorkload, origin, raiser
+from harness.worker.suites.common import Armed, SuiteError, SuiteWorkload, origin, raiser
 
 FIXTURES = ("benchmark", "codspeed_benchmark")  # pytest-benchmark's name; pytest-codspeed's both
 MARKERS = ("benchmark", "codspeed_benchmark")  # pytest-codspeed: the whole test is the benchmark
@@ -185,15 +185,20 @@ class Recorder:
                           "benchmark(fn, ...), benchmark.pedantic(...), extra_info, group, name and params)")
 
 
-class Pedantic:
+class Pedantic(Armed):
     """benchmark.pedantic with a setup: the arguments of each of a timed item's `number` calls are
-    made before the clock (in setup(); a call beyond them, in the pre-flight's repeats, makes its
-    own); the teardown of every set of arguments a call used runs in close()."""
+    made before the clock (in setup(); by arm() for the pre-flight's calibration of `number: auto`;
+    a call beyond them, in the pre-flight's repeats, makes its own); the teardown of every set of
+    arguments a call used runs in close()."""
 
     def __init__(self, target, setup, teardown, number: int):
         self.target, self.setup, self.teardown = target, setup, teardown
         self.ready = [_prepared(setup, (), {}) for _ in range(number)]
         self.used: list = []
+
+    def arm(self, n: int) -> None:
+        while len(self.ready) < n:
+            self.ready.append(_prepared(self.setup, (), {}))
 
     def __call__(self):
         args, kwargs = self.ready.pop() if self.ready else _prepared(self.setup, (), {})
@@ -558,7 +563,6 @@ def setup(ctx):
     if not target.exists():
         raise SuiteError(f"suite.path: {params.path} is neither a test file nor a folder in the revision's tree")
     pytest = import_pytest(kind)
-    number = params.calls
     folder = Path(tempfile.mkdtemp(prefix="harness-pytest-"))
     cleanup = functools.partial(shutil.rmtree, folder, True)
     run = Run(kind, tree)
@@ -571,7 +575,7 @@ def setup(ctx):
         sys.stderr.write(text[-MAX_OUTPUT:])  # pytest's own report, for the worker's log
         if code not in (0, 1, 5) or run.collect_errors:
             raise SuiteError(refusal(code, text, run, config, tree))
-        calls, teardowns, skipped, pedantic = items(run, number)
+        calls, teardowns, skipped, pedantic = items(run, params.calls_of)
     except BaseException:
         for finalizer in reversed(run.held):
             with contextlib.suppress(Exception):
@@ -598,12 +602,12 @@ def setup(ctx):
             "pedantic": {k: {kk: repr(vv)[:40] for kk, vv in v.items()} for k, v in list(pedantic.items())[:200]}}
     if params.ini:
         info["ini"] = dict(params.ini)
-    return SuiteWorkload(kind, calls, info, teardowns, number)
+    return SuiteWorkload(kind, calls, info, teardowns, params.per_item)
 
 
-def items(run: Run, number: int):
+def items(run: Run, number):
     """The timed callable of every benchmark pytest ran, in pytest's order: (calls, teardowns,
-    skipped, pedantic's arguments). A failed setup or call is the item's error in every run; a
+    skipped, pedantic's arguments); number(nodeid): the calls of one timed item. A failed setup or call is the item's error in every run; a
     skip leaves it out; a harness refusal raised inside a test refuses the suite."""
     calls, teardowns, skipped, pedantic = {}, [], {}, {}
     for nodeid in run.order:
@@ -638,7 +642,7 @@ def items(run: Run, number: int):
         if recorder.pedantic_args:
             pedantic[nodeid] = recorder.pedantic_args
         if psetup is not None:
-            call = Pedantic(target, psetup, pteardown, number)
+            call = Pedantic(target, psetup, pteardown, number(nodeid))
             teardowns.append(call.close)
             calls[nodeid] = call
         else:
