@@ -48,6 +48,20 @@ def cores_for(wanted: tuple, allowed: set) -> tuple[int, int]:
     return first, second
 
 
+def crowded(allowed: set) -> str | None:
+    """A warning when the duet's two cores are all the workers may run on: the runner, its
+    watchers and the rest of the machine then share the cores the two timed loops are pinned to,
+    so whatever they do falls on one run of a round and not the other (on a 2-core VM the A-vs-A
+    spread per round was several times a fresh campaign's: docs/campaign.md "Duet")."""
+    if len(allowed) > C.DUET_CORES:
+        return None
+    return (f"launch: duet: the workers may run on {len(allowed)} CPUs here ({_listed(sorted(allowed))}), both "
+            "pinned to the duet's runs, so the runner and everything else the machine does share their cores and "
+            "fall on one run of a round, not both: measured on a 2-core VM, its rounds moved several times as much "
+            "as fresh processes' (docs/campaign.md \"Duet\"); give it a machine with a core to spare, or use "
+            "`launch: fresh`")
+
+
 def _listed(cpus: list) -> str:
     return "CPU " + ",".join(map(str, cpus[:16])) + (", ..." if len(cpus) > 16 else "")
 

@@ -333,12 +333,17 @@ class Runner:
     def run(self) -> Outcome | None:
         """The campaign, sealed into --out; with check_only, the pre-flight alone (None)."""
         if self.campaign.launch == C.DUET:  # the cores its rounds' runs are pinned to, settled (and recorded) now
-            from harness.engine.duet_launcher import DuetError, cores_for
+            from harness.engine.duet_launcher import DuetError, cores_for, crowded
 
+            allowed = self.launcher.cpus()
             try:
-                self.campaign = self.campaign.with_cores(cores_for(self.campaign.cores, self.launcher.cpus()))
+                self.campaign = self.campaign.with_cores(cores_for(self.campaign.cores, allowed))
             except DuetError as exc:
                 raise SpecError(f"{self.campaign.source}: {exc}") from None
+            warning = crowded(allowed)
+            if warning:  # said before the pre-flight, and again with the verdict
+                self.warnings.append(warning)
+                self.progress.note(f"warning: {warning}")
         campaign = self.campaign
         claim = None if self.check_only else bundle.claim_output(self._out(), self.force)
         with contextlib.nullcontext() if self.check_only else bundle.OutputLock(self._out()):

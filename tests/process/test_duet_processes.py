@@ -29,6 +29,10 @@ def duet_demo(tmp_path_factory) -> Path:
     out = where / "bundle"
     result = harness("run", demo_under(where, "duet"), "--out", out)
     assert result.returncode == 0, result.stdout + result.stderr
+    # on a machine of two usable CPUs the duet takes both: said before the pre-flight and with the verdict
+    crowded = len(os.sched_getaffinity(0)) <= 2
+    assert ("warning: launch: duet: the workers may run on 2 CPUs here" in result.stdout) == crowded, result.stdout
+    assert ("warning: launch: duet: the workers may run on 2 CPUs here" in result.stderr) == crowded, result.stderr
     return out
 
 

@@ -18,7 +18,7 @@ from fakes import Model, run_fake
 from harness import contract as C
 from harness import rules as R
 from harness.engine import outside
-from harness.engine.duet_launcher import DuetError, cores_for
+from harness.engine.duet_launcher import DuetError, cores_for, crowded
 from harness.bundle import read
 from harness.plan import spec
 from harness.render import summary
@@ -107,6 +107,13 @@ class Pair:
             s.close()
         for c in self.channels:
             c.close()
+
+
+def test_a_duet_on_all_the_cores_the_workers_may_use_is_warned_about():
+    """Two CPUs in all: the runner and the rest of the machine fall on one run of a round."""
+    assert crowded({0, 1, 2}) is None
+    said = crowded({0, 1})
+    assert said.startswith("launch: duet: the workers may run on 2 CPUs here (CPU 0,1)") and "`launch: fresh`" in said
 
 
 def test_a_start_mark_waits_for_the_partners_and_both_are_answered_at_once():
