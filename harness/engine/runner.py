@@ -183,14 +183,6 @@ def stage_workload(scratch: Path, files: list[tuple[str, bytes]]) -> Path:
     return dest
 
 
-def stage_code(scratch: Path) -> Path:
-    """A copy of the harness package for the workers (its .py files: the digest they record)."""
-    dest = scratch / "harness-code"
-    shutil.copytree(Path(__file__).resolve().parents[1], dest / "harness",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    return dest
-
-
 def prepare_inputs(campaign: Campaign, log) -> dict[str, records.InputPin]:
     """Build missing inputs with their recorded command, then check every pinned hash: each as
     inputs.json records it."""
@@ -369,7 +361,7 @@ class Runner:
             staging = None
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
-                code = stage_code(scratch)
+                code = self.launcher.stage_code(scratch)
                 self.workload_copy = stage_workload(scratch, self.workload) if campaign.workload.path else None
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
