@@ -983,7 +983,7 @@ class Runner:
                                         bounds=records.interference_bounds(self.campaign.interference))
         made = record(status, reason, measured, taken)
         # Outputs the checkers would refuse fail the run here, not the sealed bundle.
-        refused = made.ok and self.budget.refusal(made, staging.arrays_dir, staging.root)
+        refused = made.ok and self.budget.refusal(made, staging.arrays_dir, staging.json_total())
         return record("failed", f"outputs: {refused}", None, {}) if refused else made
 
     def _elsewhere(self, measured: records.WorkerResult, variant: str) -> str | None:
