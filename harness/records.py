@@ -31,16 +31,28 @@ from harness import rules as R
 # --- JSON in and out --------------------------------------------------------------------------
 def to_json(value: Any) -> Any:
     """A record (or anything holding records) as plain JSON values, keys in declared order."""
-    if dataclasses.is_dataclass(value):
-        absent = getattr(value, "ABSENT", ())  # keys a document leaves out (rather than null) when None
+    kind = type(value)
+    shape = _SHAPES[kind] if kind in _SHAPES else _shape(kind)
+    if shape is not None:
+        names, absent = shape  # absent: keys a document leaves out (rather than null) when None
         left_out = getattr(value, "_absent_keys", ())  # optional keys the JSON it was built from left out
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if f.name not in left_out and not (f.name in absent and getattr(value, f.name) is None)}
+        return {name: to_json(getattr(value, name)) for name in names
+                if name not in left_out and not (name in absent and getattr(value, name) is None)}
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
     return value
+
+
+_SHAPES: dict = {}  # type -> _shape(type), worked out once a type: to_json met thousands of values a record
+
+
+def _shape(kind: type) -> Optional[tuple]:
+    """(a record class's field names in declared order, its ABSENT); None for any other type."""
+    made = _SHAPES[kind] = (tuple(f.name for f in dataclasses.fields(kind)), getattr(kind, "ABSENT", ())) \
+        if dataclasses.is_dataclass(kind) else None
+    return made
 
 
 _BUILDERS: dict = {}  # annotation -> the function that builds its value from JSON, made once per annotation

@@ -14,6 +14,7 @@ from beside itself as it loads contract.py (a reviewer copies rehash.py, contrac
 import functools
 import hashlib
 import math
+import operator
 from collections import namedtuple
 from typing import List, Optional, Sequence, Tuple  # Python 3.9: the worker's room
 
@@ -634,7 +635,7 @@ def _walk_exceeds(c, first, cap, sides):
         g = []
         for j in range(0 if sides == 2 else j0, j1 + 1):  # two sides: the density is even, half of it
             lo_i, hi_i = max(i0, j - taps), min(i1, j + taps)
-            v = sum(map(float.__mul__, a[lo_i - i0:hi_i - i0 + 1], kernel[lo_i - j + taps:hi_i - j + taps + 1]))
+            v = sum(map(operator.mul, a[lo_i - i0:hi_i - i0 + 1], kernel[lo_i - j + taps:hi_i - j + taps + 1]))
             y = j * h
             for x, m in ends:
                 if abs(y - x) < reach:
@@ -642,8 +643,10 @@ def _walk_exceeds(c, first, cap, sides):
             g.append(v)
         if sides == 2:
             g = g[:0:-1] + g
-        def density(y):
-            return math.fsum([a[k] * _phi(y - xs[k]) for k in range(len(xs)) if abs(y - xs[k]) < reach]
+        def density(y):  # over the nodes within reach of y (found among theirs and one more on each side)
+            close = range(max(0, math.floor((y - reach) / h) - i0 - 1),
+                          min(len(xs), math.ceil((y + reach) / h) - i0 + 2))
+            return math.fsum([a[k] * _phi(y - xs[k]) for k in close if abs(y - xs[k]) < reach]
                              + [m * _phi(y - x) for x, m in ends])
 
         f_low, f_up = density(n_low), density(n_up)

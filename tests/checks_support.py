@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from fakes import TREE, Model, ModelLauncher, run_fake
+from fakes import TREE, Model, ModelLauncher, run_fake, source_digest
 from harness import contract as C, rehash, records
 from harness.engine.launch import FakeRun
 from harness.selftest import tamper
@@ -36,14 +36,13 @@ class InstructionLauncher(ModelLauncher):
     def _play(self, job: records.Job) -> FakeRun:
         if job.mode != "instructions":
             return super()._play(job)
-        from harness import files
         from harness.plan import workload
 
         digest = workload.folder_digest(job.workload.path, tuple(job.workload.exclude))
         count = self.counts.get(job.label, 300_000_000 if job.variant == "base" else 150_000_000)
         self.out_file.write_text(f"events: Ir\ntotals: {count}\n")
         return FakeRun(result=records.to_json(records.CountResult(
-            C.subset(job.items, job.instructions_items), 0, files.harness_source_digest(), digest,
+            C.subset(job.items, job.instructions_items), 0, source_digest(), digest,
             records.Interpreter.current())), wall_s=4.0)
 
 

@@ -271,15 +271,33 @@ def walk_bundles(request, tmp_path_factory) -> WalkBundles:
 
 # --- helpers for tests that build their own tiny targets (test_runner, test_lock, ...) ---
 
+_patches: dict[tuple, bytes] = {}  # (base, candidate) -> their patch: git makes each one once a session
+
+
 def make_target(where: Path, base: dict[str, str], candidate: dict[str, str]) -> tuple[Path, Path]:
     """Write a base tree and a patch turning it into the candidate; returns (tree, patch).
-    base/candidate map relative file paths to their text (candidate: changed files only)."""
+    base/candidate map relative file paths to their text (candidate: changed files only). The
+    patch of the same two trees is the same bytes (git's diff of the same files), so it is made
+    in a scratch repository the first time only: most of the unit tier's fake campaigns build
+    the same two-commit target, and five git processes each was a tenth of a fake campaign."""
     import textwrap
 
     tree = where / "tree"
     for rel, text in base.items():
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text(textwrap.dedent(text))
+    patch = where / "candidate.patch"
+    key = (tuple(sorted(base.items())), tuple(sorted(candidate.items())))
+    if key not in _patches:
+        _patches[key] = _patch(where, tree, candidate)
+    patch.write_bytes(_patches[key])
+    return tree, patch
+
+
+def _patch(where: Path, tree: Path, candidate: dict[str, str]) -> bytes:
+    """git's binary diff from the tree to the tree with the candidate's files."""
+    import textwrap
+
     scratch = where / "patch-work"
     shutil.copytree(tree, scratch)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
@@ -292,10 +310,8 @@ def make_target(where: Path, base: dict[str, str], candidate: dict[str, str]) ->
     subprocess.run([*git, "add", "-A"], cwd=scratch, check=True)
     diff = subprocess.run([*git, "diff", "--cached", "--binary"], cwd=scratch, check=True,
                           capture_output=True).stdout
-    patch = where / "candidate.patch"
-    patch.write_bytes(diff)
     shutil.rmtree(scratch)
-    return tree, patch
+    return diff
 
 
 def write_campaign(path: Path, tree: Path, patch: Path, workload_dir: Path, entry: str, **fields) -> Path:

@@ -16,9 +16,9 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from harness import __version__
-from harness.contract import (BAG_INFO, BAGIT, BAGIT_TXT, CAMPAIGN_JSON, ENVIRONMENT, FORMAT, MANIFEST, TAG_FILES,
-                               TAGMANIFEST)
-from harness.files import WriteFailed, atomic_write_bytes, atomic_write_json, read_json, sha256_file, write_failed
+from harness.contract import (BAG_INFO, BAGIT, BAGIT_TXT, CAMPAIGN_JSON, ENVIRONMENT, FORMAT, JSON_KINDS, MANIFEST,
+                               TAG_FILES, TAGMANIFEST, file_kind)
+from harness.files import WriteFailed, atomic_write_bytes, dumps_json, read_json, sha256_file, write_failed
 
 FORBIDDEN_IN_NAMES = ("\r", "\n", "%", "\\")
 
@@ -133,6 +133,7 @@ class Staging:
     def __init__(self, out: Path):
         self.out = out
         self.root = out.parent / f"{out.name}.partial-{os.getpid()}"
+        self.json_bytes: dict[str, int] = {}  # rel -> the bytes of each JSON document written (json_total)
         if self.root.exists():
             shutil.rmtree(self.root)
         try:
@@ -146,7 +147,7 @@ class Staging:
         """A staging folder a campaign left when a write failed, to be sealed into out
         (`harness seal`)."""
         staging = cls.__new__(cls)
-        staging.out, staging.root = out, root
+        staging.out, staging.root, staging.json_bytes = out, root, {}
         return staging
 
     @property
@@ -154,10 +155,19 @@ class Staging:
         return self.root / "data" / "arrays"
 
     def write_json(self, rel: str, obj) -> None:
-        atomic_write_json(self.root / rel, obj)
+        self.write_bytes(rel, dumps_json(obj).encode())
 
     def write_bytes(self, rel: str, blob: bytes) -> None:
         atomic_write_bytes(self.root / rel, blob)
+        if file_kind(rel) in JSON_KINDS:
+            self.json_bytes[rel] = len(blob)
+
+    def json_total(self) -> int:
+        """The bytes of the JSON documents this staging has written (those the checkers read at
+        most contract.MAX_JSON_BYTES_TOTAL of), each counted once as last written: what a walk of
+        the folder would add up, without one after every run (an adopted folder's count only
+        what was written since)."""
+        return sum(self.json_bytes.values())
 
     def seal(self, info: Mapping[str, object]) -> str:  # each value written as str(value)
         """Write bagit.txt, bag-info.txt and both manifests; return the bundle digest."""

@@ -189,14 +189,6 @@ def stage_workload(scratch: Path, files: list[tuple[str, bytes]]) -> Path:
     return dest
 
 
-def stage_code(scratch: Path) -> Path:
-    """A copy of the harness package for the workers (its .py files: the digest they record)."""
-    dest = scratch / "harness-code"
-    shutil.copytree(Path(__file__).resolve().parents[1], dest / "harness",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    return dest
-
-
 def prepare_inputs(campaign: Campaign, log) -> dict[str, records.InputPin]:
     """Build missing inputs with their recorded command, then check every pinned hash: each as
     inputs.json records it."""
@@ -380,7 +372,7 @@ class Runner:
             staging = None
             old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
-                code = stage_code(scratch)
+                code = self.launcher.stage_code(scratch)
                 self.workload_copy = stage_workload(scratch, self.workload) if campaign.workload.path else None
                 materialized = {v: revisions.materialize(campaign, repo, campaign.revision(v), scratch)
                                 for v in ("base", "candidate")}
@@ -1052,7 +1044,7 @@ class Runner:
                                         bounds=records.interference_bounds(self.campaign.interference))
         made = record(status, reason, measured, taken)
         # Outputs the checkers would refuse fail the run here, not the sealed bundle.
-        refused = made.ok and self.budget.refusal(made, staging.arrays_dir, staging.root)
+        refused = made.ok and self.budget.refusal(made, staging.arrays_dir, staging.json_total())
         return record("failed", f"outputs: {refused}", None, {}) if refused else made
 
     def _elsewhere(self, measured: records.WorkerResult, variant: str) -> str | None:

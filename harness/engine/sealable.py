@@ -66,9 +66,9 @@ class Budget:
     def __init__(self) -> None:
         self.arrays: dict[str, int] = {}  # digest -> declared bytes, of the ok runs' outputs
 
-    def refusal(self, record, arrays_dir: Path, staging: Path) -> str | None:
+    def refusal(self, record, arrays_dir: Path, written: int) -> str | None:
         """Why an ok run's record cannot be sealed (one line), or None; the arrays it adds are
-        counted only when it can."""
+        counted only when it can. written: the bytes of the JSON documents staged so far."""
         for item in record.items:
             problem = C.output_problem(fields_of(item.fields))
             if problem:
@@ -79,8 +79,6 @@ class Budget:
         problem = C.record_problem("run", size)
         if problem:
             return problem
-        written = sum(p.stat().st_size for p in staging.rglob("*.json")
-                      if p.is_file() and C.file_kind(p.relative_to(staging).as_posix()) in C.JSON_KINDS)
         room = C.MAX_JSON_BYTES_TOTAL - SEAL_RESERVE_BYTES
         if written + size > room:
             return (f"the records would hold {written + size} bytes of JSON, over the {room} the checkers read of a "

@@ -113,9 +113,10 @@ class Context:
 # --- helpers ------------------------------------------------------------------------------
 def bundle_files(root: Path) -> list[str]:
     out = []
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            out.append(os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/"))
+    top = os.fspath(root)
+    for dirpath, _dirs, files in os.walk(top):  # each dirpath is top joined with the folders below it
+        folder = dirpath[len(top) + 1:].replace(os.sep, "/")
+        out += [f"{folder}/{name}" if folder else name for name in files]
     return sorted(out, key=str.encode)
 
 

@@ -2,7 +2,8 @@
 after the whole campaign. 300 output fields, a 5,000-character field name, a record too large
 for the checkers: the pre-flight refuses each in one line naming the field and the fix, and no
 timed run starts. An item whose outputs break a rule only in a later run fails that run with
-the reason, in a bundle that verifies. Long double (float128, complex256), whose padding bytes
+the reason, in a bundle that verifies, and so does the run whose record would take the bundle's
+JSON past what the checkers read. Long double (float128, complex256), whose padding bytes
 differ from process to process, is refused with its reason where an output is stored and by
 both checkers; the divergence report reads any width without a traceback."""
 from __future__ import annotations
@@ -15,10 +16,12 @@ import pytest
 
 from checks_support import problems
 from fakes import Model, ModelLauncher, run_fake
-from harness import contract as C, rehash
+from harness import contract as C, rehash, rules as R
 from harness.bundle import arrays
 from harness.bundle.model import Mismatch
 from harness.comparison import parity
+from harness.engine import sealable
+from harness.engine.launch import FakeClock
 from harness.engine.runner import PreflightError
 
 
@@ -68,6 +71,29 @@ def test_outputs_that_break_a_rule_only_in_a_later_run_fail_that_run_with_the_re
     assert [r.label for r in failed] == ["B2"]
     assert outcome.comparison.status == "failed"
     assert "B2: outputs: item 'item-0': 300 output fields" in outcome.comparison.reason
+    assert problems(outcome.out) == ([], [])
+
+
+def test_the_run_whose_record_would_pass_the_checkers_json_budget_fails_naming_the_bytes(tmp_path, monkeypatch):
+    """The checkers read at most MAX_JSON_BYTES_TOTAL of a bundle's JSON: the run whose record
+    would take the JSON documents written so far past it (less the room kept for what is written
+    after the runs) fails naming the bytes, and the failed bundle verifies. The same campaign
+    sealed beside it, on a clock from the same start, says how many bytes each document has: the
+    count is theirs, to the byte."""
+    start = FakeClock().start
+    reference, _ = run_fake(tmp_path / "a", launcher=ModelLauncher(Model(), clock=FakeClock(start)), rounds=4, seed=1)
+    sizes = {p.relative_to(reference.out).as_posix(): p.stat().st_size for p in (reference.out / "data").rglob("*")}
+    first = sum(size for rel, size in sizes.items()
+                if C.file_kind(rel) in ("campaign", "environment", "revisions", "inputs", "workload", "builds"))
+    labels = [label for label, _ in R.labels(reference.comparison.order)]
+    upto = first + sum(sizes[C.run_path(label)] for label in labels[:3])
+    with monkeypatch.context() as m:
+        m.setattr(C, "MAX_JSON_BYTES_TOTAL", sealable.SEAL_RESERVE_BYTES + upto - 1)
+        outcome, _ = run_fake(tmp_path / "b", launcher=ModelLauncher(Model(), clock=FakeClock(start)), rounds=4, seed=1)
+    assert [r.label for r in outcome.comparison.runs if r.status != "ok"] == [labels[2]]
+    assert outcome.comparison.status == "failed"
+    assert f"outputs: the records would hold {upto} bytes of JSON, over the {upto - 1} the checkers read" \
+        in outcome.comparison.reason
     assert problems(outcome.out) == ([], [])
 
 
